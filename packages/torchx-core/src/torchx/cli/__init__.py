@@ -1,0 +1,1 @@
+"""The ``torchx`` command line."""

@@ -1,0 +1,100 @@
+"""``torchx run [-s SCHEDULER] [-cfg K=V,...] COMPONENT [component args]``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from torchx.cli.cmd_base import SubCommand
+
+
+class CmdRun(SubCommand):
+    """Runs a component on a scheduler and prints the app handle.
+
+    On schedulers that run on this machine (``local_cwd``, ``local_docker``) it follows the
+    job's output and waits for it by default; ``--detach`` returns at once.
+    """
+
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+        subparser.add_argument("-s", "--scheduler", default=None,
+                               help="where to run (default: [cli:run] scheduler, else local_cwd)")
+        subparser.add_argument("-cfg", "--scheduler_args", action="append", default=[],
+                               help="run options: k1=v1,k2=v2 (see `torchx runopts SCHEDULER`)")
+        subparser.add_argument("--dryrun", action="store_true", help="print the request; submit nothing")
+        subparser.add_argument("--wait", action="store_true", help="wait for the app to end")
+        subparser.add_argument("--log", action="store_true", help="follow the app's logs (implies --wait)")
+        subparser.add_argument("--detach", action="store_true", help="return at once, even on local schedulers")
+        subparser.add_argument("--workspace", default=None,
+                               help="directory to ship with the job on schedulers with workspaces (default: CWD; '' for none)")
+        subparser.add_argument("--parent_run_id", default=None, help="tracker run id of the parent run")
+        subparser.add_argument("component_name_and_args", nargs=argparse.REMAINDER,
+                               help="component name (utils.echo or path/file.py:fn) then its arguments")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from torchx.runner import config, get_runner
+        from torchx.schedulers import get_default_scheduler_name
+
+        rest = list(args.component_name_and_args)
+        if rest and rest[0] == "--":
+            rest = rest[1:]
+        component = rest[0] if rest else config.get_config("cli", "run", "component")
+        component_args = rest[1:]
+        if not component:
+            raise ValueError("no component given: `torchx run utils.echo --msg hi`; `torchx builtins` lists components")
+        scheduler = args.scheduler or config.get_config("cli", "run", "scheduler") or get_default_scheduler_name()
+
+        if "--help" in component_args[:1] or component_args == ["-h"]:
+            return _component_help(component)
+
+        import os
+
+        workspace = args.workspace
+        if workspace is None:
+            workspace = config.get_config("cli", "run", "workspace") or os.getcwd()
+        with get_runner() as runner:
+            cfg: dict[str, Any] = {}
+            for literal in args.scheduler_args:
+                cfg.update(runner.cfg_from_str(scheduler, literal))
+            info = runner.dryrun_component(
+                component, component_args, scheduler, cfg, workspace=workspace or None, parent_run_id=args.parent_run_id
+            )
+            if args.dryrun:
+                print(f"=== {scheduler} request for {component} ===", file=sys.stderr)
+                print(info)
+                return 0
+            handle = runner.schedule(info)
+            print(handle, flush=True)
+            attach = runner._scheduler(scheduler).capabilities.attach and not args.detach
+            if not (attach or args.wait or args.log):
+                return 0
+            return _follow(runner, handle, logs=attach or args.log)
+
+
+def _component_help(component: str) -> int:
+    from torchx.runner import config
+    from torchx.specs.builders import component_parser
+    from torchx.specs.finder import get_component
+
+    fn = get_component(component).fn
+    component_parser(fn, config.get_configs("component", component), prog=f"torchx run {component}").print_help()
+    return 0
+
+
+def _follow(runner: Any, handle: str, logs: bool) -> int:
+    from torchx.cli.log_stream import replicas_of, stream_logs
+    from torchx.specs.status import AppState
+
+    threads: list[Any] = []
+    errors: list[str] = []
+    if logs:
+        threads, errors = stream_logs(runner, handle, replicas_of(runner, handle), should_tail=True)
+    status = runner.wait(handle, wait_interval=1)
+    for t in threads:
+        t.join()
+    for e in errors:
+        print(f"torchx: warning: {e}", file=sys.stderr)
+    state = status.state if status else AppState.UNKNOWN
+    detail = f": {status.msg}" if status and status.msg else ""
+    print(f"torchx: {handle} {state.name}{detail}", file=sys.stderr)
+    return 0 if state == AppState.SUCCEEDED else 1

@@ -1,0 +1,82 @@
+"""Prints the logs of an app's replicas, one thread per replica, each line prefixed ``role/replica``."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from datetime import datetime
+from typing import IO, TYPE_CHECKING
+
+from torchx.cli.output import color_prefix, use_color
+
+if TYPE_CHECKING:
+    from torchx.runner.api import Runner
+    from torchx.schedulers.streams import Stream
+
+
+def replicas_of(runner: Runner, app_handle: str, role_filter: str | None = None, replica_ids: list[int] | None = None) -> list[tuple[str, int]]:
+    """(role, replica id) pairs of an app, limited to ``role_filter`` and ``replica_ids``.
+
+    Raises:
+        ValueError: the role does not exist in the app
+    """
+    from torchx.specs.handles import UnknownAppException
+
+    app = runner.describe(app_handle)
+    if app is None:
+        raise UnknownAppException(app_handle)
+    roles = {r.name: r.num_replicas for r in app.roles}
+    if role_filter is not None and role_filter not in roles:
+        raise ValueError(f"app {app_handle} has no role {role_filter!r}; its roles: {', '.join(roles)}")
+    pairs = []
+    for role, count in roles.items():
+        if role_filter is not None and role != role_filter:
+            continue
+        for k in range(count):
+            if replica_ids is None or k in replica_ids:
+                pairs.append((role, k))
+    return pairs
+
+
+def stream_logs(
+    runner: Runner,
+    app_handle: str,
+    replicas: list[tuple[str, int]],
+    should_tail: bool,
+    regex: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    streams: Stream | None = None,
+    out: IO[str] = sys.stdout,
+) -> tuple[list[threading.Thread], list[str]]:
+    """Starts one thread per replica printing its lines to ``out``.
+
+    Returns the threads and a list that collects one message per replica that failed.
+
+    Lines are written whole (a lock serialises replicas); errors are printed on stderr.
+    """
+    lock = threading.Lock()
+    color = use_color(out)
+    show_prefix = len(replicas) > 0
+    errors: list[str] = []
+
+    def pump(index: int, role: str, k: int) -> None:
+        prefix = color_prefix(f"{role}/{k}", index, color) + " " if show_prefix else ""
+        try:
+            for line in runner.log_lines(app_handle, role, k, regex, since, until, should_tail, streams):
+                if not line.endswith("\n"):
+                    line += "\n"
+                with lock:
+                    out.write(prefix + line)
+                    out.flush()
+        except Exception as e:  # reported, the other replicas carry on
+            with lock:
+                errors.append(f"logs of {role}/{k}: {e}")
+
+    threads = [
+        threading.Thread(target=pump, args=(i, role, k), daemon=True, name=f"log-{role}-{k}")
+        for i, (role, k) in enumerate(replicas)
+    ]
+    for t in threads:
+        t.start()
+    return threads, errors

@@ -1,0 +1,159 @@
+"""``torchx``: the CLI shell. Verbs come from a builtin table and from plugins; only the
+invoked verb's module is imported."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from typing import Any
+
+#: verb -> ("module:Class", help); the modules are imported only when the verb runs
+BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("torchx.cli.cmd_run:CmdRun", "run a component (or an AppDef file) on a scheduler"),
+    "builtins": ("torchx.cli.cmd_builtins:CmdBuiltins", "list the installed components"),
+    "runopts": ("torchx.cli.cmd_runopts:CmdRunopts", "list the run options of schedulers"),
+    "status": ("torchx.cli.cmd_status:CmdStatus", "show the status of an app"),
+    "describe": ("torchx.cli.cmd_describe:CmdDescribe", "show the definition of an app"),
+    "log": ("torchx.cli.cmd_log:CmdLog", "print (or follow) the logs of an app"),
+    "list": ("torchx.cli.cmd_list:CmdList", "list the apps a scheduler knows"),
+    "cancel": ("torchx.cli.cmd_cancel:CmdCancel", "stop an app (it stays describable)"),
+    "delete": ("torchx.cli.cmd_cancel:CmdDelete", "stop an app and remove every trace of it"),
+    "configure": ("torchx.cli.cmd_configure:CmdConfigure", "write a .torchxconfig template"),
+    "plugins": ("torchx.cli.cmd_plugins:CmdPlugins", "list installed plugins, what they register, their errors"),
+}
+
+DESCRIPTION = """\
+torchx: define a training job once, launch it anywhere.
+
+  torchx run -s local_cwd utils.echo --msg hello   run a builtin component
+  torchx status local_cwd://torchx/echo-abc123    see how it is doing
+  torchx run utils.python --help                  a component's arguments
+"""
+
+
+def _debug_enabled(argv: list[str]) -> bool:
+    return bool(os.environ.get("TORCHX_DEBUG")) or "--verbose" in argv or "-v" in argv[:1]
+
+
+def _commands() -> tuple[dict[str, tuple[str, str]], str | None]:
+    """Every verb (builtins win a name clash with a plugin) and a warning about plugin errors."""
+    commands = dict(BUILTIN_COMMANDS)
+    note = None
+    try:
+        from torchx.plugins import get_registry
+
+        registry = get_registry()
+        for name, record in registry.cli_commands.items():
+            commands.setdefault(name, (record.factory, record.help or f"(from plugin {registry.origin.get(('cli_commands', name), '?')})"))
+        if registry.errors:
+            note = f"{len(registry.errors)} plugin error(s); see `torchx plugins`"
+    except Exception as e:  # a broken plugin environment must not take the CLI down
+        note = f"plugin discovery failed: {e}"
+    return commands, note
+
+
+def _find_verb(argv: list[str]) -> str | None:
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        if arg in ("--log_level", "--log-level"):
+            skip = True
+            continue
+        if arg.startswith("-"):
+            continue
+        return arg
+    return None
+
+
+def _make_parser(commands: dict[str, tuple[str, str]]) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    from torchx.version import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="torchx", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--version", action="version", version=f"torchx {__version__}")
+    parser.add_argument(
+        "--log_level", "--log-level", default=os.environ.get("LOGLEVEL", "WARNING"),
+        help="python logging level (default: WARNING, or $LOGLEVEL)",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="show tracebacks and debug logs (or TORCHX_DEBUG=1)")
+    sub = parser.add_subparsers(dest="verb", metavar="{" + ",".join(commands) + "}")
+    subparsers = {name: sub.add_parser(name, help=help_text, description=help_text) for name, (_, help_text) in commands.items()}
+    return parser, subparsers
+
+
+def _load_command(path: str) -> Any:
+    from torchx.cli.cmd_base import SubCommand
+    from torchx.plugins import load_attr
+
+    cls = load_attr(path)
+    command = cls()
+    if not isinstance(command, SubCommand):
+        raise TypeError(f"{path} is not a torchx SubCommand")
+    return command
+
+
+def run_cli(argv: list[str]) -> int:
+    """Parses ``argv`` and runs the verb; returns the exit code (errors propagate)."""
+    commands, note = _commands()
+    parser, subparsers = _make_parser(commands)
+    verb = _find_verb(argv)
+    command = None
+    if verb is not None:
+        if verb not in commands:
+            from torchx.util.suggest import did_you_mean
+
+            print(f"torchx: error: unknown command {verb!r}.{did_you_mean(verb, commands)} See `torchx --help`.",
+                  file=sys.stderr)
+            return 2
+        command = _load_command(commands[verb][0])
+        command.add_arguments(subparsers[verb])
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose or os.environ.get("TORCHX_DEBUG") else args.log_level.upper(),
+        format="torchx %(asctime)s %(levelname)s %(message)s",
+    )
+    if note and (verb is None or verb == "plugins" or args.verbose):
+        print(f"torchx: warning: {note}", file=sys.stderr)
+    if command is None:
+        parser.print_help()
+        return 0
+    result = command.run(args)
+    return result if isinstance(result, int) else 0
+
+
+def error_message(e: BaseException) -> str:
+    """The first line of an exception's message (its type name if it has none)."""
+    text = str(e.args[0]) if isinstance(e, KeyError) and len(e.args) == 1 else str(e)
+    text = text.strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``torchx`` command."""
+    argv = sys.argv[1:] if argv is None else argv
+    debug = _debug_enabled(argv)
+    try:
+        code = run_cli(argv)
+    except KeyboardInterrupt:
+        code = 130
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        code = 1
+    except Exception as e:
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        print(f"torchx: error: {error_message(e)}", file=sys.stderr)
+        code = 1
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

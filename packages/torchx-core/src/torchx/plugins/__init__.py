@@ -1,0 +1,163 @@
+"""torchx plugins: pluggy hooks that register schedulers, named resources, components,
+trackers, workspaces and CLI commands, plus submit-time event hooks.
+
+Plugin authors need only::
+
+    from torchx.plugins import hookimpl, SchedulerPlugin, ComponentSource  # ...
+
+See :mod:`torchx.plugins.hookspecs` for every hook with an example. Importing this
+package is cheap: pluggy is loaded only when a hook module asks for ``hookimpl`` or when
+plugins must be (re)discovered.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from torchx.plugins.records import (
+    CliCommand,
+    ComponentSource,
+    NamedResourcePlugin,
+    SchedulerPlugin,
+    TrackerPlugin,
+    WorkspacePlugin,
+)
+from torchx.plugins.registry import PluginInfo, Registry
+
+if TYPE_CHECKING:
+    import pluggy
+
+__all__ = [
+    "CliCommand",
+    "ComponentSource",
+    "NamedResourcePlugin",
+    "PluginInfo",
+    "PluginLoadError",
+    "Registry",
+    "SchedulerPlugin",
+    "SubmissionRejected",
+    "TrackerPlugin",
+    "WorkspacePlugin",
+    "get_registry",
+    "hookimpl",
+    "hookspec",
+    "load_attr",
+    "reset",
+]
+
+_registry: Registry | None = None
+
+
+class SubmissionRejected(Exception):
+    """Raised by a ``torchx_pre_submit`` hook to refuse an app; the message says why."""
+
+
+class PluginLoadError(Exception):
+    """A registered implementation (``module:attr``) cannot be imported."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("hookimpl", "hookspec"):
+        import pluggy
+
+        marker: pluggy.HookimplMarker | pluggy.HookspecMarker = (
+            pluggy.HookimplMarker("torchx") if name == "hookimpl" else pluggy.HookspecMarker("torchx")
+        )
+        globals()[name] = marker
+        return marker
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def get_registry(refresh: bool = False) -> Registry:
+    """Everything the installed plugins register (cached in memory and on disk).
+
+    Args:
+        refresh: ignore the caches and discover again
+    """
+    global _registry
+    if _registry is not None and not refresh:
+        return _registry
+    from torchx.plugins import cache
+
+    registry = None if refresh else cache.load()
+    if registry is None:
+        from torchx.plugins.discovery import discover
+
+        registry = discover()
+        cache.store(registry)
+    _registry = registry
+    return registry
+
+
+def reset() -> None:
+    """Forgets the in-memory registry (the next lookup reads the disk cache or rediscovers)."""
+    global _registry
+    _registry = None
+
+
+def load_attr(path: str) -> Any:
+    """Imports ``"module:attr"`` (or ``"module"``) and returns the attribute (or module).
+
+    Raises:
+        PluginLoadError: the module cannot be imported or lacks the attribute
+    """
+    import importlib
+
+    module_name, _, attr = path.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except Exception as e:
+        raise PluginLoadError(f"cannot import {module_name!r} (from {path!r}): {type(e).__name__}: {e}") from e
+    for part in attr.split(".") if attr else []:
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise PluginLoadError(f"{module_name!r} has no attribute {attr!r} (from {path!r})") from None
+    return obj
+
+
+def _event_plugin_manager() -> pluggy.PluginManager | None:
+    plugins = get_registry().event_hook_plugins()
+    if not plugins:
+        return None
+    import importlib
+
+    from torchx.plugins.discovery import new_plugin_manager
+
+    pm = new_plugin_manager()
+    for info in plugins:
+        pm.register(importlib.import_module(info.value), name=info.ident)
+    return pm
+
+
+def run_pre_submit(app: Any, scheduler: str, cfg: Any) -> Any:
+    """Passes ``app`` through every ``torchx_pre_submit`` hook in turn; returns the final app.
+
+    Raises:
+        SubmissionRejected: a hook refused the app
+    """
+    pm = _event_plugin_manager()
+    if pm is None:
+        return app
+    for impl in reversed(pm.hook.torchx_pre_submit.get_hookimpls()):
+        try:
+            amended = impl.function(app=app, scheduler=scheduler, cfg=cfg)
+        except SubmissionRejected as e:
+            raise SubmissionRejected(f"rejected by plugin {impl.plugin_name}: {e}") from None
+        if amended is not None:
+            app = amended
+    return app
+
+
+def run_post_submit(app_handle: str, app: Any, scheduler: str, cfg: Any) -> None:
+    """Calls every ``torchx_post_submit`` hook; their errors are logged, not raised."""
+    pm = _event_plugin_manager()
+    if pm is None:
+        return
+    import logging
+
+    for impl in reversed(pm.hook.torchx_post_submit.get_hookimpls()):
+        try:
+            impl.function(app_handle=app_handle, app=app, scheduler=scheduler, cfg=cfg)
+        except Exception as e:
+            logging.getLogger(__name__).warning("plugin %s: torchx_post_submit failed: %s", impl.plugin_name, e)

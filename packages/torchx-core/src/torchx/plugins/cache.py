@@ -1,0 +1,90 @@
+"""Keeps the discovered :class:`Registry` on disk until the installed packages change.
+
+The cache is keyed by the interpreter and ``sys.path``; it is valid while every
+``sys.path`` directory and every plugin module file has the modification time it had
+when the cache was written (installing or removing a distribution changes its
+site-packages directory). ``TORCHX_NO_PLUGIN_CACHE=1`` turns it off; the directory is
+``$TORCHX_CACHE_DIR`` or ``$XDG_CACHE_HOME/torchx`` (default ``~/.cache/torchx``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import os
+import sys
+from typing import Any
+
+from torchx.plugins.registry import Registry
+
+_FORMAT = 1
+
+
+def cache_dir() -> str:
+    """Where torchx keeps caches."""
+    explicit = os.environ.get("TORCHX_CACHE_DIR")
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "torchx")
+
+
+def _cache_file() -> str:
+    key = "\0".join([sys.version, sys.executable, *sys.path]).encode()
+    return os.path.join(cache_dir(), f"plugins-{hashlib.sha1(key).hexdigest()[:16]}.marshal")
+
+
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path or ".").st_mtime_ns
+    except OSError:
+        return -1
+
+
+def _stamp(files: list[str]) -> list[tuple[str, int]]:
+    return [(p, _mtime(p)) for p in [*sys.path, *files]]
+
+
+def load() -> Registry | None:
+    """The cached registry, or None when there is none or it is stale."""
+    if os.environ.get("TORCHX_NO_PLUGIN_CACHE"):
+        return None
+    try:
+        with open(_cache_file(), "rb") as f:
+            data: dict[str, Any] = marshal.load(f)
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+    if data.get("format") != _FORMAT:
+        return None
+    stamp = data.get("stamp", [])
+    if any(_mtime(path) != mtime for path, mtime in stamp) or [p for p, _ in stamp[: len(sys.path)]] != sys.path:
+        return None
+    try:
+        return Registry.from_data(data["registry"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def store(registry: Registry) -> None:
+    """Writes ``registry`` to the cache (silently does nothing if it cannot)."""
+    if os.environ.get("TORCHX_NO_PLUGIN_CACHE"):
+        return
+    files = [p.module_file for p in registry.plugins if p.module_file]
+    data = {"format": _FORMAT, "stamp": _stamp(files), "registry": registry.to_data()}
+    path = _cache_file()
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            marshal.dump(data, f)
+        os.replace(tmp, path)
+    except (OSError, ValueError):
+        pass
+
+
+def clear() -> None:
+    """Removes this interpreter's cache file."""
+    try:
+        os.unlink(_cache_file())
+    except OSError:
+        pass

@@ -1,0 +1,141 @@
+"""The hooks a torchx plugin can implement. This module is the plugin author's reference.
+
+A plugin is one small module registered under the entry-point group ``torchx``::
+
+    # pyproject.toml
+    [project.entry-points.torchx]
+    my_plugin = "my_pkg.torchx_plugin"
+
+    # my_pkg/torchx_plugin.py  -- import nothing heavy here
+    from torchx.plugins import hookimpl, SchedulerPlugin
+
+    @hookimpl
+    def torchx_schedulers():
+        yield SchedulerPlugin("my_sched", "my_pkg.scheduler:create_scheduler", "my cluster")
+
+Registration hooks (``torchx_schedulers`` ... ``torchx_cli_commands``) describe what the
+plugin provides; their results are cached until the installed packages change, so they
+must not depend on the environment. Event hooks run when the event happens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+from torchx.plugins.records import (
+    CliCommand,
+    ComponentSource,
+    NamedResourcePlugin,
+    SchedulerPlugin,
+    TrackerPlugin,
+    WorkspacePlugin,
+)
+
+if TYPE_CHECKING:
+    from torchx.specs import AppDef
+
+hookspec = pluggy.HookspecMarker("torchx")
+
+
+@hookspec
+def torchx_schedulers() -> Iterable[SchedulerPlugin]:
+    """Schedulers this plugin provides.
+
+    Example::
+
+        @hookimpl
+        def torchx_schedulers():
+            yield SchedulerPlugin("slurm", "torchx_sched_slurm.scheduler:create_scheduler", "Slurm via sbatch")
+    """
+
+
+@hookspec
+def torchx_named_resources() -> Iterable[NamedResourcePlugin]:
+    """Named resources this plugin provides.
+
+    Example::
+
+        @hookimpl
+        def torchx_named_resources():
+            yield NamedResourcePlugin("gpu_x2", "my_pkg.resources:gpu_x2")
+    """
+
+
+@hookspec
+def torchx_components() -> Iterable[ComponentSource]:
+    """Packages of component functions this plugin provides.
+
+    Example::
+
+        @hookimpl
+        def torchx_components():
+            yield ComponentSource(prefix="", module="torchx_components")   # utils.echo, dist.ddp ...
+    """
+
+
+@hookspec
+def torchx_trackers() -> Iterable[TrackerPlugin]:
+    """Experiment-tracker backends this plugin provides.
+
+    Example::
+
+        @hookimpl
+        def torchx_trackers():
+            yield TrackerPlugin("fsspec", "torchx_tracker.fsspec_backend:create")
+    """
+
+
+@hookspec
+def torchx_workspaces() -> Iterable[WorkspacePlugin]:
+    """Workspace builders this plugin provides.
+
+    Example::
+
+        @hookimpl
+        def torchx_workspaces():
+            yield WorkspacePlugin("docker", "my_pkg.workspace:DockerWorkspaceMixin", "patch a docker image")
+    """
+
+
+@hookspec
+def torchx_cli_commands() -> Iterable[CliCommand]:
+    """``torchx`` sub-commands this plugin provides.
+
+    Example::
+
+        @hookimpl
+        def torchx_cli_commands():
+            yield CliCommand("tracker", "my_pkg.cli:CmdTracker", "query experiment trackers")
+    """
+
+
+@hookspec
+def torchx_pre_submit(app: AppDef, scheduler: str, cfg: Mapping[str, Any]) -> AppDef | None:
+    """Called before an app is submitted (and before a dry run). Enforce policy here.
+
+    Return a new AppDef to amend the app (the next plugin sees the amended one), None to
+    leave it. Raise :class:`torchx.plugins.SubmissionRejected` with a message that says
+    what to change to reject it.
+
+    Example::
+
+        @hookimpl
+        def torchx_pre_submit(app, scheduler, cfg):
+            if scheduler == "slurm" and "partition" not in cfg:
+                raise SubmissionRejected("set -cfg partition=... (site policy)")
+    """
+
+
+@hookspec
+def torchx_post_submit(app_handle: str, app: AppDef, scheduler: str, cfg: Mapping[str, Any]) -> None:
+    """Called after an app was submitted; errors are logged, never raised to the caller.
+
+    Example::
+
+        @hookimpl
+        def torchx_post_submit(app_handle, app, scheduler, cfg):
+            audit_log.write(f"{app_handle} {app.name}\\n")
+    """

@@ -1,0 +1,433 @@
+"""The :class:`Runner` and :func:`get_runner`."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import warnings
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from torchx.schedulers import SchedulerFactory, get_scheduler_factories
+from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
+from torchx.schedulers.capabilities import UnsupportedFeatureError
+from torchx.schedulers.streams import Stream
+from torchx.specs.dryrun import AppDryRunInfo
+from torchx.specs.handles import (
+    AppHandle,
+    UnknownAppException,
+    UnknownSchedulerException,
+    make_app_handle,
+    parse_app_handle,
+)
+from torchx.specs.roles import MISSING, AppDef
+from torchx.specs.runopts import CfgVal, runopts
+from torchx.specs.status import AppStatus
+from torchx.specs.workspace import Workspace
+from torchx.tracker.api import ENV_TORCHX_JOB_ID, ENV_TORCHX_PARENT_RUN_ID, ENV_TORCHX_TRACKERS, tracker_config_env_var_name
+from torchx.util.suggest import did_you_mean
+
+logger: logging.Logger = logging.getLogger(__name__)
+
+ENV_SESSION_ID = "TORCHX_INTERNAL_SESSION_ID"
+
+
+class AppDefError(ValueError):
+    """An :class:`AppDef` is malformed."""
+
+
+def validate_app(app: AppDef) -> None:
+    """Checks the shape of an app: a name, roles with unique names, entrypoints, replica counts.
+
+    Raises:
+        AppDefError: what is wrong and where
+    """
+    if not isinstance(app, AppDef):
+        raise AppDefError(f"expected an AppDef, got {type(app).__name__}")
+    if not app.name or not isinstance(app.name, str):
+        raise AppDefError("the app has no name: set AppDef(name=...)")
+    if not app.roles:
+        raise AppDefError(f"app {app.name!r} has no roles: add at least one Role")
+    seen: set[str] = set()
+    for role in app.roles:
+        where = f"app {app.name!r}, role {role.name!r}"
+        if not role.name or not isinstance(role.name, str):
+            raise AppDefError(f"app {app.name!r} has a role without a name")
+        if role.name in seen:
+            raise AppDefError(f"app {app.name!r} has two roles named {role.name!r}; role names must be unique")
+        seen.add(role.name)
+        if not role.entrypoint or role.entrypoint == MISSING:
+            raise AppDefError(f"{where}: no entrypoint; set Role(entrypoint=...)")
+        if not isinstance(role.num_replicas, int) or role.num_replicas < 1:
+            raise AppDefError(f"{where}: num_replicas must be a positive int, got {role.num_replicas!r}")
+        if role.min_replicas is not None and not (0 < role.min_replicas <= role.num_replicas):
+            raise AppDefError(
+                f"{where}: min_replicas={role.min_replicas} must be between 1 and num_replicas={role.num_replicas}"
+            )
+        if not isinstance(role.max_retries, int) or role.max_retries < 0:
+            raise AppDefError(f"{where}: max_retries must be an int >= 0, got {role.max_retries!r}")
+        if not isinstance(role.args, list) or not all(isinstance(a, str) for a in role.args):
+            raise AppDefError(f"{where}: args must be a list of str, got {role.args!r}")
+        if not isinstance(role.env, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in role.env.items()
+        ):
+            raise AppDefError(f"{where}: env must map str to str, got {role.env!r}")
+
+
+def _check_capabilities(app: AppDef, scheduler: Scheduler[Any, Any, Any]) -> None:
+    caps = scheduler.capabilities
+    for role in app.roles:
+        where = f"role {role.name!r}"
+        if role.max_retries > 0 and role.retry_policy not in caps.retry_policies:
+            supported = ", ".join(sorted(p.value for p in caps.retry_policies)) or "none"
+            raise UnsupportedFeatureError(
+                f"{where}: scheduler {scheduler.backend!r} does not support retry_policy"
+                f" {role.retry_policy.value} (supported: {supported})"
+            )
+        for mount in role.mounts:
+            kind = type(mount).__name__.replace("Mount", "").lower()
+            if kind not in caps.mounts:
+                raise UnsupportedFeatureError(
+                    f"{where}: scheduler {scheduler.backend!r} does not support {kind} mounts"
+                    f" (supported: {', '.join(sorted(caps.mounts)) or 'none'})"
+                )
+        if role.min_replicas is not None and role.min_replicas < role.num_replicas and not caps.elastic:
+            logger.warning(
+                "%s: scheduler %s is not elastic; running exactly num_replicas=%d", where, scheduler.backend,
+                role.num_replicas,
+            )
+
+
+def _tracker_env(parent_run_id: str | None) -> dict[str, str]:
+    from torchx.runner import config
+
+    env: dict[str, str] = {}
+    trackers = config.load_sections("torchx").get("tracker", {})
+    if trackers:
+        env[ENV_TORCHX_TRACKERS] = ",".join(trackers)
+        for name in trackers:
+            cfg = config.get_config("tracker", name, "config")
+            if cfg:
+                env[tracker_config_env_var_name(name)] = cfg
+    if parent_run_id:
+        env[ENV_TORCHX_PARENT_RUN_ID] = parent_run_id
+    return env
+
+
+class Runner:
+    """Submits apps to schedulers and manages them by app handle.
+
+    Use :func:`get_runner`; close it (or use it as a context manager) when done.
+    ``.torchxconfig`` run options apply to every submission (see :mod:`torchx.runner.config`).
+    """
+
+    def __init__(
+        self,
+        name: str = "torchx",
+        scheduler_factories: Mapping[str, SchedulerFactory] | None = None,
+        component_defaults: Mapping[str, Mapping[str, str]] | None = None,
+        scheduler_params: Mapping[str, object] | None = None,
+    ) -> None:
+        self._name = name
+        self._factories: dict[str, SchedulerFactory] | None = dict(scheduler_factories) if scheduler_factories else None
+        self._component_defaults = {k: dict(v) for k, v in (component_defaults or {}).items()}
+        self._scheduler_params = dict(scheduler_params or {})
+        self._schedulers: dict[str, Scheduler[Any, Any, Any]] = {}
+        self._apps: dict[AppHandle, AppDef] = {}
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Closes every scheduler this runner opened."""
+        for scheduler in self._schedulers.values():
+            scheduler.close()
+        self._schedulers.clear()
+
+    def name(self) -> str:
+        """The session name (the middle part of app handles)."""
+        return self._name
+
+    # ------------------------------------------------------------------ schedulers
+    def _all_factories(self) -> dict[str, SchedulerFactory]:
+        if self._factories is None:
+            self._factories = get_scheduler_factories()
+        return self._factories
+
+    def scheduler_backends(self) -> list[str]:
+        """Names of the schedulers this runner can use."""
+        return sorted(self._all_factories())
+
+    def _scheduler(self, name: str) -> Scheduler[Any, Any, Any]:
+        scheduler = self._schedulers.get(name)
+        if scheduler is not None:
+            return scheduler
+        factories = self._all_factories()
+        factory = factories.get(name)
+        if factory is None:
+            from torchx.schedulers import KNOWN_SCHEDULER_PACKAGES
+
+            package = KNOWN_SCHEDULER_PACKAGES.get(name)
+            hint = f" It is provided by `pip install {package}`." if package else ""
+            installed = ", ".join(sorted(factories)) or "none"
+            raise UnknownSchedulerException(
+                f"unknown scheduler {name!r}.{did_you_mean(name, factories)}{hint} Installed: {installed}"
+            )
+        scheduler = factory(self._name, **self._scheduler_params)
+        self._schedulers[name] = scheduler
+        return scheduler
+
+    def scheduler_run_opts(self, scheduler: str) -> runopts:
+        """The run options of ``scheduler``."""
+        return self._scheduler(scheduler).run_opts()
+
+    def cfg_from_str(self, scheduler: str, *cfg_literal: str) -> Mapping[str, CfgVal]:
+        """Parses ``"k=v,k2=v2"`` strings into typed run options of ``scheduler``."""
+        opts = self.scheduler_run_opts(scheduler)
+        cfg: dict[str, CfgVal] = {}
+        for literal in cfg_literal:
+            cfg.update(opts.cfg_from_str(literal))
+        return cfg
+
+    # ------------------------------------------------------------------ submitting
+    def run_component(
+        self,
+        component: str,
+        component_args: list[str] | dict[str, Any],
+        scheduler: str,
+        cfg: Mapping[str, CfgVal] | None = None,
+        workspace: Workspace | str | None = None,
+        parent_run_id: str | None = None,
+    ) -> AppHandle:
+        """Materializes ``component`` with ``component_args`` and submits it; returns the handle."""
+        info = self.dryrun_component(component, component_args, scheduler, cfg, workspace, parent_run_id)
+        return self.schedule(info)
+
+    def dryrun_component(
+        self,
+        component: str,
+        component_args: list[str] | dict[str, Any],
+        scheduler: str,
+        cfg: Mapping[str, CfgVal] | None = None,
+        workspace: Workspace | str | None = None,
+        parent_run_id: str | None = None,
+    ) -> AppDryRunInfo[Any]:
+        """The request :meth:`run_component` would submit."""
+        app = self.component_app(component, component_args)
+        return self.dryrun(app, scheduler, cfg, workspace, parent_run_id)
+
+    def component_app(self, component: str, component_args: list[str] | dict[str, Any]) -> AppDef:
+        """The :class:`AppDef` a component makes from its arguments (CLI-style list or a dict)."""
+        from torchx.runner import config
+        from torchx.specs.builders import materialize_appdef
+        from torchx.specs.finder import get_component
+
+        fn = get_component(component).fn
+        defaults = {**config.get_configs("component", component), **self._component_defaults.get(component, {})}
+        if isinstance(component_args, dict):
+            return materialize_appdef(fn, [], defaults, config=component_args)
+        return materialize_appdef(fn, list(component_args), defaults)
+
+    def run(
+        self,
+        app: AppDef,
+        scheduler: str,
+        cfg: Mapping[str, CfgVal] | None = None,
+        workspace: Workspace | str | None = None,
+        parent_run_id: str | None = None,
+    ) -> AppHandle:
+        """Submits ``app`` (``app`` itself is not changed); returns the app handle."""
+        return self.schedule(self.dryrun(app, scheduler, cfg, workspace, parent_run_id))
+
+    def dryrun(
+        self,
+        app: AppDef,
+        scheduler: str,
+        cfg: Mapping[str, CfgVal] | None = None,
+        workspace: Workspace | str | None = None,
+        parent_run_id: str | None = None,
+    ) -> AppDryRunInfo[Any]:
+        """What :meth:`run` would submit: checks the app, applies config and plugins, builds the request.
+
+        Raises:
+            AppDefError: the app is malformed
+            UnknownSchedulerException: no such scheduler is installed
+            InvalidRunConfigException: a run option is wrong
+            UnsupportedFeatureError: the app needs something the scheduler cannot do
+            SubmissionRejected: a plugin's policy refused the app
+        """
+        from torchx.plugins import run_pre_submit
+        from torchx.runner import config
+
+        validate_app(app)
+        sched = self._scheduler(scheduler)
+        app = copy.deepcopy(app)
+        merged_cfg: dict[str, CfgVal] = dict(cfg or {})
+        config.apply(scheduler, merged_cfg)
+
+        env = {
+            ENV_TORCHX_JOB_ID: make_app_handle(scheduler, self._name, "${app_id}"),
+            ENV_SESSION_ID: self._name,
+            **_tracker_env(parent_run_id),
+        }
+        for role in app.roles:
+            role.env = {**env, **role.env}
+
+        app = run_pre_submit(app, scheduler, merged_cfg)
+        validate_app(app)
+        _check_capabilities(app, sched)
+        resolved = sched.run_opts().resolve(merged_cfg)
+
+        from torchx.workspace.api import WorkspaceMixin
+
+        if isinstance(sched, WorkspaceMixin):
+            if workspace is not None and app.roles[0].workspace is None:
+                app.roles[0].workspace = Workspace.from_str(workspace) if isinstance(workspace, str) else workspace
+            sched._pre_build_validate(app, scheduler, resolved)
+            sched.build_workspaces(app.roles, resolved)
+
+        sched._validate(app, scheduler, resolved)
+        info = sched.submit_dryrun(app, resolved)
+        info._scheduler = scheduler
+        info._parent_run_id = parent_run_id
+        return info
+
+    def schedule(self, dryrun_info: AppDryRunInfo[Any]) -> AppHandle:
+        """Submits the request of a dry run; returns the app handle."""
+        from torchx.plugins import run_post_submit
+
+        scheduler = dryrun_info._scheduler
+        if scheduler is None:
+            raise ValueError("this AppDryRunInfo did not come from Runner.dryrun: it names no scheduler")
+        app_id = self._scheduler(scheduler).schedule(dryrun_info)
+        handle = make_app_handle(scheduler, self._name, app_id)
+        if dryrun_info._app is not None:
+            self._apps[handle] = dryrun_info._app
+            run_post_submit(handle, dryrun_info._app, scheduler, dryrun_info._cfg)
+        return handle
+
+    # ------------------------------------------------------------------ managing
+    def _resolve(self, app_handle: AppHandle) -> tuple[Scheduler[Any, Any, Any], str]:
+        parsed = parse_app_handle(app_handle)
+        return self._scheduler(parsed.scheduler_backend), parsed.app_id
+
+    def describe_app(self, app_handle: AppHandle) -> DescribeAppResponse | None:
+        """The scheduler's raw description of the app, or None if unknown."""
+        scheduler, app_id = self._resolve(app_handle)
+        return scheduler.describe(app_id)
+
+    def status(self, app_handle: AppHandle) -> AppStatus | None:
+        """The app's status, or None if the scheduler does not know it."""
+        desc = self.describe_app(app_handle)
+        return None if desc is None else _to_status(desc)
+
+    def wait(self, app_handle: AppHandle, wait_interval: float = 10, timeout: float | None = None) -> AppStatus | None:
+        """Blocks until the app ends (or ``timeout`` s pass); returns its last status.
+
+        Schedulers that know when an app ends react at once; others are polled, at most
+        ``wait_interval`` seconds apart.
+        """
+        scheduler, app_id = self._resolve(app_handle)
+        desc = scheduler.wait(app_id, timeout=timeout, poll_interval=wait_interval)
+        return None if desc is None else _to_status(desc)
+
+    def cancel(self, app_handle: AppHandle) -> None:
+        """Stops the app (no-op if it ended or is unknown); it stays describable."""
+        scheduler, app_id = self._resolve(app_handle)
+        if not scheduler.capabilities.cancel:
+            raise UnsupportedFeatureError(f"scheduler {scheduler.backend!r} cannot cancel apps")
+        scheduler.cancel(app_id)
+
+    def stop(self, app_handle: AppHandle) -> None:
+        """Deprecated: use :meth:`cancel`."""
+        warnings.warn("Runner.stop is deprecated; use Runner.cancel", DeprecationWarning, stacklevel=2)
+        self.cancel(app_handle)
+
+    def delete(self, app_handle: AppHandle) -> None:
+        """Stops the app and removes every trace of it from the scheduler."""
+        scheduler, app_id = self._resolve(app_handle)
+        scheduler.delete(app_id)
+        self._apps.pop(app_handle, None)
+
+    def describe(self, app_handle: AppHandle) -> AppDef | None:
+        """The app's definition: as submitted if this runner submitted it, else as reconstructed."""
+        if app_handle in self._apps:
+            return self._apps[app_handle]
+        desc = self.describe_app(app_handle)
+        if desc is None:
+            return None
+        return AppDef(name=desc.app_id, roles=list(desc.roles), metadata=dict(desc.metadata))
+
+    def list(self, scheduler: str, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
+        """The apps ``scheduler`` knows, with their handles."""
+        sched = self._scheduler(scheduler)
+        if not sched.capabilities.list:
+            raise UnsupportedFeatureError(f"scheduler {scheduler!r} cannot list apps")
+        apps = sched.list(cfg) if cfg is not None else sched.list()
+        for app in apps:
+            app.app_handle = make_app_handle(scheduler, self._name, app.app_id)
+        return apps
+
+    def log_lines(
+        self,
+        app_handle: AppHandle,
+        role_name: str,
+        k: int = 0,
+        regex: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        should_tail: bool = False,
+        streams: Stream | None = None,
+    ) -> Iterable[str]:
+        """Log lines (each with its ``\\n``) of replica ``k`` of ``role_name``.
+
+        Raises:
+            UnknownAppException: the scheduler does not know the app
+            UnsupportedFeatureError: the scheduler cannot do what is asked (tail, since/until, the stream)
+        """
+        scheduler, app_id = self._resolve(app_handle)
+        caps = scheduler.capabilities
+        if not caps.logs:
+            raise UnsupportedFeatureError(f"scheduler {scheduler.backend!r} does not keep logs torchx can read")
+        if (since or until) and not caps.log_since_until:
+            raise UnsupportedFeatureError(f"scheduler {scheduler.backend!r} cannot filter logs by time (--since/--until)")
+        if should_tail and not caps.log_tail:
+            raise UnsupportedFeatureError(f"scheduler {scheduler.backend!r} cannot follow logs (--tail)")
+        if streams is not None and Stream(streams).value not in caps.log_streams:
+            raise UnsupportedFeatureError(
+                f"scheduler {scheduler.backend!r} has no {Stream(streams).value} stream"
+                f" (it has: {', '.join(sorted(caps.log_streams))})"
+            )
+        if scheduler.describe(app_id) is None:
+            raise UnknownAppException(app_handle)
+        return scheduler.log_iter(app_id, role_name, k, regex, since, until, should_tail, streams=streams)
+
+
+def _to_status(desc: DescribeAppResponse) -> AppStatus:
+    return AppStatus(
+        state=desc.state,
+        num_restarts=max(desc.num_restarts, 0),
+        msg="" if desc.msg == "<NONE>" else desc.msg,
+        structured_error_msg=desc.structured_error_msg,
+        ui_url=desc.ui_url,
+        roles=list(desc.roles_statuses),
+    )
+
+
+def get_runner(
+    name: str | None = None,
+    component_defaults: Mapping[str, Mapping[str, str]] | None = None,
+    **scheduler_params: Any,
+) -> Runner:
+    """A :class:`Runner` for every installed scheduler.
+
+    Args:
+        name: session name (default ``torchx``)
+        component_defaults: ``{component: {arg: value}}`` defaults for components
+        scheduler_params: passed to every scheduler's factory
+    """
+    return Runner(name or "torchx", None, component_defaults, scheduler_params)

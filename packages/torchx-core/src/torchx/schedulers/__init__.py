@@ -1,0 +1,84 @@
+"""Scheduler backends: the :class:`Scheduler` interface and lookup of installed schedulers.
+
+Schedulers come from plugins (``torchx_schedulers`` hook, or the legacy
+``torchx.schedulers`` entry points); nothing here imports a backend until it is used.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler, Stream
+from torchx.schedulers.capabilities import SchedulerCapabilities, UnsupportedFeatureError
+
+__all__ = [
+    "DescribeAppResponse",
+    "ListAppResponse",
+    "Scheduler",
+    "SchedulerCapabilities",
+    "SchedulerFactory",
+    "Stream",
+    "UnsupportedFeatureError",
+    "get_default_scheduler_name",
+    "get_scheduler_factories",
+]
+
+#: schedulers the core knows the package of, for "install X" hints
+KNOWN_SCHEDULER_PACKAGES: dict[str, str] = {
+    "local_cwd": "torchx-sched-local",
+    "local_docker": "torchx-sched-local[docker]",
+    "slurm": "torchx-sched-slurm",
+    "kubernetes": "torchx-sched-k8s",
+    "kubernetes_mcad": "torchx-sched-k8s",
+    "aws_batch": "torchx-sched-aws",
+    "aws_sagemaker": "torchx-sched-aws",
+}
+
+
+class SchedulerFactory(Protocol):
+    """``create_scheduler(session_name, **kwargs) -> Scheduler``."""
+
+    def __call__(self, session_name: str, **kwargs: Any) -> Scheduler[Any, Any, Any]: ...
+
+
+class _LazyFactory:
+    """Imports the factory named ``module:attr`` on first call."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __call__(self, session_name: str, **kwargs: Any) -> Scheduler[Any, Any, Any]:
+        from torchx.plugins import load_attr
+
+        factory = load_attr(self.path)
+        return factory(session_name, **kwargs)  # type: ignore[no-any-return]
+
+    def __repr__(self) -> str:
+        return f"<scheduler factory {self.path}>"
+
+
+def get_scheduler_factories(group: str = "torchx.schedulers", skip_defaults: bool = False) -> dict[str, SchedulerFactory]:
+    """Name -> factory of every installed scheduler (importing none of them).
+
+    ``group`` and ``skip_defaults`` are accepted for compatibility and ignored: installed
+    plugins and legacy entry points are always merged.
+    """
+    from torchx.plugins import get_registry
+
+    return {name: _LazyFactory(rec.factory) for name, rec in sorted(get_registry().schedulers.items())}
+
+
+def get_default_scheduler_name() -> str:
+    """``local_cwd`` when installed, else the first installed scheduler by name.
+
+    Raises:
+        UnknownSchedulerException: no scheduler plugin is installed
+    """
+    from torchx.specs.handles import UnknownSchedulerException
+
+    names = sorted(get_scheduler_factories())
+    if not names:
+        raise UnknownSchedulerException(
+            "no scheduler is installed; install one, e.g. `pip install torchx-sched-local`"
+        )
+    return "local_cwd" if "local_cwd" in names else names[0]

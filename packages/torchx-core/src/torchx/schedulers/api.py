@@ -1,0 +1,211 @@
+"""The :class:`Scheduler` interface every backend implements, and its response types."""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar, Generic, TypeVar
+
+from torchx.schedulers.capabilities import SchedulerCapabilities, UnsupportedFeatureError
+from torchx.schedulers.streams import Stream, filter_regex, split_lines, split_lines_iterator
+from torchx.schedulers.structured_opts import StructuredOpts
+from torchx.specs.dryrun import AppDryRunInfo
+from torchx.specs.roles import NONE, NULL_RESOURCE, AppDef, Role
+from torchx.specs.runopts import CfgVal, runopts
+from torchx.specs.status import AppState, RoleStatus, is_terminal
+from torchx.specs.workspace import Workspace
+
+__all__ = [
+    "DescribeAppResponse",
+    "ListAppResponse",
+    "Scheduler",
+    "SchedulerCapabilities",
+    "Stream",
+    "StructuredOpts",
+    "UnsupportedFeatureError",
+    "filter_regex",
+    "split_lines",
+    "split_lines_iterator",
+]
+
+T = TypeVar("T")  # run config
+A = TypeVar("A")  # app
+D = TypeVar("D")  # dryrun request
+
+
+@dataclass
+class DescribeAppResponse:
+    """What ``Scheduler.describe`` returns about an app.
+
+    ``roles`` is the app's roles as far as the scheduler can reconstruct them;
+    ``roles_statuses`` the per-replica states.
+    """
+
+    app_id: str = "<NOT_SET>"
+    state: AppState = AppState.UNSUBMITTED
+    num_restarts: int = -1
+    msg: str = NONE
+    structured_error_msg: str = NONE
+    ui_url: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    roles_statuses: list[RoleStatus] = field(default_factory=list)
+    roles: list[Role] = field(default_factory=list)
+
+
+@dataclass(unsafe_hash=True)
+class ListAppResponse:
+    """One app in ``Scheduler.list``."""
+
+    app_id: str
+    state: AppState
+    app_handle: str = "<NOT_SET>"
+    name: str = ""
+
+
+class Scheduler(abc.ABC, Generic[T, A, D]):
+    """A backend that runs apps: turns an :class:`AppDef` into a native request and manages it.
+
+    Implement ``_submit_dryrun``, ``schedule``, ``describe``, ``list`` and
+    ``_cancel_existing``; optionally ``_run_opts``, ``log_iter``, ``wait``, ``close``,
+    ``_validate``, ``_pre_build_validate`` and ``_delete_existing``. Declare what the
+    backend supports in the class attribute ``capabilities``.
+    """
+
+    capabilities: ClassVar[SchedulerCapabilities] = SchedulerCapabilities()
+
+    def __init__(self, backend: str, session_name: str) -> None:
+        self.backend = backend
+        self.session_name = session_name
+
+    def close(self) -> None:
+        """Releases clients and connections; the scheduler is not used afterwards."""
+
+    def submit(self, app: AppDef, cfg: T, workspace: Workspace | str | None = None) -> str:
+        """Submits ``app`` and returns its app id (a dry run, then :meth:`schedule`)."""
+        from torchx.workspace.api import WorkspaceMixin
+
+        if workspace is not None and isinstance(self, WorkspaceMixin):
+            ws = Workspace.from_str(workspace) if isinstance(workspace, str) else workspace
+            for role in app.roles:
+                if role.workspace is None:
+                    role.workspace = ws
+            self.build_workspaces(app.roles, cfg)  # type: ignore[arg-type]
+        return self.schedule(self.submit_dryrun(app, cfg))
+
+    @abc.abstractmethod
+    def schedule(self, dryrun_info: AppDryRunInfo[D]) -> str:
+        """Submits the request of a dry run; returns the app id."""
+
+    def submit_dryrun(self, app: AppDef, cfg: T) -> AppDryRunInfo[D]:
+        """The native request for ``app`` with ``cfg`` (resolved against :meth:`run_opts`)."""
+        resolved = self.run_opts().resolve(cfg)  # type: ignore[arg-type]
+        info = self._submit_dryrun(app, resolved)  # type: ignore[arg-type]
+        for role in app.roles:
+            info = role.pre_proc(self.backend, info)
+        info._app = app
+        info._cfg = resolved
+        info._scheduler = self.backend
+        return info
+
+    @abc.abstractmethod
+    def _submit_dryrun(self, app: AppDef, cfg: T) -> AppDryRunInfo[D]:
+        """Builds the native request for ``app`` (``cfg`` already resolved)."""
+
+    def run_opts(self) -> runopts:
+        """Every run option: the scheduler's plus its workspace's."""
+        from torchx.workspace.api import WorkspaceMixin
+
+        opts = self._run_opts()
+        if isinstance(self, WorkspaceMixin):
+            opts.update(self.workspace_opts())
+        return opts
+
+    def _run_opts(self) -> runopts:
+        return runopts()
+
+    @abc.abstractmethod
+    def describe(self, app_id: str) -> DescribeAppResponse | None:
+        """The app's state, or None if the scheduler does not know it."""
+
+    @abc.abstractmethod
+    def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
+        """The apps the scheduler knows (of this user where it can tell)."""
+
+    def exists(self, app_id: str) -> bool:
+        """True if the scheduler knows the app."""
+        return self.describe(app_id) is not None
+
+    @abc.abstractmethod
+    def _cancel_existing(self, app_id: str) -> None:
+        """Stops an app that exists; its record stays for describe/logs."""
+
+    def cancel(self, app_id: str) -> None:
+        """Stops the app if it exists and has not ended (no-op otherwise)."""
+        if self.exists(app_id):
+            self._cancel_existing(app_id)
+
+    def _delete_existing(self, app_id: str) -> None:
+        self._cancel_existing(app_id)
+
+    def delete(self, app_id: str) -> None:
+        """Stops the app and removes every trace of it from the scheduler."""
+        if self.exists(app_id):
+            self._delete_existing(app_id)
+
+    def log_iter(
+        self,
+        app_id: str,
+        role_name: str,
+        k: int = 0,
+        regex: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        should_tail: bool = False,
+        streams: Stream | None = None,
+    ) -> Iterable[str]:
+        """Lines (with their ``\\n``) of replica ``k`` of ``role_name``.
+
+        Args:
+            app_id: the app
+            role_name: the role
+            k: the replica index
+            regex: only lines matching it
+            since: only lines written at or after it
+            until: only lines written before it
+            should_tail: keep following until the replica ends
+            streams: which output (None: the scheduler's default)
+        """
+        raise UnsupportedFeatureError(f"scheduler {self.backend!r} cannot read logs")
+
+    def wait(self, app_id: str, timeout: float | None = None, poll_interval: float = 1.0) -> DescribeAppResponse | None:
+        """Blocks until the app ends (or ``timeout`` seconds pass); returns its last description.
+
+        This default polls :meth:`describe`, starting fast and backing off to
+        ``poll_interval``; schedulers that can be told of the end override it.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = min(0.05, poll_interval)
+        while True:
+            desc = self.describe(app_id)
+            if desc is None or is_terminal(desc.state):
+                return desc
+            if deadline is not None and time.monotonic() >= deadline:
+                return desc
+            pause = delay if deadline is None else min(delay, max(0.0, deadline - time.monotonic()))
+            time.sleep(pause)
+            delay = min(delay * 2, poll_interval)
+
+    def _pre_build_validate(self, app: AppDef, scheduler: str, cfg: T) -> None:
+        """Checks ``app`` before its workspace is built."""
+
+    def _validate(self, app: AppDef, scheduler: str, cfg: T) -> None:
+        """Checks ``app`` before submission; by default every role must set its resource."""
+        for role in app.roles:
+            if role.resource == NULL_RESOURCE:
+                raise ValueError(
+                    f"role {role.name!r} has no resource: scheduler {scheduler!r} needs one;"
+                    " set Role.resource, e.g. specs.resource(h='cpu.small')"
+                )

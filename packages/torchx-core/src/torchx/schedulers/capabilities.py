@@ -1,0 +1,44 @@
+"""What a scheduler can do, declared so callers refuse unsupported requests up front."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from torchx.specs.roles import RetryPolicy
+
+
+@dataclass(frozen=True)
+class SchedulerCapabilities:
+    """The features a scheduler supports.
+
+    Attributes:
+        log_tail: ``log_iter(should_tail=True)`` follows a running replica's output
+        log_since_until: ``log_iter`` filters by ``since``/``until``
+        log_streams: the streams ``log_iter`` can return (``stdout``, ``stderr``, ``combined``)
+        logs: logs can be read at all
+        list: ``list`` is supported
+        cancel: ``cancel`` is supported
+        delete: ``delete`` purges what ``cancel`` keeps
+        workspace: jobs can ship a workspace
+        retry_policies: retry policies honoured when ``max_retries > 0`` (empty: no retries)
+        elastic: ``min_replicas`` is honoured
+        mounts: mount kinds supported (``bind``, ``volume``, ``device``)
+        attach: ``torchx run`` follows the job's output and waits by default (local schedulers)
+    """
+
+    log_tail: bool = True
+    log_since_until: bool = False
+    log_streams: frozenset[str] = field(default_factory=lambda: frozenset({"combined"}))
+    logs: bool = True
+    list: bool = True
+    cancel: bool = True
+    delete: bool = True
+    workspace: bool = False
+    retry_policies: frozenset[RetryPolicy] = field(default_factory=lambda: frozenset({RetryPolicy.APPLICATION}))
+    elastic: bool = False
+    mounts: frozenset[str] = field(default_factory=frozenset)
+    attach: bool = False
+
+
+class UnsupportedFeatureError(Exception):
+    """The scheduler cannot do what was asked (e.g. filter logs by time)."""

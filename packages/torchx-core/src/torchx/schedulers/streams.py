@@ -1,0 +1,43 @@
+"""Log streams and helpers for ``log_iter`` implementations."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from enum import Enum
+
+
+class Stream(str, Enum):
+    """Which output of a replica to read."""
+
+    STDOUT = "stdout"
+    STDERR = "stderr"
+    COMBINED = "combined"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def filter_regex(regex: str, data: Iterable[str]) -> Iterator[str]:
+    """Yields the lines of ``data`` that ``regex`` matches (``re.search``)."""
+    pattern = re.compile(regex)
+    return (line for line in data if pattern.search(line))
+
+
+def split_lines(text: str) -> list[str]:
+    """Splits text into lines, each keeping its ``\\n`` (the last may lack one)."""
+    return text.splitlines(keepends=True)
+
+
+def split_lines_iterator(chunks: Iterable[str]) -> Iterator[str]:
+    """Re-chunks a stream of text pieces into whole lines (keeping ``\\n``)."""
+    buffer = ""
+    for chunk in chunks:
+        buffer += chunk
+        if "\n" not in buffer:
+            continue
+        *lines, buffer = buffer.split("\n")
+        for line in lines:
+            yield line + "\n"
+    if buffer:
+        yield buffer

@@ -1,0 +1,137 @@
+"""Run options declared as a dataclass: fields are options, attribute docstrings their help.
+
+Usage::
+
+    @dataclass
+    class MyOpts(StructuredOpts):
+        cluster: str = "default"
+        \"\"\"Cluster to submit to.\"\"\"
+        mail_user: str | None = field(default=None, metadata={"cfg_key": "mail-user"})
+        \"\"\"Who gets mail.\"\"\"
+
+    MyOpts.as_runopts()          # runopts with cluster, mail-user
+    opts = MyOpts.from_cfg(cfg)  # typed access: opts.cluster
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import typing
+from collections.abc import Iterator, Mapping
+from typing import Any, Dict, List, Union
+
+from torchx.specs.runopts import CfgVal, runopts
+
+
+def _field_key(f: dataclasses.Field[Any]) -> str:
+    return str(f.metadata.get("cfg_key", f.name))
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p.title() for p in rest)
+
+
+def _opt_type(tp: Any) -> tuple[Any, bool]:
+    """(runopts type, is optional) for a field annotation."""
+    optional = False
+    origin = typing.get_origin(tp)
+    if origin is Union or type(tp).__name__ == "UnionType":
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        optional = len(args) < len(typing.get_args(tp))
+        tp = args[0] if len(args) == 1 else str
+        origin = typing.get_origin(tp)
+    if origin in (list, List):
+        return List[str], optional
+    if origin in (dict, Dict):
+        return Dict[str, str], optional
+    return tp, optional
+
+
+@functools.lru_cache(maxsize=None)
+def _attribute_docs(cls: type) -> dict[str, str]:
+    """Field name -> the docstring written right below the field in the class body."""
+    import ast
+    import inspect
+    import textwrap
+
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if klass in (object, StructuredOpts) or not dataclasses.is_dataclass(klass):
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+        for stmt, nxt in zip(body, body[1:]):
+            if (
+                isinstance(stmt, ast.AnnAssign)
+                and isinstance(stmt.target, ast.Name)
+                and isinstance(nxt, ast.Expr)
+                and isinstance(nxt.value, ast.Constant)
+                and isinstance(nxt.value.value, str)
+            ):
+                docs[stmt.target.id] = inspect.cleandoc(nxt.value.value)
+    return docs
+
+
+class StructuredOpts(Mapping[str, CfgVal]):
+    """Base class for run options declared as a ``@dataclass``; also a read-only mapping."""
+
+    @classmethod
+    def as_runopts(cls) -> runopts:
+        """The :class:`runopts` these fields declare."""
+        hints = typing.get_type_hints(cls)
+        docs = _attribute_docs(cls)
+        opts = runopts()
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+            tp, optional = _opt_type(hints[f.name])
+            has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+            default = (
+                f.default if f.default is not dataclasses.MISSING
+                else f.default_factory() if f.default_factory is not dataclasses.MISSING
+                else None
+            )
+            key = _field_key(f)
+            aliases = [a for a in {f.name, _camel(f.name)} if a != key]
+            opts.add(
+                key,
+                type_=tp,
+                help=str(f.metadata.get("help", docs.get(f.name, ""))),
+                default=default,
+                required=not has_default and not optional,
+                aliases=aliases,
+            )
+        return opts
+
+    @classmethod
+    def from_cfg(cls, cfg: Mapping[str, CfgVal]) -> Any:
+        """An instance from a cfg mapping (keys may be the cfg key, the field name or its camelCase)."""
+        kwargs: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+            for key in (_field_key(f), f.name, _camel(f.name)):
+                if key in cfg and cfg[key] is not None:
+                    kwargs[f.name] = cfg[key]
+                    break
+        return cls(**kwargs)
+
+    def _items(self) -> dict[str, Any]:
+        return {_field_key(f): getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+
+    def __getitem__(self, key: str) -> CfgVal:
+        items = self._items()
+        if key not in items:
+            raise KeyError(key)
+        value: CfgVal = items[key]
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items())
+
+    def __len__(self) -> int:
+        return len(self._items())
+
+    def __or__(self, other: Mapping[str, CfgVal]) -> dict[str, CfgVal]:
+        return {**dict(self), **dict(other)}

@@ -1,0 +1,202 @@
+"""The component linter: checks component functions statically (from source, without importing).
+
+A component function must
+
+1. have a google-style docstring (a description, and ``Args:`` entries for its parameters),
+2. annotate every parameter with a supported type (``str``, ``int``, ``float``, ``bool``,
+   ``Optional[...]``/``... | None`` of those, ``List[...]``/``list[...]`` and
+   ``Dict[..., ...]``/``dict[..., ...]`` of primitives); ``*args`` must be ``str``;
+   ``**kwargs`` is not allowed,
+3. return ``AppDef`` (``specs.AppDef``, ``torchx.specs.AppDef``).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+_PRIMITIVES = {"str", "int", "float", "bool"}
+_OPTIONAL = {"Optional", "typing.Optional"}
+_LISTS = {"List", "list", "typing.List"}
+_DICTS = {"Dict", "dict", "typing.Dict"}
+_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Params|Returns|Return|Raises|Yields|Example|Examples|Note|Notes|Usage)\s*:\s*$")
+_PARAM = re.compile(r"^\s*\*{0,2}(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*(\([^)]*\))?\s*:\s*(?P<desc>.*)$")
+
+
+@dataclass
+class LinterMessage:
+    """One problem the linter found."""
+
+    name: str
+    description: str
+    line: int
+    char: int
+    severity: str = "error"
+
+    def __str__(self) -> str:
+        return f"{self.line}:{self.char} {self.description}"
+
+
+@dataclass
+class ParsedDocstring:
+    """The parts of a google-style docstring torchx uses."""
+
+    short_description: str
+    long_description: str
+    params: dict[str, str]
+
+
+def parse_docstring(doc: str | None) -> ParsedDocstring:
+    """Splits a google-style docstring into description and ``Args:`` entries."""
+    if not doc:
+        return ParsedDocstring("", "", {})
+    lines = inspect.cleandoc(doc).splitlines()
+    desc: list[str] = []
+    params: dict[str, str] = {}
+    section = ""
+    current = ""
+    base_indent: int | None = None
+    for line in lines:
+        match = _SECTION.match(line)
+        if match:
+            section = match.group(1).lower()
+            base_indent = None
+            current = ""
+            continue
+        if not section:
+            desc.append(line)
+            continue
+        if section not in ("args", "arguments", "parameters", "params"):
+            continue
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        if base_indent is None:
+            base_indent = indent
+        pm = _PARAM.match(line)
+        if pm and indent <= base_indent:
+            current = pm.group("name")
+            params[current] = pm.group("desc").strip()
+        elif current:
+            params[current] = (params[current] + " " + line.strip()).strip()
+    text = "\n".join(desc).strip()
+    short, _, long = text.partition("\n\n")
+    return ParsedDocstring(" ".join(short.split()), long.strip(), params)
+
+
+def get_fn_docstring(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
+    """(description, {param: help}) of a component function; missing help gets a generic text."""
+    parsed = parse_docstring(fn.__doc__)
+    description = parsed.short_description or f"{getattr(fn, '__name__', 'component')} (no docstring)"
+    if parsed.long_description:
+        description += "\n\n" + parsed.long_description
+    params = dict(parsed.params)
+    for name in inspect.signature(fn).parameters:
+        params.setdefault(name, " ")
+    return description, params
+
+
+def _dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return ""
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None or _dotted(node) == "None"
+
+
+def annotation_error(node: ast.expr | None) -> str | None:
+    """Why an annotation is not a supported component argument type (None if it is)."""
+    if node is None:
+        return "is not annotated"
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return f"has an unparsable annotation {node.value!r}"
+    if _dotted(node) in _PRIMITIVES:
+        return None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        other = node.right if _is_none(node.left) else node.left if _is_none(node.right) else None
+        return annotation_error(other) if other is not None else "uses a union other than `T | None`"
+    if isinstance(node, ast.Subscript):
+        head = _dotted(node.value)
+        args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if head in _OPTIONAL and len(args) == 1:
+            return annotation_error(args[0])
+        if head in _LISTS and len(args) == 1 and _dotted(args[0]) in _PRIMITIVES:
+            return None
+        if head in _DICTS and len(args) == 2 and all(_dotted(a) in _PRIMITIVES for a in args):
+            return None
+        if head in ("Union", "typing.Union") and len(args) == 2 and any(_is_none(a) for a in args):
+            return annotation_error(next(a for a in args if not _is_none(a)))
+    return f"has unsupported type {ast.unparse(node)!r} (use str, int, float, bool, Optional, List or Dict of those)"
+
+
+def returns_appdef(fn: ast.FunctionDef) -> bool:
+    """True if the function is annotated to return an AppDef."""
+    name = _dotted(fn.returns) if fn.returns is not None else ""
+    return name.split(".")[-1] == "AppDef"
+
+
+def validate_function(fn: ast.FunctionDef) -> list[LinterMessage]:
+    """Lints one parsed function definition."""
+    msgs: list[LinterMessage] = []
+
+    def error(text: str, node: ast.AST = fn) -> None:
+        msgs.append(LinterMessage(fn.name, text, getattr(node, "lineno", fn.lineno), getattr(node, "col_offset", 0)))
+
+    doc = ast.get_docstring(fn)
+    parsed = parse_docstring(doc)
+    if not doc or not parsed.short_description:
+        error(f"{fn.name}: missing docstring (a google-style description with Args: for each parameter)")
+    if not returns_appdef(fn):
+        error(f"{fn.name}: must be annotated to return AppDef (-> specs.AppDef)")
+    args = fn.args
+    for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+        reason = annotation_error(arg.annotation)
+        if reason:
+            error(f"{fn.name}: parameter {arg.arg!r} {reason}", arg)
+        elif doc and parsed.short_description and arg.arg not in parsed.params:
+            msgs.append(
+                LinterMessage(fn.name, f"{fn.name}: parameter {arg.arg!r} is not documented under Args:",
+                              arg.lineno, arg.col_offset, "warning")
+            )
+    if args.vararg is not None:
+        ann = args.vararg.annotation
+        if ann is None or _dotted(ann) != "str":
+            error(f"{fn.name}: *{args.vararg.arg} must be annotated as str", args.vararg)
+    if args.kwarg is not None:
+        error(f"{fn.name}: **{args.kwarg.arg} is not supported in components", args.kwarg)
+    return msgs
+
+
+def validate(path: str, component_function: str, validators: Any = None) -> list[LinterMessage]:
+    """Lints ``component_function`` in the python file ``path`` (without importing it).
+
+    Args:
+        path: the python source file
+        component_function: the function's name
+        validators: accepted for compatibility; unused
+
+    Returns:
+        the problems found (errors and warnings); empty when the component is valid
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), filename=path)
+    except (OSError, SyntaxError, ValueError) as e:
+        return [LinterMessage(component_function, f"cannot read {path}: {e}", getattr(e, "lineno", 0) or 0, 0)]
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == component_function:
+            return validate_function(node)
+    return [LinterMessage(component_function, f"function {component_function!r} not found in {path}", 0, 0)]

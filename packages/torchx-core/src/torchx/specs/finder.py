@@ -1,0 +1,204 @@
+"""Finds components: by name among installed component packages, or as ``path/file.py:fn``.
+
+Listing reads the component packages' source with the linter and imports nothing, so a
+module that cannot be imported (a missing optional dependency, say) never breaks the
+list; it fails only when one of its components is run, with a message that says why.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from torchx.specs.file_linter import LinterMessage, parse_docstring, returns_appdef, validate_function
+from torchx.util.suggest import did_you_mean
+
+
+class ComponentNotFoundException(Exception):
+    """No component has that name."""
+
+
+class ComponentValidationException(Exception):
+    """A component function fails the linter."""
+
+
+class ComponentLoadError(Exception):
+    """A component's module cannot be imported."""
+
+
+@dataclass
+class _Component:
+    """A component: its name, summary, where it lives and (once loaded) its function."""
+
+    name: str
+    description: str
+    fn_name: str
+    module: str
+    path: str
+    validation_errors: list[LinterMessage] = field(default_factory=list)
+    _fn: Callable[..., Any] | None = None
+
+    @property
+    def fn(self) -> Callable[..., Any]:
+        """The component function (imports its module on first access).
+
+        Raises:
+            ComponentLoadError: the module cannot be imported or lacks the function
+        """
+        if self._fn is None:
+            self._fn = _load_function(self.module, self.fn_name, self.name)
+        return self._fn
+
+
+def _load_function(module: str, fn_name: str, component: str) -> Callable[..., Any]:
+    try:
+        mod = importlib.import_module(module)
+    except Exception as e:
+        raise ComponentLoadError(
+            f"component {component!r}: cannot import {module}: {type(e).__name__}: {e}"
+        ) from e
+    fn = getattr(mod, fn_name, None)
+    if not callable(fn):
+        raise ComponentLoadError(f"component {component!r}: {module} has no function {fn_name!r}")
+    return fn  # type: ignore[no-any-return]
+
+
+def _scan_file(path: str) -> list[tuple[str, str, list[LinterMessage]]]:
+    """(function name, summary, errors) of the top-level AppDef-returning public functions in ``path``."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), filename=path)
+    except (OSError, SyntaxError, ValueError):
+        return []
+    found = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and not node.name.startswith("_") and returns_appdef(node):
+            errors = [m for m in validate_function(node) if m.severity == "error"]
+            summary = parse_docstring(ast.get_docstring(node)).short_description
+            found.append((node.name, summary, errors))
+    return found
+
+
+def _module_files(module: str) -> list[tuple[str, str]]:
+    """(dotted module name, file) of ``module`` and, for a package, its submodules (recursively)."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return []
+    if spec is None:
+        return []
+    if not spec.submodule_search_locations:
+        return [(module, spec.origin)] if spec.origin and spec.origin.endswith(".py") else []
+    files: list[tuple[str, str]] = []
+    for root in spec.submodule_search_locations:
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(
+                d for d in dirnames
+                if not d.startswith(("_", ".")) and os.path.isfile(os.path.join(dirpath, d, "__init__.py"))
+            )
+            rel = os.path.relpath(dirpath, root)
+            prefix = module if rel == "." else module + "." + rel.replace(os.sep, ".")
+            for name in sorted(filenames):
+                if name.endswith(".py") and not name.startswith("_"):
+                    files.append((f"{prefix}.{name[:-3]}", os.path.join(dirpath, name)))
+    return files
+
+
+def _sources() -> list[Any]:
+    from torchx.plugins import get_registry
+
+    return list(get_registry().components)
+
+
+def get_components(validators: Any = None) -> dict[str, _Component]:
+    """Every valid component of the installed component packages, by name (imports nothing)."""
+    found: dict[str, _Component] = {}
+    for source in _sources():
+        for module, path in _module_files(source.module):
+            rel = module[len(source.module) :].lstrip(".")
+            for fn_name, summary, errors in _scan_file(path):
+                if errors:
+                    continue
+                name = ".".join(p for p in (source.prefix, rel, fn_name) if p)
+                if name not in found:
+                    found[name] = _Component(name, summary, fn_name, module, path)
+    return dict(sorted(found.items()))
+
+
+def _file_component(name: str) -> _Component:
+    path, _, fn_name = name.rpartition(":")
+    if not os.path.isfile(path):
+        raise ComponentNotFoundException(f"component file {path!r} does not exist (in {name!r})")
+    module_name = "torchx_component_file_" + os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ComponentNotFoundException(f"cannot load {path!r} as python")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:
+        raise ComponentLoadError(f"component file {path}: {type(e).__name__}: {e}") from e
+    fn = getattr(module, fn_name, None)
+    if not callable(fn):
+        funcs = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")]
+        raise ComponentNotFoundException(f"{path} has no function {fn_name!r}.{did_you_mean(fn_name, funcs)}")
+    summary = parse_docstring(fn.__doc__).short_description
+    return _Component(name, summary, fn_name, module_name, path, _fn=fn)
+
+
+def get_component(name: str) -> _Component:
+    """The component called ``name`` (``utils.echo``) or at ``path/file.py:fn``.
+
+    Raises:
+        ComponentNotFoundException: no such component (the message suggests close names)
+        ComponentValidationException: the component fails the linter
+    """
+    if ":" in name:
+        return _file_component(name)
+    for source in _sources():
+        rel = name
+        if source.prefix:
+            if not name.startswith(source.prefix + "."):
+                continue
+            rel = name[len(source.prefix) + 1 :]
+        module_rel, _, fn_name = rel.rpartition(".")
+        module = source.module + ("." + module_rel if module_rel else "")
+        try:
+            spec = importlib.util.find_spec(module)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+            continue
+        for found_fn, summary, errors in _scan_file(spec.origin):
+            if found_fn != fn_name:
+                continue
+            if errors:
+                raise ComponentValidationException(
+                    f"component {name!r} is invalid: " + "; ".join(e.description for e in errors)
+                )
+            return _Component(name, summary, fn_name, module, spec.origin)
+    names = get_components()
+    if not _sources():
+        hint = " No component package is installed: `pip install torchx-components` for the builtins."
+    else:
+        hint = " `torchx builtins` lists them; a file works too: path/to/file.py:function"
+    raise ComponentNotFoundException(f"unknown component {name!r}.{did_you_mean(name, names)}{hint}")
+
+
+def get_builtin_source(name: str) -> str:
+    """The source code of the component ``name`` (for ``torchx builtins --print``)."""
+    component = get_component(name)
+    with open(component.path, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    with open(component.path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == component.fn_name:
+            start = min([d.lineno for d in node.decorator_list] + [node.lineno]) - 1
+            return "\n".join(lines[start : node.end_lineno]) + "\n"
+    raise ComponentNotFoundException(f"cannot find the source of {name!r}")

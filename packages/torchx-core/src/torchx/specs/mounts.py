@@ -1,0 +1,146 @@
+"""Mounts a role asks for: host bind mounts, named volumes and devices."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from enum import Enum
+from typing import Union
+
+
+class MountType(str, Enum):
+    """The kinds of mount :func:`parse_mounts` understands."""
+
+    BIND = "bind"
+    VOLUME = "volume"
+    DEVICE = "device"
+
+
+@dataclass
+class BindMount:
+    """Mounts a host path into the worker environment.
+
+    Args:
+        src_path: the path on the host
+        dst_path: the path in the worker environment/container
+        read_only: whether the mount should be read only
+    """
+
+    src_path: str
+    dst_path: str
+    read_only: bool = False
+
+
+@dataclass
+class VolumeMount:
+    """Mounts a persistent volume (a docker volume, a Kubernetes PVC, ...) into the worker.
+
+    Args:
+        src: the name or ID of the volume to mount
+        dst_path: the path in the worker environment/container
+        read_only: whether the mount should be read only
+    """
+
+    src: str
+    dst_path: str
+    read_only: bool = False
+
+
+@dataclass
+class DeviceMount:
+    """Mounts a host device into the container.
+
+    Args:
+        src_path: the path on the host
+        dst_path: the path in the worker environment/container
+        permissions: cgroup permissions: ``r`` read, ``w`` write, ``m`` mknod
+    """
+
+    src_path: str
+    dst_path: str
+    permissions: str = "rwm"
+
+
+Mount = Union[BindMount, VolumeMount, DeviceMount]
+
+_KEY_ALIASES = {
+    "type": "type",
+    "source": "src",
+    "src": "src",
+    "destination": "dst",
+    "dst": "dst",
+    "target": "dst",
+    "read_only": "readonly",
+    "readonly": "readonly",
+    "perm": "perm",
+    "permissions": "perm",
+}
+
+
+class MountParseError(ValueError):
+    """A mount option string is malformed."""
+
+
+def _parse_one(group: list[str]) -> Mount:
+    opts: dict[str, str] = {}
+    for i, item in enumerate(group):
+        key, sep, value = item.partition("=")
+        key = key.strip().lower()
+        if key not in _KEY_ALIASES:
+            raise MountParseError(
+                f"unknown mount option {key!r} in {','.join(group)!r}; "
+                f"known: {', '.join(sorted(set(_KEY_ALIASES)))}"
+            )
+        canonical = _KEY_ALIASES[key]
+        if i == 0 and canonical != "type":
+            raise MountParseError(f"a mount must start with type=bind|volume|device, got {item!r}")
+        if canonical == "readonly":
+            opts[canonical] = value if sep else "true"
+        else:
+            if not sep or not value:
+                raise MountParseError(f"mount option {key!r} needs a value (e.g. {key}=...)")
+            opts[canonical] = value
+    kind = opts.get("type", "")
+    read_only = opts.get("readonly", "false").lower() in ("true", "1", "yes", "")
+    try:
+        mount_type = MountType(kind)
+    except ValueError:
+        raise MountParseError(f"unknown mount type {kind!r}; use bind, volume or device") from None
+    if mount_type == MountType.DEVICE:
+        if "src" not in opts:
+            raise MountParseError("a device mount needs src=/dev/...")
+        src = opts["src"]
+        return DeviceMount(src_path=src, dst_path=opts.get("dst", src), permissions=opts.get("perm", "rwm"))
+    missing = [k for k in ("src", "dst") if k not in opts]
+    if missing:
+        raise MountParseError(f"a {kind} mount needs {' and '.join(k + '=' for k in missing)}")
+    if mount_type == MountType.BIND:
+        return BindMount(src_path=os.path.expanduser(opts["src"]), dst_path=opts["dst"], read_only=read_only)
+    return VolumeMount(src=opts["src"], dst_path=opts["dst"], read_only=read_only)
+
+
+def parse_mounts(opts: list[str]) -> list[Mount]:
+    """Parses docker-style mount options into mount objects.
+
+    Each mount starts with ``type=``; options may be given as one list item per key or
+    comma-joined: ``["type=bind,src=/data,dst=/mnt/data,readonly", "type=volume", "src=v", "dst=/v"]``.
+
+    Args:
+        opts: the option strings
+
+    Returns:
+        one mount per ``type=`` group
+
+    Raises:
+        MountParseError: an option is unknown, missing or malformed
+    """
+    groups: list[list[str]] = []
+    for chunk in opts:
+        for item in chunk.split(","):
+            item = item.strip()
+            if not item:
+                continue
+            if item.lower().startswith("type=") or not groups:
+                groups.append([])
+            groups[-1].append(item)
+    return [_parse_one(g) for g in groups]

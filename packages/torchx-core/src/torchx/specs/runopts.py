@@ -1,0 +1,318 @@
+"""Scheduler run options (``runopts``): names, types, defaults, help, and their validation."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Union
+
+from torchx.util.suggest import did_you_mean
+
+#: The types a run option value may take.
+CfgVal = Union[str, int, float, bool, List[str], Dict[str, str], None]
+
+_TRUE = {"true", "1", "yes", "on", "y"}
+_FALSE = {"false", "0", "no", "off", "n"}
+
+
+class InvalidRunConfigException(Exception):
+    """A run option is missing, unknown or of the wrong type."""
+
+    def __init__(self, invalid_reason: str, cfg_key: str = "", cfg: Mapping[str, CfgVal] | None = None) -> None:
+        super().__init__(invalid_reason)
+        self.cfg_key = cfg_key
+        self.cfg = dict(cfg or {})
+
+
+def get_type_name(tp: Any) -> str:
+    """``int`` -> ``"int"``, ``List[str]`` -> ``"List[str]"``."""
+    if tp is List[str] or tp == list[str]:
+        return "List[str]"
+    if tp is Dict[str, str] or tp == dict[str, str]:
+        return "Dict[str, str]"
+    return getattr(tp, "__name__", None) or str(tp)
+
+
+def _is_list_type(tp: Any) -> bool:
+    return tp is List[str] or tp == list[str] or tp is list
+
+
+def _is_dict_type(tp: Any) -> bool:
+    return tp is Dict[str, str] or tp == dict[str, str] or tp is dict
+
+
+def _split(value: str) -> list[str]:
+    sep = ";" if ";" in value else ","
+    return [item.strip() for item in value.split(sep) if item.strip()]
+
+
+@dataclass
+class runopt:
+    """One run option: its default, type, whether it is required, its help and aliases."""
+
+    default: CfgVal
+    opt_type: Any
+    is_required: bool
+    help: str
+    aliases: list[str] = field(default_factory=list)
+
+    @property
+    def is_type_list_of_str(self) -> bool:
+        """True for ``List[str]`` options."""
+        return _is_list_type(self.opt_type)
+
+    @property
+    def is_type_dict_of_str(self) -> bool:
+        """True for ``Dict[str, str]`` options."""
+        return _is_dict_type(self.opt_type)
+
+    def cast_to_type(self, value: str) -> CfgVal:
+        """Converts the string form of a value (from a CLI or config file) to this option's type.
+
+        Raises:
+            ValueError: the string is not a value of this type
+        """
+        tp = self.opt_type
+        if value == "None" and not self.is_required:
+            return None
+        if tp is bool:
+            low = value.strip().lower()
+            if low in _TRUE:
+                return True
+            if low in _FALSE:
+                return False
+            raise ValueError(f"expected a bool (true/false), got {value!r}")
+        if tp is int:
+            return int(value)
+        if tp is float:
+            return float(value)
+        if self.is_type_list_of_str:
+            return _split(value)
+        if self.is_type_dict_of_str:
+            out: dict[str, str] = {}
+            for pair in _split(value):
+                key, sep, val = pair.partition(":")
+                if not sep:
+                    key, sep, val = pair.partition("=")
+                if not sep:
+                    raise ValueError(f"expected key:value pairs, got {pair!r}")
+                out[key.strip()] = val.strip()
+            return out
+        return value
+
+
+class runopts:
+    """The run options a scheduler accepts.
+
+    Usage::
+
+        opts = runopts()
+        opts.add("cluster_id", type_=int, help="cluster to submit to", required=True)
+        opts.add("priority", type_=float, default=0.5, help="job priority")
+        cfg = opts.resolve({"cluster_id": 3})   # {"cluster_id": 3, "priority": 0.5}
+    """
+
+    def __init__(self) -> None:
+        self._opts: dict[str, runopt] = {}
+
+    def __iter__(self) -> Iterator[tuple[str, runopt]]:
+        return iter(self._opts.items())
+
+    def __len__(self) -> int:
+        return len(self._opts)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._opts
+
+    def __or__(self, other: runopts) -> runopts:
+        merged = runopts()
+        merged.update(self)
+        merged.update(other)
+        return merged
+
+    @staticmethod
+    def is_type(obj: CfgVal, tp: Any) -> bool:
+        """``isinstance`` that also understands ``List[str]`` and ``Dict[str, str]``."""
+        if _is_list_type(tp):
+            return isinstance(obj, list) and all(isinstance(x, str) for x in obj)
+        if _is_dict_type(tp):
+            return isinstance(obj, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in obj.items())
+        if tp is float:
+            return isinstance(obj, (int, float)) and not isinstance(obj, bool)
+        if tp is int:
+            return isinstance(obj, int) and not isinstance(obj, bool)
+        return isinstance(obj, tp)
+
+    def add(
+        self,
+        cfg_key: str,
+        type_: Any,
+        help: str,
+        default: CfgVal = None,
+        required: bool = False,
+        aliases: list[str] | None = None,
+    ) -> None:
+        """Adds an option.
+
+        Raises:
+            ValueError: a required option has a default, or the default is not of ``type_``
+        """
+        if required and default is not None:
+            raise ValueError(f"required option {cfg_key!r} must not have a default (got {default!r})")
+        if default is not None and not runopts.is_type(default, type_):
+            raise TypeError(f"option {cfg_key!r}: default {default!r} is not of type {get_type_name(type_)}")
+        self._opts[cfg_key] = runopt(default, type_, required, help, list(aliases or []))
+
+    def get(self, name: str) -> runopt | None:
+        """The option called ``name`` (or with that alias), or None."""
+        opt = self._opts.get(name)
+        if opt is None:
+            opt = next((o for o in self._opts.values() if name in o.aliases), None)
+        return opt
+
+    def update(self, other: runopts) -> None:
+        """Adds every option of ``other`` (its options win on a clash)."""
+        self._opts.update(other._opts)
+
+    def _canonical_key(self, key: str) -> str | None:
+        if key in self._opts:
+            return key
+        for name, opt in self._opts.items():
+            if key in opt.aliases:
+                return name
+        return None
+
+    def resolve(self, cfg: Mapping[str, CfgVal]) -> dict[str, CfgVal]:
+        """Checks ``cfg`` and returns a new dict with every option, defaults filled in.
+
+        String values given to non-string options are converted (as from a config file).
+
+        Raises:
+            InvalidRunConfigException: an option is unknown, required and missing, or of the wrong type
+        """
+        resolved: dict[str, CfgVal] = {}
+        for key, value in cfg.items():
+            name = self._canonical_key(key)
+            if name is None:
+                raise InvalidRunConfigException(
+                    f"unknown run option {key!r}.{did_you_mean(key, self._opts)}"
+                    f" Accepted: {', '.join(sorted(self._opts)) or '(none)'}",
+                    key,
+                    cfg,
+                )
+            opt = self._opts[name]
+            if value is not None and not runopts.is_type(value, opt.opt_type):
+                if isinstance(value, str):
+                    try:
+                        value = opt.cast_to_type(value)
+                    except ValueError as e:
+                        raise InvalidRunConfigException(
+                            f"run option {name!r} expects {get_type_name(opt.opt_type)}: {e}", name, cfg
+                        ) from None
+                else:
+                    raise InvalidRunConfigException(
+                        f"run option {name!r} expects {get_type_name(opt.opt_type)},"
+                        f" got {type(value).__name__} ({value!r})",
+                        name,
+                        cfg,
+                    )
+            resolved[name] = value
+        for name, opt in self._opts.items():
+            if resolved.get(name) is None:
+                if opt.is_required:
+                    raise InvalidRunConfigException(
+                        f"required run option {name!r} is missing ({opt.help});"
+                        f" pass it with -cfg {name}=... or set it in .torchxconfig",
+                        name,
+                        cfg,
+                    )
+                resolved[name] = opt.default
+        return resolved
+
+    def cfg_from_str(self, cfg_str: str) -> dict[str, CfgVal]:
+        """Parses ``"k1=v1,k2=a;b,k3='x,y'"`` into typed values.
+
+        A value may hold ``,`` when its items are ``;``-separated or the value is quoted.
+
+        Raises:
+            InvalidRunConfigException: an unknown key or a malformed value
+        """
+        out: dict[str, CfgVal] = {}
+        for key, raw in _split_cfg_str(cfg_str):
+            name = self._canonical_key(key)
+            if name is None:
+                raise InvalidRunConfigException(
+                    f"unknown run option {key!r}.{did_you_mean(key, self._opts)}"
+                    f" Accepted: {', '.join(sorted(self._opts)) or '(none)'}",
+                    key,
+                )
+            try:
+                out[name] = self._opts[name].cast_to_type(raw)
+            except ValueError as e:
+                raise InvalidRunConfigException(
+                    f"run option {name!r} expects {get_type_name(self._opts[name].opt_type)}: {e}", name
+                ) from None
+        return out
+
+    def cfg_from_json_repr(self, json_repr: str) -> dict[str, CfgVal]:
+        """Parses a JSON object of option values, converting strings as :meth:`cfg_from_str` does."""
+        data = json.loads(json_repr)
+        out: dict[str, CfgVal] = {}
+        for key, value in data.items():
+            opt = self.get(key)
+            if opt is not None and isinstance(value, str) and opt.opt_type is not str:
+                value = opt.cast_to_type(value)
+            out[key] = value
+        return out
+
+    def __repr__(self) -> str:
+        required = [(k, o) for k, o in self._opts.items() if o.is_required]
+        optional = [(k, o) for k, o in self._opts.items() if not o.is_required]
+        lines = []
+        for key, opt in required + optional:
+            tag = "required" if opt.is_required else f"default: {opt.default}"
+            lines.append(f"    {key} ({get_type_name(opt.opt_type)}, {tag})")
+            if opt.help:
+                lines.append(f"        {opt.help}")
+        return "\n".join(lines) if lines else "    (no options)"
+
+
+def _split_cfg_str(cfg_str: str) -> list[tuple[str, str]]:
+    """Splits ``k=v,k2=v2`` honouring quotes; a ``,`` not followed by ``key=`` stays in the value."""
+    items: list[tuple[str, str]] = []
+    text = cfg_str.strip()
+    i, n = 0, len(text)
+    while i < n:
+        eq = text.find("=", i)
+        if eq < 0:
+            raise InvalidRunConfigException(f"malformed run options {cfg_str!r}: expected key=value pairs")
+        key = text[i:eq].strip()
+        if not key or any(c in key for c in ",; \"'"):
+            raise InvalidRunConfigException(f"malformed run option key {key!r} in {cfg_str!r}")
+        j = eq + 1
+        value_chars: list[str] = []
+        quote = ""
+        while j < n:
+            c = text[j]
+            if quote:
+                if c == quote:
+                    quote = ""
+                else:
+                    value_chars.append(c)
+            elif c in "\"'":
+                quote = c
+            elif c == ",":
+                rest = text[j + 1 :]
+                nxt_eq, nxt_comma = rest.find("="), rest.find(",")
+                if nxt_eq >= 0 and (nxt_comma < 0 or nxt_eq < nxt_comma):
+                    break
+                value_chars.append(c)
+            else:
+                value_chars.append(c)
+            j += 1
+        if quote:
+            raise InvalidRunConfigException(f"unterminated quote in run options {cfg_str!r}")
+        items.append((key, "".join(value_chars).strip()))
+        i = j + 1
+    return items

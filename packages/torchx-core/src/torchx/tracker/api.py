@@ -1,0 +1,178 @@
+"""Tracker interfaces: where jobs record artifacts, metadata and their lineage.
+
+A launched job finds its trackers in its environment (``TORCHX_TRACKERS``,
+``TORCHX_TRACKER_<NAME>_CONFIG``, ``TORCHX_JOB_ID``, ``TORCHX_PARENT_RUN_ID``, set by the
+runner) and records through :class:`AppRun`::
+
+    run = AppRun.run_from_env()
+    run.add_metadata(lr=0.01)
+    run.add_artifact("model", "s3://bucket/model.pt")
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+logger: logging.Logger = logging.getLogger(__name__)
+
+ENV_TORCHX_TRACKERS = "TORCHX_TRACKERS"
+ENV_TORCHX_PARENT_RUN_ID = "TORCHX_PARENT_RUN_ID"
+ENV_TORCHX_JOB_ID = "TORCHX_JOB_ID"
+
+
+def tracker_config_env_var_name(name: str) -> str:
+    """``TORCHX_TRACKER_<NAME>_CONFIG`` for tracker ``name``."""
+    return f"TORCHX_TRACKER_{name.upper().replace('.', '_').replace(':', '_').replace('-', '_')}_CONFIG"
+
+
+@dataclass
+class TrackerArtifact:
+    """An artifact a run recorded: a name, where it is, and metadata about it."""
+
+    name: str
+    path: str
+    metadata: Mapping[str, object] | None = None
+
+
+@dataclass
+class TrackerSource:
+    """A run this run descends from, optionally through one of its artifacts."""
+
+    source_run_id: str
+    artifact_name: str | None = None
+
+
+@dataclass
+class Lineage:
+    """A run and the runs it descends from (recursively)."""
+
+    run_id: str
+    sources: list[TrackerSource] = field(default_factory=list)
+    parents: list[Lineage] = field(default_factory=list)
+
+
+class TrackerBase(abc.ABC):
+    """A tracker backend: stores artifacts, metadata and sources per run id."""
+
+    @abc.abstractmethod
+    def add_artifact(self, run_id: str, name: str, path: str, metadata: Mapping[str, object] | None = None) -> None:
+        """Records artifact ``name`` at ``path`` for ``run_id``."""
+
+    @abc.abstractmethod
+    def artifacts(self, run_id: str) -> Mapping[str, TrackerArtifact]:
+        """Artifacts of ``run_id`` by name."""
+
+    @abc.abstractmethod
+    def add_metadata(self, run_id: str, **kwargs: object) -> None:
+        """Records metadata for ``run_id`` (merged with what is there)."""
+
+    @abc.abstractmethod
+    def metadata(self, run_id: str) -> Mapping[str, object]:
+        """Metadata of ``run_id``."""
+
+    @abc.abstractmethod
+    def add_source(self, run_id: str, source_id: str, artifact_name: str | None = None) -> None:
+        """Records that ``run_id`` descends from ``source_id`` (through ``artifact_name``)."""
+
+    @abc.abstractmethod
+    def sources(self, run_id: str, artifact_name: str | None = None) -> Iterable[TrackerSource]:
+        """The runs ``run_id`` descends from (only through ``artifact_name`` if given)."""
+
+    @abc.abstractmethod
+    def lineage(self, run_id: str) -> Lineage:
+        """``run_id`` and its ancestors."""
+
+    @abc.abstractmethod
+    def run_ids(self, **kwargs: str) -> Iterable[str]:
+        """Known run ids; ``parent_run_id=X`` limits them to X's children."""
+
+
+@dataclass
+class AppRunTrackableSource:
+    """A source as seen from a job: the parent run and the artifact it came through."""
+
+    parent: AppRun
+    artifact_name: str | None
+
+
+@dataclass
+class AppRun:
+    """The job's own run, recording to every configured tracker backend."""
+
+    id: str
+    backends: Iterable[TrackerBase]
+
+    @staticmethod
+    def run_from_env() -> AppRun:
+        """The run of the job this process belongs to, from the environment the runner set.
+
+        Outside a torchx job, the run id is ``<UNDEFINED>`` and no backend records.
+        """
+        run_id = os.environ.get(ENV_TORCHX_JOB_ID, "<UNDEFINED>")
+        return AppRun(id=run_id, backends=list(trackers_from_environ()))
+
+    def add_metadata(self, **kwargs: object) -> None:
+        """Records metadata in every backend."""
+        for backend in self.backends:
+            backend.add_metadata(self.id, **kwargs)
+
+    def add_artifact(self, name: str, path: str, metadata: Mapping[str, object] | None = None) -> None:
+        """Records an artifact in every backend."""
+        for backend in self.backends:
+            backend.add_artifact(self.id, name, path, metadata)
+
+    def job_id(self) -> str:
+        """This run's id (the app handle with the scheduler's app id)."""
+        return self.id
+
+    def add_source(self, source_id: str, artifact_name: str | None = None) -> None:
+        """Records a parent run in every backend."""
+        for backend in self.backends:
+            backend.add_source(self.id, source_id, artifact_name)
+
+    def sources(self) -> Iterable[AppRunTrackableSource]:
+        """Parent runs, from the first backend."""
+        for backend in self.backends:
+            return [
+                AppRunTrackableSource(AppRun(s.source_run_id, self.backends), s.artifact_name)
+                for s in backend.sources(self.id)
+            ]
+        return []
+
+
+def app_run_from_env() -> AppRun:
+    """Same as :meth:`AppRun.run_from_env`."""
+    return AppRun.run_from_env()
+
+
+def build_trackers(entrypoint_and_config: Mapping[str, str | None]) -> Iterable[TrackerBase]:
+    """Creates tracker backends from ``{name or "module:factory": config}``.
+
+    A name is looked up among installed tracker plugins, then imported as ``module:attr``.
+    A tracker that cannot be created is logged and skipped.
+    """
+    from torchx.plugins import get_registry, load_attr
+
+    registered = get_registry().trackers
+    trackers = []
+    for name, config in entrypoint_and_config.items():
+        record = registered.get(name)
+        path = record.factory if record else name
+        if record is None and ":" not in name:
+            logger.warning("unknown tracker %r: no installed plugin provides it (pip install torchx-tracker?)", name)
+            continue
+        try:
+            trackers.append(load_attr(path)(config))
+        except Exception as e:
+            logger.warning("cannot create tracker %r: %s", name, e)
+    return trackers
+
+
+def trackers_from_environ() -> Iterable[TrackerBase]:
+    """The trackers named in ``TORCHX_TRACKERS`` with configs from ``TORCHX_TRACKER_<NAME>_CONFIG``."""
+    names = [n.strip() for n in os.environ.get(ENV_TORCHX_TRACKERS, "").split(",") if n.strip()]
+    return build_trackers({n: os.environ.get(tracker_config_env_var_name(n)) for n in names})

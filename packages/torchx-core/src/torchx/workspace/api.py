@@ -1,0 +1,116 @@
+"""The :class:`WorkspaceMixin` interface schedulers mix in to build a role's workspace."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterator, Mapping
+from typing import Any, Generic, TypeVar
+
+from torchx.specs.roles import AppDef, Role
+from torchx.specs.runopts import CfgVal, runopts
+from torchx.specs.workspace import Workspace
+
+T = TypeVar("T")
+
+#: name of the ignore file in a workspace (dockerignore syntax)
+IGNORE_FILE = ".torchxignore"
+
+
+class WorkspaceMixin(Generic[T]):
+    """Builds a role's workspace into something the scheduler can run, and updates the role.
+
+    Implement :meth:`caching_build_workspace_and_update_role` (or the older
+    :meth:`build_workspace_and_update_role`); add options in :meth:`workspace_opts`.
+    ``T`` is the type of the images-to-push description (see :meth:`dryrun_push_images`).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+
+    def workspace_opts(self) -> runopts:
+        """Run options the workspace understands."""
+        return runopts()
+
+    def build_workspace_and_update_role(self, role: Role, workspace: str, cfg: Mapping[str, CfgVal]) -> None:
+        """Builds ``workspace`` and points ``role`` (its image) at the result."""
+        raise NotImplementedError(f"{type(self).__name__} does not build workspaces")
+
+    def caching_build_workspace_and_update_role(
+        self, role: Role, cfg: Mapping[str, CfgVal], build_cache: dict[object, object]
+    ) -> None:
+        """Builds ``role.workspace`` (reusing ``build_cache`` across roles) and updates ``role``."""
+        if role.workspace is None:
+            return
+        key = (str(role.workspace), role.image)
+        if key in build_cache:
+            role.image = str(build_cache[key])
+            return
+        self.build_workspace_and_update_role(role, str(role.workspace), cfg)
+        build_cache[key] = role.image
+
+    def build_workspaces(self, roles: list[Role], cfg: Mapping[str, CfgVal]) -> None:
+        """Builds the workspace of every role that has one."""
+        cache: dict[object, object] = {}
+        for role in roles:
+            if role.workspace is not None:
+                self.caching_build_workspace_and_update_role(role, cfg, cache)
+
+    def dryrun_push_images(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> T:
+        """Describes the images :meth:`push_images` would push (and retags the roles)."""
+        raise NotImplementedError
+
+    def push_images(self, images_to_push: T) -> None:
+        """Pushes what :meth:`dryrun_push_images` described."""
+        raise NotImplementedError
+
+
+def get_workspace_mixin(name: str) -> type[WorkspaceMixin[Any]]:
+    """The workspace mixin class a plugin registered as ``name`` (e.g. ``"docker"``).
+
+    Raises:
+        LookupError: no installed plugin provides it (the message names the package to install)
+    """
+    from torchx.plugins import get_registry, load_attr
+
+    record = get_registry().workspaces.get(name)
+    if record is None:
+        hint = " (pip install 'torchx-sched-local[docker]')" if name == "docker" else ""
+        raise LookupError(f"no workspace plugin {name!r} is installed{hint}")
+    cls: type[WorkspaceMixin[Any]] = load_attr(record.mixin)
+    return cls
+
+
+def _ignore_patterns(root: str) -> list[str]:
+    try:
+        with open(os.path.join(root, IGNORE_FILE)) as f:
+            return [line.strip() for line in f if line.strip() and not line.startswith("#")]
+    except OSError:
+        return []
+
+
+def _ignored(rel: str, patterns: list[str]) -> bool:
+    ignored = False
+    for pattern in patterns:
+        negate = pattern.startswith("!")
+        pat = pattern[1:] if negate else pattern
+        pat = pat.strip("/")
+        if fnmatch.fnmatch(rel, pat) or fnmatch.fnmatch(rel, pat + "/*") or rel.startswith(pat + "/"):
+            ignored = not negate
+    return ignored
+
+
+def walk_workspace(path: str, ignore_name: str = IGNORE_FILE) -> Iterator[str]:
+    """Relative paths of the files under ``path`` not excluded by its ignore file (dockerignore-like)."""
+    patterns = _ignore_patterns(path) if ignore_name == IGNORE_FILE else []
+    for dirpath, dirnames, filenames in os.walk(path):
+        rel_dir = os.path.relpath(dirpath, path)
+        rel_dir = "" if rel_dir == "." else rel_dir
+        dirnames[:] = sorted(d for d in dirnames if not _ignored(os.path.join(rel_dir, d), patterns))
+        for name in sorted(filenames):
+            rel = os.path.join(rel_dir, name)
+            if not _ignored(rel, patterns):
+                yield rel
+
+
+__all__ = ["IGNORE_FILE", "Workspace", "WorkspaceMixin", "get_workspace_mixin", "walk_workspace"]
