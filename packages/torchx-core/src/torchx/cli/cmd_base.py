@@ -24,5 +24,8 @@ class SubCommand(abc.ABC):
         """Adds this command's arguments to ``subparser``."""
 
     @abc.abstractmethod
-    def run(self, args: argparse.Namespace) -> None:
-        """Runs the command; raise an exception with a clear message to fail (exit code 1)."""
+    def run(self, args: argparse.Namespace) -> int | None:
+        """Runs the command and returns its exit code (None means 0).
+
+        Raise an exception with a clear message to fail (exit code 1).
+        """

@@ -12,8 +12,9 @@ class CmdBuiltins(SubCommand):
     """Lists the components of the installed component packages (read from source, not imported)."""
 
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
-        subparser.add_argument("--print", dest="print_name", default=None, metavar="NAME",
-                               help="print the source of component NAME")
+        subparser.add_argument(
+            "--print", dest="print_name", default=None, metavar="NAME", help="print the source of component NAME"
+        )
         subparser.add_argument("--json", action="store_true", help="print JSON")
 
     def run(self, args: argparse.Namespace) -> None:
@@ -24,7 +25,9 @@ class CmdBuiltins(SubCommand):
             return
         components = get_components()
         if args.json:
-            print_json([{"name": c.name, "description": c.description, "module": c.module} for c in components.values()])
+            print_json(
+                [{"name": c.name, "description": c.description, "module": c.module} for c in components.values()]
+            )
             return
         if not components:
             print("No components found. `pip install torchx-components` installs the builtins.")

@@ -12,8 +12,12 @@ class CmdList(SubCommand):
     """Lists the apps a scheduler knows."""
 
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
-        subparser.add_argument("-s", "--scheduler", default=None, help="the scheduler (default: [cli:list] or local_cwd)")
-        subparser.add_argument("-cfg", "--scheduler_args", default=None, help="run options, k1=v1,k2=v2 (e.g. namespace=x)")
+        subparser.add_argument(
+            "-s", "--scheduler", default=None, help="the scheduler (default: [cli:list] or local_cwd)"
+        )
+        subparser.add_argument(
+            "-cfg", "--scheduler_args", default=None, help="run options, k1=v1,k2=v2 (e.g. namespace=x)"
+        )
         subparser.add_argument("--json", action="store_true", help="print JSON")
 
     def run(self, args: argparse.Namespace) -> None:
@@ -25,6 +29,8 @@ class CmdList(SubCommand):
             cfg = dict(runner.cfg_from_str(scheduler, args.scheduler_args)) if args.scheduler_args else None
             apps = runner.list(scheduler, cfg)
         if args.json:
-            print_json([{"app_handle": a.app_handle, "app_id": a.app_id, "name": a.name, "state": a.state.name} for a in apps])
+            print_json(
+                [{"app_handle": a.app_handle, "app_id": a.app_id, "name": a.name, "state": a.state.name} for a in apps]
+            )
         else:
             print_table([[a.app_handle, a.name, a.state.name] for a in apps], ["APP HANDLE", "NAME", "STATE"])

@@ -36,10 +36,16 @@ class CmdLog(SubCommand):
         subparser.add_argument("target", help="{scheduler}://{session}/{app_id}[/{role}[/{replica_ids,...}]]")
         subparser.add_argument("-t", "--tail", action="store_true", help="follow the logs until the replicas end")
         subparser.add_argument("--regex", default=None, help="only lines matching this regex")
-        subparser.add_argument("--since", default=None, help="only lines from then on: ISO time, unix time, or 10m/2h ago")
+        subparser.add_argument(
+            "--since", default=None, help="only lines from then on: ISO time, unix time, or 10m/2h ago"
+        )
         subparser.add_argument("--until", default=None, help="only lines before then (same forms as --since)")
-        subparser.add_argument("--streams", choices=["stdout", "stderr", "combined"], default=None,
-                               help="which output (default: the scheduler's)")
+        subparser.add_argument(
+            "--streams",
+            choices=["stdout", "stderr", "combined"],
+            default=None,
+            help="which output (default: the scheduler's)",
+        )
 
     def run(self, args: argparse.Namespace) -> None:
         from torchx.cli.log_stream import replicas_of, stream_logs
@@ -53,8 +59,16 @@ class CmdLog(SubCommand):
             pairs = replicas_of(runner, handle, role, replica_ids)
             if not pairs:
                 raise ValueError(f"no replicas match {args.target}")
-            threads, errors = stream_logs(runner, handle, pairs, args.tail, args.regex, since, until,
-                                          Stream(args.streams) if args.streams else None)
+            threads, errors = stream_logs(
+                runner,
+                handle,
+                pairs,
+                args.tail,
+                args.regex,
+                since,
+                until,
+                Stream(args.streams) if args.streams else None,
+            )
             for t in threads:
                 t.join()
         if errors:

@@ -23,11 +23,13 @@ class CmdPlugins(SubCommand):
         shadowed_verbs = [n for n in registry.cli_commands if n in BUILTIN_COMMANDS]
         if args.json:
             data = registry.to_data()
-            print_json({
-                "plugins": data["plugins"],
-                "conflicts": data["conflicts"],
-                "ignored_commands": shadowed_verbs,
-            })
+            print_json(
+                {
+                    "plugins": data["plugins"],
+                    "conflicts": data["conflicts"],
+                    "ignored_commands": shadowed_verbs,
+                }
+            )
             return 0
         if not registry.plugins:
             print("No torchx plugins installed. Try `pip install torchx-sched-local torchx-components`.")

@@ -17,19 +17,31 @@ class CmdRun(SubCommand):
     """
 
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
-        subparser.add_argument("-s", "--scheduler", default=None,
-                               help="where to run (default: [cli:run] scheduler, else local_cwd)")
-        subparser.add_argument("-cfg", "--scheduler_args", action="append", default=[],
-                               help="run options: k1=v1,k2=v2 (see `torchx runopts SCHEDULER`)")
+        subparser.add_argument(
+            "-s", "--scheduler", default=None, help="where to run (default: [cli:run] scheduler, else local_cwd)"
+        )
+        subparser.add_argument(
+            "-cfg",
+            "--scheduler_args",
+            action="append",
+            default=[],
+            help="run options: k1=v1,k2=v2 (see `torchx runopts SCHEDULER`)",
+        )
         subparser.add_argument("--dryrun", action="store_true", help="print the request; submit nothing")
         subparser.add_argument("--wait", action="store_true", help="wait for the app to end")
         subparser.add_argument("--log", action="store_true", help="follow the app's logs (implies --wait)")
         subparser.add_argument("--detach", action="store_true", help="return at once, even on local schedulers")
-        subparser.add_argument("--workspace", default=None,
-                               help="directory to ship with the job on schedulers with workspaces (default: CWD; '' for none)")
+        subparser.add_argument(
+            "--workspace",
+            default=None,
+            help="directory to ship with the job on schedulers with workspaces (default: CWD; '' for none)",
+        )
         subparser.add_argument("--parent_run_id", default=None, help="tracker run id of the parent run")
-        subparser.add_argument("component_name_and_args", nargs=argparse.REMAINDER,
-                               help="component name (utils.echo or path/file.py:fn) then its arguments")
+        subparser.add_argument(
+            "component_name_and_args",
+            nargs=argparse.REMAINDER,
+            help="component name (utils.echo or path/file.py:fn) then its arguments",
+        )
 
     def run(self, args: argparse.Namespace) -> int:
         from torchx.runner import config, get_runner

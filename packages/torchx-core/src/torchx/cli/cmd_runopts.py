@@ -13,8 +13,13 @@ def _opts_data(opts: Any) -> dict[str, Any]:
     from torchx.specs.runopts import get_type_name
 
     return {
-        key: {"type": get_type_name(o.opt_type), "required": o.is_required, "default": o.default, "help": o.help,
-              "aliases": o.aliases}
+        key: {
+            "type": get_type_name(o.opt_type),
+            "required": o.is_required,
+            "default": o.default,
+            "help": o.help,
+            "aliases": o.aliases,
+        }
         for key, o in opts
     }
 
@@ -45,7 +50,9 @@ class CmdRunopts(SubCommand):
                     failures += 1
                     data[name] = e
         if args.json:
-            print_json({n: _opts_data(o) if not isinstance(o, Exception) else {"error": str(o)} for n, o in data.items()})
+            print_json(
+                {n: _opts_data(o) if not isinstance(o, Exception) else {"error": str(o)} for n, o in data.items()}
+            )
             return 0
         for name, opts in data.items():
             print(f"{name}:")

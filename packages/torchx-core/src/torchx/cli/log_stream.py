@@ -14,7 +14,9 @@ if TYPE_CHECKING:
     from torchx.schedulers.streams import Stream
 
 
-def replicas_of(runner: Runner, app_handle: str, role_filter: str | None = None, replica_ids: list[int] | None = None) -> list[tuple[str, int]]:
+def replicas_of(
+    runner: Runner, app_handle: str, role_filter: str | None = None, replica_ids: list[int] | None = None
+) -> list[tuple[str, int]]:
     """(role, replica id) pairs of an app, limited to ``role_filter`` and ``replica_ids``.
 
     Raises:

@@ -46,7 +46,10 @@ def _commands() -> tuple[dict[str, tuple[str, str]], str | None]:
 
         registry = get_registry()
         for name, record in registry.cli_commands.items():
-            commands.setdefault(name, (record.factory, record.help or f"(from plugin {registry.origin.get(('cli_commands', name), '?')})"))
+            commands.setdefault(
+                name,
+                (record.factory, record.help or f"(from plugin {registry.origin.get(('cli_commands', name), '?')})"),
+            )
         if registry.errors:
             note = f"{len(registry.errors)} plugin error(s); see `torchx plugins`"
     except Exception as e:  # a broken plugin environment must not take the CLI down
@@ -69,7 +72,9 @@ def _find_verb(argv: list[str]) -> str | None:
     return None
 
 
-def _make_parser(commands: dict[str, tuple[str, str]]) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+def _make_parser(
+    commands: dict[str, tuple[str, str]],
+) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     from torchx.version import __version__
 
     parser = argparse.ArgumentParser(
@@ -77,12 +82,18 @@ def _make_parser(commands: dict[str, tuple[str, str]]) -> tuple[argparse.Argumen
     )
     parser.add_argument("--version", action="version", version=f"torchx {__version__}")
     parser.add_argument(
-        "--log_level", "--log-level", default=os.environ.get("LOGLEVEL", "WARNING"),
+        "--log_level",
+        "--log-level",
+        default=os.environ.get("LOGLEVEL", "WARNING"),
         help="python logging level (default: WARNING, or $LOGLEVEL)",
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="show tracebacks and debug logs (or TORCHX_DEBUG=1)")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="show tracebacks and debug logs (or TORCHX_DEBUG=1)"
+    )
     sub = parser.add_subparsers(dest="verb", metavar="{" + ",".join(commands) + "}")
-    subparsers = {name: sub.add_parser(name, help=help_text, description=help_text) for name, (_, help_text) in commands.items()}
+    subparsers = {
+        name: sub.add_parser(name, help=help_text, description=help_text) for name, (_, help_text) in commands.items()
+    }
     return parser, subparsers
 
 
@@ -107,8 +118,10 @@ def run_cli(argv: list[str]) -> int:
         if verb not in commands:
             from torchx.util.suggest import did_you_mean
 
-            print(f"torchx: error: unknown command {verb!r}.{did_you_mean(verb, commands)} See `torchx --help`.",
-                  file=sys.stderr)
+            print(
+                f"torchx: error: unknown command {verb!r}.{did_you_mean(verb, commands)} See `torchx --help`.",
+                file=sys.stderr,
+            )
             return 2
         command = _load_command(commands[verb][0])
         command.add_arguments(subparsers[verb])

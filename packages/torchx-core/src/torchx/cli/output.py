@@ -23,7 +23,7 @@ def print_table(rows: list[list[str]], header: list[str]) -> None:
     """Prints rows in aligned columns."""
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
-        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
+        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 
 
 def use_color(stream: Any = sys.stdout) -> bool:

@@ -103,7 +103,7 @@ def discover() -> Registry:
             levels[info.ident] = LEVEL_PLUGIN
             try:
                 _load_plugin_module(pm, info)
-            except BaseException as e:  # noqa: BLE001 - a plugin may even sys.exit at import
+            except BaseException as e:
                 if isinstance(e, KeyboardInterrupt):
                     raise
                 info.errors.append(f"cannot load module {ep.value!r}: {_describe_error(e)}")
@@ -119,7 +119,11 @@ def discover() -> Registry:
             registry.add(info, record, LEVEL_LEGACY, levels)
     for conflict in registry.conflicts:
         logger.debug(
-            "%s %r registered by %s and %s; using %s", conflict.kind, conflict.name,
-            conflict.winner, conflict.loser, conflict.winner,
+            "%s %r registered by %s and %s; using %s",
+            conflict.kind,
+            conflict.name,
+            conflict.winner,
+            conflict.loser,
+            conflict.winner,
         )
     return registry

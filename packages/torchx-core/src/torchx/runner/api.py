@@ -25,7 +25,12 @@ from torchx.specs.roles import MISSING, AppDef
 from torchx.specs.runopts import CfgVal, runopts
 from torchx.specs.status import AppStatus
 from torchx.specs.workspace import Workspace
-from torchx.tracker.api import ENV_TORCHX_JOB_ID, ENV_TORCHX_PARENT_RUN_ID, ENV_TORCHX_TRACKERS, tracker_config_env_var_name
+from torchx.tracker.api import (
+    ENV_TORCHX_JOB_ID,
+    ENV_TORCHX_PARENT_RUN_ID,
+    ENV_TORCHX_TRACKERS,
+    tracker_config_env_var_name,
+)
 from torchx.util.suggest import did_you_mean
 
 logger: logging.Logger = logging.getLogger(__name__)
@@ -94,7 +99,9 @@ def _check_capabilities(app: AppDef, scheduler: Scheduler[Any, Any, Any]) -> Non
                 )
         if role.min_replicas is not None and role.min_replicas < role.num_replicas and not caps.elastic:
             logger.warning(
-                "%s: scheduler %s is not elastic; running exactly num_replicas=%d", where, scheduler.backend,
+                "%s: scheduler %s is not elastic; running exactly num_replicas=%d",
+                where,
+                scheduler.backend,
                 role.num_replicas,
             )
 
@@ -394,7 +401,9 @@ class Runner:
         if not caps.logs:
             raise UnsupportedFeatureError(f"scheduler {scheduler.backend!r} does not keep logs torchx can read")
         if (since or until) and not caps.log_since_until:
-            raise UnsupportedFeatureError(f"scheduler {scheduler.backend!r} cannot filter logs by time (--since/--until)")
+            raise UnsupportedFeatureError(
+                f"scheduler {scheduler.backend!r} cannot filter logs by time (--since/--until)"
+            )
         if should_tail and not caps.log_tail:
             raise UnsupportedFeatureError(f"scheduler {scheduler.backend!r} cannot follow logs (--tail)")
         if streams is not None and Stream(streams).value not in caps.log_streams:

@@ -57,7 +57,9 @@ class _LazyFactory:
         return f"<scheduler factory {self.path}>"
 
 
-def get_scheduler_factories(group: str = "torchx.schedulers", skip_defaults: bool = False) -> dict[str, SchedulerFactory]:
+def get_scheduler_factories(
+    group: str = "torchx.schedulers", skip_defaults: bool = False
+) -> dict[str, SchedulerFactory]:
     """Name -> factory of every installed scheduler (importing none of them).
 
     ``group`` and ``skip_defaults`` are accepted for compatibility and ignored: installed
@@ -78,7 +80,5 @@ def get_default_scheduler_name() -> str:
 
     names = sorted(get_scheduler_factories())
     if not names:
-        raise UnknownSchedulerException(
-            "no scheduler is installed; install one, e.g. `pip install torchx-sched-local`"
-        )
+        raise UnknownSchedulerException("no scheduler is installed; install one, e.g. `pip install torchx-sched-local`")
     return "local_cwd" if "local_cwd" in names else names[0]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import typing
 from collections.abc import Iterator, Mapping
 from typing import Any, Dict, List, Union
@@ -49,7 +50,7 @@ def _opt_type(tp: Any) -> tuple[Any, bool]:
     return tp, optional
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _attribute_docs(cls: type) -> dict[str, str]:
     """Field name -> the docstring written right below the field in the class body."""
     import ast
@@ -65,7 +66,7 @@ def _attribute_docs(cls: type) -> dict[str, str]:
         except (OSError, TypeError, SyntaxError):
             continue
         body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
-        for stmt, nxt in zip(body, body[1:]):
+        for stmt, nxt in itertools.pairwise(body):
             if (
                 isinstance(stmt, ast.AnnAssign)
                 and isinstance(stmt.target, ast.Name)
@@ -90,8 +91,10 @@ class StructuredOpts(Mapping[str, CfgVal]):
             tp, optional = _opt_type(hints[f.name])
             has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
             default = (
-                f.default if f.default is not dataclasses.MISSING
-                else f.default_factory() if f.default_factory is not dataclasses.MISSING
+                f.default
+                if f.default is not dataclasses.MISSING
+                else f.default_factory()
+                if f.default_factory is not dataclasses.MISSING
                 else None
             )
             key = _field_key(f)

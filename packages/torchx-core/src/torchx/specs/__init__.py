@@ -28,7 +28,7 @@ __all__ = [
     "GiB",
     "_named_resource_factories",
     "get_named_resources",
-    "materialize_appdef",
+    "materialize_appdef",  # noqa: F405 - lazy, see __getattr__
     "named_resources",
     "resource",
 ]

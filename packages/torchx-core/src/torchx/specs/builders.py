@@ -182,7 +182,11 @@ def _named(decode: Callable[[str], Any], tp_name: str) -> Callable[[str], Any]:
         try:
             return decode(value)
         except ValueError as e:
-            raise argparse.ArgumentTypeError(f"invalid {tp_name} value {value!r}: {e}") from None
+            detail = str(e)
+            builtin = detail.startswith(("invalid literal", "could not convert"))
+            raise argparse.ArgumentTypeError(
+                f"invalid {tp_name} value {value!r}" + ("" if builtin else f": {detail}")
+            ) from None
 
     convert.__name__ = tp_name
     return convert
@@ -227,7 +231,9 @@ def _create_parser(
     return parser
 
 
-def component_parser(fn: Callable[..., Any], cmpnt_defaults: dict[str, str] | None = None, prog: str | None = None) -> argparse.ArgumentParser:
+def component_parser(
+    fn: Callable[..., Any], cmpnt_defaults: dict[str, str] | None = None, prog: str | None = None
+) -> argparse.ArgumentParser:
     """The argument parser of a component (``print_help()`` it for ``--help``)."""
     return _create_parser(fn, cmpnt_defaults, prog)
 
@@ -282,7 +288,9 @@ def parse_args(
 
 
 def component_args_from_str(
-    cmpnt_fn: Callable[..., Any], cmpnt_args: list[str], cmpnt_args_defaults: dict[str, str] | None = None,
+    cmpnt_fn: Callable[..., Any],
+    cmpnt_args: list[str],
+    cmpnt_args_defaults: dict[str, str] | None = None,
     config: dict[str, Any] | None = None,
 ) -> ComponentArgs:
     """Parses arguments and splits them into positional, ``*args`` and keyword values."""

@@ -23,7 +23,9 @@ _PRIMITIVES = {"str", "int", "float", "bool"}
 _OPTIONAL = {"Optional", "typing.Optional"}
 _LISTS = {"List", "list", "typing.List"}
 _DICTS = {"Dict", "dict", "typing.Dict"}
-_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Params|Returns|Return|Raises|Yields|Example|Examples|Note|Notes|Usage)\s*:\s*$")
+_SECTION = re.compile(
+    r"^\s*(Args|Arguments|Parameters|Params|Returns|Return|Raises|Yields|Example|Examples|Note|Notes|Usage)\s*:\s*$"
+)
 _PARAM = re.compile(r"^\s*\*{0,2}(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*(\([^)]*\))?\s*:\s*(?P<desc>.*)$")
 
 
@@ -111,7 +113,7 @@ def _dotted(node: ast.expr) -> str:
 
 
 def _is_none(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None or _dotted(node) == "None"
+    return (isinstance(node, ast.Constant) and node.value is None) or _dotted(node) == "None"
 
 
 def annotation_error(node: ast.expr | None) -> str | None:
@@ -119,10 +121,11 @@ def annotation_error(node: ast.expr | None) -> str | None:
     if node is None:
         return "is not annotated"
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        text = node.value
         try:
-            node = ast.parse(node.value, mode="eval").body
+            node = ast.parse(text, mode="eval").body
         except SyntaxError:
-            return f"has an unparsable annotation {node.value!r}"
+            return f"has an unparsable annotation {text!r}"
     if _dotted(node) in _PRIMITIVES:
         return None
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
@@ -168,8 +171,13 @@ def validate_function(fn: ast.FunctionDef) -> list[LinterMessage]:
             error(f"{fn.name}: parameter {arg.arg!r} {reason}", arg)
         elif doc and parsed.short_description and arg.arg not in parsed.params:
             msgs.append(
-                LinterMessage(fn.name, f"{fn.name}: parameter {arg.arg!r} is not documented under Args:",
-                              arg.lineno, arg.col_offset, "warning")
+                LinterMessage(
+                    fn.name,
+                    f"{fn.name}: parameter {arg.arg!r} is not documented under Args:",
+                    arg.lineno,
+                    arg.col_offset,
+                    "warning",
+                )
             )
     if args.vararg is not None:
         ann = args.vararg.annotation

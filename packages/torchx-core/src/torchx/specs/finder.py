@@ -59,9 +59,7 @@ def _load_function(module: str, fn_name: str, component: str) -> Callable[..., A
     try:
         mod = importlib.import_module(module)
     except Exception as e:
-        raise ComponentLoadError(
-            f"component {component!r}: cannot import {module}: {type(e).__name__}: {e}"
-        ) from e
+        raise ComponentLoadError(f"component {component!r}: cannot import {module}: {type(e).__name__}: {e}") from e
     fn = getattr(mod, fn_name, None)
     if not callable(fn):
         raise ComponentLoadError(f"component {component!r}: {module} has no function {fn_name!r}")
@@ -98,7 +96,8 @@ def _module_files(module: str) -> list[tuple[str, str]]:
     for root in spec.submodule_search_locations:
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = sorted(
-                d for d in dirnames
+                d
+                for d in dirnames
                 if not d.startswith(("_", ".")) and os.path.isfile(os.path.join(dirpath, d, "__init__.py"))
             )
             rel = os.path.relpath(dirpath, root)

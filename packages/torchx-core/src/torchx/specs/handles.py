@@ -31,7 +31,8 @@ class UnknownAppException(Exception):
 
     def __init__(self, app_handle: str, detail: str = "") -> None:
         super().__init__(
-            f"unknown app {app_handle!r}" + (f": {detail}" if detail else "")
+            f"unknown app {app_handle!r}"
+            + (f": {detail}" if detail else "")
             + "; check the handle, or `torchx list -s <scheduler>` for the known apps"
         )
         self.app_handle = app_handle

@@ -88,8 +88,7 @@ def _parse_one(group: list[str]) -> Mount:
         key = key.strip().lower()
         if key not in _KEY_ALIASES:
             raise MountParseError(
-                f"unknown mount option {key!r} in {','.join(group)!r}; "
-                f"known: {', '.join(sorted(set(_KEY_ALIASES)))}"
+                f"unknown mount option {key!r} in {','.join(group)!r}; known: {', '.join(sorted(set(_KEY_ALIASES)))}"
             )
         canonical = _KEY_ALIASES[key]
         if i == 0 and canonical != "type":

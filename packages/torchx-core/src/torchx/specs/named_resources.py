@@ -107,7 +107,9 @@ class _NamedResources(Mapping[str, Resource]):
 named_resources: _NamedResources = _NamedResources()
 
 
-def resource(cpu: int | None = None, gpu: int | None = None, memMB: int | None = None, h: str | None = None) -> Resource:
+def resource(
+    cpu: int | None = None, gpu: int | None = None, memMB: int | None = None, h: str | None = None
+) -> Resource:
     """A :class:`Resource`: the named resource ``h`` if given, else from the numbers.
 
     Unset numbers default to 2 CPUs, 0 GPUs, 1024 MB.
@@ -120,4 +122,6 @@ def resource(cpu: int | None = None, gpu: int | None = None, memMB: int | None =
     """
     if h:
         return get_named_resources(h)
-    return Resource(cpu=2 if cpu is None else cpu, gpu=0 if gpu is None else gpu, memMB=1024 if memMB is None else memMB)
+    return Resource(
+        cpu=2 if cpu is None else cpu, gpu=0 if gpu is None else gpu, memMB=1024 if memMB is None else memMB
+    )

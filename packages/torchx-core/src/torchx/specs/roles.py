@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy as _copy
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -111,7 +110,7 @@ class Role:
     num_replicas: int = 1
     max_retries: int = 0
     retry_policy: RetryPolicy = RetryPolicy.APPLICATION
-    resource: Resource = field(default_factory=lambda: _copy.copy(NULL_RESOURCE))
+    resource: Resource = field(default_factory=lambda: Resource(cpu=-1, gpu=-1, memMB=-1))
     port_map: dict[str, int] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
     mounts: list[BindMount | VolumeMount | DeviceMount] = field(default_factory=list)

@@ -123,7 +123,9 @@ class AppStatus:
     def raise_for_status(self) -> None:
         """Raises :class:`AppStatusError` unless the job SUCCEEDED."""
         if self.state != AppState.SUCCEEDED:
-            raise AppStatusError(self, f"job did not succeed: {self.state.name}" + (f": {self.msg}" if self.msg else ""))
+            raise AppStatusError(
+                self, f"job did not succeed: {self.state.name}" + (f": {self.msg}" if self.msg else "")
+            )
 
     def to_json(self, filter_roles: list[str] | None = None) -> dict[str, Any]:
         """Plain-data form, limited to ``filter_roles`` when given."""

@@ -1,0 +1,149 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+COMPONENTS = '''
+import torchx.specs as specs
+
+def echo(msg: str = "hello", n: int = 1) -> specs.AppDef:
+    """Echoes a message.
+
+    Args:
+        msg: what to print
+        n: replicas
+    """
+    return specs.AppDef(name="echo", roles=[specs.Role("echo", "/tmp", entrypoint="echo", args=[msg], num_replicas=n,
+                                                       resource=specs.resource(cpu=1))])
+'''
+
+
+@pytest.fixture
+def cli_env(fake_scheduler: str, make_dist, tmp_path: Path) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    site = make_dist(
+        "comps",
+        {"torchx": {"comps": "comps_plugin"}},
+        {
+            "comps_plugin.py": "from torchx.plugins import hookimpl, ComponentSource\n"
+            "@hookimpl\ndef torchx_components():\n    yield ComponentSource('', 'mycomps')\n",
+            "mycomps/__init__.py": "",
+            "mycomps/utils.py": COMPONENTS,
+        },
+    )
+    return {"PYTHONPATH": str(site)}
+
+
+def test_help_and_version() -> None:
+    code, out, _ = run_cli("--help")
+    assert code == 0 and "run a component" in out and "plugins" in out
+    code, out, _ = run_cli("--version")
+    assert code == 0 and out.startswith("torchx ")
+
+
+@pytest.mark.parametrize(
+    "args, message, exit_code",
+    [
+        (["rnu"], "unknown command 'rnu'. Did you mean 'run'?", 2),
+        (["status", "garbage"], "'garbage' is not an app handle", 1),
+        (["status", "nosched://s/x"], "unknown scheduler 'nosched'", 1),
+        (["run", "-s", "fak", "utils.echo"], "unknown scheduler 'fak'. Did you mean 'fake'?", 1),
+        (["run", "-s", "fake", "utils.ecoh"], "unknown component 'utils.ecoh'. Did you mean 'utils.echo'?", 1),
+        (["run", "-s", "fake", "utils.echo", "--n", "x"], "argument --n/-n: invalid int value 'x'", 1),
+        (
+            ["run", "-s", "fake", "-cfg", "clustr=a", "utils.echo"],
+            "unknown run option 'clustr'. Did you mean 'cluster'?",
+            1,
+        ),
+        (["run", "-s", "fake", "nofile.py:fn"], "component file 'nofile.py' does not exist", 1),
+        (["status", "fake://torchx/nope"], "unknown app 'fake://torchx/nope'", 1),
+        (["log", "fake://torchx/nope"], "unknown app", 1),
+        (["runopts", "slurm"], "pip install torchx-sched-slurm", 1),
+    ],
+)
+def test_bad_input_is_one_line_without_traceback(
+    cli_env: dict[str, str], args: list[str], message: str, exit_code: int
+) -> None:
+    code, out, err = run_cli(*args, env=cli_env)
+    assert code == exit_code, (out, err)
+    assert message in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_verbose_shows_traceback(cli_env: dict[str, str]) -> None:
+    code, _, err = run_cli("--verbose", "status", "garbage", env=cli_env)
+    assert code == 1 and "Traceback" in err
+    code, _, err = run_cli("status", "garbage", env={**cli_env, "TORCHX_DEBUG": "1"})
+    assert code == 1 and "Traceback" in err
+
+
+def test_malformed_torchxconfig(cli_env: dict[str, str], isolated: Path) -> None:
+    (isolated / ".torchxconfig").write_text("this is not ini\n")
+    code, _, err = run_cli("run", "-s", "fake", "utils.echo", env=cli_env, cwd=str(isolated))
+    assert code == 1 and "malformed" in err and ".torchxconfig" in err and "Traceback" not in err
+
+
+def test_run_dryrun_and_run(cli_env: dict[str, str]) -> None:
+    code, out, err = run_cli(
+        "run", "--dryrun", "-s", "fake", "-cfg", "cluster=c9", "utils.echo", "--msg", "hi", env=cli_env
+    )
+    assert code == 0 and out.strip() == "FAKE echo on c9", err
+    code, out, err = run_cli("run", "-s", "fake", "utils.echo", env=cli_env)
+    assert code == 0 and out.strip().startswith("fake://torchx/echo-")
+
+
+def test_component_help(cli_env: dict[str, str]) -> None:
+    code, out, _ = run_cli("run", "-s", "fake", "utils.echo", "--help", env=cli_env)
+    assert code == 0 and "Echoes a message." in out and "what to print (str, default: 'hello')" in out
+
+
+def test_builtins_and_runopts_json(cli_env: dict[str, str]) -> None:
+    code, out, _ = run_cli("builtins", env=cli_env)
+    assert code == 0 and "utils.echo" in out and "Echoes a message." in out
+    code, out, _ = run_cli("builtins", "--json", env=cli_env)
+    assert json.loads(out) == [{"name": "utils.echo", "description": "Echoes a message.", "module": "mycomps.utils"}]
+    code, out, _ = run_cli("builtins", "--print", "utils.echo", env=cli_env)
+    assert code == 0 and out.startswith("def echo(")
+    code, out, _ = run_cli("runopts", "fake", "--json", env=cli_env)
+    assert json.loads(out)["fake"]["cluster"] == {
+        "type": "str",
+        "required": False,
+        "default": "default",
+        "help": "Cluster to submit to.",
+        "aliases": [],
+    }
+    code, out, _ = run_cli("runopts", env=cli_env)
+    assert code == 0 and "fake:" in out and "cluster (str, default: default)" in out
+
+
+def test_configure_print(cli_env: dict[str, str]) -> None:
+    code, out, _ = run_cli("configure", "--print", "-a", "-s", "fake", env=cli_env)
+    assert code == 0 and "[fake]" in out and "cluster = default" in out
+
+
+def test_no_scheduler_installed_says_what_to_install() -> None:
+    code, _, err = run_cli("run", "utils.echo")
+    assert code == 1 and "pip install torchx-sched-local" in err
+    code, out, _ = run_cli("builtins")
+    assert code == 0 and "pip install torchx-components" in out
+
+
+def test_help_imports_no_plugin_machinery_when_cache_is_warm(cli_env: dict[str, str]) -> None:
+    run_cli("--help", env=cli_env)
+    probe = (
+        "import sys, runpy; sys.argv=['torchx','--help']\n"
+        "try:\n    runpy.run_module('torchx', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        "bad=[m for m in ('pluggy','importlib.metadata','fake_sched.scheduler','mycomps.utils','json') if m in sys.modules]\n"
+        "print('IMPORTED', bad, file=sys.stderr)\n"
+    )
+    import os
+
+    for _ in range(2):  # the first run fills the cache for this sys.path
+        proc = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, env={**os.environ, **cli_env}
+        )
+    assert "IMPORTED []" in proc.stderr, proc.stderr

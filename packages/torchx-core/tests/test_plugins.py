@@ -1,0 +1,251 @@
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+import torchx.plugins
+from conftest import run_cli
+from torchx.plugins import cache, get_registry
+from torchx.specs.finder import get_component, get_components
+
+PLUGIN_OK = """
+from torchx.plugins import hookimpl, SchedulerPlugin, NamedResourcePlugin, ComponentSource, CliCommand, TrackerPlugin, WorkspacePlugin
+
+@hookimpl
+def torchx_schedulers():
+    yield SchedulerPlugin("alpha", "alpha_impl:create_scheduler", "alpha cluster")
+
+@hookimpl
+def torchx_named_resources():
+    yield NamedResourcePlugin("alpha.big", "alpha_impl:big")
+
+@hookimpl
+def torchx_components():
+    yield ComponentSource("", "alpha_comps")
+
+@hookimpl
+def torchx_trackers():
+    yield TrackerPlugin("alpha", "alpha_impl:tracker")
+
+@hookimpl
+def torchx_workspaces():
+    yield WorkspacePlugin("alpha", "alpha_impl:Mixin", "alpha workspace")
+
+@hookimpl
+def torchx_cli_commands():
+    yield CliCommand("hello", "alpha_cli:Hello", "say hello")
+"""
+
+COMPONENT = '''
+import torchx.specs as specs
+
+def trainer(name: str = "t") -> specs.AppDef:
+    """Trains.
+
+    Args:
+        name: the name
+    """
+    return specs.AppDef(name=name, roles=[specs.Role("r", "i", entrypoint="echo")])
+
+def _private(name: str) -> specs.AppDef:
+    """Private."""
+
+def invalid(name) -> specs.AppDef:
+    """No annotation.
+
+    Args:
+        name: x
+    """
+'''
+
+HELLO = """
+from torchx.cli.cmd_base import SubCommand
+
+class Hello(SubCommand):
+    def add_arguments(self, subparser):
+        subparser.add_argument("who")
+
+    def run(self, args):
+        print(f"hello {args.who}")
+"""
+
+
+def install_alpha(make_dist) -> None:  # type: ignore[no-untyped-def]
+    make_dist(
+        "torchx-alpha",
+        {"torchx": {"alpha": "alpha_plugin"}},
+        {
+            "alpha_plugin.py": PLUGIN_OK,
+            "alpha_impl.py": "raise RuntimeError('the implementation must not be imported by discovery')\n",
+            "alpha_comps/__init__.py": "",
+            "alpha_comps/baz.py": COMPONENT,
+            "alpha_comps/_helpers.py": COMPONENT,
+            "alpha_cli.py": HELLO,
+        },
+        version="2.3",
+    )
+
+
+def test_discovery_registers_everything_and_imports_no_implementation(make_dist) -> None:  # type: ignore[no-untyped-def]
+    install_alpha(make_dist)
+    reg = get_registry()
+    assert reg.schedulers["alpha"].factory == "alpha_impl:create_scheduler"
+    assert reg.named_resources["alpha.big"].factory == "alpha_impl:big"
+    assert reg.trackers["alpha"].name == "alpha" and reg.workspaces["alpha"].mixin == "alpha_impl:Mixin"
+    assert reg.cli_commands["hello"].help == "say hello"
+    info = next(p for p in reg.plugins if p.dist == "torchx-alpha")
+    assert info.version == "2.3" and not info.errors
+    assert info.registers["schedulers"] == ["alpha"]
+    assert "alpha_impl" not in sys.modules
+
+
+def test_components_listed_statically_and_named_by_prefix(make_dist) -> None:  # type: ignore[no-untyped-def]
+    install_alpha(make_dist)
+    make_dist("legacy-comps", {"torchx.components": {"foo": "alpha_comps", "_0": "alpha_comps"}})
+    names = set(get_components())
+    assert {"baz.trainer", "foo.baz.trainer"} <= names
+    assert not any("invalid" in n or "_private" in n or "_helpers" in n for n in names)
+    assert "alpha_comps.baz" not in sys.modules
+    comp = get_component("foo.baz.trainer")
+    assert comp.fn().name == "t" and comp.description == "Trains."
+
+
+def test_legacy_groups_add_to_plugins_and_win_clashes(make_dist) -> None:  # type: ignore[no-untyped-def]
+    install_alpha(make_dist)
+    make_dist(
+        "team-legacy",
+        {
+            "torchx.schedulers": {"alpha": "team:create_alpha", "team": "team:create_team"},
+            "torchx.named_resources": {"gpu_x2": "team:gpu_x2"},
+            "torchx.tracker": {"teamtrack": "team:create"},
+            "torchx.cli.cmds": {"teamcmd": "team:Cmd"},
+        },
+    )
+    reg = get_registry()
+    assert set(reg.schedulers) >= {"alpha", "team"}
+    assert reg.schedulers["alpha"].factory == "team:create_alpha"
+    assert reg.named_resources["gpu_x2"].factory == "team:gpu_x2"
+    assert "teamtrack" in reg.trackers and "teamcmd" in reg.cli_commands
+    [conflict] = reg.conflicts
+    assert (conflict.kind, conflict.name) == ("schedulers", "alpha")
+    assert conflict.winner.startswith("team-legacy") and conflict.loser.startswith("torchx-alpha")
+
+
+def test_clash_between_plugins_first_distribution_wins(make_dist) -> None:  # type: ignore[no-untyped-def]
+    plugin = "from torchx.plugins import hookimpl, SchedulerPlugin\n@hookimpl\ndef torchx_schedulers():\n    yield SchedulerPlugin('x', '{}:f')\n"
+    make_dist("b-dist", {"torchx": {"b": "b_plugin"}}, {"b_plugin.py": plugin.format("b")})
+    make_dist("a-dist", {"torchx": {"a": "a_plugin"}}, {"a_plugin.py": plugin.format("a")})
+    reg = get_registry()
+    assert reg.schedulers["x"].factory == "a:f"
+    assert reg.conflicts[0].loser.startswith("b-dist")
+
+
+def test_broken_plugins_are_recorded_and_skipped(make_dist) -> None:  # type: ignore[no-untyped-def]
+    install_alpha(make_dist)
+    make_dist("broken-import", {"torchx": {"bad": "bad_plugin"}}, {"bad_plugin.py": "import no_such_module_xyz\n"})
+    make_dist(
+        "broken-hook",
+        {"torchx": {"bad2": "bad2_plugin"}},
+        {
+            "bad2_plugin.py": (
+                "from torchx.plugins import hookimpl\n"
+                "@hookimpl\ndef torchx_schedulers():\n    raise RuntimeError('boom')\n"
+                "@hookimpl\ndef torchx_named_resources():\n    yield 'not a record'\n"
+            )
+        },
+    )
+    make_dist("exits", {"torchx": {"ex": "exit_plugin"}}, {"exit_plugin.py": "import sys\nsys.exit(3)\n"})
+    reg = get_registry()
+    errors = dict(reg.errors)
+    assert "No module named 'no_such_module_xyz'" in errors["broken-import:bad"]
+    by_plugin = {p.dist: p.errors for p in reg.plugins}
+    assert any("torchx_schedulers raised RuntimeError: boom" in e for e in by_plugin["broken-hook"])
+    assert any("yielded str, expected NamedResourcePlugin" in e for e in by_plugin["broken-hook"])
+    assert any("SystemExit" in e for e in by_plugin["exits"])
+    assert "alpha" in reg.schedulers
+
+
+def test_cache_is_used_and_invalidated_by_installs(make_dist, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    install_alpha(make_dist)
+    first = get_registry()
+    torchx.plugins.reset()
+    assert cache.load() is not None
+    import torchx.plugins.discovery as discovery
+
+    with monkeypatch.context() as m:
+        m.setattr(discovery, "discover", lambda: pytest.fail("cache should have been used"))
+        assert get_registry().schedulers == first.schedulers
+    make_dist("later", {"torchx.schedulers": {"later": "later:create"}})
+    assert cache.load() is None
+    assert "later" in get_registry().schedulers
+
+
+def test_cache_invalidated_when_plugin_module_edited(make_dist) -> None:  # type: ignore[no-untyped-def]
+    site = make_dist("edit-me", {"torchx": {"e": "edit_plugin"}}, {"edit_plugin.py": "x = 1\n"})
+    get_registry()
+    assert cache.load() is not None
+    path = site / "edit_plugin.py"
+    st = os.stat(path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    assert cache.load() is None
+
+
+def test_pre_submit_hook_amends_and_rejects(make_dist, fake_scheduler) -> None:  # type: ignore[no-untyped-def]
+    make_dist(
+        "policy",
+        {"torchx": {"policy": "policy_plugin"}},
+        {
+            "policy_plugin.py": """
+import dataclasses
+from torchx.plugins import hookimpl, SubmissionRejected
+
+@hookimpl
+def torchx_pre_submit(app, scheduler, cfg):
+    if app.name == "forbidden":
+        raise SubmissionRejected("name 'forbidden' is not allowed here")
+    return dataclasses.replace(app, metadata={**app.metadata, "audited": "yes"})
+
+SEEN = []
+
+@hookimpl
+def torchx_post_submit(app_handle, app, scheduler, cfg):
+    SEEN.append(app_handle)
+    raise RuntimeError("post hook errors are logged, not raised")
+"""
+        },
+    )
+    from torchx.plugins import SubmissionRejected
+    from torchx.runner import get_runner
+    from torchx.specs import AppDef, Role, resource
+
+    app = AppDef("ok", roles=[Role("r", "i", entrypoint="echo", resource=resource(cpu=1))])
+    with get_runner() as runner:
+        info = runner.dryrun(app, "fake")
+        assert info.app is not None and info.app.metadata == {"audited": "yes"}
+        assert app.metadata == {}
+        handle = runner.schedule(info)
+        with pytest.raises(SubmissionRejected, match="rejected by plugin policy:policy: name 'forbidden'"):
+            runner.dryrun(AppDef("forbidden", roles=app.roles), "fake")
+    assert [handle] == sys.modules["policy_plugin"].SEEN
+
+
+def test_cli_lists_plugins_and_runs_plugin_command(make_dist) -> None:  # type: ignore[no-untyped-def]
+    install_alpha(make_dist)
+    site = make_dist(
+        "broken-import", {"torchx": {"bad": "bad_plugin"}}, {"bad_plugin.py": "raise ImportError('nope')\n"}
+    )
+    env = {"PYTHONPATH": str(site)}
+    code, out, err = run_cli("hello", "world", env=env)
+    assert (code, out.strip()) == (0, "hello world")
+    code, out, err = run_cli("plugins", env=env)
+    assert (
+        code == 1 and "torchx-alpha 2.3" in out and "error: cannot load module 'bad_plugin': ImportError: nope" in out
+    )
+    code, out, err = run_cli("plugins", "--json", env=env)
+    import json
+
+    data = json.loads(out)
+    assert {p["dist"] for p in data["plugins"]} >= {"torchx-alpha", "broken-import"}
+    code, out, err = run_cli("--help", env=env)
+    assert code == 0 and "hello" in out

@@ -1,0 +1,170 @@
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+from torchx.runner import get_runner
+from torchx.runner.api import AppDefError
+from torchx.schedulers import UnsupportedFeatureError
+from torchx.specs import (
+    AppDef,
+    AppState,
+    BindMount,
+    InvalidRunConfigException,
+    RetryPolicy,
+    Role,
+    UnknownAppException,
+    UnknownSchedulerException,
+    VolumeMount,
+    macros,
+    resource,
+)
+
+
+def app(**role_kwargs: object) -> AppDef:
+    role = Role(
+        "trainer",
+        "img",
+        entrypoint="python",
+        args=["-c", "print(1)", macros.replica_id],
+        resource=resource(cpu=1),
+        **role_kwargs,  # type: ignore[arg-type]
+    )
+    return AppDef("job", roles=[role])
+
+
+def test_dryrun_never_mutates_and_injects_env(fake_scheduler: str) -> None:
+    original = app(num_replicas=2)
+    snapshot = copy.deepcopy(original)
+    with get_runner() as runner:
+        info = runner.dryrun(original, fake_scheduler, cfg={"cluster": "c1"})
+    assert original == snapshot
+    assert info.request["cluster"] == "c1" and info.request["replicas"] == [
+        ["-c", "print(1)", "0"],
+        ["-c", "print(1)", "1"],
+    ]
+    env = info.request["env"][0]
+    assert env["TORCHX_JOB_ID"] == "fake://torchx/${app_id}" and env["TORCHX_INTERNAL_SESSION_ID"] == "torchx"
+    assert str(info) == "FAKE job on c1" and info.scheduler == fake_scheduler
+    assert info.cfg["retries"] == 0
+
+
+def test_run_status_wait_list_cancel_delete_logs(fake_scheduler: str) -> None:
+    with get_runner() as runner:
+        handle = runner.run(app(), fake_scheduler)
+        assert handle.startswith("fake://torchx/job-")
+        status = runner.status(handle)
+        assert status is not None and status.state == AppState.SUCCEEDED and status.roles[0].role == "trainer"
+        assert runner.wait(handle, wait_interval=0.01).state == AppState.SUCCEEDED  # type: ignore[union-attr]
+        assert handle in {a.app_handle for a in runner.list(fake_scheduler)}
+        assert runner.describe(handle).roles[0].name == "trainer"  # type: ignore[union-attr]
+        assert list(runner.log_lines(handle, "trainer", regex="^a")) == ["a\n", "ab\n"]
+        runner.cancel(handle)
+        assert runner.status(handle).state == AppState.CANCELLED  # type: ignore[union-attr]
+        runner.delete(handle)
+        assert runner.status(handle) is None
+        with pytest.raises(UnknownAppException):
+            list(runner.log_lines(handle, "trainer"))
+
+
+def test_log_capability_checks(fake_scheduler: str) -> None:
+    from datetime import datetime
+
+    from torchx.schedulers.streams import Stream
+
+    with get_runner() as runner:
+        handle = runner.run(app(), fake_scheduler)
+        with pytest.raises(UnsupportedFeatureError, match="cannot filter logs by time"):
+            runner.log_lines(handle, "trainer", since=datetime.now())
+        with pytest.raises(UnsupportedFeatureError, match="has no stderr stream"):
+            runner.log_lines(handle, "trainer", streams=Stream.STDERR)
+        assert list(runner.log_lines(handle, "trainer", streams=Stream.STDOUT))
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (AppDef("", roles=[Role("r", "i", entrypoint="e")]), "no name"),
+        (AppDef("x"), "has no roles"),
+        (AppDef("x", roles=[Role("r", "i")]), "no entrypoint"),
+        (AppDef("x", roles=[Role("r", "i", entrypoint="e"), Role("r", "i", entrypoint="e")]), "two roles named 'r'"),
+        (AppDef("x", roles=[Role("r", "i", entrypoint="e", num_replicas=0)]), "num_replicas must be a positive int"),
+        (AppDef("x", roles=[Role("r", "i", entrypoint="e", num_replicas=2, min_replicas=3)]), "min_replicas=3"),
+        (AppDef("x", roles=[Role("r", "i", entrypoint="e", args=["a", 1])]), "args must be a list of str"),  # type: ignore[list-item]
+        (AppDef("x", roles=[Role("r", "i", entrypoint="e", env={"A": 1})]), "env must map str to str"),  # type: ignore[dict-item]
+    ],
+)
+def test_malformed_appdefs(fake_scheduler: str, bad: AppDef, message: str) -> None:
+    with get_runner() as runner, pytest.raises(AppDefError, match=message):
+        runner.dryrun(bad, fake_scheduler)
+
+
+def test_capability_checks(fake_scheduler: str) -> None:
+    with get_runner() as runner:
+        with pytest.raises(UnsupportedFeatureError, match="retry_policy REPLICA"):
+            runner.dryrun(app(max_retries=2, retry_policy=RetryPolicy.REPLICA), fake_scheduler)
+        runner.dryrun(app(max_retries=2), fake_scheduler)
+        with pytest.raises(UnsupportedFeatureError, match="does not support volume mounts"):
+            runner.dryrun(app(mounts=[VolumeMount("v", "/v")]), fake_scheduler)
+        runner.dryrun(app(mounts=[BindMount("/a", "/b")]), fake_scheduler)
+
+
+def test_unknown_scheduler_and_bad_cfg(fake_scheduler: str) -> None:
+    with get_runner() as runner:
+        with pytest.raises(UnknownSchedulerException, match="Did you mean 'fake'"):
+            runner.run(app(), "fak")
+        with pytest.raises(UnknownSchedulerException, match="pip install torchx-sched-slurm"):
+            runner.run(app(), "slurm")
+        with pytest.raises(InvalidRunConfigException, match="unknown run option 'clster'"):
+            runner.dryrun(app(), fake_scheduler, cfg={"clster": "x"})
+
+
+def test_torchxconfig_precedence(
+    fake_scheduler: str, isolated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = Path(tmp_path / "home")
+    (isolated / ".torchxconfig").write_text("[fake]\ncluster = from_cwd\nretries = 3\n")
+    with get_runner() as runner:
+        assert runner.dryrun(app(), fake_scheduler).request["cluster"] == "from_cwd"
+    (home / ".torchxconfig").write_text("[fake]\ncluster = from_home\n")
+    with get_runner() as runner:
+        info = runner.dryrun(app(), fake_scheduler)
+        assert info.request["cluster"] == "from_home" and info.cfg["retries"] == 3
+        assert runner.dryrun(app(), fake_scheduler, cfg={"cluster": "explicit"}).request["cluster"] == "explicit"
+    other = tmp_path / "other.ini"
+    other.write_text("[fake]\ncluster = from_env\n")
+    monkeypatch.setenv("TORCHXCONFIG", str(other))
+    with get_runner() as runner:
+        info = runner.dryrun(app(), fake_scheduler)
+        assert info.request["cluster"] == "from_env" and info.cfg["retries"] == 0
+    monkeypatch.setenv("TORCHXCONFIG", "")
+    with get_runner() as runner:
+        assert runner.dryrun(app(), fake_scheduler).request["cluster"] == "default"
+
+
+def test_malformed_torchxconfig_is_one_clear_error(fake_scheduler: str, isolated: Path) -> None:
+    from torchx.runner.config import ConfigError
+
+    (isolated / ".torchxconfig").write_text("[fake\ncluster = x\n")
+    with get_runner() as runner, pytest.raises(ConfigError, match="malformed .*\\.torchxconfig"):
+        runner.dryrun(app(), fake_scheduler)
+
+
+def test_tracker_env_from_config(fake_scheduler: str, isolated: Path) -> None:
+    (isolated / ".torchxconfig").write_text("[torchx:tracker]\nfsspec =\n\n[tracker:fsspec]\nconfig = /tmp/tracking\n")
+    with get_runner() as runner:
+        env = runner.dryrun(app(), fake_scheduler, parent_run_id="parent-1").request["env"][0]
+    assert env["TORCHX_TRACKERS"] == "fsspec"
+    assert env["TORCHX_TRACKER_FSSPEC_CONFIG"] == "/tmp/tracking"
+    assert env["TORCHX_PARENT_RUN_ID"] == "parent-1"
+
+
+def test_scheduler_params_reach_factory(fake_scheduler: str) -> None:
+    with get_runner(cluster_hint="x") as runner:
+        assert runner._scheduler(fake_scheduler).kwargs == {"cluster_hint": "x"}  # type: ignore[attr-defined]
+
+
+def test_default_validate_requires_a_resource(fake_scheduler: str) -> None:
+    with get_runner() as runner, pytest.raises(ValueError, match="role 'r' has no resource"):
+        runner.dryrun(AppDef("x", roles=[Role("r", "i", entrypoint="e")]), fake_scheduler)

@@ -1,0 +1,158 @@
+from __future__ import annotations
+
+import pytest
+from torchx import specs
+from torchx.specs import (
+    AppDef,
+    AppState,
+    AppStatus,
+    AppStatusError,
+    BindMount,
+    DeviceMount,
+    Resource,
+    Role,
+    VolumeMount,
+    macros,
+    parse_mounts,
+)
+from torchx.specs.mounts import MountParseError
+from torchx.specs.named_resources import UnknownNamedResourceError
+
+
+def test_resource_copy_merges_capabilities_without_touching_original() -> None:
+    original = Resource(cpu=1, gpu=0, memMB=64, capabilities={"a": 1, "b": 2})
+    copied = Resource.copy(original, b=3, c=4)
+    assert copied.capabilities == {"a": 1, "b": 3, "c": 4}
+    assert original.capabilities == {"a": 1, "b": 2}
+    assert (copied.cpu, copied.gpu, copied.memMB) == (1, 0, 64)
+
+
+def test_roles_do_not_share_default_resource() -> None:
+    a, b = Role("a", "img"), Role("b", "img")
+    a.resource.capabilities["x"] = 1
+    assert b.resource.capabilities == {}
+    assert a.resource == Resource(-1, -1, -1, {"x": 1}) and b.resource == specs.NULL_RESOURCE
+
+
+def test_macros_substitute_entrypoint_args_env_metadata_and_leave_role_unchanged() -> None:
+    role = Role(
+        "trainer",
+        "img",
+        entrypoint="${img_root}/bin/train",
+        args=["--id", macros.app_id, f"--rank={macros.replica_id}", "$HOME", "${unknown}"],
+        env={"RANK0": f"$${{{macros.rank0_env[2:-1]}}}", "ID": macros.app_id},
+        metadata={"nested": {"list": [macros.replica_id]}},
+    )
+    values = macros.Values(img_root="/root", app_id="app-7", replica_id="3", rank0_env="MASTER")
+    out = values.apply(role)
+    assert out.entrypoint == "/root/bin/train"
+    assert out.args == ["--id", "app-7", "--rank=3", "$HOME", "${unknown}"]
+    assert out.env["ID"] == "app-7"
+    assert out.metadata == {"nested": {"list": ["3"]}}
+    assert role.args[1] == "${app_id}" and role.metadata["nested"]["list"] == ["${replica_id}"]
+    assert values.substitute("x${replica_id}") == "x3"
+
+
+def test_rank0_env_macro_expands_to_the_variable_name() -> None:
+    role = Role("r", "i", entrypoint="sh", args=["-c", f"echo $${macros.rank0_env}"])
+    out = macros.Values(img_root="", app_id="a", replica_id="0", rank0_env="TORCHX_RANK0_HOST").apply(role)
+    assert out.args == ["-c", "echo $TORCHX_RANK0_HOST"]
+
+
+def test_app_status_terminal_and_raise() -> None:
+    ok = AppStatus(AppState.SUCCEEDED)
+    ok.raise_for_status()
+    assert ok.is_terminal()
+    failed = AppStatus(AppState.FAILED, msg="exit 3")
+    with pytest.raises(AppStatusError, match="FAILED: exit 3"):
+        failed.raise_for_status()
+    assert not AppStatus(AppState.RUNNING).is_terminal()
+    assert specs.is_terminal(AppState.CANCELLED) and not specs.is_terminal(AppState.UNKNOWN)
+    assert specs.is_started(AppState.RUNNING) and not specs.is_started(AppState.PENDING)
+
+
+def test_app_status_json_format_and_repr() -> None:
+    status = AppStatus(
+        AppState.RUNNING,
+        roles=[
+            specs.RoleStatus("a", [specs.ReplicaStatus(0, AppState.RUNNING, "a", "host1")]),
+            specs.RoleStatus("b", [specs.ReplicaStatus(0, AppState.FAILED, "b", "", '{"x": 1}')]),
+        ],
+    )
+    data = status.to_json(filter_roles=["b"])
+    assert data["state"] == "RUNNING" and [r["role"] for r in data["roles"]] == ["b"]
+    assert data["roles"][0]["replicas"][0]["state"] == "FAILED"
+    text = status.format()
+    assert "a/0: RUNNING on host1" in text and "b/0: FAILED" in text
+    assert "state: RUNNING" in repr(status)
+
+
+def test_parse_mounts_all_kinds_and_aliases() -> None:
+    mounts = parse_mounts(
+        ["type=bind,src=~/data,dst=/mnt/data,readonly", "type=volume,source=vol,target=/v", "type=device,src=/dev/fuse"]
+    )
+    assert isinstance(mounts[0], BindMount) and mounts[0].read_only and not mounts[0].src_path.startswith("~")
+    assert mounts[1] == VolumeMount(src="vol", dst_path="/v", read_only=False)
+    assert mounts[2] == DeviceMount(src_path="/dev/fuse", dst_path="/dev/fuse", permissions="rwm")
+    assert parse_mounts(["type=bind", "src=/a", "dst=/b"]) == [BindMount("/a", "/b")]
+
+
+@pytest.mark.parametrize(
+    "opts, message",
+    [
+        (["src=/a,dst=/b"], "must start with type="),
+        (["type=nfs,src=/a,dst=/b"], "unknown mount type"),
+        (["type=bind,src=/a"], "needs dst="),
+        (["type=bind,src=/a,dst=/b,colour=red"], "unknown mount option"),
+        (["type=device"], "needs src="),
+    ],
+)
+def test_parse_mounts_errors(opts: list[str], message: str) -> None:
+    with pytest.raises(MountParseError, match=message):
+        parse_mounts(opts)
+
+
+def test_named_resources_builtin_tables() -> None:
+    assert specs.resource(h="gpu.small") == Resource(8, 1, 32 * 1024, tags={"torchx/named_resource": "gpu.small"})
+    assert specs.get_named_resources("cpu.nano").memMB == 512
+    p4 = specs.named_resources["aws_p4d.24xlarge"]
+    assert (p4.cpu, p4.gpu) == (96, 8)
+    assert p4.memMB == int(1152 * 1024 * 0.96)
+    assert p4.capabilities["node.kubernetes.io/instance-type"] == "p4d.24xlarge"
+    assert p4.devices == {"vpc.amazonaws.com/efa": 4}
+    assert "gpu.xlarge" in specs.named_resources and len(specs.named_resources) > 40
+    assert specs.resource(cpu=4) == Resource(4, 0, 1024)
+
+
+def test_named_resource_unknown_suggests() -> None:
+    with pytest.raises(UnknownNamedResourceError, match="Did you mean 'gpu.small'"):
+        specs.get_named_resources("gpu.smal")
+
+
+def test_named_resource_factories_set_by_hand_win() -> None:
+    specs._named_resource_factories["gpu_x2"] = lambda: Resource(cpu=16, gpu=2, memMB=122_000)
+    specs._named_resource_factories["gpu.small"] = lambda: Resource(cpu=1, gpu=1, memMB=1)
+    assert specs.get_named_resources("gpu_x2") == Resource(16, 2, 122_000)
+    assert specs.get_named_resources("gpu.small").cpu == 1
+
+
+def test_named_resources_from_plugins(make_dist) -> None:  # type: ignore[no-untyped-def]
+    make_dist(
+        "my-resources",
+        {"torchx.named_resources": {"gpu_x4": "myres:gpu_x4"}},
+        {
+            "myres.py": "from torchx.specs import Resource\ndef gpu_x4():\n    return Resource(cpu=64, gpu=8, memMB=488_000)\n"
+        },
+    )
+    assert specs.get_named_resources("gpu_x4").gpu == 8
+
+
+def test_appdef_defaults() -> None:
+    app = AppDef("x")
+    assert app.roles == [] and app.metadata == {}
+    role = Role("r", "img")
+    assert (
+        role.entrypoint == specs.MISSING
+        and role.num_replicas == 1
+        and role.retry_policy == specs.RetryPolicy.APPLICATION
+    )
