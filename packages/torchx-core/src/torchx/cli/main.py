@@ -3,11 +3,12 @@ invoked verb's module is imported."""
 
 from __future__ import annotations
 
-import argparse
-import logging
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
 
 #: verb -> ("module:Class", help); the modules are imported only when the verb runs
 BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
@@ -75,6 +76,8 @@ def _find_verb(argv: list[str]) -> str | None:
 def _make_parser(
     commands: dict[str, tuple[str, str]],
 ) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    import argparse
+
     from torchx.version import __version__
 
     parser = argparse.ArgumentParser(
@@ -126,15 +129,17 @@ def run_cli(argv: list[str]) -> int:
         command = _load_command(commands[verb][0])
         command.add_arguments(subparsers[verb])
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose or os.environ.get("TORCHX_DEBUG") else args.log_level.upper(),
-        format="torchx %(asctime)s %(levelname)s %(message)s",
-    )
-    if note and (verb is None or verb == "plugins" or args.verbose):
+    if note and (command is None or verb == "plugins" or args.verbose):
         print(f"torchx: warning: {note}", file=sys.stderr)
     if command is None:
         parser.print_help()
         return 0
+    import logging
+
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose or os.environ.get("TORCHX_DEBUG") else args.log_level.upper(),
+        format="torchx %(asctime)s %(levelname)s %(message)s",
+    )
     result = command.run(args)
     return result if isinstance(result, int) else 0
 

@@ -9,7 +9,7 @@ site-packages directory). ``TORCHX_NO_PLUGIN_CACHE=1`` turns it off; the directo
 
 from __future__ import annotations
 
-import hashlib
+import binascii
 import marshal
 import os
 import sys
@@ -31,7 +31,7 @@ def cache_dir() -> str:
 
 def _cache_file() -> str:
     key = "\0".join([sys.version, sys.executable, *sys.path]).encode()
-    return os.path.join(cache_dir(), f"plugins-{hashlib.sha1(key).hexdigest()[:16]}.marshal")
+    return os.path.join(cache_dir(), f"plugins-{binascii.crc32(key):08x}-{len(key)}.marshal")
 
 
 def _mtime(path: str) -> int:

@@ -10,8 +10,7 @@ and shown by ``torchx plugins``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from torchx.plugins.records import (
     RECORD_TYPES,
@@ -30,7 +29,6 @@ GROUP = "torchx"
 KINDS: dict[str, type] = {hook[len("torchx_") :]: rtype for hook, rtype in RECORD_TYPES.items()}
 
 
-@dataclass
 class PluginInfo:
     """One installed plugin (an entry point of the ``torchx`` group or of a legacy group).
 
@@ -46,24 +44,47 @@ class PluginInfo:
         module_file: the plugin module's file (to notice edits)
     """
 
-    name: str
-    dist: str
-    version: str
-    group: str
-    value: str
-    registers: dict[str, list[str]] = field(default_factory=dict)
-    event_hooks: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    module_file: str = ""
+    __slots__ = ("dist", "errors", "event_hooks", "group", "module_file", "name", "registers", "value", "version")
+
+    def __init__(
+        self,
+        name: str,
+        dist: str,
+        version: str,
+        group: str,
+        value: str,
+        registers: dict[str, list[str]] | None = None,
+        event_hooks: list[str] | None = None,
+        errors: list[str] | None = None,
+        module_file: str = "",
+    ) -> None:
+        self.name = name
+        self.dist = dist
+        self.version = version
+        self.group = group
+        self.value = value
+        self.registers: dict[str, list[str]] = registers if registers is not None else {}
+        self.event_hooks: list[str] = event_hooks if event_hooks is not None else []
+        self.errors: list[str] = errors if errors is not None else []
+        self.module_file = module_file
 
     @property
     def ident(self) -> str:
         """``dist:entry-point-name``."""
         return f"{self.dist}:{self.name}"
 
+    def to_data(self) -> dict[str, Any]:
+        """Plain-data form."""
+        return {k: getattr(self, k) for k in _PLUGIN_FIELDS}
 
-@dataclass
-class Conflict:
+    def __repr__(self) -> str:
+        return f"PluginInfo({self.ident}, group={self.group!r}, errors={self.errors!r})"
+
+
+_PLUGIN_FIELDS = ("name", "dist", "version", "group", "value", "registers", "event_hooks", "errors", "module_file")
+
+
+class Conflict(NamedTuple):
     """A registration that lost a name clash."""
 
     kind: str
@@ -74,20 +95,20 @@ class Conflict:
     loser_value: str
 
 
-@dataclass
 class Registry:
     """Everything installed plugins register, clashes resolved."""
 
-    plugins: list[PluginInfo] = field(default_factory=list)
-    schedulers: dict[str, SchedulerPlugin] = field(default_factory=dict)
-    named_resources: dict[str, NamedResourcePlugin] = field(default_factory=dict)
-    components: list[ComponentSource] = field(default_factory=list)
-    trackers: dict[str, TrackerPlugin] = field(default_factory=dict)
-    workspaces: dict[str, WorkspacePlugin] = field(default_factory=dict)
-    cli_commands: dict[str, CliCommand] = field(default_factory=dict)
-    #: (kind, name) -> ident of the plugin that provides the winning registration
-    origin: dict[tuple[str, str], str] = field(default_factory=dict)
-    conflicts: list[Conflict] = field(default_factory=list)
+    def __init__(self, plugins: list[PluginInfo] | None = None) -> None:
+        self.plugins: list[PluginInfo] = plugins if plugins is not None else []
+        self.schedulers: dict[str, SchedulerPlugin] = {}
+        self.named_resources: dict[str, NamedResourcePlugin] = {}
+        self.components: list[ComponentSource] = []
+        self.trackers: dict[str, TrackerPlugin] = {}
+        self.workspaces: dict[str, WorkspacePlugin] = {}
+        self.cli_commands: dict[str, CliCommand] = {}
+        #: (kind, name) -> ident of the plugin that provides the winning registration
+        self.origin: dict[tuple[str, str], str] = {}
+        self.conflicts: list[Conflict] = []
 
     def table(self, kind: str) -> dict[str, Any]:
         """The name -> record table of ``kind`` (not for ``components``)."""
@@ -131,13 +152,13 @@ class Registry:
     def to_data(self) -> dict[str, Any]:
         """Plain data (for the cache and ``torchx plugins --json``)."""
         return {
-            "plugins": [vars(p) for p in self.plugins],
+            "plugins": [p.to_data() for p in self.plugins],
             "records": {
                 kind: [list(r) for r in (self.components if kind == "components" else self.table(kind).values())]
                 for kind in KINDS
             },
             "origin": [[k, n, v] for (k, n), v in self.origin.items()],
-            "conflicts": [vars(c) for c in self.conflicts],
+            "conflicts": [c._asdict() for c in self.conflicts],
         }
 
     @staticmethod

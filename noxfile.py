@@ -1,0 +1,147 @@
+"""The test matrix: every package alone with torchx-core, all together, and the live backends.
+
+    nox -l                         # list sessions
+    nox -s "tests(package='torchx-sched-local')"
+    nox -s e2e lint typecheck
+    nox -s integration-slurm       # needs: bash scripts/backends/services.sh up slurm
+
+Live sessions set TORCHX_REQUIRE_LIVE=1: a missing backend fails them instead of skipping.
+`bash scripts/test-all.sh` starts every backend and runs all sessions.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+PACKAGES = sorted(p.name for p in (ROOT / "packages").iterdir() if (p / "pyproject.toml").is_file())
+LIVE_MARKERS = "slurm or docker or k8s or aws or torch"
+SERVICES_ENV = Path(os.environ.get("TORCHX_SERVICES_ENV", "/tmp/torchx-services/env.sh"))
+
+nox.options.sessions = [
+    "lint",
+    "typecheck",
+    "tests",
+    "e2e",
+    "integration-docker",
+    "integration-slurm",
+    "integration-k8s",
+    "integration-aws",
+    "ddp",
+]
+nox.options.reuse_existing_virtualenvs = True
+
+
+def pkg(name: str, extras: str = "test") -> str:
+    """pip requirement for a package of this repo (a non-editable install: tests the real wheel)."""
+    return f"./packages/{name}" + (f"[{extras}]" if extras else "")
+
+
+def services_env() -> dict[str, str]:
+    """The variables scripts/backends/services.sh exported for the running backends."""
+    env: dict[str, str] = {}
+    if SERVICES_ENV.is_file():
+        for line in SERVICES_ENV.read_text().splitlines():
+            line = line.strip()
+            if line.startswith("export "):
+                line = line[len("export ") :]
+            key, sep, value = line.partition("=")
+            if sep and key.isidentifier():
+                env[key] = value.strip().strip("'\"")
+    return env
+
+
+def live(session: nox.Session, packages: list[str], marker: str, *paths: str, extra: list[str] | None = None) -> None:
+    session.install(pkg("torchx-core", ""), *packages, *(extra or []))
+    env = {**services_env(), "TORCHX_REQUIRE_LIVE": "1"}
+    session.run("pytest", "-m", marker, *paths, *session.posargs, env=env)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff over the whole tree."""
+    session.install("ruff>=0.6")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", "packages", "tests", "benchmarks", "noxfile.py")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy (strict) over torchx-core."""
+    session.install("mypy>=1.8", pkg("torchx-core", ""))
+    session.run("mypy", "packages/torchx-core/src")
+
+
+@nox.session
+@nox.parametrize("package", PACKAGES)
+def tests(session: nox.Session, package: str) -> None:
+    """One package's tests, installed alone with torchx-core (live backends excluded)."""
+    install = [pkg("torchx-core")] if package == "torchx-core" else [pkg("torchx-core", ""), pkg(package)]
+    session.install(*install)
+    session.run("pytest", "-m", f"not ({LIVE_MARKERS})", f"packages/{package}/tests", *session.posargs)
+
+
+@nox.session
+def e2e(session: nox.Session) -> None:
+    """Every package together: the cross-package tests in tests/ and each package's tests again
+    (the ones that need a sibling package, e.g. components running on local_cwd, run here)."""
+    session.install(pkg("torchx-core"), *(pkg(p) for p in PACKAGES if p != "torchx-core"))
+    paths = ["tests", *(f"packages/{p}/tests" for p in PACKAGES if p != "torchx-core")]
+    session.run("pytest", "-m", f"not ({LIVE_MARKERS})", *paths, *session.posargs)
+
+
+@nox.session(name="integration-docker")
+def integration_docker(session: nox.Session) -> None:
+    """local_docker against the live Docker engine."""
+    live(
+        session, [pkg("torchx-sched-local", "docker,test")], "docker and not torch", "packages/torchx-sched-local/tests"
+    )
+
+
+@nox.session(name="integration-slurm")
+def integration_slurm(session: nox.Session) -> None:
+    """slurm against the live Slurm cluster."""
+    live(
+        session,
+        [pkg("torchx-sched-slurm"), pkg("torchx-components")],
+        "slurm and not torch",
+        "packages/torchx-sched-slurm/tests",
+    )
+
+
+@nox.session(name="integration-k8s")
+def integration_k8s(session: nox.Session) -> None:
+    """kubernetes against the live API server."""
+    live(
+        session,
+        [pkg("torchx-sched-k8s"), pkg("torchx-components"), pkg("torchx-sched-local", "docker")],
+        "k8s and not torch",
+        "packages/torchx-sched-k8s/tests",
+    )
+
+
+@nox.session(name="integration-aws")
+def integration_aws(session: nox.Session) -> None:
+    """aws_batch and aws_sagemaker against the moto endpoint."""
+    live(
+        session,
+        [pkg("torchx-sched-aws"), pkg("torchx-components")],
+        "aws and not torch",
+        "packages/torchx-sched-aws/tests",
+    )
+
+
+@nox.session
+def ddp(session: nox.Session) -> None:
+    """dist.ddp for real with the CPU PyTorch wheel: on local_cwd and across two Slurm nodes."""
+    live(
+        session,
+        [pkg("torchx-components"), pkg("torchx-sched-local"), pkg("torchx-sched-slurm")],
+        "torch",
+        "packages/torchx-components/tests",
+        "packages/torchx-sched-slurm/tests",
+        extra=["torch==2.13.0"],
+    )

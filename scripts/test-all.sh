@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: starts every backend the live tests need (Docker engine,
+# Slurm cluster, Kubernetes control plane, moto AWS endpoint; needs root and Debian's
+# apt), then every nox session. Extra arguments go to nox (e.g. `-s e2e`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+if ! "$PY" -m nox --version >/dev/null 2>&1; then
+    "$PY" -m pip install --quiet 'nox>=2024.3'
+fi
+
+if [ "${TORCHX_SKIP_SERVICES:-0}" != 1 ]; then
+    bash scripts/backends/services.sh up all
+fi
+
+exec "$PY" -m nox "$@"

@@ -1,0 +1,31 @@
+"""The CLI imports only what the invoked verb needs: never a backend SDK it does not use."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("docker", "kubernetes", "boto3", "botocore", "fsspec", "yaml", "torch")
+
+PROBE = """
+import runpy, sys
+sys.argv = ["torchx", *{args!r}]
+try:
+    runpy.run_module("torchx", run_name="__main__")
+except SystemExit:
+    pass
+print("HEAVY", sorted(m for m in {heavy!r} if m in sys.modules), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(
+    "args", [["--help"], ["runopts", "local_cwd"], ["builtins"], ["plugins"], ["run", "--dryrun", "utils.echo"]]
+)
+def test_no_backend_sdk_imported(args: list[str]) -> None:
+    for _ in range(2):  # the first run may discover plugins
+        proc = subprocess.run(
+            [sys.executable, "-c", PROBE.format(args=args, heavy=HEAVY)], capture_output=True, text=True, timeout=60
+        )
+    assert "HEAVY []" in proc.stderr, proc.stderr[-2000:]
