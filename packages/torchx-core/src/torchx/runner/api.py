@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import copy
-import logging
 import warnings
 from collections.abc import Iterable, Mapping
-from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torchx.schedulers import SchedulerFactory, get_scheduler_factories
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
@@ -25,17 +23,13 @@ from torchx.specs.roles import MISSING, AppDef
 from torchx.specs.runopts import CfgVal, runopts
 from torchx.specs.status import AppStatus
 from torchx.specs.workspace import Workspace
-from torchx.tracker.api import (
-    ENV_TORCHX_JOB_ID,
-    ENV_TORCHX_PARENT_RUN_ID,
-    ENV_TORCHX_TRACKERS,
-    tracker_config_env_var_name,
-)
 from torchx.util.suggest import did_you_mean
 
-logger: logging.Logger = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from datetime import datetime
 
 ENV_SESSION_ID = "TORCHX_INTERNAL_SESSION_ID"
+ENV_JOB_ID = "TORCHX_JOB_ID"
 
 
 class AppDefError(ValueError):
@@ -98,7 +92,9 @@ def _check_capabilities(app: AppDef, scheduler: Scheduler[Any, Any, Any]) -> Non
                     f" (supported: {', '.join(sorted(caps.mounts)) or 'none'})"
                 )
         if role.min_replicas is not None and role.min_replicas < role.num_replicas and not caps.elastic:
-            logger.warning(
+            import logging
+
+            logging.getLogger(__name__).warning(
                 "%s: scheduler %s is not elastic; running exactly num_replicas=%d",
                 where,
                 scheduler.backend,
@@ -108,6 +104,7 @@ def _check_capabilities(app: AppDef, scheduler: Scheduler[Any, Any, Any]) -> Non
 
 def _tracker_env(parent_run_id: str | None) -> dict[str, str]:
     from torchx.runner import config
+    from torchx.tracker.api import ENV_TORCHX_PARENT_RUN_ID, ENV_TORCHX_TRACKERS, tracker_config_env_var_name
 
     env: dict[str, str] = {}
     trackers = config.load_sections("torchx").get("tracker", {})
@@ -277,7 +274,7 @@ class Runner:
         config.apply(scheduler, merged_cfg)
 
         env = {
-            ENV_TORCHX_JOB_ID: make_app_handle(scheduler, self._name, "${app_id}"),
+            ENV_JOB_ID: make_app_handle(scheduler, self._name, "${app_id}"),
             ENV_SESSION_ID: self._name,
             **_tracker_env(parent_run_id),
         }

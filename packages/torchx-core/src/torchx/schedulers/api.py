@@ -6,8 +6,7 @@ import abc
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from torchx.schedulers.capabilities import SchedulerCapabilities, UnsupportedFeatureError
 from torchx.schedulers.streams import Stream, filter_regex, split_lines, split_lines_iterator
@@ -17,6 +16,9 @@ from torchx.specs.roles import NONE, NULL_RESOURCE, AppDef, Role
 from torchx.specs.runopts import CfgVal, runopts
 from torchx.specs.status import AppState, RoleStatus, is_terminal
 from torchx.specs.workspace import Workspace
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 __all__ = [
     "DescribeAppResponse",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Union
@@ -257,6 +256,8 @@ class runopts:
 
     def cfg_from_json_repr(self, json_repr: str) -> dict[str, CfgVal]:
         """Parses a JSON object of option values, converting strings as :meth:`cfg_from_str` does."""
+        import json
+
         data = json.loads(json_repr)
         out: dict[str, CfgVal] = {}
         for key, value in data.items():

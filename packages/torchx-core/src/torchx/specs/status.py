@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -132,6 +131,8 @@ class AppStatus:
         roles = [r for r in self.roles if not filter_roles or r.role in filter_roles]
         error: Any = self.structured_error_msg
         if error not in (NONE, ""):
+            import json
+
             try:
                 error = json.loads(error)
             except ValueError:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass
 
 
@@ -41,6 +40,8 @@ class Workspace:
 
     def merge_into(self, outdir: str) -> None:
         """Copies every project into ``outdir`` at its destination."""
+        import shutil
+
         for src, dst in self.projects.items():
             target = os.path.join(outdir, dst)
             if os.path.isdir(src):
