@@ -34,11 +34,13 @@ stop_pid() {
     sleep 0.3
 }
 
-# wait_for <seconds> <what> <command...>: poll every 0.2 s; returns 1 (and logs) on timeout
+# wait_for <seconds> <what> <command...>: poll every 0.2 s; returns 1 (and logs) on timeout,
+# or at once if WAIT_PID is set (WAIT_PID=123 wait_for ...) and that process has exited
 wait_for() {
     local limit=$1 what=$2 end; shift 2
     end=$(($(date +%s) + limit))
     until "$@" >/dev/null 2>&1; do
+        if [ -n "${WAIT_PID:-}" ] && ! alive "$WAIT_PID"; then log "$what: process $WAIT_PID exited"; return 1; fi
         if [ "$(date +%s)" -ge "$end" ]; then log "TIMEOUT after ${limit}s waiting for $what"; return 1; fi
         sleep 0.2
     done

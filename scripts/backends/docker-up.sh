@@ -39,7 +39,7 @@ if ! running "$PIDFILE" && ! docker_ping; then
     [ -n "${DOCKERD_EXTRA_FLAGS:-}" ] && flags+=($DOCKERD_EXTRA_FLAGS)
     # dockerd starts and supervises its own containerd
     setsid /usr/sbin/dockerd "${flags[@]}" </dev/null >>"$DLOG" 2>&1 &
-    wait_for 60 dockerd docker_ping || { tail_log "$DLOG"; die "dockerd did not come up"; }
+    WAIT_PID=$! wait_for 60 dockerd docker_ping || { tail_log "$DLOG"; die "dockerd did not come up"; }
     log "dockerd ready in $(since "$t")s ($("$DOCKER" info --format '{{.ServerVersion}} storage={{.Driver}}'))"
 fi
 wait_for 60 dockerd docker_ping || { tail_log "$DLOG"; die "dockerd is not answering on $SOCK"; }

@@ -13,7 +13,8 @@
 # Knobs (defaults):
 #   K8S_KUBELET=auto          docker if dockerd answers on /var/run/docker.sock, else fake
 #   K8S_STATE_DIR=/tmp/torchx-k8s        certs, etcd data, logs, pids, kubeconfig, env.sh
-#   K8S_CACHE_DIR=/var/cache/torchx-k8s  bin/ (built binaries), venv/ (fake kubelet's python)
+#   K8S_CACHE_DIR=/var/cache/torchx-k8s  bin/ (built binaries), pki/ (test CA + certs),
+#                                        venv/ (fake kubelet's python)
 #   K8S_API_PORT=16443 K8S_ETCD_PORT=23790 K8S_ETCD_PEER_PORT=23800 K8S_KUBELET_PORT=10250
 #   K8S_CONTROLLERS=1         start controller-manager + scheduler (Job controller, GC, SAs)
 #   K8S_VOLCANO_CRD=1         schema-less jobs.batch.volcano.sh + queues.scheduling.volcano.sh CRDs
@@ -158,27 +159,34 @@ start_bg() {  # start_bg name cmd...   (own session, so it outlives the calling 
 }
 fail() { tail_log "$STATE_DIR/logs/$1.log"; die "$2"; }
 
-rm -rf "$STATE_DIR"; mkdir -p "$STATE_DIR/pki" "$STATE_DIR/logs"
+rm -rf "$STATE_DIR"; mkdir -p "$STATE_DIR/logs"
 PKI=$STATE_DIR/pki
-(
-    cd "$PKI"
-    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 3650 -subj /CN=torchx-test-ca 2>/dev/null
-    for c in apiserver kubelet; do
-        openssl req -newkey rsa:2048 -nodes -keyout $c.key -out $c.csr -subj "/CN=$c" 2>/dev/null
-        printf 'subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\n' > $c.ext
-        openssl x509 -req -in $c.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out $c.crt -days 3650 -extfile $c.ext 2>/dev/null
-    done
-    openssl genrsa -out sa.key 2048 2>/dev/null
-    openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
-    echo "$TOKEN,admin,admin-uid,system:masters" > tokens.csv
-)
+# CA, serving certs and SA keys are made once and kept in the cache (kubeconfigs stay valid)
+if [ ! -s "$CACHE_DIR/pki/sa.pub" ]; then
+    rm -rf "$CACHE_DIR/pki.tmp"; mkdir -p "$CACHE_DIR/pki.tmp"
+    (
+        cd "$CACHE_DIR/pki.tmp"
+        openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 3650 -subj /CN=torchx-test-ca 2>/dev/null
+        for c in apiserver kubelet; do
+            openssl req -newkey rsa:2048 -nodes -keyout $c.key -out $c.csr -subj "/CN=$c" 2>/dev/null
+            printf 'subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\n' > $c.ext
+            openssl x509 -req -in $c.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out $c.crt -days 3650 -extfile $c.ext 2>/dev/null
+        done
+        openssl genrsa -out sa.key 2048 2>/dev/null
+        openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+    ) || die "certificate generation failed"
+    rm -rf "$CACHE_DIR/pki"; mv "$CACHE_DIR/pki.tmp" "$CACHE_DIR/pki"
+    log "certificates made (cached in $CACHE_DIR/pki)"
+fi
+cp -r "$CACHE_DIR/pki" "$PKI"
+echo "$TOKEN,admin,admin-uid,system:masters" > "$PKI/tokens.csv"
 echo "$MODE" > "$STATE_DIR/mode"
 
 start_bg etcd etcd --name torchx --data-dir "$STATE_DIR/etcd" \
     --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
     --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
     --initial-cluster "torchx=http://127.0.0.1:$ETCD_PEER_PORT"
-wait_for 30 etcd curl -sf "http://127.0.0.1:$ETCD_PORT/health" || fail etcd "etcd did not come up"
+WAIT_PID=$(pid_in "$STATE_DIR/etcd.pid") wait_for 30 etcd curl -sf "http://127.0.0.1:$ETCD_PORT/health" || fail etcd "etcd did not come up"
 
 t=$EPOCHREALTIME
 start_bg kube-apiserver "$BIN_DIR/kube-apiserver" \
@@ -194,7 +202,7 @@ start_bg kube-apiserver "$BIN_DIR/kube-apiserver" \
     --cert-dir="$PKI/generated"
 # (endpoint-reconciler none: a 127.0.0.1 advertise address otherwise logs an error every 10 s;
 #  Hostname first: the real node "localhost" resolves to 127.0.0.1, no DNS lookup needed)
-wait_for 90 "kube-apiserver /readyz" api_ready \
+WAIT_PID=$(pid_in "$STATE_DIR/kube-apiserver.pid") wait_for 90 "kube-apiserver /readyz" api_ready \
     || fail kube-apiserver "kube-apiserver not ready"
 log "kube-apiserver ready in $(since "$t")s on $API"
 
@@ -229,6 +237,7 @@ if [ "${K8S_CONTROLLERS:-1}" = 1 ]; then
     # pods are admitted only once the ServiceAccount controller made "default"
     wait_for 60 "default ServiceAccount" api "$API/api/v1/namespaces/default/serviceaccounts/default" \
         || fail kube-controller-manager "no default ServiceAccount"
+    log "controller-manager and scheduler up"
 fi
 
 if [ "${K8S_VOLCANO_CRD:-1}" = 1 ]; then
@@ -249,7 +258,7 @@ if [ "$MODE" = fake ]; then
     start_bg fake-kubelet env KUBECONFIG="$STATE_DIR/kubeconfig" \
         FAKE_KUBELET_CERT="$PKI/kubelet.crt" FAKE_KUBELET_KEY="$PKI/kubelet.key" FAKE_KUBELET_PORT="$KUBELET_PORT" \
         FAKE_KUBELET_LOGDIR="$STATE_DIR/pod-logs" FAKE_NODE_NAME="$NODE" "$PY" "$HERE/fake_kubelet.py"
-    wait_for 60 "node $NODE Ready" node_ready || fail fake-kubelet "fake kubelet node not Ready"
+    WAIT_PID=$(pid_in "$STATE_DIR/fake-kubelet.pid") wait_for 60 "node $NODE Ready" node_ready || fail fake-kubelet "fake kubelet node not Ready"
 elif [ "$MODE" = docker ]; then
     if ! curl -sf --unix-socket "$DOCKER_SOCK" http://docker/images/localhost/pause:3.2/json >/dev/null; then
         log "importing pod sandbox image localhost/pause:3.2"
@@ -269,8 +278,11 @@ elif [ "$MODE" = docker ]; then
         --address=127.0.0.1 --port="$KUBELET_PORT" --read-only-port=0 --fail-swap-on=false \
         --cgroup-driver="$cgdriver" --cgroups-per-qos=false --enforce-node-allocatable= \
         --eviction-hard= --image-gc-high-threshold=100 --image-gc-low-threshold=99 --oom-score-adj=0 \
+        --node-status-update-frequency=2s \
         --root-dir="$STATE_DIR/kubelet/root" --cert-dir="$STATE_DIR/kubelet/pki" --volume-plugin-dir="$STATE_DIR/kubelet/plugins"
-    wait_for 90 "node $NODE Ready" node_ready || fail kubelet "kubelet node not Ready"
+    t=$EPOCHREALTIME
+    WAIT_PID=$(pid_in "$STATE_DIR/kubelet.pid") wait_for 90 "node $NODE Ready" node_ready || fail kubelet "kubelet node not Ready"
+    log "kubelet node $NODE Ready in $(since "$t")s"
 fi
 
 write_env

@@ -65,7 +65,7 @@ else
         AWS_EC2_METADATA_DISABLED=true DOCKER_HOST=unix:///var/run/docker.sock \
         setsid nohup "$PY" "${launch[@]}" -H 127.0.0.1 -p "$PORT" >"$STATE_DIR/moto.log" 2>&1 </dev/null &
     echo $! > "$STATE_DIR/moto.pid"
-    wait_for 60 "moto on $EP" up || { tail_log "$STATE_DIR/moto.log"; die "moto did not come up"; }
+    WAIT_PID=$(pid_in "$STATE_DIR/moto.pid") wait_for 60 "moto on $EP" up || { tail_log "$STATE_DIR/moto.log"; die "moto did not come up"; }
 fi
 
 # Batch mode (a runtime setting; it survives POST /moto-api/reset)

@@ -5,6 +5,7 @@
 #   services.sh down <docker|slurm|k8s|moto|all>...   stop, then rewrite the env file
 #   services.sh env                                    rewrite the env file from what is up; print its path
 #   services.sh status                                 one line per backend
+#   services.sh smoke <names|all>                      quick end-to-end check (smoke.sh)
 #
 # `up` starts in the order docker, slurm, k8s, moto whatever the order given, so that k8s can use
 # the real kubelet on Docker and moto can run Batch jobs as real containers. It exits non-zero
@@ -28,7 +29,7 @@ ORDER=(docker slurm k8s moto)
 declare -A TIMEOUT=([docker]=900 [slurm]=600 [k8s]=1800 [moto]=900)   # cold starts: ~3, ~0.5, ~8, ~1 min
 mkdir -p "$DIR/logs"
 
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0" >&2; exit 2; }
 
 # names -> the requested backends in start order (reverse for down)
 select_names() {
@@ -45,7 +46,7 @@ is_up() {
     case "$1" in
         docker) docker_ping ;;
         slurm) command -v scontrol >/dev/null && timeout 10 scontrol ping 2>/dev/null | grep -q 'is UP' \
-                   && [ -n "$(timeout 10 sinfo -h -r -o %n 2>/dev/null)" ] ;;
+                   && [ -n "$(timeout 10 sinfo -h -r -N -o %N 2>/dev/null)" ] ;;
         k8s) [ -s "$K8S_STATE/env.sh" ] && curl -sf --max-time 5 -k "$(. "$K8S_STATE/env.sh"; echo "$TORCHX_TEST_K8S_API")/readyz" \
                  -H "Authorization: Bearer $(. "$K8S_STATE/env.sh"; echo "$TORCHX_TEST_K8S_TOKEN")" 2>/dev/null | grep -qx ok ;;
         moto) [ -s "$MOTO_STATE/env.sh" ] && curl -sf --max-time 5 "$(. "$MOTO_STATE/env.sh"; echo "$AWS_ENDPOINT_URL")/moto-api/config" >/dev/null 2>&1 ;;
@@ -66,7 +67,7 @@ write_env() {
         if is_up slurm; then
             echo "export TORCHX_TEST_SLURM=1"
             echo "export TORCHX_TEST_SLURM_PARTITION=debug"
-            echo "export TORCHX_TEST_SLURM_NODES=$(sinfo -h -r -o %n 2>/dev/null | wc -l)"
+            echo "export TORCHX_TEST_SLURM_NODES=$(sinfo -h -r -N -o %N 2>/dev/null | sort -u | wc -l)"
         else
             echo "unset TORCHX_TEST_SLURM TORCHX_TEST_SLURM_PARTITION TORCHX_TEST_SLURM_NODES"
         fi
@@ -87,7 +88,7 @@ write_env() {
 }
 
 cmd_up() {
-    local names n t rc failed=() k8s_env=() moto_env=()
+    local names n t rc failed=()
     read -ra names <<<"$(select_names "$@")"
     [ ${#names[@]} -gt 0 ] || usage
     for n in "${names[@]}"; do
@@ -162,5 +163,6 @@ case "${1:-}" in
     down) shift; cmd_down "$@" ;;
     env) write_env; echo "$ENV_FILE" ;;
     status) cmd_status ;;
+    smoke) shift; exec 9>&-; exec bash "$HERE/smoke.sh" "$@" ;;
     *) usage ;;
 esac
