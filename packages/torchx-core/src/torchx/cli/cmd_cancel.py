@@ -9,33 +9,32 @@ from torchx.cli.cmd_base import SubCommand
 from torchx.specs.handles import UnknownAppException
 
 
-class CmdCancel(SubCommand):
+class _AppAction(SubCommand):
+    """A verb that acts on one existing app (``runner.<action>(handle)``)."""
+
+    action = ""
+    done = ""
+
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+        subparser.add_argument("app_handle", help="the app handle: {scheduler}://{session}/{app_id}")
+
+    def run(self, args: argparse.Namespace) -> None:
+        from torchx.runner import get_runner
+
+        with get_runner() as runner:
+            if runner.status(args.app_handle) is None:
+                raise UnknownAppException(args.app_handle)
+            getattr(runner, self.action)(args.app_handle)
+        print(f"{self.done} {args.app_handle}", file=sys.stderr)
+
+
+class CmdCancel(_AppAction):
     """Stops an app; its record stays for status, describe and logs."""
 
-    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
-        subparser.add_argument("app_handle", help="the app handle: {scheduler}://{session}/{app_id}")
-
-    def run(self, args: argparse.Namespace) -> None:
-        from torchx.runner import get_runner
-
-        with get_runner() as runner:
-            if runner.status(args.app_handle) is None:
-                raise UnknownAppException(args.app_handle)
-            runner.cancel(args.app_handle)
-        print(f"cancelled {args.app_handle}", file=sys.stderr)
+    action, done = "cancel", "cancelled"
 
 
-class CmdDelete(SubCommand):
+class CmdDelete(_AppAction):
     """Stops an app and removes everything the scheduler keeps of it."""
 
-    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
-        subparser.add_argument("app_handle", help="the app handle: {scheduler}://{session}/{app_id}")
-
-    def run(self, args: argparse.Namespace) -> None:
-        from torchx.runner import get_runner
-
-        with get_runner() as runner:
-            if runner.status(args.app_handle) is None:
-                raise UnknownAppException(args.app_handle)
-            runner.delete(args.app_handle)
-        print(f"deleted {args.app_handle}", file=sys.stderr)
+    action, done = "delete", "deleted"

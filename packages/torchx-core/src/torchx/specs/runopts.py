@@ -182,6 +182,12 @@ class runopts:
                 return name
         return None
 
+    def _unknown(self, key: str, cfg: Mapping[str, CfgVal] | None = None) -> InvalidRunConfigException:
+        accepted = ", ".join(sorted(self._opts)) or "(none)"
+        return InvalidRunConfigException(
+            f"unknown run option {key!r}.{did_you_mean(key, self._opts)} Accepted: {accepted}", key, cfg
+        )
+
     def resolve(self, cfg: Mapping[str, CfgVal]) -> dict[str, CfgVal]:
         """Checks ``cfg`` and returns a new dict with every option, defaults filled in.
 
@@ -194,12 +200,7 @@ class runopts:
         for key, value in cfg.items():
             name = self._canonical_key(key)
             if name is None:
-                raise InvalidRunConfigException(
-                    f"unknown run option {key!r}.{did_you_mean(key, self._opts)}"
-                    f" Accepted: {', '.join(sorted(self._opts)) or '(none)'}",
-                    key,
-                    cfg,
-                )
+                raise self._unknown(key, cfg)
             opt = self._opts[name]
             if value is not None and not runopts.is_type(value, opt.opt_type):
                 if isinstance(value, str):
@@ -241,11 +242,7 @@ class runopts:
         for key, raw in _split_cfg_str(cfg_str):
             name = self._canonical_key(key)
             if name is None:
-                raise InvalidRunConfigException(
-                    f"unknown run option {key!r}.{did_you_mean(key, self._opts)}"
-                    f" Accepted: {', '.join(sorted(self._opts)) or '(none)'}",
-                    key,
-                )
+                raise self._unknown(key)
             try:
                 out[name] = self._opts[name].cast_to_type(raw)
             except ValueError as e:
