@@ -27,6 +27,9 @@ from torchx.plugins.registry import PluginInfo, Registry
 if TYPE_CHECKING:
     import pluggy
 
+    hookimpl: pluggy.HookimplMarker
+    hookspec: pluggy.HookspecMarker
+
 __all__ = [
     "CliCommand",
     "ComponentSource",

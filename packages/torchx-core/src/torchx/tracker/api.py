@@ -110,10 +110,15 @@ class AppRun:
     def run_from_env() -> AppRun:
         """The run of the job this process belongs to, from the environment the runner set.
 
+        When the job was launched with a parent run id, the parent is recorded as a source.
         Outside a torchx job, the run id is ``<UNDEFINED>`` and no backend records.
         """
         run_id = os.environ.get(ENV_TORCHX_JOB_ID, "<UNDEFINED>")
-        return AppRun(id=run_id, backends=list(trackers_from_environ()))
+        run = AppRun(id=run_id, backends=list(trackers_from_environ()))
+        parent_run_id = os.environ.get(ENV_TORCHX_PARENT_RUN_ID)
+        if parent_run_id and ENV_TORCHX_JOB_ID in os.environ:
+            run.add_source(parent_run_id)  # every replica does this: backends make it idempotent
+        return run
 
     def add_metadata(self, **kwargs: object) -> None:
         """Records metadata in every backend."""
@@ -174,5 +179,9 @@ def build_trackers(entrypoint_and_config: Mapping[str, str | None]) -> Iterable[
 
 def trackers_from_environ() -> Iterable[TrackerBase]:
     """The trackers named in ``TORCHX_TRACKERS`` with configs from ``TORCHX_TRACKER_<NAME>_CONFIG``."""
-    names = [n.strip() for n in os.environ.get(ENV_TORCHX_TRACKERS, "").split(",") if n.strip()]
-    return build_trackers({n: os.environ.get(tracker_config_env_var_name(n)) for n in names})
+    return build_trackers({n: os.environ.get(tracker_config_env_var_name(n)) for n in tracker_names_from_environ()})
+
+
+def tracker_names_from_environ() -> list[str]:
+    """The tracker names in ``TORCHX_TRACKERS`` (comma-separated)."""
+    return [n.strip() for n in os.environ.get(ENV_TORCHX_TRACKERS, "").split(",") if n.strip()]

@@ -1,0 +1,53 @@
+"""Test isolation: a private HOME, cwd and plugin cache per test, no tracker env from outside."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import fsspec
+import pytest
+import torchx.plugins
+from torchx.runner import config
+
+TRACKER_ENV_PREFIXES = ("TORCHX_TRACKER", "TORCHX_PARENT_RUN_ID", "TORCHX_JOB_ID", "TORCHXCONFIG")
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Runs each test in ``tmp_path/work`` with ``HOME=tmp_path/home``; yields the cwd."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("TORCHX_CACHE_DIR", str(tmp_path / "cache"))
+    for name in list(os.environ):
+        if name.startswith(TRACKER_ENV_PREFIXES):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(work)
+    config._parsed.clear()
+    torchx.plugins.reset()
+    yield work
+    torchx.plugins.reset()
+
+
+@pytest.fixture
+def memory_root() -> Iterator[str]:
+    """A fresh ``memory://`` tracker root, removed afterwards."""
+    root = f"memory://torchx-tracker-test-{uuid.uuid4().hex}"
+    yield root
+    fs, path = fsspec.core.url_to_fs(root)
+    if fs.exists(path):
+        fs.rm(path, recursive=True)
+
+
+@pytest.fixture(params=["local", "memory"])
+def tracker_root(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A tracker root URL on the local filesystem and on ``memory://``."""
+    if request.param == "local":
+        yield str(tmp_path / "tracker")
+    else:
+        yield request.getfixturevalue("memory_root")
