@@ -88,7 +88,8 @@ def tests(session: nox.Session, package: str) -> None:
 def e2e(session: nox.Session) -> None:
     """Every package together: the cross-package tests in tests/ and each package's tests again
     (the ones that need a sibling package, e.g. components running on local_cwd, run here)."""
-    session.install(pkg("torchx-core"), *(pkg(p) for p in PACKAGES if p != "torchx-core"))
+    extras = {"torchx-tracker": "test,mlflow", "torchx-sched-local": "test,docker"}
+    session.install(pkg("torchx-core"), *(pkg(p, extras.get(p, "test")) for p in PACKAGES if p != "torchx-core"))
     paths = ["tests", *(f"packages/{p}/tests" for p in PACKAGES if p != "torchx-core")]
     session.run("pytest", "-m", f"not ({LIVE_MARKERS})", *paths, *session.posargs)
 
