@@ -126,6 +126,7 @@ export SAGEMAKER_SUPPRESS_V2_WARNING=1
 export TORCHX_TEST_AWS_BATCH_QUEUE=$QUEUE
 export TORCHX_TEST_AWS_BATCH_DOCKER=$USE_DOCKER
 export TORCHX_TEST_AWS_IMAGE=$IMAGE
+export TORCHX_TEST_MOTO_PYTHON=$PY
 ENV
 mv "$STATE_DIR/env.sh.tmp" "$STATE_DIR/env.sh"
 log "ready in $(since "$T0")s (batch use_docker=$use); use: source $STATE_DIR/env.sh"
