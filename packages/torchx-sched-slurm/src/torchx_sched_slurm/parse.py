@@ -1,0 +1,203 @@
+"""Parses what ``squeue`` and ``sacct`` print about torchx jobs (pure: no Slurm calls).
+
+Both are asked for fields separated by ``\\x1f`` (unit separator), which no job name or path
+here contains. A torchx job's components are named ``<role>-<replica id>`` (see
+:func:`torchx_sched_slurm.script.job_name`); rows with other names (not torchx's, or the
+transient ``allocation`` row ``sacct`` shows right after a het job is submitted) are skipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SEP = "\x1f"
+#: ``squeue -O`` fields, in the order :func:`parse_squeue` reads them
+SQUEUE_FIELDS = (
+    "JobID", "HetJobID", "HetJobOffset", "State", "Reason", "NodeList", "RestartCnt", "DerivedEC", "WorkDir", "Name",
+)
+#: ``sacct -o`` fields, in the order :func:`parse_sacct` reads them
+SACCT_FIELDS = ("JobID", "State", "ExitCode", "Reason", "NodeList", "WorkDir", "JobName")
+
+
+def squeue_format() -> str:
+    """The ``squeue -O`` argument for :data:`SQUEUE_FIELDS`."""
+    return ",".join(f"{name}:{SEP}" for name in SQUEUE_FIELDS)
+
+
+def sacct_format() -> str:
+    """The ``sacct -o`` argument for :data:`SACCT_FIELDS` (use with ``-P --delimiter`` :data:`SEP`)."""
+    return ",".join(SACCT_FIELDS)
+
+
+@dataclass
+class Component:
+    """One component of a torchx job (one replica) as Slurm reports it.
+
+    Args:
+        app_id: the job id of the (het) job
+        offset: the component's index in the het job (0 for a plain job)
+        role: role name, from the component's job name
+        replica_id: replica index, from the component's job name
+        state: Slurm's state, raw (``"CANCELLED by 0"``)
+        reason: why it is pending or ended (``squeue``/``sacct`` Reason), ``""`` if none
+        node: the node it runs on, ``""`` if none yet
+        workdir: the job's working directory (where the log files are)
+        restarts: how often the job was requeued
+        exit_code: exit code of the replica's process (its ``srun`` step's, or ``squeue``'s
+            highest of the component's steps), None if unknown or ended by a signal
+        signal: the signal that ended it, if one did
+        step_state: state of the replica's ``srun`` step (``sacct`` only)
+    """
+
+    app_id: str
+    offset: int
+    role: str
+    replica_id: int
+    state: str
+    reason: str = ""
+    node: str = ""
+    workdir: str = ""
+    restarts: int = 0
+    exit_code: int | None = None
+    signal: int | None = None
+    step_state: str | None = None
+
+
+def split_job_name(name: str) -> tuple[str, int] | None:
+    """``"trainer-3"`` -> ``("trainer", 3)``; None if it is not a torchx component name."""
+    role, sep, k = name.rpartition("-")
+    if not sep or not role or not k.isdigit():
+        return None
+    return role, int(k)
+
+
+def _clean(value: str) -> str:
+    value = value.strip()
+    return "" if value in ("None", "(null)", "N/A", "Unknown", "None assigned") else value
+
+
+def parse_squeue(text: str) -> list[Component]:
+    """Components from ``squeue -h -O`` :func:`squeue_format` output, ordered by job and offset."""
+    comps: list[Component] = []
+    width = len(SQUEUE_FIELDS)
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        fields = line.split(SEP)
+        if len(fields) < width:
+            continue
+        job_id, het_id, offset, state, reason, node, restarts, derived, workdir = (f.strip() for f in fields[: width - 1])
+        name = SEP.join(fields[width - 1 :]).rstrip(SEP).strip()
+        parsed = split_job_name(name)
+        if parsed is None:
+            continue
+        is_het = het_id.isdigit()
+        exit_code, signal = _wait_status(derived)
+        comps.append(
+            Component(
+                app_id=het_id if is_het else job_id,
+                offset=int(offset) if is_het and offset.isdigit() else 0,
+                role=parsed[0],
+                replica_id=parsed[1],
+                state=state,
+                reason=_clean(reason),
+                node=_clean(node),
+                workdir=_clean(workdir),
+                restarts=int(restarts) if restarts.isdigit() else 0,
+                exit_code=exit_code,
+                signal=signal,
+            )
+        )
+    comps.sort(key=lambda c: (int(c.app_id) if c.app_id.isdigit() else 0, c.offset))
+    return comps
+
+
+def _wait_status(value: str) -> tuple[int | None, int | None]:
+    """(exit code, signal) of a raw wait status as ``squeue`` prints it: 768 = exit code 3, 9 = signal 9."""
+    if not value.isdigit():
+        return None, None
+    status = int(value)
+    if status & 0x7F:
+        return None, status & 0x7F
+    return status >> 8, None
+
+
+def _exit_code(value: str) -> tuple[int | None, int | None]:
+    """``sacct`` ExitCode ``"3:0"`` -> (3, None); ``"0:9"`` (killed by signal 9) -> (None, 9)."""
+    code, _, sig = value.strip().partition(":")
+    if sig.isdigit() and int(sig):
+        return None, int(sig)
+    return (int(code) if code.isdigit() else None), None
+
+
+def _split_job_id(job_id: str) -> tuple[str, int | None, str]:
+    """``"12+1.3"`` -> ``("12", 1, "3")``; ``"12.batch"`` -> ``("12", None, "batch")``."""
+    head, _, step = job_id.partition(".")
+    leader, plus, offset = head.partition("+")
+    return leader, (int(offset) if plus and offset.isdigit() else None), step
+
+
+def parse_sacct(text: str) -> tuple[list[Component], dict[str, int]]:
+    """Components and restart counts per job from ``sacct -n -P -D`` :func:`sacct_format` output.
+
+    With ``-D`` every attempt of a requeued job has its rows, oldest first; the last attempt
+    wins and the number of earlier attempts is the job's restart count. The first step of a
+    component in that attempt is the replica's ``srun``: it gives the replica's exit code
+    and step state (step ids count across the components of a het job). The component's
+    own ExitCode is the batch script's, so it is not taken as the replica's.
+    """
+    width = len(SACCT_FIELDS)
+    alloc: dict[tuple[str, int], Component] = {}
+    attempts: dict[tuple[str, int], int] = {}
+    steps: dict[tuple[str, int], dict[int, tuple[str, str]]] = {}
+    het_jobs: set[str] = set()
+    for line in text.splitlines():
+        fields = line.split(SEP)
+        if len(fields) < width:
+            continue
+        job_id, state, exit_code, reason, node, workdir = (f.strip() for f in fields[: width - 1])
+        name = SEP.join(fields[width - 1 :]).strip()
+        leader, offset, step = _split_job_id(job_id)
+        if not leader.isdigit():
+            continue
+        if offset is not None:
+            het_jobs.add(leader)
+        key = (leader, offset or 0)
+        if step:
+            if step.isdigit():
+                steps.setdefault(key, {})[int(step)] = (state, exit_code)
+            continue
+        parsed = split_job_name(name)
+        if parsed is None:
+            continue
+        steps.pop(key, None)  # a new attempt: its steps follow
+        attempts[key] = attempts.get(key, 0) + 1
+        alloc[key] = Component(
+            app_id=leader,
+            offset=offset if offset is not None else -1,
+            role=parsed[0],
+            replica_id=parsed[1],
+            state=state,
+            reason=_clean(reason),
+            node=_clean(node),
+            workdir=_clean(workdir),
+        )
+    comps: list[Component] = []
+    restarts: dict[str, int] = {}
+    for key, comp in alloc.items():
+        leader = key[0]
+        if comp.offset < 0:
+            if leader in het_jobs:
+                continue  # the transient row of a het job before its components show up
+            comp.offset = 0
+        attempt_steps = steps.get(key)
+        if attempt_steps:
+            comp.step_state, step_exit = attempt_steps[min(attempt_steps)]
+            comp.exit_code, comp.signal = _exit_code(step_exit)
+        comp.restarts = attempts[key] - 1
+        restarts[leader] = max(restarts.get(leader, 0), comp.restarts)
+        comps.append(comp)
+    for comp in comps:
+        comp.restarts = restarts[comp.app_id]
+    comps.sort(key=lambda c: (int(c.app_id), c.offset))
+    return comps, restarts

@@ -1,0 +1,311 @@
+"""The ``slurm`` scheduler: submits with ``sbatch``, tracks with ``squeue``/``sacct``, stops with ``scancel``.
+
+* **submit**: one script per app (see :mod:`torchx_sched_slurm.script`); the app id is the
+  Slurm job id.
+* **describe**: one ``squeue`` call while slurmctld still holds the job (also shortly
+  after it ended, ``MinJobAge``); once every component ended, ``sacct`` (with the replicas'
+  exit codes) when accounting has the rows, else the ``squeue`` view. ``sacct`` alone for
+  jobs slurmctld has forgotten.
+* **logs**: the per-replica files ``slurm-<job>-<role>-<k>.out|.err`` in the job's working
+  directory, which Slurm itself records (``WorkDir``), so nothing is kept on the side.
+* **retries**: the whole job is requeued (``scontrol requeue``) while
+  ``SLURM_RESTART_COUNT`` is below the smallest ``max_retries`` of the roles.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import logging
+import os
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
+from torchx.schedulers.capabilities import SchedulerCapabilities, UnsupportedFeatureError
+from torchx.schedulers.streams import Stream, filter_regex
+from torchx.specs.dryrun import AppDryRunInfo
+from torchx.specs.roles import AppDef, RetryPolicy, Role
+from torchx.specs.runopts import CfgVal, runopts
+from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, is_terminal
+
+from torchx_sched_slurm import commands, script
+from torchx_sched_slurm.logs import read_lines
+from torchx_sched_slurm.opts import SlurmOpts
+from torchx_sched_slurm.parse import (
+    SEP,
+    Component,
+    parse_sacct,
+    parse_squeue,
+    sacct_format,
+    squeue_format,
+)
+from torchx_sched_slurm.states import aggregate, slurm_state_name, to_app_state
+from torchx_sched_slurm.workspace import JobDirWorkspaceMixin
+
+logger: logging.Logger = logging.getLogger(__name__)
+
+#: how far back ``list`` looks in the accounting database
+LIST_WINDOW = "now-7days"
+#: seconds between job-state checks while following a log
+TAIL_STATE_INTERVAL = 1.0
+_JOB_ID = re.compile(r"\d+")
+#: signals the script (or Slurm) stops replicas with after another one failed
+_STOP_SIGNALS = frozenset({9, 15})
+
+
+def replica_state(comp: Component) -> AppState:
+    """A replica's state: its own outcome once the batch script ended, else the job's state.
+
+    When the script ended (COMPLETED/FAILED) each replica's ``srun`` step tells which one
+    failed and which the script stopped because of it (``sacct``: the step's state;
+    ``squeue``: its exit status, where SIGTERM/SIGKILL means stopped). Otherwise
+    (cancelled, timed out, node failure ...) the job's state is every replica's.
+    """
+    job_state = to_app_state(comp.state)
+    if slurm_state_name(comp.state) not in ("COMPLETED", "FAILED"):
+        return job_state
+    if comp.step_state:
+        step_state = to_app_state(comp.step_state)
+        return job_state if step_state == AppState.UNKNOWN else step_state
+    if comp.signal in _STOP_SIGNALS:
+        return AppState.CANCELLED
+    if comp.signal or comp.exit_code:
+        return AppState.FAILED
+    if comp.exit_code == 0:
+        return AppState.SUCCEEDED
+    return job_state
+
+
+def _error_json(comp: Component) -> str:
+    info: dict[str, Any] = {"slurm_state": comp.state}
+    if comp.step_state:
+        info["step_state"] = comp.step_state
+    if comp.exit_code is not None:
+        info["exit_code"] = comp.exit_code
+    if comp.signal:
+        info["signal"] = comp.signal
+    if comp.reason:
+        info["reason"] = comp.reason
+    return json.dumps(info)
+
+
+def _failure_text(comp: Component) -> str:
+    what = f"{comp.role}/{comp.replica_id} {slurm_state_name(comp.step_state or comp.state)}"
+    if comp.signal:
+        return f"{what} (signal {comp.signal})"
+    if comp.exit_code is not None:
+        return f"{what} (exit code {comp.exit_code})"
+    return what
+
+
+def describe_components(app_id: str, comps: list[Component]) -> DescribeAppResponse:
+    """The :class:`DescribeAppResponse` of a job from its components."""
+    roles: dict[str, list[ReplicaStatus]] = {}
+    workdirs: dict[str, str] = {}
+    failed: list[Component] = []
+    for comp in comps:
+        state = replica_state(comp)
+        replica = ReplicaStatus(id=comp.replica_id, state=state, role=comp.role, hostname=comp.node)
+        if state == AppState.FAILED:
+            replica.structured_error_msg = _error_json(comp)
+            failed.append(comp)
+        roles.setdefault(comp.role, []).append(replica)
+        workdirs.setdefault(comp.role, comp.workdir)
+    app_state = aggregate(to_app_state(c.state) for c in comps)
+    first = comps[0]
+    if app_state == AppState.FAILED and failed:
+        msg = "; ".join(_failure_text(c) for c in failed[:5]) + (" ..." if len(failed) > 5 else "")
+    elif app_state == AppState.PENDING and first.reason:
+        msg = f"pending: {first.reason}"
+    else:
+        msg = slurm_state_name(first.state)
+    return DescribeAppResponse(
+        app_id=app_id,
+        state=app_state,
+        num_restarts=first.restarts,
+        msg=msg,
+        structured_error_msg=_error_json(failed[0]) if failed else "<NONE>",
+        metadata={"workdir": first.workdir},
+        roles_statuses=[RoleStatus(role, sorted(replicas, key=lambda r: r.id)) for role, replicas in roles.items()],
+        roles=[
+            Role(name=role, image=workdirs[role], num_replicas=len(replicas)) for role, replicas in roles.items()
+        ],
+    )
+
+
+def list_apps(accounted: list[Component], live: list[Component]) -> list[ListAppResponse]:
+    """One entry per torchx job, by job id; slurmctld's view (``live``) wins over accounting's.
+
+    The name is the first role's (Slurm keeps no app name); jobs without a first component
+    (``<role>-0`` at offset 0) are not torchx's and are left out.
+    """
+    jobs: dict[str, list[Component]] = {}
+    for comp in accounted:
+        jobs.setdefault(comp.app_id, []).append(comp)
+    fresh: dict[str, list[Component]] = {}
+    for comp in live:
+        fresh.setdefault(comp.app_id, []).append(comp)
+    jobs.update(fresh)
+    return [
+        ListAppResponse(app_id=app_id, state=aggregate(to_app_state(c.state) for c in comps), name=comps[0].role)
+        for app_id, comps in sorted(jobs.items(), key=lambda kv: int(kv[0]))
+        if comps[0].offset == 0 and comps[0].replica_id == 0
+    ]
+
+
+class SlurmScheduler(JobDirWorkspaceMixin, Scheduler[Mapping[str, CfgVal], AppDef, script.SbatchRequest]):
+    """Runs apps on Slurm as heterogeneous jobs, one component per replica.
+
+    Needs the Slurm client commands on PATH and a filesystem shared between this host and
+    the nodes for the logs (the job's working directory). ``sacct`` (slurmdbd) is used when
+    present; without accounting, jobs are known only while slurmctld holds them.
+    """
+
+    capabilities = SchedulerCapabilities(
+        log_tail=True,
+        log_since_until=False,
+        log_streams=frozenset({"stdout", "stderr"}),
+        logs=True,
+        list=True,
+        cancel=True,
+        delete=False,
+        workspace=True,
+        retry_policies=frozenset({RetryPolicy.APPLICATION}),
+        elastic=False,
+        mounts=frozenset(),
+        attach=False,
+    )
+
+    def __init__(self, session_name: str) -> None:
+        super().__init__("slurm", session_name)
+
+    # ------------------------------------------------------------------ submitting
+    def _run_opts(self) -> runopts:
+        return SlurmOpts.as_runopts()
+
+    def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[script.SbatchRequest]:
+        opts: SlurmOpts = SlurmOpts.from_cfg(cfg)
+        opts.validate()
+        script.validate_app(app)
+        return AppDryRunInfo(script.build_script(app, opts), str)
+
+    def schedule(self, dryrun_info: AppDryRunInfo[script.SbatchRequest]) -> str:
+        """Submits the script with ``sbatch --parsable``; returns the job id."""
+        req = dryrun_info.request
+        if req.workdir:
+            os.makedirs(req.workdir, exist_ok=True)
+        out = commands.run(["sbatch", "--parsable"], input=req.script, cwd=req.workdir).stdout.strip()
+        job_id = out.split(";", 1)[0]
+        if not _JOB_ID.fullmatch(job_id):
+            raise commands.SlurmCommandError(["sbatch", "--parsable"], 0, f"unexpected output {out!r}")
+        return job_id
+
+    # ------------------------------------------------------------------ state
+    def _squeue(self, app_id: str) -> list[Component]:
+        proc = commands.run(["squeue", "-h", "-t", "all", "-j", app_id, "-O", squeue_format()], check=False)
+        if proc.returncode != 0:
+            if "Invalid job id" in proc.stderr:
+                return []  # slurmctld no longer holds it
+            raise commands.SlurmCommandError(["squeue", "-j", app_id], proc.returncode, proc.stderr)
+        return [c for c in parse_squeue(proc.stdout) if c.app_id == app_id]
+
+    def _sacct(self, args: list[str]) -> str | None:
+        """``sacct`` output, or None when accounting is not available."""
+        cmd = ["sacct", "-n", "-P", f"--delimiter={SEP}", "-o", sacct_format(), *args]
+        proc = commands.run(cmd, check=False)
+        if proc.returncode != 0:
+            logger.debug("sacct failed (exit %d): %s", proc.returncode, proc.stderr.strip())
+            return None
+        return proc.stdout
+
+    def describe(self, app_id: str) -> DescribeAppResponse | None:
+        """The job's state from ``squeue`` (one call while it runs), then ``sacct``; None if unknown."""
+        if not _JOB_ID.fullmatch(app_id):
+            return None
+        comps = self._squeue(app_id)
+        if comps and not all(is_terminal(to_app_state(c.state)) for c in comps):
+            return describe_components(app_id, comps)
+        text = self._sacct(["-D", "-j", app_id])
+        if text:
+            acct = [c for c in parse_sacct(text)[0] if c.app_id == app_id]
+            # right after the end sacct may lack the steps or still show the job running:
+            # then the controller's view is fresher
+            settled = all(is_terminal(to_app_state(c.state)) and c.step_state for c in acct)
+            if acct and (not comps or settled):
+                return describe_components(app_id, acct)
+        return describe_components(app_id, comps) if comps else None
+
+    def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
+        """This user's torchx jobs: those slurmctld holds, plus the last week's from ``sacct``."""
+        user = getpass.getuser()
+        text = self._sacct(["-X", "-u", user, "-S", LIST_WINDOW])
+        squeue = commands.run(["squeue", "-h", "-t", "all", "-u", user, "-O", squeue_format()])
+        return list_apps(parse_sacct(text)[0] if text else [], parse_squeue(squeue.stdout))
+
+    # ------------------------------------------------------------------ stopping
+    def _cancel_existing(self, app_id: str) -> None:
+        commands.run(["scancel", app_id])
+
+    # ------------------------------------------------------------------ logs
+    def log_iter(
+        self,
+        app_id: str,
+        role_name: str,
+        k: int = 0,
+        regex: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        should_tail: bool = False,
+        streams: Stream | None = None,
+    ) -> Iterable[str]:
+        """Lines of the replica's output file: stderr by default (``slurm-<job>-<role>-<k>.err``)
+        or stdout (``.out``); no combined stream and no time filter (the files have no timestamps).
+
+        Raises:
+            UnsupportedFeatureError: ``since``/``until`` or the combined stream was asked for
+            ValueError: the app or the replica is unknown
+            FileNotFoundError: the replica ran but its file is not visible from this host
+        """
+        if since is not None or until is not None:
+            raise UnsupportedFeatureError("the slurm scheduler cannot filter logs by time: its log files have no timestamps")
+        stream = Stream(streams) if streams is not None else Stream.STDERR
+        if stream == Stream.COMBINED:
+            raise UnsupportedFeatureError("the slurm scheduler keeps stdout and stderr apart: ask for stdout or stderr")
+        desc = self.describe(app_id)
+        if desc is None:
+            raise ValueError(f"slurm job {app_id} is unknown (neither squeue nor sacct knows it)")
+        if not any(r.role == role_name and r.id == k for rs in desc.roles_statuses for r in rs.replicas):
+            raise ValueError(f"slurm job {app_id} has no replica {role_name}/{k}")
+        workdir = str(desc.metadata.get("workdir") or "")
+        path = os.path.join(workdir, script.log_file(app_id, role_name, k, "out" if stream == Stream.STDOUT else "err"))
+        if not should_tail and not os.path.exists(path):
+            if desc.state in (AppState.PENDING, AppState.SUBMITTED):
+                return iter(())
+            raise FileNotFoundError(
+                f"log file {path} of slurm job {app_id} does not exist: the job's directory must be visible"
+                " from this host (a shared filesystem)"
+            )
+        lines = read_lines(path, should_tail, self._ended_checker(app_id, desc.state))
+        return filter_regex(regex, lines) if regex else lines
+
+    def _ended_checker(self, app_id: str, state: AppState) -> Callable[[], bool]:
+        """A callable telling if the job ended, asking Slurm at most once per :data:`TAIL_STATE_INTERVAL`."""
+        last = {"at": time.monotonic(), "ended": is_terminal(state)}
+
+        def ended() -> bool:
+            if not last["ended"] and time.monotonic() - float(last["at"]) >= TAIL_STATE_INTERVAL:
+                desc = self.describe(app_id)
+                last["at"] = time.monotonic()
+                last["ended"] = desc is None or is_terminal(desc.state)
+            return bool(last["ended"])
+
+        return ended
+
+
+def create_scheduler(session_name: str, **kwargs: Any) -> SlurmScheduler:
+    """The ``slurm`` scheduler (no constructor options)."""
+    return SlurmScheduler(session_name)

@@ -1,0 +1,23 @@
+"""The plugin registers ``slurm`` without importing the scheduler."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from torchx.plugins import get_registry
+from torchx.schedulers import get_scheduler_factories
+
+
+def test_registered_through_the_torchx_entry_point_group() -> None:
+    record = get_registry(refresh=True).schedulers["slurm"]
+    assert record.factory == "torchx_sched_slurm.scheduler:create_scheduler"
+    scheduler = get_scheduler_factories()["slurm"]("session")
+    assert scheduler.backend == "slurm"
+    assert scheduler.capabilities.workspace and not scheduler.capabilities.log_since_until
+
+
+def test_plugin_module_is_light() -> None:
+    code = "import sys, torchx_sched_slurm.plugin; print(any(m.startswith('torchx_sched_slurm.s') for m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

@@ -1,0 +1,236 @@
+"""The sbatch script: shape, resources, options, and quoting (checked by running its commands in bash)."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import subprocess
+import sys
+
+import pytest
+from torchx import specs
+from torchx.specs.runopts import InvalidRunConfigException
+from torchx_sched_slurm.scheduler import SlurmScheduler
+from torchx_sched_slurm.script import log_file, sbatch_quote, shell_word
+
+HOSTILE = [
+    "plain",
+    "",
+    " lead and trail ",
+    ":",
+    "a:b",
+    "it's",
+    'say "hi"',
+    "$(touch /tmp/pwned)",
+    "`id`",
+    "a; rm -rf /",
+    "x && y || z | w > /dev/null",
+    "line1\nline2",
+    "tab\there",
+    "ünïcödé €𝄞",
+    "back\\slash\\",
+    "$HOME ${HOME} $ ${unknown_macro}",
+    "*?[glob]",
+    "#not a comment",
+    "-e",
+    "--",
+    "%j %t",
+    "'\"'\"'",
+]
+
+PRINT_ARGV = "import json, os, sys; print(json.dumps({'argv': sys.argv[1:], 'env': os.environ.get('HOSTILE')}))"
+
+
+def role(name: str = "trainer", replicas: int = 1, **kw: object) -> specs.Role:
+    kw.setdefault("resource", specs.Resource(cpu=2, gpu=0, memMB=1024))
+    kw.setdefault("args", ["hi"])
+    return specs.Role(name, image="/img", entrypoint="echo", num_replicas=replicas, **kw)  # type: ignore[arg-type]
+
+
+def dryrun(app: specs.AppDef, cfg: dict[str, specs.CfgVal] | None = None) -> str:
+    return str(SlurmScheduler("test").submit_dryrun(app, cfg or {}).request)
+
+
+def sections(script: str) -> list[list[str]]:
+    """The #SBATCH options of each het component."""
+    out: list[list[str]] = [[]]
+    for line in script.splitlines():
+        if line == "#SBATCH hetjob":
+            out.append([])
+        elif line.startswith("#SBATCH "):
+            out[-1].append(line[len("#SBATCH ") :])
+    return out
+
+
+def run_replicas(script: str, count: int) -> list[str]:
+    """Runs each replica's command in bash exactly as the script's srun lines do; returns their stdouts."""
+    body = script[script.index("# host of the first replica") : script.index("\nsrun")]
+    cmds = "\n".join(f'bash -c "exec ${{replica_{i}[*]@Q}}"' for i in range(count))
+    env = {"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": "4242", "SLURM_JOB_NODELIST": "node7"}
+    proc = subprocess.run(["bash", "-c", body + "\n" + cmds], env=env, capture_output=True, text=True, check=True)
+    return proc.stdout.splitlines()
+
+
+def test_one_component_per_replica_in_role_order() -> None:
+    app = specs.AppDef("app", [role("trainer", 2), role("ps", 1)])
+    secs = sections(dryrun(app))
+    assert len(secs) == 3
+    assert [s[0] for s in secs] == ["--job-name=trainer-0", "--job-name=trainer-1", "--job-name=ps-0"]
+    for s in secs:
+        assert "--nodes=1" in s and "--ntasks=1" in s and "--cpus-per-task=2" in s and "--mem=1024M" in s
+
+
+def test_single_replica_is_a_plain_job() -> None:
+    script = dryrun(specs.AppDef("app", [role()]))
+    assert "hetjob" not in script
+    assert "--het-group" not in script
+    assert re.search(r"^srun --output=slurm-\"\$SLURM_JOB_ID\"-trainer-0\.out ", script, re.M)
+
+
+def test_het_groups_and_exit_code_handling() -> None:
+    script = dryrun(specs.AppDef("app", [role("a", 2), role("b", 1)]))
+    assert re.findall(r"^srun --het-group=(\d+) ", script, re.M) == ["0", "1", "2"]
+    assert all(line.endswith("&") for line in script.splitlines() if line.startswith("srun"))
+    assert "for ((n = 0; n < 3; n++)); do" in script
+    assert script.rstrip().endswith('exit "$rc"')
+    assert "requeue" not in script
+
+
+def test_resources_gpu_nomem_exclusive() -> None:
+    res = specs.Resource(cpu=4, gpu=2, memMB=2048)
+    app = specs.AppDef("app", [role(resource=res)])
+    (sec,) = sections(dryrun(app, {"nomem": True, "exclusive": True}))
+    assert "--gpus-per-node=2" in sec and "--cpus-per-task=4" in sec and "--exclusive" in sec
+    assert not any(o.startswith("--mem") for o in sec)
+
+
+def test_run_options_per_component_and_mail_on_the_first() -> None:
+    cfg: dict[str, specs.CfgVal] = {
+        "partition": "debug",
+        "time": "1-02:03:04",
+        "comment": "nightly",
+        "constraint": "a100&ib",
+        "mail-user": "me@example.com",
+        "mail-type": "END,FAIL",
+        "qos": "high",
+        "account": "proj",
+        "job_dir": "/tmp/x/../jobdir",
+    }
+    first, second = sections(dryrun(specs.AppDef("app", [role(replicas=2)]), cfg))
+    for sec in (first, second):
+        for opt in ("--partition=debug", "--time=1-02:03:04", '--constraint="a100&ib"', "--qos=high",
+                    "--account=proj", "--chdir=/tmp/jobdir"):
+            assert opt in sec
+    for opt in ("--comment=nightly", "--mail-user=me@example.com", "--mail-type=END,FAIL"):
+        assert opt in first and opt not in second
+
+
+def test_retries_requeue_with_the_smallest_max_retries() -> None:
+    app = specs.AppDef("app", [role("a", max_retries=3), role("b", max_retries=2)])
+    script = dryrun(app)
+    assert all("--requeue" in s for s in sections(script))
+    assert '"${SLURM_RESTART_COUNT:-0}" -lt 2 ]' in script
+    assert 'scontrol requeue "$SLURM_JOB_ID"' in script
+    assert "--open-mode=append" in script
+
+
+def test_hostile_args_and_env_reach_the_process_unchanged() -> None:
+    args = ["-c", PRINT_ARGV, *HOSTILE]
+    app = specs.AppDef("app", [specs.Role("r", image="/img", entrypoint=sys.executable, args=args,
+                                          env={"HOSTILE": "a,b=c 'q' \"d\" $(x) `y`; z\n2 ü"},
+                                          resource=specs.Resource(1, 0, 64))])
+    (out,) = run_replicas(dryrun(app), 1)
+    assert json.loads(out) == {"argv": HOSTILE, "env": "a,b=c 'q' \"d\" $(x) `y`; z\n2 ü"}
+
+
+def test_random_args_round_trip() -> None:
+    rng = random.Random(7)
+    alphabet = "ab :;'\"\\`(){}[]*?!#&|<>~\n\t=%-é€"  # no "$": "$$" is the macro escape
+    args = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(200)]
+    app = specs.AppDef("app", [specs.Role("r", image="/img", entrypoint=sys.executable,
+                                          args=["-c", PRINT_ARGV, *args], resource=specs.Resource(1, 0, 64))])
+    (out,) = run_replicas(dryrun(app), 1)
+    assert json.loads(out)["argv"] == args
+
+
+def test_macros_app_id_replica_id_rank0_img_root() -> None:
+    args = ["-c", "import sys, os; print(' '.join(sys.argv[1:]), os.environ['ID'])",
+            "${app_id}", "${replica_id}", "${rank0_env}", "${img_root}", "$${${rank0_env}}"]
+    r = specs.Role("w", image="/img", entrypoint=sys.executable, args=args, num_replicas=2,
+                   env={"ID": "job-${app_id}-${replica_id}"}, resource=specs.Resource(1, 0, 64))
+    outs = run_replicas(dryrun(specs.AppDef("app", [r])), 2)
+    assert outs == [
+        "4242 0 TORCHX_RANK0_HOST /img ${TORCHX_RANK0_HOST} job-4242-0",
+        "4242 1 TORCHX_RANK0_HOST /img ${TORCHX_RANK0_HOST} job-4242-1",
+    ]
+
+
+def test_rank0_host_falls_back_to_the_nodelist_of_a_plain_job() -> None:
+    r = specs.Role("w", image="/img", entrypoint="sh", args=["-c", "echo $TORCHX_RANK0_HOST"],
+                   resource=specs.Resource(1, 0, 64))
+    assert run_replicas(dryrun(specs.AppDef("app", [r])), 1) == ["node7"]
+
+
+def test_log_files_are_per_replica_and_safe() -> None:
+    assert log_file("12", "trainer", 3, "err") == "slurm-12-trainer-3.err"
+    assert log_file("12", "a b/%j", 0, "out") == "slurm-12-a_b_j-0.out"
+
+
+@pytest.mark.parametrize(
+    ("value", "quoted"),
+    [
+        ("debug", "debug"),
+        ("END,FAIL", "END,FAIL"),
+        ("a b", '"a b"'),
+        ('say "hi" #1', '"say \\"hi\\" #1"'),
+        ("back\\slash", '"back\\\\slash"'),
+        ("it's", '"it\'s"'),
+    ],
+)
+def test_sbatch_quote(value: str, quoted: str) -> None:
+    assert sbatch_quote(value) == quoted
+
+
+def test_shell_word_expands_only_the_job_id() -> None:
+    assert shell_word("") == "''"
+    assert shell_word("a b") == "'a b'"
+    assert shell_word("x\0app_id\0y") == 'x"$SLURM_JOB_ID"y'
+
+
+def test_header_names_the_app_safely() -> None:
+    script = dryrun(specs.AppDef("evil\n#SBATCH --partition=x", [role()]))
+    assert "--partition=x" not in sections(script)[0]
+    assert script.splitlines()[1].startswith('# torchx app "evil\\n#SBATCH')
+
+
+@pytest.mark.parametrize(
+    ("app", "match"),
+    [
+        (specs.AppDef("a", [role(env={"BAD-NAME": "1"})]), "not a valid variable name"),
+        (specs.AppDef("a", [role(env={"X": "nul\0"})]), "NUL"),
+        (specs.AppDef("a", [role(args=["a\0b"])]), "NUL"),
+        (specs.AppDef("a", [role(name="bad\nrole")]), "control characters"),
+    ],
+)
+def test_unpassable_values_are_refused(app: specs.AppDef, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        dryrun(app)
+
+
+def test_invalid_option_is_refused_in_dryrun() -> None:
+    with pytest.raises(InvalidRunConfigException, match="time"):
+        dryrun(specs.AppDef("a", [role()]), {"time": "soon"})
+
+
+def test_dryrun_of_1000_replicas_is_fast() -> None:
+    import time
+
+    app = specs.AppDef("big", [role("w", 1000)])
+    sched = SlurmScheduler("test")
+    sched.submit_dryrun(app, {})
+    start = time.perf_counter()
+    script = str(sched.submit_dryrun(app, {}).request)
+    elapsed = time.perf_counter() - start
+    assert script.count("#SBATCH hetjob") == 999
+    assert elapsed < 0.5, f"dryrun of 1000 replicas took {elapsed * 1000:.0f} ms"
