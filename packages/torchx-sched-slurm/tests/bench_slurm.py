@@ -18,8 +18,14 @@ from torchx.runner import get_runner
 
 
 def role(replicas: int, cmd: str = "sleep 30") -> specs.Role:
-    return specs.Role("w", image="/tmp", entrypoint="bash", args=["-c", cmd], num_replicas=replicas,
-                      resource=specs.Resource(cpu=1, gpu=0, memMB=256))
+    return specs.Role(
+        "w",
+        image="/tmp",
+        entrypoint="bash",
+        args=["-c", cmd],
+        num_replicas=replicas,
+        resource=specs.Resource(cpu=1, gpu=0, memMB=256),
+    )
 
 
 def main() -> None:

@@ -56,7 +56,9 @@ def slurm_cluster() -> SlurmCluster:
         _unavailable(f"scontrol ping failed: {e}")
     if "is UP" not in ping.stdout:
         _unavailable(f"slurmctld does not answer: {ping.stdout.strip() or ping.stderr.strip()}")
-    return SlurmCluster(partition=env.get("TORCHX_TEST_SLURM_PARTITION", "debug"), nodes=int(env.get("TORCHX_TEST_SLURM_NODES", "1")))
+    return SlurmCluster(
+        partition=env.get("TORCHX_TEST_SLURM_PARTITION", "debug"), nodes=int(env.get("TORCHX_TEST_SLURM_NODES", "1"))
+    )
 
 
 @pytest.fixture

@@ -18,8 +18,18 @@ from torchx.schedulers.streams import Stream
 
 pytestmark = pytest.mark.slurm
 
-HOSTILE = [":", "$(touch /tmp/torchx-pwned)", "`id`", "a; echo injected", "it's \"quoted\"", "two\nlines",
-           "ünïcödé €𝄞", "back\\slash", "--", "%j"]
+HOSTILE = [
+    ":",
+    "$(touch /tmp/torchx-pwned)",
+    "`id`",
+    "a; echo injected",
+    'it\'s "quoted"',
+    "two\nlines",
+    "ünïcödé €𝄞",
+    "back\\slash",
+    "--",
+    "%j",
+]
 
 
 def app(name: str, *roles: specs.Role) -> specs.AppDef:
@@ -27,8 +37,15 @@ def app(name: str, *roles: specs.Role) -> specs.AppDef:
 
 
 def role(name: str, entrypoint: str, args: list[str], replicas: int = 1, **kw: Any) -> specs.Role:
-    return specs.Role(name, image="/tmp", entrypoint=entrypoint, args=args, num_replicas=replicas,
-                      resource=specs.Resource(cpu=1, gpu=0, memMB=256), **kw)
+    return specs.Role(
+        name,
+        image="/tmp",
+        entrypoint=entrypoint,
+        args=args,
+        num_replicas=replicas,
+        resource=specs.Resource(cpu=1, gpu=0, memMB=256),
+        **kw,
+    )
 
 
 def run(runner: Runner, cluster: SlurmCluster, job_dir: str, appdef: specs.AppDef, **cfg: Any) -> str:
@@ -60,14 +77,20 @@ def test_hostile_argv_env_and_comment_arrive_byte_identical(
     code = "import json, os, sys; print(json.dumps([sys.argv[1:], os.environ['HOSTILE']]))"
     env = {"HOSTILE": "a,b=c " + " ".join(HOSTILE)}
     comment = 'a "quoted" #comment \\ with hetjob in it'
-    handle = run(runner, slurm_cluster, job_dir,
-                 app("argv", role("p", sys.executable, ["-c", code, *HOSTILE], replicas=2, env=env)),
-                 comment=comment)
+    handle = run(
+        runner,
+        slurm_cluster,
+        job_dir,
+        app("argv", role("p", sys.executable, ["-c", code, *HOSTILE], replicas=2, env=env)),
+        comment=comment,
+    )
     assert wait(runner, handle).state == specs.AppState.SUCCEEDED
     for k in range(2):
         assert json.loads(log(runner, handle, "p", k)) == [HOSTILE, env["HOSTILE"]]
     app_id = handle.rsplit("/", 1)[1]
-    shown = subprocess.run(["squeue", "-h", "-t", "all", "-j", app_id, "-O", "Comment:\x1f"], capture_output=True, text=True)
+    shown = subprocess.run(
+        ["squeue", "-h", "-t", "all", "-j", app_id, "-O", "Comment:\x1f"], capture_output=True, text=True
+    )
     assert shown.stdout.split("\x1f")[0] == comment
 
 
@@ -107,9 +130,7 @@ def test_failing_replica_fails_the_app_with_its_exit_code(
 
 
 @pytest.mark.slow
-def test_max_retries_recovers_a_failed_first_attempt(
-    runner: Runner, slurm_cluster: SlurmCluster, job_dir: str
-) -> None:
+def test_max_retries_recovers_a_failed_first_attempt(runner: Runner, slurm_cluster: SlurmCluster, job_dir: str) -> None:
     marker = os.path.join(job_dir, "attempted")
     script = f'echo "attempt $SLURM_RESTART_COUNT"; test -e {marker} || {{ touch {marker}; exit 5; }}'
     handle = run(runner, slurm_cluster, job_dir, app("retry", role("w", "bash", ["-c", script], max_retries=1)))
@@ -157,8 +178,12 @@ def test_job_dir_workspace(runner: Runner, slurm_cluster: SlurmCluster, job_dir:
     ws.mkdir()
     (ws / "main.sh").write_text('echo "from $(pwd) img=$1"\n')
     job = os.path.join(job_dir, "run")
-    info = runner.dryrun(app("ws", role("ws", "bash", ["main.sh", "${img_root}"])), "slurm",
-                         {"partition": slurm_cluster.partition, "job_dir": job}, workspace=str(ws))
+    info = runner.dryrun(
+        app("ws", role("ws", "bash", ["main.sh", "${img_root}"])),
+        "slurm",
+        {"partition": slurm_cluster.partition, "job_dir": job},
+        workspace=str(ws),
+    )
     handle = runner.schedule(info)
     assert wait(runner, handle).state == specs.AppState.SUCCEEDED
     assert log(runner, handle, "ws") == f"from {job} img={job}\n"

@@ -12,8 +12,17 @@ def test_documented_options() -> None:
     opts = SlurmScheduler("t").run_opts()
     names = {name for name, _ in opts}
     assert names == {
-        "partition", "time", "comment", "constraint", "mail-user", "mail-type", "job_dir", "nomem",
-        "exclusive", "qos", "account",
+        "partition",
+        "time",
+        "comment",
+        "constraint",
+        "mail-user",
+        "mail-type",
+        "job_dir",
+        "nomem",
+        "exclusive",
+        "qos",
+        "account",
     }
     assert opts.get("mail_user") is opts.get("mail-user")
     assert all(opt.help for _, opt in opts)
@@ -25,9 +34,7 @@ def test_cfg_from_str() -> None:
     assert cfg == {"partition": "debug", "time": "1:00:00", "nomem": True, "mail-type": "END;FAIL"}
 
 
-@pytest.mark.parametrize(
-    "time", ["30", "30:00", "1:30:00", "2-0", "2-12:30", "2-12:30:15", "UNLIMITED", "infinite"]
-)
+@pytest.mark.parametrize("time", ["30", "30:00", "1:30:00", "2-0", "2-12:30", "2-12:30:15", "UNLIMITED", "infinite"])
 def test_valid_times(time: str) -> None:
     SlurmOpts(time=time).validate()
 

@@ -179,7 +179,9 @@ def test_status_of_a_running_job_is_one_squeue_call(monkeypatch: pytest.MonkeyPa
 def test_ended_job_prefers_settled_sacct_then_squeue(monkeypatch: pytest.MonkeyPatch) -> None:
     from torchx_sched_slurm.scheduler import SlurmScheduler
 
-    calls = recorded_commands(monkeypatch, {"squeue": fixture("het_failed.squeue"), "sacct": fixture("het_failed.sacct")})
+    calls = recorded_commands(
+        monkeypatch, {"squeue": fixture("het_failed.squeue"), "sacct": fixture("het_failed.sacct")}
+    )
     desc = SlurmScheduler("t").describe("41")
     assert [c[0] for c in calls] == ["squeue", "sacct"]
     assert desc is not None and json.loads(desc.structured_error_msg)["step_state"] == "FAILED"

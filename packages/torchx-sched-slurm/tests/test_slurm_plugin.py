@@ -18,6 +18,8 @@ def test_registered_through_the_torchx_entry_point_group() -> None:
 
 
 def test_plugin_module_is_light() -> None:
-    code = "import sys, torchx_sched_slurm.plugin; print(any(m.startswith('torchx_sched_slurm.s') for m in sys.modules))"
+    code = (
+        "import sys, torchx_sched_slurm.plugin; print(any(m.startswith('torchx_sched_slurm.s') for m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

@@ -119,8 +119,14 @@ def test_run_options_per_component_and_mail_on_the_first() -> None:
     }
     first, second = sections(dryrun(specs.AppDef("app", [role(replicas=2)]), cfg))
     for sec in (first, second):
-        for opt in ("--partition=debug", "--time=1-02:03:04", '--constraint="a100&ib"', "--qos=high",
-                    "--account=proj", "--chdir=/tmp/jobdir"):
+        for opt in (
+            "--partition=debug",
+            "--time=1-02:03:04",
+            '--constraint="a100&ib"',
+            "--qos=high",
+            "--account=proj",
+            "--chdir=/tmp/jobdir",
+        ):
             assert opt in sec
     for opt in ("--comment=nightly", "--mail-user=me@example.com", "--mail-type=END,FAIL"):
         assert opt in first and opt not in second
@@ -137,9 +143,19 @@ def test_retries_requeue_with_the_smallest_max_retries() -> None:
 
 def test_hostile_args_and_env_reach_the_process_unchanged() -> None:
     args = ["-c", PRINT_ARGV, *HOSTILE]
-    app = specs.AppDef("app", [specs.Role("r", image="/img", entrypoint=sys.executable, args=args,
-                                          env={"HOSTILE": "a,b=c 'q' \"d\" $(x) `y`; z\n2 ü"},
-                                          resource=specs.Resource(1, 0, 64))])
+    app = specs.AppDef(
+        "app",
+        [
+            specs.Role(
+                "r",
+                image="/img",
+                entrypoint=sys.executable,
+                args=args,
+                env={"HOSTILE": "a,b=c 'q' \"d\" $(x) `y`; z\n2 ü"},
+                resource=specs.Resource(1, 0, 64),
+            )
+        ],
+    )
     (out,) = run_replicas(dryrun(app), 1)
     assert json.loads(out) == {"argv": HOSTILE, "env": "a,b=c 'q' \"d\" $(x) `y`; z\n2 ü"}
 
@@ -148,17 +164,41 @@ def test_random_args_round_trip() -> None:
     rng = random.Random(7)
     alphabet = "ab :;'\"\\`(){}[]*?!#&|<>~\n\t=%-é€"  # no "$": "$$" is the macro escape
     args = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(200)]
-    app = specs.AppDef("app", [specs.Role("r", image="/img", entrypoint=sys.executable,
-                                          args=["-c", PRINT_ARGV, *args], resource=specs.Resource(1, 0, 64))])
+    app = specs.AppDef(
+        "app",
+        [
+            specs.Role(
+                "r",
+                image="/img",
+                entrypoint=sys.executable,
+                args=["-c", PRINT_ARGV, *args],
+                resource=specs.Resource(1, 0, 64),
+            )
+        ],
+    )
     (out,) = run_replicas(dryrun(app), 1)
     assert json.loads(out)["argv"] == args
 
 
 def test_macros_app_id_replica_id_rank0_img_root() -> None:
-    args = ["-c", "import sys, os; print(' '.join(sys.argv[1:]), os.environ['ID'])",
-            "${app_id}", "${replica_id}", "${rank0_env}", "${img_root}", "$${${rank0_env}}"]
-    r = specs.Role("w", image="/img", entrypoint=sys.executable, args=args, num_replicas=2,
-                   env={"ID": "job-${app_id}-${replica_id}"}, resource=specs.Resource(1, 0, 64))
+    args = [
+        "-c",
+        "import sys, os; print(' '.join(sys.argv[1:]), os.environ['ID'])",
+        "${app_id}",
+        "${replica_id}",
+        "${rank0_env}",
+        "${img_root}",
+        "$${${rank0_env}}",
+    ]
+    r = specs.Role(
+        "w",
+        image="/img",
+        entrypoint=sys.executable,
+        args=args,
+        num_replicas=2,
+        env={"ID": "job-${app_id}-${replica_id}"},
+        resource=specs.Resource(1, 0, 64),
+    )
     outs = run_replicas(dryrun(specs.AppDef("app", [r])), 2)
     assert outs == [
         "4242 0 TORCHX_RANK0_HOST /img ${TORCHX_RANK0_HOST} job-4242-0",
@@ -167,8 +207,9 @@ def test_macros_app_id_replica_id_rank0_img_root() -> None:
 
 
 def test_rank0_host_falls_back_to_the_nodelist_of_a_plain_job() -> None:
-    r = specs.Role("w", image="/img", entrypoint="sh", args=["-c", "echo $TORCHX_RANK0_HOST"],
-                   resource=specs.Resource(1, 0, 64))
+    r = specs.Role(
+        "w", image="/img", entrypoint="sh", args=["-c", "echo $TORCHX_RANK0_HOST"], resource=specs.Resource(1, 0, 64)
+    )
     assert run_replicas(dryrun(specs.AppDef("app", [r])), 1) == ["node7"]
 
 

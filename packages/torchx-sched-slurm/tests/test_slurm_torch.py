@@ -31,8 +31,20 @@ dist.destroy_process_group()
 def ddp_app(runner: Runner, port: int) -> specs.AppDef:
     """``dist.ddp -j 2x1 --script train.py`` (torchx-components) with this interpreter's torchrun on PATH."""
     path = f"{os.path.dirname(sys.executable)}:{os.environ.get('PATH', '/usr/bin:/bin')}"
-    args = ["-j", "2x1", "--script", "train.py", "--cpu", "1", "--memMB", "1024", "--rdzv_port", str(port),
-            "--env", f"PATH={path}"]
+    args = [
+        "-j",
+        "2x1",
+        "--script",
+        "train.py",
+        "--cpu",
+        "1",
+        "--memMB",
+        "1024",
+        "--rdzv_port",
+        str(port),
+        "--env",
+        f"PATH={path}",
+    ]
     return runner.component_app("dist.ddp", args)
 
 
@@ -48,7 +60,9 @@ def test_ddp_2x1_all_reduce(runner: Runner, slurm_cluster: SlurmCluster, job_dir
     handle = runner.run(app, "slurm", {"partition": slurm_cluster.partition, "job_dir": job_dir})
     status = runner.wait(handle, wait_interval=0.5, timeout=240)
     role = app.roles[0].name
-    logs = ["".join(runner.log_lines(handle, role, k, streams=s)) for k in range(2) for s in (Stream.STDOUT, Stream.STDERR)]
+    logs = [
+        "".join(runner.log_lines(handle, role, k, streams=s)) for k in range(2) for s in (Stream.STDOUT, Stream.STDERR)
+    ]
     assert status is not None and status.state == specs.AppState.SUCCEEDED, (status, logs)
     found = sorted(re.findall(r"rank (\d) world 2 sum 3\.0", "".join(logs[0::2])))
     assert found == ["0", "1"], logs

@@ -19,7 +19,9 @@ class SlurmCommandError(RuntimeError):
         self.stderr = stderr
 
 
-def run(cmd: list[str], input: str | None = None, cwd: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+def run(
+    cmd: list[str], input: str | None = None, cwd: str | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
     """Runs ``cmd`` and returns its result (text).
 
     Raises:
@@ -28,8 +30,15 @@ def run(cmd: list[str], input: str | None = None, cwd: str | None = None, check:
     """
     try:
         proc = subprocess.run(
-            cmd, input=input, cwd=cwd, capture_output=True, text=True, encoding="utf-8", errors="replace",
-            timeout=TIMEOUT, check=False,
+            cmd,
+            input=input,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            timeout=TIMEOUT,
+            check=False,
         )
     except FileNotFoundError:
         raise FileNotFoundError(
@@ -37,7 +46,9 @@ def run(cmd: list[str], input: str | None = None, cwd: str | None = None, check:
             " (sbatch, squeue, sacct, scancel), e.g. `apt-get install slurm-client`"
         ) from None
     except subprocess.TimeoutExpired:
-        raise SlurmCommandError(cmd, -1, f"no answer within {TIMEOUT:.0f}s; is slurmctld up (`scontrol ping`)?") from None
+        raise SlurmCommandError(
+            cmd, -1, f"no answer within {TIMEOUT:.0f}s; is slurmctld up (`scontrol ping`)?"
+        ) from None
     if check and proc.returncode != 0:
         raise SlurmCommandError(cmd, proc.returncode, proc.stderr)
     return proc

@@ -13,7 +13,16 @@ from dataclasses import dataclass
 SEP = "\x1f"
 #: ``squeue -O`` fields, in the order :func:`parse_squeue` reads them
 SQUEUE_FIELDS = (
-    "JobID", "HetJobID", "HetJobOffset", "State", "Reason", "NodeList", "RestartCnt", "DerivedEC", "WorkDir", "Name",
+    "JobID",
+    "HetJobID",
+    "HetJobOffset",
+    "State",
+    "Reason",
+    "NodeList",
+    "RestartCnt",
+    "DerivedEC",
+    "WorkDir",
+    "Name",
 )
 #: ``sacct -o`` fields, in the order :func:`parse_sacct` reads them
 SACCT_FIELDS = ("JobID", "State", "ExitCode", "Reason", "NodeList", "WorkDir", "JobName")
@@ -86,7 +95,9 @@ def parse_squeue(text: str) -> list[Component]:
         fields = line.split(SEP)
         if len(fields) < width:
             continue
-        job_id, het_id, offset, state, reason, node, restarts, derived, workdir = (f.strip() for f in fields[: width - 1])
+        job_id, het_id, offset, state, reason, node, restarts, derived, workdir = (
+            f.strip() for f in fields[: width - 1]
+        )
         name = SEP.join(fields[width - 1 :]).rstrip(SEP).strip()
         parsed = split_job_name(name)
         if parsed is None:

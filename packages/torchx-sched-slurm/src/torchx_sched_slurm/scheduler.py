@@ -131,9 +131,7 @@ def describe_components(app_id: str, comps: list[Component]) -> DescribeAppRespo
         structured_error_msg=_error_json(failed[0]) if failed else "<NONE>",
         metadata={"workdir": first.workdir},
         roles_statuses=[RoleStatus(role, sorted(replicas, key=lambda r: r.id)) for role, replicas in roles.items()],
-        roles=[
-            Role(name=role, image=workdirs[role], num_replicas=len(replicas)) for role, replicas in roles.items()
-        ],
+        roles=[Role(name=role, image=workdirs[role], num_replicas=len(replicas)) for role, replicas in roles.items()],
     )
 
 
@@ -271,7 +269,9 @@ class SlurmScheduler(JobDirWorkspaceMixin, Scheduler[Mapping[str, CfgVal], AppDe
             FileNotFoundError: the replica ran but its file is not visible from this host
         """
         if since is not None or until is not None:
-            raise UnsupportedFeatureError("the slurm scheduler cannot filter logs by time: its log files have no timestamps")
+            raise UnsupportedFeatureError(
+                "the slurm scheduler cannot filter logs by time: its log files have no timestamps"
+            )
         stream = Stream(streams) if streams is not None else Stream.STDERR
         if stream == Stream.COMBINED:
             raise UnsupportedFeatureError("the slurm scheduler keeps stdout and stderr apart: ask for stdout or stderr")
