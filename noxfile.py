@@ -57,7 +57,8 @@ def services_env() -> dict[str, str]:
 def live(session: nox.Session, packages: list[str], marker: str, *paths: str, extra: list[str] | None = None) -> None:
     session.install(pkg("torchx-core", ""), *packages, *(extra or []))
     env = {**services_env(), "TORCHX_REQUIRE_LIVE": "1"}
-    session.run("pytest", "-m", marker, *paths, *session.posargs, env=env)
+    for path in paths:  # one pytest per test tree (each has its own conftest)
+        session.run("pytest", "-m", marker, path, *session.posargs, env=env)
 
 
 @nox.session
@@ -90,8 +91,9 @@ def e2e(session: nox.Session) -> None:
     (the ones that need a sibling package, e.g. components running on local_cwd, run here)."""
     extras = {"torchx-tracker": "test,mlflow", "torchx-sched-local": "test,docker"}
     session.install(pkg("torchx-core"), *(pkg(p, extras.get(p, "test")) for p in PACKAGES if p != "torchx-core"))
-    paths = ["tests", *(f"packages/{p}/tests" for p in PACKAGES if p != "torchx-core")]
-    session.run("pytest", "-m", f"not ({LIVE_MARKERS})", *paths, *session.posargs)
+    for path in ["tests", *(f"packages/{p}/tests" for p in PACKAGES if p != "torchx-core")]:
+        # one pytest per directory: each test tree has its own conftest and helper modules
+        session.run("pytest", "-m", f"not ({LIVE_MARKERS})", path, *session.posargs)
 
 
 @nox.session(name="integration-docker")

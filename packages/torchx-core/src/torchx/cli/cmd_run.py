@@ -54,10 +54,9 @@ class CmdRun(SubCommand):
         component_args = rest[1:]
         if not component:
             raise ValueError("no component given: `torchx run utils.echo --msg hi`; `torchx builtins` lists components")
-        scheduler = args.scheduler or config.get_config("cli", "run", "scheduler") or get_default_scheduler_name()
-
         if "--help" in component_args[:1] or component_args == ["-h"]:
             return _component_help(component)
+        scheduler = args.scheduler or config.get_config("cli", "run", "scheduler") or get_default_scheduler_name()
 
         import os
 

@@ -57,8 +57,8 @@ def _lazy(load: Callable[[str], Callable[[], Resource]], path: str) -> Callable[
 _named_resource_factories: _Factories = _Factories()
 
 
-class UnknownNamedResourceError(KeyError):
-    """No named resource has that name."""
+class UnknownNamedResourceError(KeyError, ValueError):
+    """No named resource has that name (a ``KeyError`` for lookups, a ``ValueError`` for arguments)."""
 
     def __str__(self) -> str:
         return str(self.args[0])

@@ -1,0 +1,143 @@
+"""What ``dist.ddp`` and ``dist.spmd`` share: ``-j`` and ``--name`` parsing and the ``torchrun`` command line."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from torchx import specs
+
+from torchx_components._common import shell_join
+
+#: rendezvous backends ``dist.ddp`` knows how to point at the rank-0 node
+RDZV_BACKENDS = ("c10d", "static")
+
+_J = re.compile(r"^(?:(?P<min>\d+):)?(?P<nodes>\d+)(?:x(?P<nproc>\d+))?$")
+_J_FORMS = "NNODESxNPROC (e.g. 2x4) or MIN:MAXxNPROC (e.g. 1:4x8)"
+
+#: environment that makes torch.distributed and CUDA report problems in detail (``--debug``)
+DEBUG_ENV = {
+    "CUDA_LAUNCH_BLOCKING": "1",
+    "TORCH_NCCL_DESYNC_DEBUG": "1",
+    "TORCH_DISTRIBUTED_DEBUG": "DETAIL",
+    "TORCH_SHOW_CPP_STACKTRACES": "1",
+}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """How many nodes (replicas) a job runs on and how many processes each node starts."""
+
+    min_nnodes: int
+    max_nnodes: int
+    nproc_per_node: int
+
+    @property
+    def nnodes(self) -> str:
+        """``torchrun --nnodes``: ``N`` or, for an elastic job, ``MIN:MAX``."""
+        if self.min_nnodes == self.max_nnodes:
+            return str(self.max_nnodes)
+        return f"{self.min_nnodes}:{self.max_nnodes}"
+
+    @property
+    def j(self) -> str:
+        """The shape as a ``-j`` value."""
+        return f"{self.nnodes}x{self.nproc_per_node}"
+
+
+def parse_j(j: str, default_nproc: int | None = None) -> Shape:
+    """Parses ``-j``: ``NxP`` or the elastic ``MIN:MAXxP``.
+
+    Args:
+        j: the value
+        default_nproc: processes per node when ``j`` gives only the nodes (``N`` or
+            ``MIN:MAX``); ``None`` makes ``xP`` required
+
+    Raises:
+        ValueError: ``j`` is malformed or has a zero or an inverted range
+    """
+    match = _J.match(j.strip())
+    if not match or (match["nproc"] is None and default_nproc is None):
+        forms = _J_FORMS if default_nproc is None else f"NNODES, MIN:MAX, {_J_FORMS}"
+        raise ValueError(f"invalid -j {j!r}: expected {forms}")
+    max_nnodes = int(match["nodes"])
+    min_nnodes = int(match["min"]) if match["min"] is not None else max_nnodes
+    nproc = int(match["nproc"]) if match["nproc"] is not None else int(default_nproc or 0)
+    if min_nnodes < 1 or nproc < 1:
+        raise ValueError(f"invalid -j {j!r}: node and process counts must be at least 1")
+    if min_nnodes > max_nnodes:
+        raise ValueError(
+            f"invalid -j {j!r}: the minimum number of nodes ({min_nnodes}) exceeds the maximum ({max_nnodes})"
+        )
+    return Shape(min_nnodes, max_nnodes, nproc)
+
+
+def entry_name(script: str | None, m: str | None) -> str:
+    """A role name for the program: the script's file name without ``.py``, or the module's last part."""
+    if script is not None:
+        base = os.path.basename(script.rstrip("/"))
+        return base[:-3] if base.endswith(".py") else base
+    return str(m).rpartition(".")[2]
+
+
+def split_name(name: str, default_run: str) -> tuple[str, str]:
+    """``--name`` as (experiment, run): ``EXP/RUN``, ``RUN``, ``EXP/`` or ``/`` (defaults for both parts)."""
+    experiment, sep, run = name.strip().rpartition("/")
+    if not sep:
+        experiment = ""
+    return experiment or "default-experiment", run or default_run
+
+
+def rdzv_endpoint(shape: Shape, backend: str, port: int) -> str:
+    """The ``--rdzv_endpoint`` word, already shell-quoted.
+
+    One node: ``localhost`` (port 0 for c10d, so concurrent jobs on one host pick free
+    ports). Several: the rank-0 host, read by the shell from the environment variable the
+    scheduler names through ``macros.rank0_env`` (``localhost`` when unset, as on the
+    rank-0 node of some schedulers).
+    """
+    if shape.max_nnodes == 1:
+        return f"localhost:{0 if backend == 'c10d' else port}"
+    # "$$" escapes the macro syntax: after substitution this reads "${TORCHX_RANK0_HOST:-localhost}:PORT"
+    return f'"$${{{specs.macros.rank0_env}:-localhost}}:{port}"'
+
+
+def torchrun_script(
+    shape: Shape,
+    *,
+    script: str | None,
+    m: str | None,
+    script_args: list[str],
+    rdzv_backend: str,
+    rdzv_port: int,
+    tee: int,
+) -> str:
+    """The shell command (for ``bash -c``) that starts ``torchrun`` on one node.
+
+    Every word except the rendezvous endpoint is quoted; the endpoint expands the rank-0
+    host variable in the shell.
+
+    Raises:
+        ValueError: the rendezvous backend is unknown or cannot run the shape
+    """
+    if rdzv_backend not in RDZV_BACKENDS:
+        raise ValueError(f"unknown --rdzv_backend {rdzv_backend!r}: use one of {', '.join(RDZV_BACKENDS)}")
+    if rdzv_backend == "static" and shape.min_nnodes != shape.max_nnodes:
+        raise ValueError(f"-j {shape.j} is elastic, which needs --rdzv_backend c10d (static needs a fixed node count)")
+    head = shell_join(["exec", "torchrun", "--rdzv_backend", rdzv_backend, "--rdzv_endpoint"])
+    tail = [
+        "--rdzv_id",
+        specs.macros.app_id,
+        "--nnodes",
+        shape.nnodes,
+        "--nproc_per_node",
+        str(shape.nproc_per_node),
+        "--tee",
+        str(tee),
+    ]
+    if rdzv_backend == "static":
+        tail += ["--node_rank", specs.macros.replica_id]
+    tail += [script] if script is not None else ["-m", str(m)]
+    tail += script_args
+    return f"{head} {rdzv_endpoint(shape, rdzv_backend, rdzv_port)} {shell_join(tail)}"

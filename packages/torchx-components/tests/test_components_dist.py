@@ -1,0 +1,244 @@
+"""dist.ddp / dist.spmd: AppDef shape, -j forms, rendezvous, errors, and the shell command run for real."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+from torchx import specs
+from torchx.runner.api import validate_app
+from torchx.specs.builders import ComponentArgError, materialize_appdef
+from torchx_components import dist
+from torchx_components._torchrun import Shape, parse_j
+
+
+def ddp(*argv: str) -> specs.AppDef:
+    app = materialize_appdef(dist.ddp, list(argv))
+    validate_app(app)
+    return app
+
+
+def torchrun_argv(
+    role: specs.Role, replica_id: int = 0, env: dict[str, str] | None = None, tmp: Path | None = None
+) -> list[str]:
+    """Runs the role's ``bash -c`` command, macros filled, with a fake torchrun that prints its argv."""
+    assert tmp is not None
+    fake_bin = tmp / "fakebin"
+    fake_bin.mkdir(exist_ok=True)
+    fake = fake_bin / "torchrun"
+    fake.write_text("#!/usr/bin/env python3\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    filled = specs.macros.Values(
+        img_root="", app_id="myapp-42", replica_id=str(replica_id), rank0_env="TORCHX_RANK0_HOST"
+    ).apply(role)
+    run_env = {k: v for k, v in os.environ.items() if k != "TORCHX_RANK0_HOST"}
+    run_env.update(filled.env)
+    run_env.update(env or {})
+    run_env["PATH"] = f"{fake_bin}{os.pathsep}{os.environ['PATH']}"
+    out = subprocess.run([filled.entrypoint, *filled.args], env=run_env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("j", "shape"),
+    [
+        ("1x2", Shape(1, 1, 2)),
+        ("2x4", Shape(2, 2, 4)),
+        (" 1:4x8 ", Shape(1, 4, 8)),
+        ("3:3x1", Shape(3, 3, 1)),
+    ],
+)
+def test_parse_j(j: str, shape: Shape) -> None:
+    assert parse_j(j) == shape
+
+
+@pytest.mark.parametrize(
+    ("j", "why"),
+    [
+        ("2", "expected NNODESxNPROC"),
+        ("2x", "expected NNODESxNPROC"),
+        ("x2", "expected NNODESxNPROC"),
+        ("2y4", "expected NNODESxNPROC"),
+        ("1:2:3x4", "expected NNODESxNPROC"),
+        ("-1x2", "expected NNODESxNPROC"),
+        ("0x2", "at least 1"),
+        ("2x0", "at least 1"),
+        ("4:2x1", "minimum number of nodes \\(4\\) exceeds the maximum \\(2\\)"),
+    ],
+)
+def test_bad_j_is_a_clear_error(j: str, why: str) -> None:
+    with pytest.raises(ComponentArgError, match=f"^ddp: invalid -j '{re.escape(j)}': .*{why}"):
+        materialize_appdef(dist.ddp, [f"--j={j}", "--script", "t.py"])
+
+
+def test_spmd_j_may_omit_nproc() -> None:
+    assert parse_j("3", default_nproc=4) == Shape(3, 3, 4)
+    assert parse_j("1:3", default_nproc=2) == Shape(1, 3, 2)
+
+
+def test_ddp_single_node_defaults() -> None:
+    app = ddp("--script", "train.py", "--", "--lr", "0.1")
+    role = app.roles[0]
+    assert (app.name, role.name) == ("train", "train")
+    assert role.entrypoint == "bash" and role.args[0] == "-c"
+    assert (role.num_replicas, role.min_replicas) == (1, 1)
+    assert (role.resource.cpu, role.resource.gpu, role.resource.memMB) == (2, 0, 1024)
+    assert role.port_map == {"c10d": 29500}
+    assert role.env["LOGLEVEL"] == "WARNING"
+    assert role.env["TORCHX_TRACKING_EXPERIMENT_NAME"] == "default-experiment"
+    assert role.env["TORCHX_TRACKING_RUN_NAME"] == "train"
+    cmd = role.args[1]
+    assert cmd.startswith("exec torchrun --rdzv_backend c10d --rdzv_endpoint localhost:0 ")
+    assert "--rdzv_id '${app_id}' --nnodes 1 --nproc_per_node 2 --tee 3 train.py --lr 0.1" in cmd
+    assert "--node_rank" not in cmd
+
+
+def test_ddp_single_node_command_runs(tmp_path: Path) -> None:
+    role = ddp("-j", "1x3", "-m", "pkg.trainer", "--", "--data", "a b", "$HOME", "it's").roles[0]
+    assert role.name == "trainer"
+    assert torchrun_argv(role, tmp=tmp_path) == [
+        "--rdzv_backend",
+        "c10d",
+        "--rdzv_endpoint",
+        "localhost:0",
+        "--rdzv_id",
+        "myapp-42",
+        "--nnodes",
+        "1",
+        "--nproc_per_node",
+        "3",
+        "--tee",
+        "3",
+        "-m",
+        "pkg.trainer",
+        "--data",
+        "a b",
+        "$HOME",
+        "it's",
+    ]
+
+
+def test_ddp_multi_node_reads_rank0_host_from_the_shell(tmp_path: Path) -> None:
+    role = ddp("-j", "2x4", "--rdzv_port", "29999", "--script", "t.py", "--", "--x", "${replica_id}").roles[0]
+    assert (role.num_replicas, role.min_replicas) == (2, 2)
+    assert role.port_map == {"c10d": 29999}
+    assert '"$${${rank0_env}:-localhost}:29999"' in role.args[1]
+    argv = torchrun_argv(role, replica_id=1, env={"TORCHX_RANK0_HOST": "node-0.cluster"}, tmp=tmp_path)
+    assert argv == [
+        "--rdzv_backend",
+        "c10d",
+        "--rdzv_endpoint",
+        "node-0.cluster:29999",
+        "--rdzv_id",
+        "myapp-42",
+        "--nnodes",
+        "2",
+        "--nproc_per_node",
+        "4",
+        "--tee",
+        "3",
+        "t.py",
+        "--x",
+        "1",
+    ]
+    # schedulers that leave the variable unset on the rank-0 node get localhost
+    assert torchrun_argv(role, tmp=tmp_path)[3] == "localhost:29999"
+
+
+def test_ddp_elastic(tmp_path: Path) -> None:
+    role = ddp("-j", "1:4x8", "--script", "t.py").roles[0]
+    assert (role.num_replicas, role.min_replicas) == (4, 1)
+    argv = torchrun_argv(role, env={"TORCHX_RANK0_HOST": "h0"}, tmp=tmp_path)
+    assert argv[argv.index("--nnodes") + 1] == "1:4"
+    assert argv[argv.index("--rdzv_endpoint") + 1] == "h0:29500"
+
+
+def test_ddp_static_backend_passes_node_rank(tmp_path: Path) -> None:
+    role = ddp("-j", "3x1", "--rdzv_backend", "static", "--script", "t.py").roles[0]
+    argv = torchrun_argv(role, replica_id=2, env={"TORCHX_RANK0_HOST": "h0"}, tmp=tmp_path)
+    assert argv[:4] == ["--rdzv_backend", "static", "--rdzv_endpoint", "h0:29500"]
+    assert argv[argv.index("--node_rank") + 1] == "2"
+    single = ddp("-j", "1x2", "--rdzv_backend", "static", "--rdzv_port", "1234", "--script", "t.py").roles[0]
+    argv = torchrun_argv(single, tmp=tmp_path)
+    assert argv[3] == "localhost:1234" and argv[argv.index("--node_rank") + 1] == "0"
+
+
+def test_ddp_options() -> None:
+    app = ddp(
+        "-m",
+        "trainer.main",
+        "--name",
+        "exp1/run7",
+        "-h",
+        "gpu.medium",
+        "--env",
+        "LOGLEVEL=INFO,FOO=bar",
+        "--max_retries",
+        "2",
+        "--mounts",
+        "type=bind,src=/d,dst=/data",
+        "--debug",
+        "--tee",
+        "1",
+        "--image",
+        "img:1",
+    )
+    role = app.roles[0]
+    assert app.name == "run7" and role.name == "main"
+    assert role.image == "img:1"
+    assert (role.resource.cpu, role.resource.gpu) == (16, 2)
+    assert role.env["LOGLEVEL"] == "INFO" and role.env["FOO"] == "bar"
+    assert role.env["TORCH_DISTRIBUTED_DEBUG"] == "DETAIL"
+    assert role.env["TORCHX_TRACKING_EXPERIMENT_NAME"] == "exp1"
+    assert role.max_retries == 2
+    assert role.mounts == [specs.BindMount(src_path="/d", dst_path="/data")]
+    assert " --tee 1 " in role.args[1]
+    assert ddp("--script", "a/b/c.py", "--name", "exp2/").name == "c"
+    assert ddp("--script", "c.py", "--name", "myrun").name == "myrun"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--script", "t.py", "-m", "mod"], "exactly one of --script FILE or -m MODULE; got both --script and -m"),
+        ([], "exactly one of --script FILE or -m MODULE; got neither --script nor -m"),
+        (["--script", "t.py", "--rdzv_backend", "etcd"], "unknown --rdzv_backend 'etcd': use one of c10d, static"),
+        (
+            ["--script", "t.py", "--rdzv_backend", "static", "-j", "1:2x1"],
+            "is elastic, which needs --rdzv_backend c10d",
+        ),
+        (["--script", "t.py", "-h", "nope"], "unknown named resource 'nope'"),
+        (["--script", "t.py", "--mounts", "type=tmpfs,dst=/x"], "unknown mount type 'tmpfs'"),
+    ],
+)
+def test_ddp_errors(argv: list[str], message: str) -> None:
+    with pytest.raises(ComponentArgError) as info:
+        materialize_appdef(dist.ddp, argv)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_spmd_takes_nproc_from_the_named_resource() -> None:
+    app = materialize_appdef(dist.spmd, ["--script", "t.py", "-h", "gpu.large", "-j", "2"])
+    role = app.roles[0]
+    assert (role.num_replicas, role.resource.gpu) == (2, 4)
+    assert "--nnodes 2 --nproc_per_node 4 " in role.args[1]
+    role = materialize_appdef(dist.spmd, ["-m", "m", "-j", "1:3"]).roles[0]  # default gpu.small: 1 GPU
+    assert (role.num_replicas, role.min_replicas) == (3, 1)
+    assert "--nnodes 1:3 --nproc_per_node 1 " in role.args[1]
+    role = materialize_appdef(dist.spmd, ["-m", "m", "-h", "cpu.large"]).roles[0]  # no GPU: one process
+    assert "--nproc_per_node 1 " in role.args[1]
+    role = materialize_appdef(dist.spmd, ["-m", "m", "-h", "gpu.xlarge", "-j", "1x4"]).roles[0]
+    assert "--nproc_per_node 4 " in role.args[1]
+
+
+def test_spmd_refuses_more_processes_than_gpus() -> None:
+    with pytest.raises(ComponentArgError, match="starts 2 processes per node but gpu.small has 1 GPU"):
+        materialize_appdef(dist.spmd, ["-m", "m", "-j", "1x2"])
+    with pytest.raises(ComponentArgError, match="invalid -j 'abc': expected NNODES, MIN:MAX, NNODESxNPROC"):
+        materialize_appdef(dist.spmd, ["-m", "m", "-j", "abc"])

@@ -1,0 +1,88 @@
+"""Builtins run for real on the local_cwd scheduler (skipped when torchx-sched-local is not installed)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from torchx.runner import Runner, get_runner
+from torchx.specs import AppState
+
+pytest.importorskip("torchx_sched_local", reason="needs torchx-sched-local (the local_cwd scheduler)")
+
+
+@pytest.fixture
+def runner() -> Iterator[Runner]:
+    with get_runner("components-test") as r:
+        yield r
+
+
+def run(runner: Runner, component: str, args: list[str], role: str) -> tuple[AppState, str]:
+    """Runs a component on local_cwd, waits for it; returns its final state and replica 0's log."""
+    handle = runner.run_component(component, args, scheduler="local_cwd")
+    status = runner.wait(handle, wait_interval=0.2, timeout=120)
+    assert status is not None, f"{handle}: no status"
+    return status.state, "".join(runner.log_lines(handle, role, 0))
+
+
+def test_echo(runner: Runner) -> None:
+    state, log = run(runner, "utils.echo", ["--msg", "hello from ${app_id}"], "echo")
+    assert state == AppState.SUCCEEDED
+    assert log.startswith("hello from ") and "${app_id}" not in log
+
+
+def test_echo_replicas(runner: Runner) -> None:
+    handle = runner.run_component("utils.echo", ["--msg", "hi", "--num_replicas", "2"], scheduler="local_cwd")
+    status = runner.wait(handle, wait_interval=0.2, timeout=120)
+    assert status is not None and status.state == AppState.SUCCEEDED
+    assert [list(runner.log_lines(handle, "echo", k)) for k in (0, 1)] == [["hi\n"], ["hi\n"]]
+
+
+def test_touch(runner: Runner, isolated: Path) -> None:
+    state, _ = run(runner, "utils.touch", ["--file", "touched.txt"], "touch")
+    assert state == AppState.SUCCEEDED
+    assert (isolated / "touched.txt").is_file()
+
+
+def test_sh_passes_arguments_literally(runner: Runner) -> None:
+    state, log = run(runner, "utils.sh", ["--", "echo", "a  b", "$HOME", "x;y"], "sh")
+    assert state == AppState.SUCCEEDED
+    assert log == "a  b $HOME x;y\n"
+
+
+def test_sh_failure_is_reported(runner: Runner) -> None:
+    state, _ = run(runner, "utils.sh", ["--", "sh", "-c", "exit 3"], "sh")
+    assert state == AppState.FAILED
+
+
+def test_python_script_positional_form(runner: Runner, isolated: Path) -> None:
+    (isolated / "hello.py").write_text("import sys\nprint('hello', *sys.argv[1:])\n")
+    state, log = run(runner, "utils.python", ["hello.py", "aptg"], "python")
+    assert state == AppState.SUCCEEDED
+    assert log == "hello aptg\n"
+
+
+def test_python_module_and_code(runner: Runner) -> None:
+    state, log = run(runner, "utils.python", ["-c", "import sys; print(sys.argv[1:])", "x", "y z"], "python")
+    assert state == AppState.SUCCEEDED
+    assert log == "['x', 'y z']\n"
+    state, log = run(runner, "utils.python", ["-m", "json.tool", "--", "--help"], "python")
+    assert state == AppState.SUCCEEDED
+    assert "usage:" in log and "json.tool" in log
+
+
+def test_booth_and_copy(runner: Runner, isolated: Path) -> None:
+    state, _ = run(runner, "utils.booth", ["--x1", "1", "--x2", "2", "--tracker_base", str(isolated / "r")], "booth")
+    assert state == AppState.SUCCEEDED
+    assert json.loads((isolated / "r" / "0.json").read_text()) == {"booth_eval": 5.0}
+    pytest.importorskip("fsspec")
+    state, log = run(runner, "utils.copy", ["--src", "r/0.json", "--dst", "copied.json"], "torchx-utils-copy")
+    assert state == AppState.SUCCEEDED, log
+    assert (isolated / "copied.json").read_text() == (isolated / "r" / "0.json").read_text()
+
+
+def test_dryrun_on_local_cwd(runner: Runner) -> None:
+    info = runner.dryrun_component("dist.ddp", ["-j", "2x1", "--script", "t.py"], scheduler="local_cwd")
+    assert "torchrun" in str(info)
