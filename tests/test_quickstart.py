@@ -33,12 +33,20 @@ def test_failing_job_exits_non_zero_with_state() -> None:
     assert "FAILED" in proc.stderr
 
 
-def test_detach_then_wait_from_another_process(isolated: Path) -> None:
-    proc = torchx("run", "--detach", "-s", "local_cwd", "utils.sh", "sleep 0.3; echo done")
+def test_detach_then_follow_and_wait_from_other_processes(isolated: Path) -> None:
+    proc = torchx("run", "--detach", "-s", "local_cwd", "utils.sh", "--", "sh", "-c", "sleep 0.3; echo done")
     assert proc.returncode == 0, proc.stderr
     handle = proc.stdout.strip()
-    log = torchx("log", "--tail", handle)
-    assert "done" in log.stdout
+    log = torchx("log", "--tail", "--streams", "stdout", handle)
+    assert "done" in log.stdout, log.stderr
+    waited = torchx("wait", handle, "--json")
+    assert waited.returncode == 0 and json.loads(waited.stdout)["state"] == "SUCCEEDED"
+
+
+def test_wait_exit_code_follows_the_job() -> None:
+    handle = torchx("run", "--detach", "-s", "local_cwd", "utils.sh", "exit", "4").stdout.strip()
+    waited = torchx("wait", handle)
+    assert waited.returncode == 1 and "FAILED" in waited.stdout
 
 
 def test_builtins_lists_components_with_summaries() -> None:

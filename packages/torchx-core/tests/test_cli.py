@@ -62,6 +62,8 @@ def test_help_and_version() -> None:
         (["run", "-s", "fake", "nofile.py:fn"], "component file 'nofile.py' does not exist", 1),
         (["status", "fake://torchx/nope"], "unknown app 'fake://torchx/nope'", 1),
         (["log", "fake://torchx/nope"], "unknown app", 1),
+        (["wait", "fake://torchx/nope"], "unknown app", 1),
+        (["cancel", "fake://torchx/nope"], "unknown app", 1),
         (["runopts", "slurm"], "pip install torchx-sched-slurm", 1),
     ],
 )

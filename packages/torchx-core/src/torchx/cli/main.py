@@ -17,6 +17,7 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
     "runopts": ("torchx.cli.cmd_runopts:CmdRunopts", "list the run options of schedulers"),
     "status": ("torchx.cli.cmd_status:CmdStatus", "show the status of an app"),
     "describe": ("torchx.cli.cmd_describe:CmdDescribe", "show the definition of an app"),
+    "wait": ("torchx.cli.cmd_wait:CmdWait", "wait for an app to end (exit 0 only if it succeeded)"),
     "log": ("torchx.cli.cmd_log:CmdLog", "print (or follow) the logs of an app"),
     "list": ("torchx.cli.cmd_list:CmdList", "list the apps a scheduler knows"),
     "cancel": ("torchx.cli.cmd_cancel:CmdCancel", "stop an app (it stays describable)"),

@@ -1,0 +1,40 @@
+"""``torchx wait APP_HANDLE``: block until an app ends; exit 0 only if it succeeded."""
+
+from __future__ import annotations
+
+import argparse
+
+from torchx.cli.cmd_base import SubCommand
+from torchx.cli.output import print_json
+from torchx.specs.handles import UnknownAppException
+
+
+class CmdWait(SubCommand):
+    """Waits for an app to end and prints its final status."""
+
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+        subparser.add_argument("app_handle", help="the app handle: {scheduler}://{session}/{app_id}")
+        subparser.add_argument("--timeout", type=float, default=None, help="give up after this many seconds (exit 2)")
+        subparser.add_argument(
+            "--interval",
+            type=float,
+            default=10.0,
+            help="longest pause between polls on schedulers that must be polled (default 10 s)",
+        )
+        subparser.add_argument("--json", action="store_true", help="print JSON")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from torchx.runner import get_runner
+        from torchx.specs.status import AppState
+
+        with get_runner() as runner:
+            status = runner.wait(args.app_handle, wait_interval=args.interval, timeout=args.timeout)
+        if status is None:
+            raise UnknownAppException(args.app_handle)
+        if args.json:
+            print_json({"app_handle": args.app_handle, **status.to_json()})
+        else:
+            print(status.format())
+        if not status.is_terminal():
+            return 2
+        return 0 if status.state == AppState.SUCCEEDED else 1
