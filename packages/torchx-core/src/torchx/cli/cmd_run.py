@@ -58,12 +58,14 @@ class CmdRun(SubCommand):
             return _component_help(component)
         scheduler = args.scheduler or config.get_config("cli", "run", "scheduler") or get_default_scheduler_name()
 
-        import os
-
-        workspace = args.workspace
-        if workspace is None:
-            workspace = config.get_config("cli", "run", "workspace") or os.getcwd()
         with get_runner() as runner:
+            workspace = args.workspace
+            if workspace is None:
+                workspace = config.get_config("cli", "run", "workspace")
+            if workspace is None and _builds_workspaces(runner._scheduler(scheduler)):
+                import os
+
+                workspace = os.getcwd()
             cfg: dict[str, Any] = {}
             for literal in args.scheduler_args:
                 cfg.update(runner.cfg_from_str(scheduler, literal))
@@ -80,6 +82,13 @@ class CmdRun(SubCommand):
             if not (attach or args.wait or args.log):
                 return 0
             return _follow(runner, handle, logs=attach or args.log)
+
+
+def _builds_workspaces(scheduler: Any) -> bool:
+    """True when the scheduler can ship a workspace (so the CWD is shipped by default)."""
+    from torchx.workspace.api import WorkspaceMixin
+
+    return isinstance(scheduler, WorkspaceMixin) and type(scheduler).available
 
 
 def _component_help(component: str) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import fnmatch
 import os
 from collections.abc import Iterator, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from torchx.specs.roles import AppDef, Role
 from torchx.specs.runopts import CfgVal, runopts
@@ -24,6 +24,9 @@ class WorkspaceMixin(Generic[T]):
     :meth:`build_workspace_and_update_role`); add options in :meth:`workspace_opts`.
     ``T`` is the type of the images-to-push description (see :meth:`dryrun_push_images`).
     """
+
+    #: False for a stand-in that cannot build anything (see :func:`workspace_mixin_or_placeholder`)
+    available: ClassVar[bool] = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -81,6 +84,48 @@ def get_workspace_mixin(name: str) -> type[WorkspaceMixin[Any]]:
     return cls
 
 
+class WorkspaceUnavailableError(RuntimeError):
+    """A role has a workspace but no installed plugin can build it."""
+
+
+class UnavailableWorkspace(WorkspaceMixin[None]):
+    """Stands in for a workspace plugin that is not installed: roles without a workspace run
+    their image as it is; a role with one gets an error saying what to install."""
+
+    available: ClassVar[bool] = False
+    workspace_name: ClassVar[str] = ""
+    install_hint: ClassVar[str] = ""
+    reason: ClassVar[str] = ""
+
+    def build_workspace_and_update_role(self, role: Role, workspace: str, cfg: Mapping[str, CfgVal]) -> None:
+        """Always fails: nothing can build the workspace."""
+        raise WorkspaceUnavailableError(
+            f"role {role.name!r} has a workspace ({workspace}) but no {self.workspace_name!r} workspace plugin can"
+            f" build it ({self.reason}): pip install '{self.install_hint}', or run the image as it is with"
+            " --workspace ''"
+        )
+
+    def dryrun_push_images(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> None:
+        """Nothing was built, so nothing is pushed."""
+        return None
+
+    def push_images(self, images_to_push: None) -> None:
+        """Nothing to push."""
+
+
+def workspace_mixin_or_placeholder(name: str, install_hint: str) -> type[WorkspaceMixin[Any]]:
+    """The workspace mixin registered as ``name``, or an :class:`UnavailableWorkspace` that
+    explains (with ``install_hint``) why it is missing. For schedulers that mix it in."""
+    from torchx.plugins import PluginLoadError
+
+    try:
+        return get_workspace_mixin(name)
+    except (LookupError, PluginLoadError) as e:
+        reason = " ".join(str(e).split())
+        attrs = {"workspace_name": name, "install_hint": install_hint, "reason": reason}
+        return type(f"Unavailable_{name}_Workspace", (UnavailableWorkspace,), attrs)
+
+
 def _ignore_patterns(root: str) -> list[str]:
     try:
         with open(os.path.join(root, IGNORE_FILE)) as f:
@@ -113,4 +158,13 @@ def walk_workspace(path: str, ignore_name: str = IGNORE_FILE) -> Iterator[str]:
                 yield rel
 
 
-__all__ = ["IGNORE_FILE", "Workspace", "WorkspaceMixin", "get_workspace_mixin", "walk_workspace"]
+__all__ = [
+    "IGNORE_FILE",
+    "UnavailableWorkspace",
+    "Workspace",
+    "WorkspaceMixin",
+    "WorkspaceUnavailableError",
+    "get_workspace_mixin",
+    "walk_workspace",
+    "workspace_mixin_or_placeholder",
+]

@@ -1,0 +1,59 @@
+"""Run options of the ``kubernetes`` and ``kubernetes_mcad`` schedulers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torchx.schedulers.structured_opts import StructuredOpts
+
+MODE_JOBS = "jobs"
+MODE_VOLCANO = "volcano"
+PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+
+
+@dataclass
+class PodOpts(StructuredOpts):
+    """Options every Kubernetes request of torchx shares (they shape the pods)."""
+
+    namespace: str = "default"
+    """Kubernetes namespace to run in."""
+    service_account: str | None = None
+    """Service account the pods run as (default: the namespace's ``default``)."""
+    priority_class: str | None = None
+    """PriorityClass of the pods."""
+    image_repo: str | None = None
+    """Image repository to push workspace images to (e.g. registry.example.com/me/train); needs push access."""
+    image_pull_policy: str | None = None
+    """Always, IfNotPresent or Never (default: Kubernetes' rule, Always for :latest)."""
+    image_pull_secret: str | None = None
+    """Name of a docker-registry Secret to pull images with."""
+    node_selector: dict[str, str] | None = None
+    """Extra node labels the pods need (key:value;key2:value2); resource capabilities add more."""
+    tolerations: list[str] | None = None
+    """Taints the pods tolerate, kubectl syntax: key=value:Effect, key:Effect or key=value (;-separated)."""
+    reserved_millicpu: int = 100
+    """CPU (millicores) the pods request less than their limit, so a replica sized to a node fits next to its daemons."""
+    reserved_memmb: int = 1024
+    """Memory (MB) the pods request less than their limit (same reason)."""
+    termination_grace_period: int | None = None
+    """Seconds a stopped pod gets between SIGTERM and SIGKILL (default: Kubernetes' 30)."""
+
+
+@dataclass
+class KubernetesOpts(PodOpts):
+    """Options of the ``kubernetes`` scheduler."""
+
+    mode: str = MODE_JOBS
+    """jobs: a batch/v1 Job per replica + a headless Service (any cluster); volcano: one Volcano Job (needs Volcano)."""
+    queue: str | None = None
+    """volcano mode: the Volcano queue (default: default); jobs mode: the Kueue LocalQueue (label kueue.x-k8s.io/queue-name)."""
+    validate_spec: bool = True
+    """Server-side dry run of each role's first object before anything is created."""
+
+
+@dataclass
+class MCADOpts(PodOpts):
+    """Options of the ``kubernetes_mcad`` scheduler."""
+
+    priority: int | None = None
+    """AppWrapper priority (higher dispatches first)."""

@@ -1,0 +1,254 @@
+"""AppDef -> the Kubernetes objects torchx creates, as plain dicts.
+
+Three shapes:
+
+* ``jobs`` (default of ``kubernetes``): a headless Service named after the app, then one
+  batch/v1 Job per replica (``<app>-<role>-<replica>``, parallelism 1). No CRD is needed
+  and it works on Kubernetes 1.20 (no Indexed Jobs). Pods set ``hostname``
+  ``<role>-<replica>`` and ``subdomain`` ``<app>``, so replica 0 of the first role is
+  ``<role>-0.<app>.<namespace>.svc`` (env ``TORCHX_RANK0_HOST``).
+* ``volcano``: one ``batch.volcano.sh/v1alpha1`` Job with a task per replica; Volcano's
+  ``svc`` plugin makes the Service, so the rank-0 name is the same.
+* ``mcad``: one ``workload.codeflare.dev/v1beta1`` AppWrapper whose generic items are the
+  Service and one Pod per replica.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from torchx.specs.roles import AppDef, RetryPolicy
+
+from torchx_sched_k8s import names
+from torchx_sched_k8s.opts import MODE_JOBS, MODE_VOLCANO, KubernetesOpts, MCADOpts, PodOpts
+from torchx_sched_k8s.pods import PodFactory, named_ports, rank0_host
+from torchx_sched_k8s.render import dump_all
+
+KIND_JOBS = MODE_JOBS
+KIND_VOLCANO = MODE_VOLCANO
+KIND_MCAD = "mcad"
+
+#: (group, version, plural) of a custom resource
+Custom = tuple[str, str, str]
+
+VOLCANO_GROUP, VOLCANO_VERSION, VOLCANO_PLURAL = "batch.volcano.sh", "v1alpha1", "jobs"
+MCAD_GROUP, MCAD_VERSION, MCAD_PLURAL = "workload.codeflare.dev", "v1beta1", "appwrappers"
+
+
+@dataclass
+class KubernetesRequest:
+    """What a dry run of a Kubernetes scheduler produced: the objects to create, in order.
+
+    Attributes:
+        namespace: where they go
+        name: the app's Kubernetes name (``torchx.pytorch.org/app-name``)
+        kind: ``jobs``, ``volcano`` or ``mcad``
+        objects: the manifests (plain dicts), created in this order
+        images_to_push: what the docker workspace must push before creating them
+    """
+
+    namespace: str
+    name: str
+    kind: str
+    objects: list[dict[str, Any]] = field(default_factory=list)
+    images_to_push: Any = None
+
+    # Replicas share the sub-dicts that are equal for all of them (resources, volumes,
+    # annotations ...): to change one replica, replace such a dict instead of editing it.
+
+    @property
+    def app_id(self) -> str:
+        """``<namespace>:<name>``."""
+        return f"{self.namespace}:{self.name}"
+
+    def to_yaml(self) -> str:
+        """The objects as a multi-document YAML stream (``kubectl apply -f`` ready)."""
+        return dump_all(self.objects)
+
+
+def _factories(app: AppDef, name: str, opts: PodOpts, restart_policy: str) -> list[PodFactory]:
+    widest = len(str(max(r.num_replicas for r in app.roles) - 1))
+    slugs = names.role_slugs([r.name for r in app.roles], max_len=63 - len(name) - 2 - widest)
+    rank0 = rank0_host(slugs[0], name, opts.namespace)
+    app_id = f"{opts.namespace}:{name}"
+    return [
+        PodFactory(role, slug, app_id, name, name, rank0, opts, restart_policy, idx)
+        for idx, (role, slug) in enumerate(zip(app.roles, slugs, strict=True))
+    ]
+
+
+def _service(name: str, namespace: str, factories: list[PodFactory]) -> dict[str, Any]:
+    """The headless Service that gives every pod ``<hostname>.<name>`` (not-ready pods included)."""
+    ports: list[dict[str, Any]] = []
+    seen_names: set[str] = set()
+    seen_ports: set[int] = set()
+    for factory in factories:
+        for pname, port in named_ports(factory.role.port_map):
+            if port in seen_ports:
+                continue
+            seen_ports.add(port)
+            pname = pname if pname not in seen_names else f"p{port}"
+            seen_names.add(pname)
+            ports.append({"name": pname, "port": port, "targetPort": port})
+    spec: dict[str, Any] = {
+        "clusterIP": "None",
+        "selector": {names.LABEL_APP_NAME: name},
+        "publishNotReadyAddresses": True,
+    }
+    if ports:
+        spec["ports"] = ports
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": namespace, "labels": factories[0].base_labels},
+        "spec": spec,
+    }
+
+
+def build_jobs(app: AppDef, opts: KubernetesOpts, name: str | None = None) -> KubernetesRequest:
+    """The ``jobs`` request: a headless Service, then one batch/v1 Job per replica.
+
+    Retries: a REPLICA-policy role's Jobs get ``backoffLimit = max_retries`` (the Job
+    controller re-runs just that replica); APPLICATION-policy roles get ``backoffLimit 0``
+    and torchx restarts every replica when one fails (see the scheduler).
+    """
+    name = name or names.app_name(app.name)
+    factories = _factories(app, name, opts, "Never")
+    objects: list[dict[str, Any]] = [_service(name, opts.namespace, factories)]
+    for factory in factories:
+        role = factory.role
+        backoff = role.max_retries if role.retry_policy == RetryPolicy.REPLICA else 0
+        annotations = {**factory.annotations, names.ANNOTATION_APP: app.name, names.ANNOTATION_RESTARTS: "0"}
+        for replica in range(role.num_replicas):
+            labels = factory.labels(replica)
+            job_labels = {**labels, names.LABEL_KUEUE_QUEUE: opts.queue} if opts.queue else labels
+            objects.append(
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "metadata": {
+                        "name": f"{name}-{factory.slug}-{replica}",
+                        "namespace": opts.namespace,
+                        "labels": job_labels,
+                        "annotations": annotations,
+                    },
+                    "spec": {
+                        "backoffLimit": backoff,
+                        "parallelism": 1,
+                        "completions": 1,
+                        "template": factory.template(replica, labels),
+                    },
+                }
+            )
+    return KubernetesRequest(opts.namespace, name, KIND_JOBS, objects)
+
+
+def _volcano_policies(action: str) -> list[dict[str, str]]:
+    return [{"event": "PodEvicted", "action": action}, {"event": "PodFailed", "action": action}]
+
+
+def build_volcano(app: AppDef, opts: KubernetesOpts, name: str | None = None) -> KubernetesRequest:
+    """The ``volcano`` request: one Volcano Job with a task per replica.
+
+    REPLICA-policy roles restart their failed task (``RestartTask``, task ``maxRetry``);
+    APPLICATION-policy roles restart the whole job (``RestartJob``, job ``maxRetry`` = the
+    smallest ``max_retries`` of those roles). ``minAvailable`` is the sum of the roles'
+    ``min_replicas`` (gang scheduling).
+    """
+    name = name or names.app_name(app.name)
+    factories = _factories(app, name, opts, "Never")
+    tasks: list[dict[str, Any]] = []
+    app_retries = [f.role.max_retries for f in factories if f.role.retry_policy != RetryPolicy.REPLICA]
+    for factory in factories:
+        role = factory.role
+        action = "RestartTask" if role.retry_policy == RetryPolicy.REPLICA else "RestartJob"
+        for replica in range(role.num_replicas):
+            tasks.append(
+                {
+                    "name": factory.hostname(replica),
+                    "replicas": 1,
+                    "maxRetry": role.max_retries,
+                    "policies": _volcano_policies(action),
+                    "template": factory.template(replica),
+                }
+            )
+    spec: dict[str, Any] = {
+        "schedulerName": "volcano",
+        "queue": opts.queue or "default",
+        "minAvailable": sum(f.role.min_replicas or f.role.num_replicas for f in factories),
+        "maxRetry": min(app_retries) if app_retries else 0,
+        "plugins": {"svc": ["--publish-not-ready-addresses"], "env": []},
+        "tasks": tasks,
+    }
+    if opts.priority_class:
+        spec["priorityClassName"] = opts.priority_class
+    job = {
+        "apiVersion": f"{VOLCANO_GROUP}/{VOLCANO_VERSION}",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": opts.namespace,
+            "labels": factories[0].base_labels,
+            "annotations": {names.ANNOTATION_APP: app.name},
+        },
+        "spec": spec,
+    }
+    return KubernetesRequest(opts.namespace, name, KIND_VOLCANO, [job])
+
+
+def build_mcad(app: AppDef, opts: MCADOpts, name: str | None = None) -> KubernetesRequest:
+    """The ``mcad`` request: an AppWrapper whose generic items are the Service and one Pod per replica.
+
+    MCAD dispatches the wrapper when all replicas fit (``minAvailable``) and requeues it
+    up to ``max(max_retries)`` times when it fails (``requeuing.maxNumRequeuings``).
+    """
+    name = name or names.app_name(app.name)
+    factories = _factories(app, name, opts, "Never")
+    items: list[dict[str, Any]] = [{"replicas": 1, "generictemplate": _service(name, opts.namespace, factories)}]
+    for factory in factories:
+        annotations = {**factory.annotations, names.ANNOTATION_APP: app.name}
+        custom = {"replicas": 1, **factory.resources}
+        for replica in range(factory.role.num_replicas):
+            template = factory.template(replica)
+            pod = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"{name}-{factory.slug}-{replica}",
+                    "namespace": opts.namespace,
+                    "labels": template["metadata"]["labels"],
+                    "annotations": annotations,
+                },
+                "spec": template["spec"],
+            }
+            items.append({"replicas": 1, "custompodresources": [custom], "generictemplate": pod})
+    spec: dict[str, Any] = {
+        "schedulingSpec": {
+            "minAvailable": sum(f.role.num_replicas for f in factories),
+            "requeuing": {"maxNumRequeuings": max(f.role.max_retries for f in factories)},
+        },
+        "resources": {"GenericItems": items},
+    }
+    if opts.priority is not None:
+        spec["priority"] = opts.priority
+    wrapper = {
+        "apiVersion": f"{MCAD_GROUP}/{MCAD_VERSION}",
+        "kind": "AppWrapper",
+        "metadata": {
+            "name": name,
+            "namespace": opts.namespace,
+            "labels": factories[0].base_labels,
+            "annotations": {names.ANNOTATION_APP: app.name},
+        },
+        "spec": spec,
+    }
+    return KubernetesRequest(opts.namespace, name, KIND_MCAD, [wrapper])
+
+
+#: ``mode`` option -> builder of the ``kubernetes`` scheduler
+BUILDERS: dict[str, Callable[[AppDef, KubernetesOpts], KubernetesRequest]] = {
+    MODE_JOBS: build_jobs,
+    MODE_VOLCANO: build_volcano,
+}

@@ -1,0 +1,308 @@
+"""AppDef -> Kubernetes objects (pure request building, no cluster)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+import yaml
+from torchx import specs
+from torchx.specs import macros
+from torchx_sched_k8s import names
+from torchx_sched_k8s.opts import KubernetesOpts, MCADOpts
+from torchx_sched_k8s.pods import RANK0_ENV, PodSpecError, parse_toleration, port_name
+from torchx_sched_k8s.request import build_jobs, build_mcad, build_volcano
+
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def role(**kw: Any) -> specs.Role:
+    base: dict[str, Any] = {
+        "name": "trainer",
+        "image": "localhost/img:1",
+        "entrypoint": "python",
+        "args": ["-m", "train"],
+        "resource": specs.Resource(cpu=2, gpu=0, memMB=4096),
+    }
+    base.update(kw)
+    return specs.Role(**base)
+
+
+def jobs_of(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [o for o in objects if o["kind"] == "Job"]
+
+
+def container(job: dict[str, Any]) -> dict[str, Any]:
+    c: dict[str, Any] = job["spec"]["template"]["spec"]["containers"][0]
+    return c
+
+
+def env(c: dict[str, Any]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in c["env"]}
+
+
+def test_service_then_one_job_per_replica_with_unique_dns_names() -> None:
+    app = specs.AppDef("My_App!", roles=[role(name="Train er", num_replicas=3), role(name="ps", num_replicas=2)])
+    req = build_jobs(app, KubernetesOpts(namespace="team"))
+    assert req.kind == "jobs" and req.namespace == "team"
+    assert req.app_id == f"team:{req.name}"
+    assert re.match(r"^[a-z][-a-z0-9]*$", req.name) and len(req.name) <= 39
+    svc, *jobs = req.objects
+    assert svc["kind"] == "Service" and svc["metadata"]["name"] == req.name
+    assert svc["spec"]["clusterIP"] == "None" and svc["spec"]["publishNotReadyAddresses"] is True
+    assert svc["spec"]["selector"] == {names.LABEL_APP_NAME: req.name}
+    assert len(jobs) == 5
+    job_names = [j["metadata"]["name"] for j in jobs]
+    assert len(set(job_names)) == 5
+    for j in jobs:
+        assert DNS_LABEL.match(j["metadata"]["name"]) and len(j["metadata"]["name"]) <= 63
+        spec = j["spec"]["template"]["spec"]
+        assert DNS_LABEL.match(spec["hostname"]) and spec["subdomain"] == req.name
+        assert spec["restartPolicy"] == "Never"
+        assert j["spec"]["parallelism"] == 1 and j["spec"]["completions"] == 1
+        assert "completionMode" not in j["spec"]  # no Indexed Jobs: Kubernetes 1.20
+        labels = j["metadata"]["labels"]
+        assert labels[names.LABEL_APP_NAME] == req.name
+        assert labels[names.LABEL_K8S_MANAGED_BY] == "torchx"
+        assert j["spec"]["template"]["metadata"]["labels"] == labels
+    assert [j["metadata"]["annotations"][names.ANNOTATION_ROLE] for j in jobs] == ["Train er"] * 3 + ["ps"] * 2
+    assert [j["metadata"]["labels"][names.LABEL_REPLICA_ID] for j in jobs] == ["0", "1", "2", "0", "1"]
+    assert jobs[0]["metadata"]["annotations"][names.ANNOTATION_APP] == "My_App!"
+
+
+def test_long_and_clashing_role_names_stay_unique_and_short() -> None:
+    app = specs.AppDef("x" * 80, roles=[role(name="a_b" * 30, num_replicas=1000), role(name="a-b" * 30)])
+    req = build_jobs(app, KubernetesOpts())
+    jobs = jobs_of(req.objects)
+    assert len({j["metadata"]["name"] for j in jobs}) == 1001
+    assert max(len(j["metadata"]["name"]) for j in jobs) <= 63
+    hosts = {j["spec"]["template"]["spec"]["hostname"] for j in jobs}
+    assert len(hosts) == 1001
+
+
+def test_app_name_starting_with_digit_is_a_dns1035_label() -> None:
+    name = names.app_name("123")
+    assert name[0].isalpha() and DNS_LABEL.match(name)
+
+
+def test_env_macros_and_rank0_per_replica() -> None:
+    r = role(
+        name="worker",
+        num_replicas=2,
+        args=[
+            "--id",
+            macros.replica_id,
+            "--app",
+            macros.app_id,
+            "--lit",
+            "$${replica_id}",
+            "--host",
+            f"$${macros.rank0_env}",
+        ],
+        env={
+            "MY_RANK": "r${replica_id}",
+            "IP": "[FIELD_PATH]status.podIP",
+            "TORCHX_JOB_ID": "kubernetes://s/${app_id}",
+        },
+    )
+    req = build_jobs(specs.AppDef("app", roles=[role(name="master"), r]), KubernetesOpts(namespace="ns"))
+    jobs = jobs_of(req.objects)
+    rank0 = f"master-0.{req.name}.ns.svc"
+    for k, job in enumerate(jobs[1:]):
+        c = container(job)
+        assert c["command"] == ["python"]
+        assert c["args"] == ["--id", str(k), "--app", req.app_id, "--lit", "${replica_id}", "--host", f"${RANK0_ENV}"]
+        e = env(c)
+        assert e["TORCHX_REPLICA_IDX"] == str(k) and e["TORCHX_ROLE_NAME"] == "worker"
+        assert e[RANK0_ENV] == rank0
+        assert e["MY_RANK"] == f"r{k}"
+        assert e["IP"] == {"fieldRef": {"fieldPath": "status.podIP"}}
+        assert e["TORCHX_JOB_ID"] == f"kubernetes://s/{req.app_id}"
+        assert len(c["env"]) == len(e)  # no duplicate names
+
+
+def test_user_env_overrides_torchx_env_without_duplicates() -> None:
+    req = build_jobs(specs.AppDef("a", roles=[role(env={"TORCHX_RANK0_HOST": "mine"})]), KubernetesOpts())
+    c = container(jobs_of(req.objects)[0])
+    assert [e["value"] for e in c["env"] if e["name"] == RANK0_ENV] == ["mine"]
+
+
+def test_resources_gpu_devices_and_requests_below_limits() -> None:
+    res = specs.Resource(cpu=8, gpu=2, memMB=32768, devices={"vpc.amazonaws.com/efa": 4})
+    req = build_jobs(specs.AppDef("a", roles=[role(resource=res)]), KubernetesOpts())
+    r = container(jobs_of(req.objects)[0])["resources"]
+    assert r["limits"] == {"cpu": "8000m", "memory": "32768Mi", "nvidia.com/gpu": "2", "vpc.amazonaws.com/efa": "4"}
+    assert r["requests"] == {"cpu": "7900m", "memory": "31744Mi", "nvidia.com/gpu": "2", "vpc.amazonaws.com/efa": "4"}
+
+
+def test_small_pods_request_their_limits() -> None:
+    req = build_jobs(
+        specs.AppDef("a", roles=[role(resource=specs.Resource(cpu=1, gpu=0, memMB=256))]), KubernetesOpts()
+    )
+    r = container(jobs_of(req.objects)[0])["resources"]
+    assert r["requests"] == {"cpu": "900m", "memory": "256Mi"} and r["limits"]["memory"] == "256Mi"
+
+
+def test_instance_type_capability_and_options_place_pods() -> None:
+    res = specs.resource(h="aws_p4d.24xlarge")
+    res.capabilities["tolerations"] = ["gpu=yes:NoSchedule"]
+    opts = KubernetesOpts(node_selector={"pool": "a"}, tolerations=["spot:NoExecute", "dedicated=ml"])
+    spec = jobs_of(build_jobs(specs.AppDef("a", roles=[role(resource=res)]), opts).objects)[0]["spec"]["template"][
+        "spec"
+    ]
+    assert spec["nodeSelector"] == {"pool": "a", "node.kubernetes.io/instance-type": "p4d.24xlarge"}
+    assert spec["tolerations"] == [
+        {"key": "spot", "operator": "Exists", "effect": "NoExecute"},
+        {"key": "dedicated", "operator": "Equal", "value": "ml"},
+        {"key": "gpu", "operator": "Equal", "value": "yes", "effect": "NoSchedule"},
+    ]
+
+
+@pytest.mark.parametrize("bad", ["=x:NoSchedule", "k:Sometimes"])
+def test_bad_toleration_is_one_clear_error(bad: str) -> None:
+    with pytest.raises(PodSpecError, match="toleration"):
+        parse_toleration(bad)
+
+
+def test_mounts_become_hostpath_pvc_and_privileged_devices() -> None:
+    mounts = specs.parse_mounts(
+        [
+            "type=bind,src=/data,dst=/mnt/data,readonly",
+            "type=volume,src=claim,dst=/ckpt",
+            "type=device,src=/dev/fuse,perm=r",
+        ]
+    )
+    job = jobs_of(build_jobs(specs.AppDef("a", roles=[role(mounts=mounts)]), KubernetesOpts()).objects)[0]
+    spec = job["spec"]["template"]["spec"]
+    vols = {v["name"]: v for v in spec["volumes"]}
+    assert vols["dshm"] == {"name": "dshm", "emptyDir": {"medium": "Memory"}}
+    assert vols["mount-0"]["hostPath"] == {"path": "/data"}
+    assert vols["mount-1"]["persistentVolumeClaim"] == {"claimName": "claim", "readOnly": False}
+    assert vols["mount-2"]["hostPath"] == {"path": "/dev/fuse"}
+    c = spec["containers"][0]
+    vm = {m["name"]: m for m in c["volumeMounts"]}
+    assert vm["mount-0"] == {"name": "mount-0", "mountPath": "/mnt/data", "readOnly": True}
+    assert vm["mount-1"]["readOnly"] is False and vm["mount-2"]["readOnly"] is True
+    assert c["securityContext"] == {"privileged": True}
+
+
+def test_port_map_to_container_and_service_ports() -> None:
+    app = specs.AppDef(
+        "a", roles=[role(port_map={"TensorBoard_UI": 6006, "c10d": 29500}), role(name="b", port_map={"x": 29500})]
+    )
+    req = build_jobs(app, KubernetesOpts())
+    c = container(jobs_of(req.objects)[0])
+    assert c["ports"] == [{"name": "tensorboard-ui", "containerPort": 6006}, {"name": "c10d", "containerPort": 29500}]
+    assert [p["port"] for p in req.objects[0]["spec"]["ports"]] == [6006, 29500]
+    assert port_name("9999", 9999) == "p9999"
+    with pytest.raises(PodSpecError, match="port"):
+        build_jobs(specs.AppDef("a", roles=[role(port_map={"x": 70000})]), KubernetesOpts())
+
+
+def test_retry_policies_map_to_backoff_limits() -> None:
+    app = specs.AppDef(
+        "a",
+        roles=[
+            role(name="rep", max_retries=3, retry_policy=specs.RetryPolicy.REPLICA),
+            role(name="app", max_retries=2, retry_policy=specs.RetryPolicy.APPLICATION, num_replicas=4, min_replicas=2),
+        ],
+    )
+    jobs = jobs_of(build_jobs(app, KubernetesOpts()).objects)
+    assert jobs[0]["spec"]["backoffLimit"] == 3
+    assert jobs[1]["spec"]["backoffLimit"] == 0
+    ann = jobs[1]["metadata"]["annotations"]
+    assert ann[names.ANNOTATION_MAX_RETRIES] == "2" and ann[names.ANNOTATION_RETRY_POLICY] == "APPLICATION"
+    assert ann[names.ANNOTATION_MIN_REPLICAS] == "2" and ann[names.ANNOTATION_NUM_REPLICAS] == "4"
+
+
+def test_pod_options() -> None:
+    opts = KubernetesOpts(
+        service_account="sa",
+        priority_class="high",
+        image_pull_policy="IfNotPresent",
+        image_pull_secret="regcred",
+        termination_grace_period=1,
+        queue="team-q",
+    )
+    job = jobs_of(build_jobs(specs.AppDef("a", roles=[role()]), opts).objects)[0]
+    spec = job["spec"]["template"]["spec"]
+    assert spec["serviceAccountName"] == "sa" and spec["priorityClassName"] == "high"
+    assert spec["imagePullSecrets"] == [{"name": "regcred"}] and spec["terminationGracePeriodSeconds"] == 1
+    assert spec["containers"][0]["imagePullPolicy"] == "IfNotPresent"
+    assert job["metadata"]["labels"][names.LABEL_KUEUE_QUEUE] == "team-q"
+    assert names.LABEL_KUEUE_QUEUE not in job["spec"]["template"]["metadata"]["labels"]
+    with pytest.raises(PodSpecError, match="image_pull_policy"):
+        build_jobs(specs.AppDef("a", roles=[role()]), KubernetesOpts(image_pull_policy="Sometimes"))
+
+
+def test_volcano_job_has_a_task_per_replica_and_retry_policies() -> None:
+    app = specs.AppDef(
+        "a",
+        roles=[
+            role(name="m", max_retries=2),
+            role(name="w", num_replicas=3, min_replicas=1, max_retries=5, retry_policy=specs.RetryPolicy.REPLICA),
+        ],
+    )
+    req = build_volcano(app, KubernetesOpts(namespace="ns", queue="q", priority_class="p"))
+    (vc,) = req.objects
+    assert vc["apiVersion"] == "batch.volcano.sh/v1alpha1" and vc["kind"] == "Job"
+    spec = vc["spec"]
+    assert spec["schedulerName"] == "volcano" and spec["queue"] == "q" and spec["priorityClassName"] == "p"
+    assert spec["minAvailable"] == 2 and spec["maxRetry"] == 2
+    assert spec["plugins"]["svc"] == ["--publish-not-ready-addresses"]
+    assert [t["name"] for t in spec["tasks"]] == ["m-0", "w-0", "w-1", "w-2"]
+    assert spec["tasks"][0]["policies"][1] == {"event": "PodFailed", "action": "RestartJob"}
+    assert spec["tasks"][1]["policies"][1] == {"event": "PodFailed", "action": "RestartTask"}
+    assert spec["tasks"][1]["maxRetry"] == 5
+    pod = spec["tasks"][2]["template"]["spec"]
+    assert pod["subdomain"] == req.name and pod["hostname"] == "w-1"
+    assert env(pod["containers"][0])[RANK0_ENV] == f"m-0.{req.name}.ns.svc"
+
+
+def test_mcad_appwrapper_wraps_service_and_pods() -> None:
+    app = specs.AppDef(
+        "a", roles=[role(num_replicas=2, max_retries=3, resource=specs.Resource(cpu=1, gpu=1, memMB=2048))]
+    )
+    req = build_mcad(app, MCADOpts(namespace="ns", priority=7))
+    (aw,) = req.objects
+    assert aw["apiVersion"] == "workload.codeflare.dev/v1beta1" and aw["kind"] == "AppWrapper"
+    assert aw["spec"]["priority"] == 7
+    assert aw["spec"]["schedulingSpec"] == {"minAvailable": 2, "requeuing": {"maxNumRequeuings": 3}}
+    items = aw["spec"]["resources"]["GenericItems"]
+    assert [i["generictemplate"]["kind"] for i in items] == ["Service", "Pod", "Pod"]
+    pod = items[2]["generictemplate"]
+    assert pod["metadata"]["name"] == f"{req.name}-trainer-1" and pod["spec"]["hostname"] == "trainer-1"
+    assert items[2]["custompodresources"] == [
+        {
+            "replicas": 1,
+            "limits": {"cpu": "1000m", "memory": "2048Mi", "nvidia.com/gpu": "1"},
+            "requests": {"cpu": "900m", "memory": "1024Mi", "nvidia.com/gpu": "1"},
+        }
+    ]
+
+
+HOSTILE = 'it\'s "quoted" `uname` $(id) ; rm -rf / && echo ${x} \\ \n\ttab é 🚀 \u2028 \x85 --flag=--'
+
+
+@pytest.mark.parametrize("build", [build_jobs, build_volcano])
+def test_hostile_text_survives_the_yaml_round_trip(build: Any) -> None:
+    app = specs.AppDef("a", roles=[role(entrypoint="echo", args=[HOSTILE], env={"X": HOSTILE})])
+    req = build(app, KubernetesOpts())
+    text = req.to_yaml()
+    docs = list(yaml.safe_load_all(text))
+    assert docs == req.objects
+    pods = (
+        [t["template"]["spec"] for t in docs[0]["spec"]["tasks"]]
+        if docs[0]["kind"] == "Job" and "tasks" in docs[0]["spec"]
+        else [d["spec"]["template"]["spec"] for d in docs if d["kind"] == "Job"]
+    )
+    assert pods and all(p["containers"][0]["args"] == [HOSTILE] for p in pods)
+    assert all(env(p["containers"][0])["X"] == HOSTILE for p in pods)
+
+
+def test_requests_share_constant_parts_but_yaml_never_uses_aliases() -> None:
+    req = build_jobs(specs.AppDef("a", roles=[role(num_replicas=3)]), KubernetesOpts())
+    text = req.to_yaml()
+    assert "&id" not in text and "*id" not in text
+    assert list(yaml.safe_load_all(text)) == req.objects
