@@ -156,3 +156,14 @@ def test_appdef_defaults() -> None:
         and role.num_replicas == 1
         and role.retry_policy == specs.RetryPolicy.APPLICATION
     )
+
+
+def test_yaml_dump_round_trips_through_json_compatible_parsing() -> None:
+    import json
+
+    from torchx.util.yaml import dump
+
+    text = dump({"a": "x\u2028y", "b": ["true", "1", "plain", "with space"], "c": {}, "d": None})
+    assert "\u2028" not in text and "\\u2028" in text
+    assert 'a: "x\\u2028y"' in text and '- "true"' in text and "- plain" in text and "c: {}" in text
+    assert json.loads(text.split("a: ", 1)[1].splitlines()[0]) == "x\u2028y"

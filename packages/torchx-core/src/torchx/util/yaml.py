@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 _PLAIN = re.compile(r"^[A-Za-z_/][A-Za-z0-9_./@+\-]*$")
+_YAML_BREAKS = ("\u2028", "\u2029", "\u0085", "\ufeff")
 _RESERVED = {"true", "false", "yes", "no", "on", "off", "null", "none", "~", "y", "n"}
 
 
@@ -24,7 +25,11 @@ def _scalar(value: Any) -> str:
     text = str(value)
     if _PLAIN.match(text) and text.lower() not in _RESERVED:
         return text
-    return json.dumps(text, ensure_ascii=False)
+    quoted = json.dumps(text, ensure_ascii=False)
+    # YAML readers fold these as line breaks (or drop the BOM): keep them escaped
+    for char in _YAML_BREAKS:
+        quoted = quoted.replace(char, f"\\u{ord(char):04x}")
+    return quoted
 
 
 def _emit(value: Any, indent: int, out: list[str]) -> None:
