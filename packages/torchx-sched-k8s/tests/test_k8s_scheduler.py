@@ -109,7 +109,6 @@ def test_unsupported_retry_policy_is_refused_for_mcad() -> None:
 
 def test_workspace_without_docker_plugin_is_a_clear_error(tmp_path: Any) -> None:
     from torchx.workspace.api import workspace_mixin_or_placeholder
-
     from torchx_sched_k8s.scheduler import KubernetesScheduler
 
     placeholder = workspace_mixin_or_placeholder("no-such-workspace", "torchx-sched-k8s[docker]")

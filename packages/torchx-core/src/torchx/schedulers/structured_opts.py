@@ -83,30 +83,9 @@ class StructuredOpts(Mapping[str, CfgVal]):
 
     @classmethod
     def as_runopts(cls) -> runopts:
-        """The :class:`runopts` these fields declare."""
-        hints = typing.get_type_hints(cls)
-        docs = _attribute_docs(cls)
+        """The :class:`runopts` these fields declare (a fresh object the caller may extend)."""
         opts = runopts()
-        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-            tp, optional = _opt_type(hints[f.name])
-            has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
-            default = (
-                f.default
-                if f.default is not dataclasses.MISSING
-                else f.default_factory()
-                if f.default_factory is not dataclasses.MISSING
-                else None
-            )
-            key = _field_key(f)
-            aliases = [a for a in {f.name, _camel(f.name)} if a != key]
-            opts.add(
-                key,
-                type_=tp,
-                help=str(f.metadata.get("help", docs.get(f.name, ""))),
-                default=default,
-                required=not has_default and not optional,
-                aliases=aliases,
-            )
+        opts.update(_declared_opts(cls))
         return opts
 
     @classmethod
@@ -138,3 +117,32 @@ class StructuredOpts(Mapping[str, CfgVal]):
 
     def __or__(self, other: Mapping[str, CfgVal]) -> dict[str, CfgVal]:
         return {**dict(self), **dict(other)}
+
+
+@functools.cache
+def _declared_opts(cls: type[StructuredOpts]) -> runopts:
+    """The options of a StructuredOpts class, computed once per class (do not mutate)."""
+    hints = typing.get_type_hints(cls)
+    docs = _attribute_docs(cls)
+    opts = runopts()
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        tp, optional = _opt_type(hints[f.name])
+        has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        default = (
+            f.default
+            if f.default is not dataclasses.MISSING
+            else f.default_factory()
+            if f.default_factory is not dataclasses.MISSING
+            else None
+        )
+        key = _field_key(f)
+        aliases = [a for a in {f.name, _camel(f.name)} if a != key]
+        opts.add(
+            key,
+            type_=tp,
+            help=str(f.metadata.get("help", docs.get(f.name, ""))),
+            default=default,
+            required=not has_default and not optional,
+            aliases=aliases,
+        )
+    return opts

@@ -19,6 +19,9 @@ class macros:
     * ``rank0_env``: NAME of the environment variable that holds the rank-0 host
       (expand it yourself, e.g. ``$${rank0_env}`` in a shell)
 
+    Substitution follows :class:`string.Template`: ``$$`` stands for a literal ``$`` (so a
+    shell's ``$$`` must be written ``$$$$``), and unknown ``${...}`` are left alone.
+
     Example::
 
         Role(name="trainer", entrypoint="train.py", args=["--app_id", macros.app_id])

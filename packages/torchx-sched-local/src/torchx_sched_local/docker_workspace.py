@@ -1,0 +1,180 @@
+"""The ``docker`` workspace: builds an image ``FROM role.image`` with the workspace copied in.
+
+Schedulers that run containers mix :class:`DockerWorkspaceMixin` in (``local_docker``
+here; the Kubernetes and AWS schedulers get it with
+``torchx.workspace.get_workspace_mixin("docker")``). The build uses the Docker engine's
+classic builder through the ``docker`` SDK (no BuildKit needed); remote schedulers then
+retag and push the image to ``image_repo`` (:meth:`DockerWorkspaceMixin.dryrun_push_images`,
+:meth:`DockerWorkspaceMixin.push_images`).
+
+A workspace may bring its own ``Dockerfile.torchx``; it gets the build argument ``IMAGE``
+(the role's image). Files matched by the workspace's ``.torchxignore`` are left out.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import tarfile
+import tempfile
+from collections.abc import Mapping
+from typing import IO, TYPE_CHECKING, Any
+
+from torchx.specs.roles import AppDef, Role
+from torchx.specs.runopts import CfgVal, runopts
+from torchx.specs.workspace import Workspace
+from torchx.workspace.api import WorkspaceMixin, walk_workspace
+
+if TYPE_CHECKING:
+    from docker import DockerClient
+
+logger: logging.Logger = logging.getLogger(__name__)
+
+#: label on every image and container torchx makes: the torchx version that made it
+LABEL_VERSION = "torchx.pytorch.org/version"
+#: the Dockerfile a workspace may provide
+TORCHX_DOCKERFILE = "Dockerfile.torchx"
+_DEFAULT_DOCKERFILE = b"ARG IMAGE\nFROM $IMAGE\nCOPY . .\n"
+
+#: local image id -> (repository, tag) to push
+ImagesToPush = dict[str, tuple[str, str]]
+
+
+def torchx_version() -> str:
+    """The installed torchx-core version (for image and container labels)."""
+    from torchx.version import __version__
+
+    return str(__version__)
+
+
+def docker_client() -> DockerClient:
+    """A client for the engine the environment names (``DOCKER_HOST`` or the local socket).
+
+    Raises:
+        ModuleNotFoundError: the ``docker`` SDK is not installed (the message says how to install it)
+    """
+    try:
+        import docker
+    except ModuleNotFoundError:
+        raise ModuleNotFoundError("the docker SDK is not installed: pip install 'torchx-sched-local[docker]'") from None
+    return docker.from_env()
+
+
+def build_context(workspace: Workspace, out: IO[bytes]) -> bool:
+    """Writes the build context of ``workspace`` as a tar to ``out``.
+
+    Returns True if the workspace brings its own ``Dockerfile.torchx``.
+    """
+    own_dockerfile = False
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        for src, dst in workspace.projects.items():
+            src = os.path.expanduser(src)
+            if os.path.isfile(src):
+                tar.add(src, arcname=dst or os.path.basename(src), recursive=False)
+                continue
+            for rel in walk_workspace(src):
+                arcname = os.path.normpath(os.path.join(dst, rel))
+                own_dockerfile = own_dockerfile or arcname == TORCHX_DOCKERFILE
+                tar.add(os.path.join(src, rel), arcname=arcname, recursive=False)
+        if not own_dockerfile:
+            info = tarfile.TarInfo(TORCHX_DOCKERFILE)
+            info.size = len(_DEFAULT_DOCKERFILE)
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(_DEFAULT_DOCKERFILE))
+    return own_dockerfile
+
+
+class DockerWorkspaceMixin(WorkspaceMixin[ImagesToPush]):
+    """Builds a role's workspace into a Docker image and points ``role.image`` at it.
+
+    Args:
+        docker_client: the client to use (default: one from the environment, made when first needed)
+    """
+
+    def __init__(self, *args: Any, docker_client: DockerClient | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._docker: DockerClient | None = docker_client
+
+    @property
+    def _docker_client(self) -> DockerClient:
+        if self._docker is None:
+            self._docker = docker_client()
+        return self._docker
+
+    def workspace_opts(self) -> runopts:
+        """``image_repo`` (where remote schedulers push built images) and ``quiet``."""
+        opts = runopts()
+        opts.add(
+            "image_repo",
+            type_=str,
+            help="repository to push workspace images to, e.g. registry.example.com/team/app"
+            " (needed by remote schedulers when a workspace is built)",
+        )
+        opts.add("quiet", type_=bool, default=False, help="do not log the image build output")
+        return opts
+
+    def build_workspace_and_update_role(self, role: Role, workspace: str, cfg: Mapping[str, CfgVal]) -> None:
+        """Builds ``FROM role.image`` + the workspace; sets ``role.image`` to the new image id.
+
+        Raises:
+            docker.errors.BuildError: the build failed (its log is in the message)
+        """
+        ws = role.workspace if role.workspace is not None else Workspace.from_str(workspace)
+        if ws is None:
+            return
+        with tempfile.TemporaryFile() as context:
+            build_context(ws, context)
+            context.seek(0)
+            image, log = self._docker_client.images.build(
+                fileobj=context,
+                custom_context=True,
+                dockerfile=TORCHX_DOCKERFILE,
+                buildargs={"IMAGE": role.image},
+                pull=False,
+                rm=True,
+                labels={LABEL_VERSION: torchx_version()},
+            )
+        if not cfg.get("quiet"):
+            for entry in log:
+                text = str(entry.get("stream", "")).rstrip()
+                if text:
+                    logger.info("workspace build: %s", text)
+        logger.info("built workspace %s on %s as %s", ws, role.image, image.id)
+        role.image = str(image.id)
+
+    def dryrun_push_images(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> ImagesToPush:
+        """Retags roles that run a locally built image to ``image_repo:<image hash>``.
+
+        Returns what :meth:`push_images` must push.
+
+        Raises:
+            ValueError: an image was built but ``image_repo`` is not set
+        """
+        images: ImagesToPush = {}
+        for role in app.roles:
+            if not role.image.startswith("sha256:"):
+                continue
+            repo = cfg.get("image_repo")
+            if not repo:
+                raise ValueError(
+                    f"role {role.name!r} runs a locally built workspace image; set -cfg image_repo=<registry/repo>"
+                    " so it can be pushed where the scheduler can pull it"
+                )
+            tag = role.image.split(":", 1)[1]
+            images[role.image] = (str(repo), tag)
+            role.image = f"{repo}:{tag}"
+        return images
+
+    def push_images(self, images_to_push: ImagesToPush) -> None:
+        """Tags and pushes the images.
+
+        Raises:
+            RuntimeError: the registry refused a push (its error is in the message)
+        """
+        client = self._docker_client
+        for local, (repo, tag) in images_to_push.items():
+            client.images.get(local).tag(repo, tag=tag)
+            for status in client.images.push(repo, tag=tag, stream=True, decode=True):
+                if "error" in status:
+                    raise RuntimeError(f"pushing {repo}:{tag} failed: {status['error']}")

@@ -1,0 +1,511 @@
+"""``local_cwd``: every replica is a process on this machine, owned by a per-job supervisor.
+
+Jobs outlive the process that submitted them; their state lives on disk (see
+:mod:`torchx_sched_local.store`), so ``status``/``log``/``list``/``cancel``/``delete``/
+``describe``/``wait`` work from any later process of the same user.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import os
+import select
+import shlex
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
+from torchx.schedulers.capabilities import SchedulerCapabilities
+from torchx.schedulers.ids import make_unique, sanitize_name
+from torchx.schedulers.streams import Stream, filter_regex
+from torchx.schedulers.structured_opts import StructuredOpts
+from torchx.specs.dryrun import AppDryRunInfo
+from torchx.specs.macros import macros
+from torchx.specs.roles import AppDef, RetryPolicy, Role
+from torchx.specs.runopts import CfgVal, runopts
+from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, is_terminal
+
+from torchx_sched_local import logfiles, store
+from torchx_sched_local.codec import role_from_dict, role_to_dict
+from torchx_sched_local.gpus import assign_gpus, count_gpus
+from torchx_sched_local.watch import DirWatch, pidfd
+
+RANK0_ENV = "TORCHX_RANK0_HOST"
+#: seconds ``cancel`` waits for the supervisor beyond the grace period before acting itself
+CANCEL_SLACK = 10.0
+_LIVENESS_CHECK = 1.0
+_SAFE_NAME = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
+@dataclass
+class LocalOpts(StructuredOpts):
+    """Run options of ``local_cwd``."""
+
+    log_dir: str | None = None
+    """Where logs go: <log_dir>/<app_id>/<role>/<replica>/{stdout,stderr,combined}.log (default: in the job's state dir)."""
+    prepend_cwd: bool = False
+    """Put the replica's working directory first on its PATH, so executables there win over PATH."""
+    auto_set_cuda_visible_devices: bool = False
+    """Give each replica its own GPUs (CUDA_VISIBLE_DEVICES from resource.gpu); fails if there are too few."""
+    stop_grace_period: float = 5.0
+    """Seconds between SIGTERM and SIGKILL when a job is cancelled or a replica is stopped."""
+
+
+@dataclass
+class ReplicaParams:
+    """How one replica is started."""
+
+    role: str
+    role_index: int
+    replica_id: int
+    cmd: list[str]
+    env: dict[str, str]
+    cwd: str
+    image: str
+    log_dir: str
+    prepend_cwd: bool = False
+
+
+@dataclass
+class LocalRequest:
+    """What ``local_cwd`` runs: the app id, its replicas and where its logs go."""
+
+    app_id: str
+    name: str
+    log_root: str
+    stop_grace_period: float
+    replicas: list[ReplicaParams] = field(default_factory=list)
+    roles: list[dict[str, Any]] = field(default_factory=list)
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        lines = [f"# local_cwd app {self.app_id} (logs: {self.log_root})"]
+        for r in self.replicas:
+            env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(r.env.items()))
+            lines.append(f"# {r.role}/{r.replica_id}")
+            lines.append(f"cd {shlex.quote(r.cwd)} && env {env} {shlex.join(r.cmd)}")
+        return "\n".join(lines)
+
+
+def _looks_like_path(image: str) -> bool:
+    return image.startswith(("/", "./", "../", "~")) or image in (".", "..")
+
+
+def image_dir(image: str) -> str:
+    """The directory a replica starts in: ``image`` if it is (or names) a directory, else the CWD."""
+    if image and (_looks_like_path(image) or os.path.isdir(image)):
+        return os.path.abspath(os.path.expanduser(image))
+    return os.getcwd()
+
+
+def _role_dir(role: Role, index: int) -> str:
+    name = role.name
+    if name and name[0].isalnum() and set(name) <= _SAFE_NAME:
+        return name
+    return f"_role{index}"
+
+
+class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
+    """Runs apps as processes on this machine (see the module docstring).
+
+    Args:
+        session_name: the session (part of app handles)
+        state_dir: where jobs are recorded (default :func:`torchx_sched_local.store.default_state_dir`)
+    """
+
+    capabilities = SchedulerCapabilities(
+        log_tail=True,
+        log_since_until=True,
+        log_streams=frozenset({"stdout", "stderr", "combined"}),
+        logs=True,
+        list=True,
+        cancel=True,
+        delete=True,
+        workspace=False,
+        retry_policies=frozenset({RetryPolicy.APPLICATION, RetryPolicy.ROLE, RetryPolicy.REPLICA}),
+        elastic=False,
+        mounts=frozenset(),
+        attach=True,
+    )
+
+    def __init__(self, session_name: str, state_dir: str | None = None) -> None:
+        super().__init__("local_cwd", session_name)
+        self.store = store.JobStore(state_dir)
+        #: supervisors this process started: app id -> pid (their state.json has it once they run)
+        self._pids: dict[str, int] = {}
+
+    def close(self) -> None:
+        """Reaps the supervisors this process started that have ended (running jobs go on)."""
+        _reap()
+
+    # ------------------------------------------------------------------ submitting
+    def _run_opts(self) -> runopts:
+        return _local_runopts()
+
+    def _validate(self, app: AppDef, scheduler: str, cfg: LocalOpts) -> None:
+        """Local replicas need no resource: nothing to check."""
+
+    def _submit_dryrun(self, app: AppDef, cfg: LocalOpts) -> AppDryRunInfo[LocalRequest]:
+        opts = LocalOpts.from_cfg(cfg)
+        app_id = make_unique(sanitize_name(app.name, max_length=60, allowed=r"a-z0-9_\-"))
+        log_root = (
+            os.path.join(os.path.abspath(os.path.expanduser(opts.log_dir)), app_id)
+            if opts.log_dir
+            else os.path.join(self.store.root, app_id, "logs")
+        )
+        devices: list[list[str]] | None = None
+        if opts.auto_set_cuda_visible_devices:
+            devices = assign_gpus([(r.resource.gpu, r.num_replicas) for r in app.roles], count_gpus())
+        request = LocalRequest(
+            app_id=app_id,
+            name=app.name,
+            log_root=log_root,
+            stop_grace_period=float(opts.stop_grace_period),
+            roles=[role_to_dict(r) for r in app.roles],
+            metadata=dict(app.metadata),
+        )
+        for index, role in enumerate(app.roles):
+            cwd = image_dir(role.image)
+            for k in range(role.num_replicas):
+                replica_log = os.path.join(log_root, _role_dir(role, index), str(k))
+                values = macros.Values(img_root=cwd, app_id=app_id, replica_id=str(k), rank0_env=RANK0_ENV)
+                filled = values.apply(role)
+                env = {
+                    RANK0_ENV: "localhost",
+                    "TORCHX_ROLE_NAME": role.name,
+                    "TORCHX_REPLICA_IDX": str(k),
+                    "TORCHELASTIC_ERROR_FILE": os.path.join(replica_log, "error.json"),
+                    "PET_LOG_DIR": replica_log,
+                }
+                if "PYTHONUNBUFFERED" not in os.environ:
+                    env["PYTHONUNBUFFERED"] = "1"
+                if devices is not None and devices[index][k]:
+                    env["CUDA_VISIBLE_DEVICES"] = devices[index][k]
+                env.update(filled.env)
+                request.replicas.append(
+                    ReplicaParams(
+                        role=role.name,
+                        role_index=index,
+                        replica_id=k,
+                        cmd=[filled.entrypoint, *filled.args],
+                        env=env,
+                        cwd=cwd,
+                        image=role.image,
+                        log_dir=replica_log,
+                        prepend_cwd=bool(opts.prepend_cwd),
+                    )
+                )
+        return AppDryRunInfo(request, str)
+
+    def schedule(self, dryrun_info: AppDryRunInfo[LocalRequest]) -> str:
+        """Records the job and starts its supervisor; returns at once with the app id.
+
+        Raises:
+            ValueError: this request was already scheduled (dry-run again for a new app id)
+        """
+        from torchx_sched_local.launch import start_supervisor
+
+        req = dryrun_info.request
+        try:
+            job_dir = self.store.reserve(req.app_id)
+        except FileExistsError:
+            raise ValueError(
+                f"app {req.app_id!r} already exists: this dry run was scheduled before; dry-run again for a new app id"
+            ) from None
+        lock_fd = os.open(os.path.join(job_dir, store.LOCK_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            created = time.time()
+            store.write_json(
+                os.path.join(job_dir, store.APP_FILE),
+                {"created": created, **vars(req), "replicas": [vars(r) for r in req.replicas]},
+            )
+            store.write_json(
+                os.path.join(job_dir, store.STATE_FILE),
+                {"app_id": req.app_id, "name": req.name, "created": created, "state": "SUBMITTED", "msg": ""},
+            )
+            _make_log_dirs(req)
+            pid = start_supervisor(job_dir, lock_fd)
+            if pid is not None:
+                self._pids[req.app_id] = pid
+        except OSError as e:
+            store.write_json(
+                os.path.join(job_dir, store.STATE_FILE),
+                {"app_id": req.app_id, "name": req.name, "created": time.time(), "state": "FAILED", "msg": str(e)},
+            )
+            raise OSError(f"cannot start local_cwd app {req.app_id}: {e}") from e
+        finally:
+            os.close(lock_fd)
+        return req.app_id
+
+    # ------------------------------------------------------------------ state
+    def _state(self, app_id: str) -> dict[str, Any] | None:
+        """The job's state, with a dead supervisor's unfinished job reported FAILED."""
+        st = self.store.state(app_id)
+        if st is None or st["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
+            return st
+        if store.lock_is_held(self.store.job_dir(app_id)):
+            return st
+        st = self.store.state(app_id)  # the supervisor writes its last state before letting go
+        if st is not None and st["state"] not in ("SUCCEEDED", "FAILED", "CANCELLED"):
+            st["state"] = "FAILED"
+            st["msg"] = f"the job's supervisor (pid {st.get('pid')}) died before the job ended"
+        return st
+
+    def describe(self, app_id: str) -> DescribeAppResponse | None:
+        """The job's state, per-replica states and submitted roles; None if unknown."""
+        app = self.store.app(app_id)
+        st = self._state(app_id) if app is not None else None
+        if app is None or st is None:
+            return None
+        roles = [role_from_dict(r) for r in app["roles"]]
+        states = st.get("replicas") or [{} for _ in app["replicas"]]
+        statuses = [RoleStatus(r.name, []) for r in roles]
+        for spec, rs in zip(app["replicas"], states, strict=False):
+            replica_state = AppState[rs.get("state", "PENDING")]
+            if replica_state in (AppState.RUNNING, AppState.PENDING) and is_terminal(AppState[st["state"]]):
+                replica_state = AppState.UNKNOWN
+            statuses[spec["role_index"]].replicas.append(
+                ReplicaStatus(
+                    id=spec["replica_id"],
+                    state=replica_state,
+                    role=spec["role"],
+                    hostname="localhost",
+                    structured_error_msg=rs.get("error", "<NONE>"),
+                )
+            )
+        return DescribeAppResponse(
+            app_id=app_id,
+            state=AppState[st["state"]],
+            num_restarts=int(st.get("num_restarts", 0)),
+            msg=st.get("msg") or "",
+            structured_error_msg=st.get("error", "<NONE>"),
+            ui_url=f"file://{app['log_root']}",
+            metadata=dict(app.get("metadata", {})),
+            roles_statuses=statuses,
+            roles=roles,
+        )
+
+    def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
+        """Every job of this user, newest first."""
+        found = []
+        for app_id in self.store.app_ids():
+            st = self._state(app_id)
+            if st is not None:
+                found.append((st.get("created", 0.0), ListAppResponse(app_id, AppState[st["state"]], name=st["name"])))
+        found.sort(key=lambda item: item[0], reverse=True)
+        return [resp for _, resp in found]
+
+    def wait(self, app_id: str, timeout: float | None = None, poll_interval: float = 1.0) -> DescribeAppResponse | None:
+        """Blocks until the job ends (its supervisor exits) or ``timeout`` seconds pass.
+
+        Reacts to the supervisor's exit at once (pidfd on Linux; elsewhere it blocks on
+        the job's lock or re-checks every few milliseconds).
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            st = self._state(app_id)
+            if st is None or st["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
+                _reap()
+                return self.describe(app_id)
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return self.describe(app_id)
+            self._wait_supervisor(app_id, st.get("pid") or self._pids.get(app_id), remaining)
+
+    def _wait_supervisor(self, app_id: str, pid: int | None, timeout: float | None) -> None:
+        """Returns when the supervisor ``pid`` exits, after ``timeout``, or shortly if ``pid`` is unknown."""
+        fd = pidfd(pid)
+        if fd is None:
+            if pid is None or not hasattr(os, "pidfd_open"):
+                time.sleep(0.001 if pid is None else 0.005 if timeout is None else min(0.005, timeout))
+            return
+        try:
+            if store.lock_is_held(self.store.job_dir(app_id)):  # so the pid is still the supervisor's
+                select.select([fd], [], [], timeout)
+        finally:
+            os.close(fd)
+
+    # ------------------------------------------------------------------ stopping
+    def _cancel_existing(self, app_id: str) -> None:
+        """Stops the job (SIGTERM, SIGKILL after the grace period) and waits until it is CANCELLED."""
+        job_dir = self.store.job_dir(app_id)
+        app = self.store.app(app_id) or {}
+        open(os.path.join(job_dir, store.CANCEL_FILE), "ab").close()
+        deadline = time.monotonic() + float(app.get("stop_grace_period", 5.0)) + CANCEL_SLACK
+        signalled = False
+        while time.monotonic() < deadline:
+            st = self.store.state(app_id)
+            if st is None or st["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
+                return
+            if not store.lock_is_held(job_dir):
+                break
+            pid = st.get("pid") or self._pids.get(app_id)
+            if pid and not signalled:
+                signalled = _signal_supervisor(job_dir, pid)
+            self._wait_supervisor(app_id, pid, max(0.0, deadline - time.monotonic()))
+        self._cancel_orphans(app_id)
+
+    def _cancel_orphans(self, app_id: str) -> None:
+        """The supervisor is gone (or stuck): kill the replicas it recorded and write CANCELLED."""
+        from torchx_sched_local.supervisor import proc_start_time, wait_groups_gone
+
+        job_dir = self.store.job_dir(app_id)
+        st = self.store.state(app_id)
+        if st is None or st["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
+            return
+        pid = st.get("pid")
+        if pid and store.lock_is_held(job_dir) and proc_start_time(pid) is not None:
+            _kill(pid, signal.SIGKILL)  # stuck supervisor: it holds the lock, so the pid is its own
+        with store.take_lock(job_dir):
+            st = self.store.state(app_id) or st
+            if st["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
+                return
+            killed = []
+            for rs in st.get("replicas") or []:
+                rpid, started = rs.get("pid"), rs.get("start_time")
+                if rpid and started is not None and proc_start_time(rpid) == started:
+                    _kill(-rpid, signal.SIGKILL)
+                    killed.append(rpid)
+                if rs.get("state") in ("PENDING", "RUNNING"):
+                    rs["state"] = "CANCELLED"
+            wait_groups_gone(killed, timeout=5.0)
+            st.update(state="CANCELLED", msg="cancelled (the job's supervisor had died; its replicas were killed)")
+            store.write_json(os.path.join(job_dir, store.STATE_FILE), st)
+
+    def _delete_existing(self, app_id: str) -> None:
+        """Cancels the job, then removes its record and its logs."""
+        app = self.store.app(app_id) or {}
+        self._cancel_existing(app_id)
+        log_root = app.get("log_root")
+        job_dir = self.store.job_dir(app_id)
+        if log_root and not log_root.startswith(job_dir + os.sep) and os.path.basename(log_root) == app_id:
+            shutil.rmtree(log_root, ignore_errors=True)
+        self.store.remove(app_id)
+
+    # ------------------------------------------------------------------ logs
+    def log_iter(
+        self,
+        app_id: str,
+        role_name: str,
+        k: int = 0,
+        regex: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        should_tail: bool = False,
+        streams: Stream | None = None,
+    ) -> Iterable[str]:
+        """Lines of replica ``k`` of ``role_name`` (default stream: ``combined``).
+
+        Raises:
+            ValueError: no such app, role or replica
+        """
+        app = self.store.app(app_id)
+        if app is None:
+            raise ValueError(f"unknown local_cwd app {app_id!r}; `torchx list -s local_cwd` shows the known apps")
+        spec = next((r for r in app["replicas"] if r["role"] == role_name and r["replica_id"] == k), None)
+        if spec is None:
+            roles = {r["role"]: 0 for r in app["replicas"]}
+            for r in app["replicas"]:
+                roles[r["role"]] += 1
+            known = ", ".join(f"{name} (replicas 0..{n - 1})" for name, n in roles.items())
+            raise ValueError(f"app {app_id!r} has no replica {role_name}/{k}; it has: {known}")
+        stream = Stream(streams).value if streams is not None else Stream.COMBINED.value
+        base = os.path.join(spec["log_dir"], stream)
+        since_ns = _to_ns(since)
+        until_ns = _to_ns(until)
+        lines: Iterable[str]
+        if should_tail:
+            lines = self._follow(app_id, spec["log_dir"], base, since_ns, until_ns)
+        else:
+            lines = logfiles.read_lines(base, since_ns, until_ns)
+        return filter_regex(regex, lines) if regex else lines
+
+    def _follow(
+        self, app_id: str, log_dir: str, base: str, since_ns: int | None, until_ns: int | None
+    ) -> Iterator[str]:
+        job_dir = self.store.job_dir(app_id)
+        done_path = os.path.join(log_dir, store.DONE_FILE)
+        st = self.store.state(app_id) or {}
+        watch = DirWatch(log_dir, st.get("pid"))
+
+        def finished() -> bool:
+            # the supervisor marks a replica done before it exits: a free lock without the
+            # marker means it died, and nothing more will be written
+            return os.path.exists(done_path) or not store.lock_is_held(job_dir)
+
+        try:
+            yield from logfiles.follow_lines(base, finished, lambda: watch.wait(_LIVENESS_CHECK), since_ns, until_ns)
+        finally:
+            watch.close()
+
+
+@functools.lru_cache(maxsize=1)
+def _cached_runopts() -> runopts:
+    return LocalOpts.as_runopts()
+
+
+def _local_runopts() -> runopts:
+    """The options of ``local_cwd`` (built once per process: reading the docstrings is slow)."""
+    opts = runopts()
+    opts.update(_cached_runopts())
+    return opts
+
+
+def _make_log_dirs(req: LocalRequest) -> None:
+    """Creates every replica's log directory (log followers watch them from the start; torchelastic
+    writes its error file there)."""
+    parents: set[str] = set()
+    for replica in req.replicas:
+        parent = os.path.dirname(replica.log_dir)
+        if parent not in parents:
+            os.makedirs(parent, mode=0o700, exist_ok=True)
+            parents.add(parent)
+        os.mkdir(replica.log_dir, 0o700)
+
+
+def _reap() -> None:
+    launch = sys.modules.get("torchx_sched_local.launch")
+    if launch is not None:
+        launch.reap_children()
+
+
+def _to_ns(when: datetime | None) -> int | None:
+    return None if when is None else int(when.timestamp() * 1e9)
+
+
+def _kill(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _signal_supervisor(job_dir: str, pid: int) -> bool:
+    """Sends SIGTERM to the supervisor ``pid`` if it still is the job's supervisor; True if sent."""
+    fd = pidfd(pid)
+    try:
+        if not store.lock_is_held(job_dir):
+            return False
+        if fd is not None:
+            signal.pidfd_send_signal(fd, signal.SIGTERM)
+        else:
+            os.kill(pid, signal.SIGTERM)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def create_scheduler(session_name: str, state_dir: str | None = None, **kwargs: Any) -> LocalScheduler:
+    """The ``local_cwd`` scheduler (other keyword arguments, meant for other schedulers, are ignored)."""
+    return LocalScheduler(session_name, state_dir=state_dir)

@@ -1,0 +1,618 @@
+"""The per-job supervisor: owns a local job's replicas from start to end.
+
+One supervisor process per job, detached from the launcher (own session, stdio on
+``/dev/null``), holding the job's lock until it exits. It starts each replica in its own
+session (so its whole process tree can be signalled), pumps the replicas' stdout and
+stderr into the log files, restarts failed replicas according to the retry policy,
+stops everything on cancel (SIGTERM, then SIGKILL after the grace period), records every
+change in ``state.json`` and exits as soon as the job has ended.
+
+It is a single-threaded event loop over the output pipes and a signal wake-up pipe
+(SIGCHLD: a replica exited; SIGTERM/SIGINT/SIGHUP: cancel). It imports only the standard
+library and this package's stdlib-only modules, so starting it is cheap.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import shutil
+import signal
+import sys
+import time
+from typing import Any
+
+from torchx_sched_local import logfiles, store
+
+#: seconds to wait for a replica's output to reach EOF after it exited (descendants that
+#: escaped its session may keep the pipe open)
+DRAIN_TIMEOUT = 1.0
+#: at most this many bytes are kept from a replica's TORCHELASTIC_ERROR_FILE
+MAX_ERROR_FILE = 64 * 1024
+_READ_SIZE = 1 << 20
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+_DEFAULT_SIGNALS = frozenset(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}
+
+
+class SpawnError(Exception):
+    """A replica could not be started (the message says why, for the job's status)."""
+
+
+def proc_start_time(pid: int) -> int | None:
+    """The start time (clock ticks since boot) of process ``pid`` on Linux, else None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(b")") + 2 :].split()[19])
+
+
+def group_alive(pgid: int) -> bool:
+    """True while process group ``pgid`` has a member that is not a zombie (Linux: checked in /proc)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return False  # no /proc: the members were signalled, assume they are going
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != b"Z":
+            return True
+    return False
+
+
+def wait_groups_gone(pgids: list[int], timeout: float) -> None:
+    """Waits (up to ``timeout`` s) until the killed process groups ``pgids`` have no live member."""
+    deadline = time.monotonic() + timeout
+    pending = [p for p in pgids if group_alive(p)]
+    while pending and time.monotonic() < deadline:
+        time.sleep(0.005)
+        pending = [p for p in pending if group_alive(p)]
+
+
+def describe_exit(code: int) -> str:
+    """``exited with code 3`` / ``killed by signal 9 (SIGKILL)``."""
+    if code >= 0:
+        return f"exited with code {code}"
+    try:
+        name = f" ({signal.Signals(-code).name})"
+    except ValueError:
+        name = ""
+    return f"killed by signal {-code}{name}"
+
+
+def resolve_entrypoint(entrypoint: str, path: str, cwd: str) -> str:
+    """The executable ``entrypoint`` names: a path (relative to ``cwd``) or a command on ``path``.
+
+    Raises:
+        SpawnError: it does not exist or is not executable
+    """
+    if os.sep in entrypoint:
+        full = os.path.normpath(os.path.join(cwd, entrypoint))
+        if not os.path.exists(full):
+            raise SpawnError(f"entrypoint {entrypoint!r} not found: {full} does not exist")
+        if os.path.isdir(full) or not os.access(full, os.X_OK):
+            raise SpawnError(
+                f"entrypoint {entrypoint!r} is not executable ({full}); `chmod +x` it or run it through its interpreter"
+            )
+        return full
+    found = shutil.which(entrypoint, path=path)
+    if found is None:
+        raise SpawnError(
+            f"entrypoint {entrypoint!r} not found on PATH (or not executable); install it, use a path,"
+            " or set -cfg prepend_cwd=True to run commands in the current directory"
+        )
+    return os.path.join(cwd, found)
+
+
+class Replica:
+    """One replica of the job: its spec, current process, attempt outcome and log streams."""
+
+    def __init__(self, spec: dict[str, Any], role: dict[str, Any]) -> None:
+        self.spec = spec
+        self.role = role
+        self.name = f"{spec['role']}/{spec['replica_id']}"
+        self.state = "PENDING"
+        self.pid: int | None = None
+        self.start_time: int | None = None
+        self.exit_code: int | None = None
+        self.restarts = 0
+        self.msg = ""
+        self.error = "<NONE>"
+        self.alive = False
+        self.pipes: dict[int, str] = {}
+        self.drain_deadline: float | None = None
+        self.kill_at: float | None = None
+        self.stopped = False
+        self.respawn = False
+        self.final = False
+        self.writers: dict[str, logfiles.StreamWriter] = {}
+        self.joiners = {"stdout": logfiles.LineJoiner(), "stderr": logfiles.LineJoiner()}
+
+    @property
+    def running(self) -> bool:
+        """True while its process lives or its output is still being read."""
+        return self.alive or bool(self.pipes)
+
+    def to_json(self) -> dict[str, Any]:
+        """Its entry in ``state.json``."""
+        if self.alive and self.start_time is None and self.pid is not None:
+            self.start_time = proc_start_time(self.pid)
+        return {
+            "state": self.state,
+            "pid": self.pid,
+            "start_time": self.start_time,
+            "exit_code": self.exit_code,
+            "restarts": self.restarts,
+            "msg": self.msg,
+            "error": self.error,
+        }
+
+
+class Supervisor:
+    """Runs one job (see the module docstring)."""
+
+    def __init__(self, job_dir: str, app: dict[str, Any]) -> None:
+        self.job_dir = job_dir
+        self.roles: list[dict[str, Any]] = app["roles"]
+        self.replicas = [Replica(spec, self.roles[spec["role_index"]]) for spec in app["replicas"]]
+        self.grace = float(app.get("stop_grace_period", 5.0))
+        self.base_env = dict(os.environ)
+        self.state_path = os.path.join(job_dir, store.STATE_FILE)
+        self.base_state: dict[str, Any] = store.read_json(self.state_path) or {}
+        self.sel = selectors.DefaultSelector()
+        self.by_pid: dict[int, Replica] = {}
+        self.role_restarts = [0] * len(self.roles)
+        self.num_restarts = 0
+        self.cancelling = False
+        self.failed: Replica | None = None
+        self.pending_restart: set[Replica] = set()
+        self.dirty = True
+        self.app_state = "PENDING"
+        self.msg = ""
+        self._which: dict[tuple[str, str, str], str] = {}
+
+    # ------------------------------------------------------------------ main loop
+    def run(self) -> None:
+        """Runs the job to its end; writes the final state."""
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_r, False)
+        os.set_blocking(wake_w, False)
+        for sig in (*_STOP_SIGNALS, signal.SIGCHLD):
+            signal.signal(sig, _ignore_signal)
+        signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        self.sel.register(wake_r, selectors.EVENT_READ, None)
+        if os.path.exists(os.path.join(self.job_dir, store.CANCEL_FILE)):
+            self._cancel()
+        else:
+            for r in self.replicas:
+                self._start(r)
+                if self.failed is not None:
+                    break
+        self.app_state = "RUNNING"
+        self.dirty = True
+        while not self._ended():
+            self._write_state()
+            for key, _ in self.sel.select(self._timeout()):
+                if key.data is None:
+                    self._on_signals(wake_r)
+                else:
+                    self._on_output(key.fd, key.data)
+            self._reap()
+            self._tick()
+        self._finish()
+
+    def _ended(self) -> bool:
+        return not self.pending_restart and all(
+            not r.running and r.state not in ("PENDING", "RUNNING") for r in self.replicas
+        )
+
+    def _timeout(self) -> float | None:
+        deadlines = [d for r in self.replicas for d in (r.kill_at, r.drain_deadline) if d is not None]
+        if not deadlines:
+            return None
+        return max(0.0, min(deadlines) - time.monotonic())
+
+    def _on_signals(self, wake_r: int) -> None:
+        try:
+            data = os.read(wake_r, 512)
+        except BlockingIOError:
+            return
+        if any(sig in data for sig in _STOP_SIGNALS) and not self.cancelling:
+            self._cancel()
+
+    # ------------------------------------------------------------------ starting
+    def _start(self, r: Replica) -> None:
+        spec = r.spec
+        if not r.writers:
+            r.writers = {s: logfiles.StreamWriter(os.path.join(spec["log_dir"], s)) for s in logfiles.STREAMS}
+        r.exit_code = None
+        r.msg = ""
+        r.error = "<NONE>"
+        r.respawn = False
+        r.stopped = False
+        r.kill_at = None
+        try:
+            pid = self._spawn(r)
+        except SpawnError as e:
+            r.state = "FAILED"
+            r.msg = str(e)
+            r.error = json.dumps({"message": f"{r.name}: {e}"})
+            self._fail(r, f"{r.name}: {e}")
+            return
+        r.pid = pid
+        r.start_time = None
+        r.alive = True
+        r.state = "RUNNING"
+        self.by_pid[pid] = r
+        self.dirty = True
+
+    def _spawn(self, r: Replica) -> int:
+        spec = r.spec
+        cwd = spec["cwd"]
+        if not os.path.isdir(cwd):
+            raise SpawnError(f"image directory {cwd} does not exist (role image {spec['image']!r})")
+        env = {**self.base_env, **spec["env"]}
+        if spec.get("prepend_cwd"):
+            env["PATH"] = cwd + os.pathsep + env.get("PATH", os.defpath)
+        cmd = spec["cmd"]
+        key = (cmd[0], env.get("PATH", os.defpath), cwd)
+        exe = self._which.get(key)
+        if exe is None:
+            exe = self._which[key] = resolve_entrypoint(cmd[0], key[1], cwd)
+        out_r, out_w, err_r, err_w = _output_pipes()
+        try:
+            os.chdir(cwd)
+            pid = os.posix_spawn(
+                exe,
+                cmd,
+                env,
+                file_actions=[(os.POSIX_SPAWN_DUP2, out_w, 1), (os.POSIX_SPAWN_DUP2, err_w, 2)],
+                setsid=True,
+                setsigdef=_DEFAULT_SIGNALS,
+                setsigmask=(),
+            )
+        except OSError as e:
+            os.close(out_r)
+            os.close(err_r)
+            raise SpawnError(f"cannot start entrypoint {cmd[0]!r} ({exe}): {e.strerror or e}") from None
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+        for fd, stream in ((out_r, "stdout"), (err_r, "stderr")):
+            os.set_blocking(fd, False)
+            r.pipes[fd] = stream
+            self.sel.register(fd, selectors.EVENT_READ, r)
+        return pid
+
+    # ------------------------------------------------------------------ output
+    def _on_output(self, fd: int, r: Replica) -> None:
+        try:
+            data = os.read(fd, _READ_SIZE)
+        except BlockingIOError:
+            return
+        if data:
+            self._write_output(r, r.pipes[fd], data)
+            return
+        self._close_pipe(r, fd)
+        if not r.running:
+            self._attempt_ended(r)
+
+    def _write_output(self, r: Replica, stream: str, data: bytes) -> None:
+        t = time.time_ns()
+        r.writers[stream].write(data, t)
+        r.writers["combined"].write(r.joiners[stream].feed(data), t)
+
+    def _close_pipe(self, r: Replica, fd: int) -> None:
+        stream = r.pipes.pop(fd)
+        self.sel.unregister(fd)
+        os.close(fd)
+        r.writers["combined"].write(r.joiners[stream].flush(), time.time_ns())
+
+    # ------------------------------------------------------------------ exits
+    def _reap(self) -> None:
+        while True:
+            try:
+                info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:
+                return
+            if info is None:
+                return
+            pid = info.si_pid
+            r = self.by_pid.pop(pid, None)
+            if r is not None:
+                # the leader is a zombie, so its group id cannot be reused yet: kill what it left behind
+                _killpg(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
+            if r is not None:
+                self._exited(r, os.waitstatus_to_exitcode(status))
+
+    def _exited(self, r: Replica, code: int) -> None:
+        r.alive = False
+        r.exit_code = code
+        r.kill_at = None
+        if r.pipes:
+            r.drain_deadline = time.monotonic() + DRAIN_TIMEOUT
+        else:
+            self._attempt_ended(r)
+
+    def _attempt_ended(self, r: Replica) -> None:
+        r.drain_deadline = None
+        t = time.time_ns()
+        for fd in list(r.pipes):
+            self._close_pipe(r, fd)
+        for w in r.writers.values():
+            w.seal(t)
+        code = r.exit_code if r.exit_code is not None else -signal.SIGKILL
+        self.dirty = True
+        if r.respawn:
+            r.state = "PENDING"
+            self._restart_ready()
+            return
+        if r.stopped:
+            r.state = "CANCELLED"
+        elif code == 0:
+            r.state = "SUCCEEDED"
+        else:
+            r.state = "FAILED"
+            r.msg = describe_exit(code)
+            r.error = self._error_file(r) or json.dumps({"message": f"{r.name} {r.msg}", "exit_code": code})
+            if not (self.cancelling or self.failed is not None):
+                self._on_failure(r)
+        self._mark_final()
+
+    def _error_file(self, r: Replica) -> str | None:
+        path = r.spec["env"].get("TORCHELASTIC_ERROR_FILE")
+        if not path:
+            return None
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                return f.read(MAX_ERROR_FILE) or None
+        except OSError:
+            return None
+
+    # ------------------------------------------------------------------ retries
+    def _on_failure(self, r: Replica) -> None:
+        role_index = r.spec["role_index"]
+        policy = r.role["retry_policy"]
+        max_retries = int(r.role["max_retries"])
+        if policy == "REPLICA" and r.restarts < max_retries:
+            r.restarts += 1
+            self.num_restarts += 1
+            self._start(r)
+            return
+        if policy in ("APPLICATION", "ROLE") and self.role_restarts[role_index] < max_retries:
+            self.role_restarts[role_index] += 1
+            self.num_restarts += 1
+            group = [x for x in self.replicas if policy == "APPLICATION" or x.spec["role_index"] == role_index]
+            for x in group:
+                x.respawn = True
+                x.restarts += 1
+                self.pending_restart.add(x)
+                if x.alive:
+                    self._terminate(x)
+            self._restart_ready()
+            return
+        self._fail(r, f"{r.name} {r.msg}")
+
+    def _restart_ready(self) -> None:
+        if any(x.running for x in self.pending_restart):
+            return
+        group, self.pending_restart = self.pending_restart, set()
+        for x in sorted(group, key=self.replicas.index):
+            x.final = False
+            self._start(x)
+            if self.failed is not None:
+                return
+
+    def _fail(self, r: Replica, msg: str) -> None:
+        """``r`` failed for good: the job fails and every other replica is stopped."""
+        if self.failed is not None or self.cancelling:
+            return
+        self.failed = r
+        self.msg = msg
+        self.pending_restart.clear()
+        for x in self.replicas:
+            x.respawn = False
+            if x is r:
+                continue
+            if x.alive:
+                self._terminate(x)
+            elif x.state == "PENDING" and not x.running:
+                x.state = "CANCELLED"
+        self.dirty = True
+
+    # ------------------------------------------------------------------ stopping
+    def _cancel(self) -> None:
+        self.cancelling = True
+        self.msg = "cancelled"
+        self.pending_restart.clear()
+        for r in self.replicas:
+            r.respawn = False
+            if r.alive:
+                self._terminate(r)
+            elif not r.running and r.state in ("PENDING", "RUNNING"):
+                r.state = "CANCELLED"
+        self.dirty = True
+
+    def _terminate(self, r: Replica) -> None:
+        if r.pid is not None and r.alive and not r.stopped:
+            r.stopped = True
+            _killpg(r.pid, signal.SIGTERM)
+            r.kill_at = time.monotonic() + self.grace
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        for r in self.replicas:
+            if r.kill_at is not None and now >= r.kill_at and r.alive and r.pid is not None:
+                _killpg(r.pid, signal.SIGKILL)
+                r.kill_at = None
+            if r.drain_deadline is not None and now >= r.drain_deadline:
+                self._attempt_ended(r)
+
+    # ------------------------------------------------------------------ state
+    def _mark_final(self) -> None:
+        """Writes the ``.done`` marker of every replica that will not run again (log followers stop)."""
+        stopping = self.cancelling or self.failed is not None
+        for r in self.replicas:
+            if r.final or r.running or r.respawn or r.state in ("PENDING", "RUNNING"):
+                continue
+            if not stopping and self._may_restart(r):
+                continue
+            r.final = True
+            with open(os.path.join(r.spec["log_dir"], store.DONE_FILE), "wb"):
+                pass
+
+    def _may_restart(self, r: Replica) -> bool:
+        """True if another replica's failure could still restart ``r`` (APPLICATION/ROLE retries left)."""
+        for index, role in enumerate(self.roles):
+            if self.role_restarts[index] >= int(role["max_retries"]):
+                continue
+            covers_r = role["retry_policy"] == "APPLICATION" or (
+                role["retry_policy"] == "ROLE" and index == r.spec["role_index"]
+            )
+            if covers_r and any(x.running for x in self.replicas if x.spec["role_index"] == index):
+                return True
+        return False
+
+    def _final_state(self) -> str:
+        if self.cancelling:
+            return "CANCELLED"
+        if self.failed is not None:
+            return "FAILED"
+        return "SUCCEEDED"
+
+    def _write_state(self, final: bool = False) -> None:
+        if not self.dirty and not final:
+            return
+        self.dirty = False
+        data = dict(self.base_state)
+        data.update(
+            state=self._final_state() if final else self.app_state,
+            pid=os.getpid(),
+            num_restarts=self.num_restarts,
+            msg=self.msg,
+            error=self.failed.error if self.failed is not None else "<NONE>",
+            replicas=[r.to_json() for r in self.replicas],
+            updated=time.time(),
+        )
+        store.write_json(self.state_path, data)
+
+    def _finish(self) -> None:
+        # descendants SIGKILLed with their replica's group may take a moment to die
+        wait_groups_gone([r.pid for r in self.replicas if r.pid is not None], timeout=2.0)
+        t = time.time_ns()
+        for r in self.replicas:
+            for w in r.writers.values():
+                w.seal(t)
+                w.close()
+            if r.state in ("PENDING", "RUNNING"):
+                r.state = "CANCELLED"
+        # no .done markers needed now: log followers stop when the supervisor lets go of the lock
+        self._write_state(final=True)
+
+
+def _output_pipes() -> tuple[int, int, int, int]:
+    """Read and write ends of a stdout and a stderr pipe.
+
+    Raises:
+        SpawnError: out of file descriptors
+    """
+    fds: list[int] = []
+    try:
+        for _ in range(2):
+            fds.extend(os.pipe())
+    except OSError as e:
+        for fd in fds:
+            os.close(fd)
+        raise SpawnError(f"cannot create its output pipes: {e.strerror} (raise `ulimit -n`?)") from None
+    return fds[0], fds[1], fds[2], fds[3]
+
+
+def _ignore_signal(signum: int, frame: object) -> None:
+    """Python-level handler; the wake-up fd carries the signal into the event loop."""
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def detach(keep_fd: int) -> None:
+    """Cuts a freshly started supervisor loose: stdio on /dev/null, every other inherited fd closed."""
+    import gc
+
+    gc.freeze()  # objects of the launcher (fork path) must never be finalized here
+    signal.set_wakeup_fd(-1)
+    for sig in signal.valid_signals():  # the launcher's Python handlers must not run here
+        if callable(signal.getsignal(sig)):
+            signal.signal(sig, signal.SIG_DFL)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        if fd != devnull:
+            os.dup2(devnull, fd)
+    if devnull > 2:
+        os.close(devnull)
+    os.closerange(3, keep_fd)
+    os.closerange(keep_fd + 1, 1 << 20)
+    os.set_inheritable(keep_fd, False)
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(sig, signal.SIG_IGN)
+
+
+def supervise(job_dir: str, lock_fd: int) -> None:
+    """Runs the job in ``job_dir``; never returns (exits the process)."""
+    code = 0
+    try:
+        detach(lock_fd)
+        os.chdir(job_dir)
+        app = store.read_json(os.path.join(job_dir, store.APP_FILE))
+        Supervisor(job_dir, app).run()
+    except BaseException:
+        import traceback
+
+        code = 1
+        _record_crash(job_dir, traceback.format_exc())
+    finally:
+        os._exit(code)
+
+
+def _record_crash(job_dir: str, text: str) -> None:
+    try:
+        with open(os.path.join(job_dir, "supervisor.log"), "a", encoding="utf-8") as f:
+            f.write(text)
+        path = os.path.join(job_dir, store.STATE_FILE)
+        data = store.read_json(path) or {}
+        last = text.strip().splitlines()[-1] if text.strip() else "unknown error"
+        data.update(state="FAILED", msg=f"the job's supervisor failed: {last} (see {job_dir}/supervisor.log)")
+        store.write_json(path, data)
+    except OSError:
+        pass
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry of the exec'd supervisor: ``python -c ... JOB_DIR LOCK_FD SYS_PATH_JSON``.
+
+    This process is the intermediate: it forks the supervisor and exits at once, so the
+    launcher can reap it and the supervisor is adopted by init.
+    """
+    job_dir, lock_fd, _ = argv if argv is not None else sys.argv[1:4]
+    if os.fork() == 0:
+        supervise(job_dir, int(lock_fd))
+    os._exit(0)

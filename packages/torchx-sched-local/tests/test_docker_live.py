@@ -1,0 +1,206 @@
+"""local_docker against the live Docker engine (marker ``docker``; images are local, nothing is pulled)."""
+
+from __future__ import annotations
+
+import textwrap
+import time
+import uuid
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sched_local_helpers import eventually, run_cli
+from torchx import specs
+from torchx.schedulers.streams import Stream
+from torchx.specs import AppState
+from torchx_sched_local.docker_scheduler import LABEL_APP_ID
+
+pytestmark = pytest.mark.docker
+
+SERVER = """
+import os, socket, sys
+if os.environ["TORCHX_REPLICA_IDX"] == "0":
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("", 29500)); s.listen()
+    conn, _ = s.accept(); print("rank0 got", conn.recv(100).decode())
+else:
+    for _ in range(100):
+        try:
+            c = socket.create_connection((os.environ["TORCHX_RANK0_HOST"], 29500), timeout=1); break
+        except OSError:
+            import time; time.sleep(0.1)
+    c.sendall(b"hello from " + socket.gethostname().encode()); print("sent")
+"""
+
+
+@pytest.fixture
+def client(docker_live: dict[str, str]) -> Any:
+    """A docker SDK client for checking what the scheduler did."""
+    import docker
+
+    c = docker.from_env()
+    yield c
+    c.close()
+
+
+def _role(image: str, *cmd: str, **kwargs: Any) -> specs.Role:
+    return specs.Role("w", image=image, entrypoint=cmd[0], args=list(cmd[1:]), **kwargs)
+
+
+def _run(sched: Any, role: specs.Role, cfg: dict[str, Any] | None = None, name: str = "tdock") -> str:
+    return sched.submit(specs.AppDef(name, [role]), cfg or {})
+
+
+def test_replicas_reach_rank0_by_hostname(docker_sched: Any, docker_live: dict[str, str]) -> None:
+    role = _role(docker_live["TORCHX_TEST_DOCKER_IMAGE"], "python3", "-c", SERVER, num_replicas=2)
+    app_id = _run(docker_sched, role)
+    desc = docker_sched.wait(app_id, timeout=60)
+    assert desc is not None and desc.state == AppState.SUCCEEDED, desc
+    assert list(docker_sched.log_iter(app_id, "w", 0)) == ["rank0 got hello from w-1\n"]
+    assert list(docker_sched.log_iter(app_id, "w", 1)) == ["sent\n"]
+    assert [r.hostname for r in desc.roles_statuses[0].replicas] == ["w-0", "w-1"]
+    assert desc.roles == [role]
+
+
+def test_logs_streams_time_filters_regex_and_tail(docker_sched: Any, docker_live: dict[str, str]) -> None:
+    script = "echo out; echo err >&2; sleep 1.5; echo late; echo later"
+    app_id = _run(docker_sched, _role(docker_live["TORCHX_TEST_BUSYBOX_IMAGE"], "sh", "-c", script))
+    start = datetime.now()
+    tailed = list(docker_sched.log_iter(app_id, "w", 0, should_tail=True))
+    assert sorted(tailed) == sorted(["out\n", "err\n", "late\n", "later\n"])
+    assert docker_sched.wait(app_id, timeout=30).state == AppState.SUCCEEDED
+    assert list(docker_sched.log_iter(app_id, "w", 0, streams=Stream.STDOUT)) == ["out\n", "late\n", "later\n"]
+    assert list(docker_sched.log_iter(app_id, "w", 0, streams=Stream.STDERR)) == ["err\n"]
+    assert list(docker_sched.log_iter(app_id, "w", 0, regex="^lat")) == ["late\n", "later\n"]
+    middle = start + timedelta(seconds=0.75)
+    assert list(docker_sched.log_iter(app_id, "w", 0, since=middle, streams=Stream.STDOUT)) == ["late\n", "later\n"]
+    assert list(docker_sched.log_iter(app_id, "w", 0, until=middle, streams=Stream.STDOUT)) == ["out\n"]
+
+
+def test_failure_message_and_retries_through_the_restart_policy(
+    docker_sched: Any, docker_live: dict[str, str], tmp_path: Path
+) -> None:
+    image = docker_live["TORCHX_TEST_BUSYBOX_IMAGE"]
+    script = "echo x >> /state/starts; [ $(wc -l < /state/starts) -ge 2 ]"
+    mount = specs.BindMount(str(tmp_path), "/state")
+    app_id = _run(
+        docker_sched,
+        _role(image, "sh", "-c", script, max_retries=2, retry_policy=specs.RetryPolicy.REPLICA, mounts=[mount]),
+    )
+    desc = docker_sched.wait(app_id, timeout=60)
+    assert desc is not None and desc.state == AppState.SUCCEEDED, desc
+    assert desc.num_restarts == 1
+    assert (tmp_path / "starts").read_text() == "x\nx\n"
+    failing = _run(docker_sched, _role(image, "sh", "-c", "exit 7"))
+    desc = docker_sched.wait(failing, timeout=60)
+    assert desc is not None and desc.state == AppState.FAILED
+    assert desc.msg == "w/0 exited with code 7"
+
+
+def test_mounts_devices_and_limits(docker_sched: Any, docker_live: dict[str, str], tmp_path: Path, client: Any) -> None:
+    volume = client.volumes.create(name=f"torchx-test-{uuid.uuid4().hex[:8]}")
+    try:
+        (tmp_path / "in.txt").write_text("from host\n")
+        role = _role(
+            docker_live["TORCHX_TEST_BUSYBOX_IMAGE"],
+            "sh",
+            "-c",
+            "cat /ro/in.txt; echo written > /rw/out.txt; echo v > /vol/f; cat /vol/f; test -c /dev/tnull && echo dev;"
+            " touch /ro/x 2>/dev/null || echo read-only",
+            mounts=[
+                specs.BindMount(str(tmp_path), "/ro", read_only=True),
+                specs.BindMount(str(tmp_path), "/rw"),
+                specs.VolumeMount(volume.name, "/vol"),
+                specs.DeviceMount("/dev/null", "/dev/tnull", "rw"),
+            ],
+            resource=specs.Resource(cpu=1, gpu=0, memMB=64),
+        )
+        app_id = _run(docker_sched, role)
+        desc = docker_sched.wait(app_id, timeout=60)
+        assert desc is not None and desc.state == AppState.SUCCEEDED, desc
+        assert list(docker_sched.log_iter(app_id, "w", 0)) == ["from host\n", "v\n", "dev\n", "read-only\n"]
+        assert (tmp_path / "out.txt").read_text() == "written\n"
+        (container,) = client.containers.list(all=True, filters={"label": f"{LABEL_APP_ID}={app_id}"})
+        host = container.attrs["HostConfig"]
+        assert host["NanoCpus"] == 1_000_000_000
+        assert host["Memory"] == 64 * 1024 * 1024
+    finally:
+        for app_id in docker_sched.submitted:
+            docker_sched.delete(app_id)
+        volume.remove(force=True)
+
+
+def test_cancel_list_and_delete(docker_sched: Any, docker_live: dict[str, str], client: Any) -> None:
+    role = _role(docker_live["TORCHX_TEST_BUSYBOX_IMAGE"], "sleep", "300", num_replicas=2)
+    app_id = _run(docker_sched, role, {"stop_grace_period": 1})
+    eventually(lambda: docker_sched.describe(app_id).state == AppState.RUNNING, timeout=30)
+    assert app_id in [a.app_id for a in docker_sched.list() if a.state == AppState.RUNNING]
+    t = time.monotonic()
+    docker_sched.cancel(app_id)
+    assert time.monotonic() - t < 10
+    desc = docker_sched.describe(app_id)
+    assert desc.state == AppState.CANCELLED
+    assert [r.state for r in desc.roles_statuses[0].replicas] == [AppState.CANCELLED] * 2
+    assert {c.status for c in client.containers.list(all=True, filters={"label": f"{LABEL_APP_ID}={app_id}"})} == {
+        "exited"
+    }
+    assert (app_id, AppState.CANCELLED) in [(a.app_id, a.state) for a in docker_sched.list()]
+    docker_sched.delete(app_id)
+    assert docker_sched.describe(app_id) is None
+    assert client.containers.list(all=True, filters={"label": f"{LABEL_APP_ID}={app_id}"}) == []
+    assert client.networks.list(filters={"label": f"{LABEL_APP_ID}={app_id}"}) == []
+
+
+def test_missing_image_is_refused_and_leaves_nothing(docker_sched: Any, client: Any) -> None:
+    before = {n.name for n in client.networks.list()}
+    with pytest.raises(ValueError, match="not on the Docker engine"):
+        _run(docker_sched, _role("localhost/torchx-no-such-image:1", "true"))
+    assert {n.name for n in client.networks.list()} == before
+
+
+def test_workspace_is_built_into_the_image(
+    docker_sched: Any, docker_live: dict[str, str], tmp_path: Path, client: Any
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "hello.txt").write_text("from the workspace\n")
+    (ws / "secret.txt").write_text("keep out\n")
+    (ws / ".torchxignore").write_text("secret.txt\n")
+    role = _role(
+        docker_live["TORCHX_TEST_BUSYBOX_IMAGE"], "sh", "-c", "cat /hello.txt; test -e /secret.txt || echo no-secret"
+    )
+    role.workspace = specs.Workspace({str(ws): ""})
+    docker_sched.build_workspaces([role], {"quiet": True})
+    built = role.image
+    assert built.startswith("sha256:")
+    try:
+        assert client.images.get(built).labels["torchx.pytorch.org/version"]
+        app_id = _run(docker_sched, role)
+        assert docker_sched.wait(app_id, timeout=60).state == AppState.SUCCEEDED
+        assert list(docker_sched.log_iter(app_id, "w", 0)) == ["from the workspace\n", "no-secret\n"]
+        digest = built.split(":", 1)[1]
+        pushed = docker_sched.dryrun_push_images(specs.AppDef("x", [role]), {"image_repo": "registry.invalid/t"})
+        assert pushed == {built: ("registry.invalid/t", digest)}
+        assert role.image == f"registry.invalid/t:{digest}"
+        with pytest.raises(ValueError, match="image_repo"):
+            docker_sched.dryrun_push_images(specs.AppDef("x", [_role(built, "true")]), {})
+    finally:
+        for app_id in docker_sched.submitted:
+            docker_sched.delete(app_id)
+        client.images.remove(built, force=True)
+
+
+def test_torchx_run_on_local_docker(docker_live: dict[str, str], isolated: Path) -> None:
+    (isolated / "comp.py").write_text(
+        textwrap.dedent(f'''
+        import torchx.specs as specs
+        def echo(msg: str) -> specs.AppDef:
+            """Echoes."""
+            return specs.AppDef("tdockcli", [specs.Role("echo", image="{docker_live["TORCHX_TEST_BUSYBOX_IMAGE"]}", entrypoint="echo", args=[msg])])
+    ''')
+    )
+    proc = run_cli("run", "-s", "local_docker", "--workspace", "", "comp.py:echo", "--msg", "hi docker", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    handle = proc.stdout.splitlines()[0]
+    assert "echo/0 hi docker" in proc.stdout
+    assert run_cli("delete", handle).returncode == 0

@@ -1,0 +1,366 @@
+"""local_cwd: jobs outlive their launcher; wait, cancel, delete, retries, list, concurrent writers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from sched_local_helpers import app, eventually, run_python
+from torchx import specs
+from torchx.specs import AppState
+from torchx_sched_local import store
+from torchx_sched_local.local_scheduler import LocalScheduler
+from torchx_sched_local.supervisor import group_alive
+
+LAUNCH = """
+import sys, time
+from torchx import specs
+from torchx_sched_local.local_scheduler import LocalScheduler
+from torchx_sched_local.supervisor import group_alive
+sched = LocalScheduler("launcher")
+role = specs.Role("r", image="/tmp", entrypoint="sh", args=["-c", sys.argv[1]])
+print(sched.submit(specs.AppDef("bg", [role]), {}), flush=True)
+if sys.argv[2] == "hang":
+    time.sleep(60)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+def _replica_pids(sched: LocalScheduler, app_id: str) -> list[int]:
+    st = sched.store.state(app_id) or {}
+    return [r["pid"] for r in st.get("replicas", []) if r.get("pid")]
+
+
+def test_job_outlives_a_launcher_that_exits(sched: LocalScheduler) -> None:
+    proc = run_python(LAUNCH, "sleep 0.3; echo survived", "exit")
+    assert proc.returncode == 0, proc.stderr
+    app_id = proc.stdout.strip()
+    desc = sched.describe(app_id)
+    assert desc is not None and desc.state in (AppState.SUBMITTED, AppState.PENDING, AppState.RUNNING)
+    desc = sched.wait(app_id, timeout=10)
+    assert desc is not None and desc.state == AppState.SUCCEEDED
+    assert list(sched.log_iter(app_id, "r")) == ["survived\n"]
+
+
+def test_job_outlives_a_launcher_killed_with_sigkill(sched: LocalScheduler) -> None:
+    import subprocess
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LAUNCH, "sleep 0.5; echo still here", "hang"], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    app_id = proc.stdout.readline().strip()
+    proc.kill()
+    proc.wait()
+    desc = sched.describe(app_id)
+    assert desc is not None and desc.state in (AppState.SUBMITTED, AppState.PENDING, AppState.RUNNING)
+    desc = sched.wait(app_id, timeout=10)
+    assert desc is not None and desc.state == AppState.SUCCEEDED
+    assert list(sched.log_iter(app_id, "r")) == ["still here\n"]
+
+
+def test_job_survives_signals_to_the_launchers_process_group(sched: LocalScheduler) -> None:
+    import subprocess
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LAUNCH, "sleep 0.5; echo unharmed", "hang"],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    app_id = proc.stdout.readline().strip()
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        os.killpg(proc.pid, sig)
+    proc.wait()
+    desc = sched.wait(app_id, timeout=10)
+    assert desc is not None and desc.state == AppState.SUCCEEDED, desc
+    assert list(sched.log_iter(app_id, "r")) == ["unharmed\n"]
+
+
+def test_launch_from_a_multithreaded_process_uses_a_fresh_interpreter(sched: LocalScheduler) -> None:
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        app_id = sched.submit(app("echo", "from exec path"), {})
+    finally:
+        stop.set()
+        t.join()
+    desc = sched.wait(app_id, timeout=20)
+    assert desc is not None and desc.state == AppState.SUCCEEDED
+    assert list(sched.log_iter(app_id, "r")) == ["from exec path\n"]
+    st = sched.store.state(app_id)
+    assert st is not None
+    # the exec path's supervisor is not our child
+    with pytest.raises(ChildProcessError):
+        os.waitpid(st["pid"], os.WNOHANG)
+
+
+def test_wait_reacts_at_once_and_honours_timeout(sched: LocalScheduler) -> None:
+    app_id = sched.submit(app("sleep", "0.4"), {})
+    t = time.monotonic()
+    desc = sched.wait(app_id, timeout=0.1)
+    assert 0.09 <= time.monotonic() - t < 0.3
+    assert desc is not None and desc.state == AppState.RUNNING
+    desc = sched.wait(app_id, poll_interval=5)
+    elapsed = time.monotonic() - t
+    assert desc is not None and desc.state == AppState.SUCCEEDED
+    assert elapsed < 0.4 + 0.15, elapsed  # not a poll_interval-sized sleep
+
+
+def test_cancel_kills_the_whole_process_tree(sched: LocalScheduler, tmp_path: Path) -> None:
+    script = "sleep 300 & (sleep 300 & sleep 300) & echo started; wait"
+    app_id = sched.submit(app("sh", "-c", script, replicas=2), {"stop_grace_period": 2.0})
+    eventually(lambda: all(list(sched.log_iter(app_id, "r", k)) == ["started\n"] for k in (0, 1)))
+    pgids = _replica_pids(sched, app_id)
+    assert len(pgids) == 2 and all(group_alive(p) for p in pgids)
+    t = time.monotonic()
+    LocalScheduler("other", state_dir=sched.store.root).cancel(app_id)
+    assert time.monotonic() - t < 2.0  # sh and sleep die on SIGTERM: no SIGKILL wait
+    desc = sched.describe(app_id)
+    assert desc is not None and desc.state == AppState.CANCELLED
+    assert [r.state for r in desc.roles_statuses[0].replicas] == [AppState.CANCELLED] * 2
+    assert not any(group_alive(p) for p in pgids)
+
+
+def test_cancel_escalates_to_sigkill_after_the_grace_period(sched: LocalScheduler) -> None:
+    script = "trap '' TERM; echo ready; while :; do sleep 0.05; done"
+    app_id = sched.submit(app("sh", "-c", script), {"stop_grace_period": 0.3})
+    eventually(lambda: list(sched.log_iter(app_id, "r")) == ["ready\n"])
+    pgids = _replica_pids(sched, app_id)
+    t = time.monotonic()
+    sched.cancel(app_id)
+    assert 0.25 < time.monotonic() - t < 3
+    assert sched.describe(app_id).state == AppState.CANCELLED  # type: ignore[union-attr]
+    assert not any(group_alive(p) for p in pgids)
+
+
+def test_stray_children_are_killed_when_the_replica_exits(sched: LocalScheduler) -> None:
+    app_id = sched.submit(app("sh", "-c", "sleep 300 & echo $!"), {})
+    assert sched.wait(app_id, timeout=10).state == AppState.SUCCEEDED  # type: ignore[union-attr]
+    (pid_line,) = list(sched.log_iter(app_id, "r"))
+    child = int(pid_line)
+    eventually(lambda: not _alive(child))
+
+
+def test_delete_forgets_the_job(sched: LocalScheduler) -> None:
+    app_id = sched.submit(app("sleep", "300"), {"stop_grace_period": 1.0})
+    eventually(lambda: bool(_replica_pids(sched, app_id)))
+    pgids = _replica_pids(sched, app_id)
+    job_dir = sched.store.job_dir(app_id)
+    sched.delete(app_id)
+    assert sched.describe(app_id) is None
+    assert not os.path.exists(job_dir)
+    assert app_id not in [a.app_id for a in sched.list()]
+    assert not any(group_alive(p) for p in pgids)
+    sched.delete(app_id)  # no-op
+
+
+def test_cancel_of_an_ended_job_is_a_noop(sched: LocalScheduler) -> None:
+    app_id = sched.submit(app("/bin/true"), {})
+    sched.wait(app_id)
+    sched.cancel(app_id)
+    assert sched.describe(app_id).state == AppState.SUCCEEDED  # type: ignore[union-attr]
+
+
+def test_supervisor_death_is_reported_and_cancel_cleans_up(sched: LocalScheduler) -> None:
+    app_id = sched.submit(app("sh", "-c", "echo up; sleep 300"), {})
+    eventually(lambda: list(sched.log_iter(app_id, "r")) == ["up\n"])
+    st = sched.store.state(app_id)
+    assert st is not None
+    pgids = _replica_pids(sched, app_id)
+    os.kill(st["pid"], signal.SIGKILL)
+    eventually(lambda: not store.lock_is_held(sched.store.job_dir(app_id)))
+    desc = sched.describe(app_id)
+    assert desc is not None and desc.state == AppState.FAILED and "supervisor" in desc.msg
+    assert any(group_alive(p) for p in pgids)
+    sched._cancel_orphans(app_id)
+    assert not any(group_alive(p) for p in pgids)
+    assert sched.describe(app_id).state == AppState.CANCELLED  # type: ignore[union-attr]
+
+
+# ---------------------------------------------------------------------------------------- retries
+
+FLAKY = """
+import os, sys
+log = os.path.join(sys.argv[1], "starts-" + sys.argv[2])
+with open(log, "a") as f:
+    f.write("x")
+fail_file = os.path.join(sys.argv[1], "fail-" + sys.argv[2])
+if os.path.exists(fail_file):
+    n = int(open(fail_file).read())
+    if n > 0:
+        open(fail_file, "w").write(str(n - 1))
+        sys.exit(3)
+"""
+
+
+def _flaky_app(
+    tmp_path: Path, policy: specs.RetryPolicy, max_retries: int, fails: dict[int, int], replicas: int = 2
+) -> specs.AppDef:
+    for k, n in fails.items():
+        (tmp_path / f"fail-{k}").write_text(str(n))
+    return app(
+        sys.executable,
+        "-c",
+        FLAKY,
+        str(tmp_path),
+        specs.macros.replica_id,
+        replicas=replicas,
+        max_retries=max_retries,
+        retry_policy=policy,
+    )
+
+
+def _starts(tmp_path: Path, k: int) -> int:
+    path = tmp_path / f"starts-{k}"
+    return len(path.read_text()) if path.exists() else 0
+
+
+def _restarts(sched: LocalScheduler, app_id: str) -> list[int]:
+    """Per replica, how often the supervisor restarted it (a replica killed for a group
+    restart may not have got far enough to leave a mark of its own)."""
+    return [r["restarts"] for r in (sched.store.state(app_id) or {})["replicas"]]
+
+
+def test_replica_retry_restarts_only_the_failed_replica(sched: LocalScheduler, tmp_path: Path) -> None:
+    app_id = sched.submit(_flaky_app(tmp_path, specs.RetryPolicy.REPLICA, 2, {1: 2}), {})
+    desc = sched.wait(app_id, timeout=20)
+    assert desc is not None and desc.state == AppState.SUCCEEDED, desc
+    assert desc.num_restarts == 2
+    assert (_starts(tmp_path, 0), _starts(tmp_path, 1)) == (1, 3)
+    assert _restarts(sched, app_id) == [0, 2]
+
+
+def test_application_retry_restarts_every_replica(sched: LocalScheduler, tmp_path: Path) -> None:
+    app_id = sched.submit(_flaky_app(tmp_path, specs.RetryPolicy.APPLICATION, 1, {1: 1}), {})
+    desc = sched.wait(app_id, timeout=20)
+    assert desc is not None and desc.state == AppState.SUCCEEDED, desc
+    assert desc.num_restarts == 1
+    assert _restarts(sched, app_id) == [1, 1]
+    assert _starts(tmp_path, 1) == 2
+
+
+def test_retries_exhausted_fail_the_job(sched: LocalScheduler, tmp_path: Path) -> None:
+    app_id = sched.submit(_flaky_app(tmp_path, specs.RetryPolicy.APPLICATION, 2, {0: 99}), {})
+    desc = sched.wait(app_id, timeout=20)
+    assert desc is not None and desc.state == AppState.FAILED
+    assert desc.num_restarts == 2
+    assert desc.msg == "r/0 exited with code 3"
+    assert _starts(tmp_path, 0) == 3
+
+
+def test_role_retry_restarts_the_role_only(sched: LocalScheduler, tmp_path: Path) -> None:
+    (tmp_path / "fail-1").write_text("1")
+    flaky = specs.Role(
+        "flaky",
+        image="/tmp",
+        entrypoint=sys.executable,
+        args=["-c", FLAKY, str(tmp_path), specs.macros.replica_id],
+        num_replicas=2,
+        max_retries=1,
+        retry_policy=specs.RetryPolicy.ROLE,
+    )
+    steady = specs.Role("steady", image="/tmp", entrypoint=sys.executable, args=["-c", FLAKY, str(tmp_path), "s"])
+    app_id = sched.submit(specs.AppDef("roles", [flaky, steady]), {})
+    desc = sched.wait(app_id, timeout=20)
+    assert desc is not None and desc.state == AppState.SUCCEEDED, desc
+    assert desc.num_restarts == 1
+    assert _restarts(sched, app_id) == [1, 1, 0]
+    assert len((tmp_path / "starts-s").read_text()) == 1
+
+
+def test_failure_stops_the_other_replicas(sched: LocalScheduler) -> None:
+    code = "import sys, time; sys.exit(5) if sys.argv[1] == '0' else time.sleep(300)"
+    app_id = sched.submit(
+        app(sys.executable, "-c", code, specs.macros.replica_id, replicas=3), {"stop_grace_period": 2}
+    )
+    desc = sched.wait(app_id, timeout=10)
+    assert desc is not None and desc.state == AppState.FAILED
+    assert desc.msg == "r/0 exited with code 5"
+    states = [r.state for r in desc.roles_statuses[0].replicas]
+    assert states == [AppState.FAILED, AppState.CANCELLED, AppState.CANCELLED]
+
+
+# ---------------------------------------------------------------------------------------- list
+
+
+def test_list_is_newest_first_and_sees_other_processes(sched: LocalScheduler) -> None:
+    first = sched.submit(app("/bin/true", name="first"), {})
+    sched.wait(first)
+    proc = run_python(LAUNCH, "exit 4", "exit")
+    second = proc.stdout.strip()
+    sched.wait(second)
+    listed = sched.list()
+    assert [a.app_id for a in listed] == [second, first]
+    assert [a.state for a in listed] == [AppState.FAILED, AppState.SUCCEEDED]
+    assert listed[1].name == "first"
+
+
+CONCURRENT = """
+import sys
+from torchx import specs
+from torchx_sched_local.local_scheduler import LocalScheduler
+from torchx_sched_local.supervisor import group_alive
+sched = LocalScheduler("c")
+ids = [sched.submit(specs.AppDef("c", [specs.Role("r", image="/tmp", entrypoint="/bin/true")]), {}) for _ in range(int(sys.argv[1]))]
+print("\\n".join(ids))
+"""
+
+
+def _submit_concurrently(sched: LocalScheduler, processes: int, per_process: int) -> None:
+    import subprocess
+
+    procs = [
+        subprocess.Popen([sys.executable, "-c", CONCURRENT, str(per_process)], stdout=subprocess.PIPE, text=True)
+        for _ in range(processes)
+    ]
+    submitted = []
+    for p in procs:
+        out, _ = p.communicate(timeout=600)
+        assert p.returncode == 0
+        submitted += out.split()
+    assert len(submitted) == len(set(submitted)) == processes * per_process
+    for app_id in submitted:
+        desc = sched.wait(app_id, timeout=60)
+        assert desc is not None and desc.state == AppState.SUCCEEDED, (app_id, desc)
+    listed = sched.list()
+    assert sorted(a.app_id for a in listed) == sorted(submitted)
+    assert {a.state for a in listed} == {AppState.SUCCEEDED}
+
+
+def test_concurrent_submissions_are_not_lost(sched: LocalScheduler) -> None:
+    _submit_concurrently(sched, 4, 25)
+
+
+@pytest.mark.slow
+def test_a_thousand_concurrent_submissions_are_not_lost(sched: LocalScheduler) -> None:
+    _submit_concurrently(sched, 4, 250)
+    t = time.perf_counter()
+    assert len(sched.list()) == 1000
+    assert time.perf_counter() - t < 0.5
+
+
+def test_state_files_are_json_and_private(sched: LocalScheduler) -> None:
+    app_id = sched.submit(app("/bin/true"), {})
+    sched.wait(app_id)
+    job_dir = sched.store.job_dir(app_id)
+    assert os.stat(sched.store.root).st_mode & 0o077 == 0
+    assert os.stat(job_dir).st_mode & 0o077 == 0
+    with open(os.path.join(job_dir, store.STATE_FILE)) as f:
+        assert json.load(f)["state"] == "SUCCEEDED"
+    assert not [n for n in os.listdir(job_dir) if n.endswith(".tmp")]

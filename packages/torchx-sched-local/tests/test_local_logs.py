@@ -1,0 +1,196 @@
+"""local_cwd logs: streams, whole lines of any length, regex, since/until, and following a running job."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from datetime import datetime, timedelta
+
+import pytest
+from sched_local_helpers import app, py
+from torchx.runner import get_runner
+from torchx.schedulers.streams import Stream
+from torchx.specs import AppState
+from torchx_sched_local import logfiles
+from torchx_sched_local.local_scheduler import LocalScheduler
+
+
+def _finished(sched: LocalScheduler, application) -> str:  # type: ignore[no-untyped-def]
+    app_id = sched.submit(application, {})
+    desc = sched.wait(app_id, timeout=30)
+    assert desc is not None and desc.state == AppState.SUCCEEDED, desc
+    return app_id
+
+
+def test_streams(sched: LocalScheduler) -> None:
+    app_id = _finished(sched, app("sh", "-c", "echo out1; echo err1 >&2; echo out2; echo err2 >&2"))
+    assert list(sched.log_iter(app_id, "r", 0, streams=Stream.STDOUT)) == ["out1\n", "out2\n"]
+    assert list(sched.log_iter(app_id, "r", 0, streams=Stream.STDERR)) == ["err1\n", "err2\n"]
+    combined = list(sched.log_iter(app_id, "r", 0))
+    assert sorted(combined) == ["err1\n", "err2\n", "out1\n", "out2\n"]
+    assert list(sched.log_iter(app_id, "r", 0, streams=Stream.COMBINED)) == combined
+
+
+def test_a_megabyte_line_is_never_split(sched: LocalScheduler) -> None:
+    code = (
+        "import sys, os\n"
+        "big = 'x' * (1 << 20)\n"
+        "for i in range(3):\n"
+        "    for j in range(0, len(big), 4096):\n"
+        "        os.write(1, big[j:j + 4096].encode())\n"
+        "        if j % (1 << 16) == 0: os.write(2, b'interleaved\\n')\n"
+        "    os.write(1, b'\\n')\n"
+        "os.write(1, b'tail without newline')\n"
+    )
+    app_id = _finished(sched, py(code))
+    big = "x" * (1 << 20) + "\n"
+    assert list(sched.log_iter(app_id, "r", 0, streams=Stream.STDOUT)) == [big, big, big, "tail without newline\n"]
+    combined = list(sched.log_iter(app_id, "r", 0))
+    assert combined.count(big) == 3
+    assert combined.count("interleaved\n") == 3 * 16
+    assert "tail without newline\n" in combined
+    assert len(combined) == 3 + 48 + 1
+
+
+def test_every_line_arrives_and_only_newline_breaks_lines(sched: LocalScheduler) -> None:
+    code = (
+        "import sys\nfor i in range(100000): sys.stdout.write(f'{i}\\n')\nsys.stdout.write('a\\rb\\x0bc\\u2028d\\r\\n')"
+    )
+    app_id = _finished(sched, py(code))
+    lines = list(sched.log_iter(app_id, "r", 0, streams=Stream.STDOUT))
+    assert lines[:100000] == [f"{i}\n" for i in range(100000)]
+    assert lines[100000:] == ["a\rb\x0bc\u2028d\r\n"]
+
+
+def test_regex(sched: LocalScheduler) -> None:
+    app_id = _finished(sched, app("sh", "-c", "echo apple; echo banana; echo apricot"))
+    assert list(sched.log_iter(app_id, "r", 0, regex="^ap")) == ["apple\n", "apricot\n"]
+
+
+def test_since_and_until(sched: LocalScheduler) -> None:
+    app_id = _finished(sched, py("import time; print('early', flush=True); time.sleep(0.3); print('late', flush=True)"))
+    st = sched.store.state(app_id) or {}
+    created = datetime.fromtimestamp(st["created"])
+    middle = created + timedelta(seconds=0.15)
+    for stream in (Stream.STDOUT, Stream.COMBINED):
+        lines = list(sched.log_iter(app_id, "r", 0, streams=stream))
+        assert lines == ["early\n", "late\n"]
+        # the job started at `created`; "early" was written within 150 ms of it (python startup)
+        assert list(sched.log_iter(app_id, "r", 0, since=middle, streams=stream)) == ["late\n"]
+        assert list(sched.log_iter(app_id, "r", 0, until=middle, streams=stream)) == ["early\n"]
+        assert list(sched.log_iter(app_id, "r", 0, since=datetime.now() + timedelta(hours=1), streams=stream)) == []
+
+
+def test_follow_streams_lines_as_written_and_ends_with_the_replica(sched: LocalScheduler) -> None:
+    code = "import time\nfor i in range(5):\n    print(i, flush=True); time.sleep(0.05)\nprint('bye', time.time(), flush=True)"
+    app_id = sched.submit(py(code), {})
+    got: list[tuple[float, str]] = []
+    for line in sched.log_iter(app_id, "r", 0, should_tail=True):
+        got.append((time.time(), line))
+    end = time.time()
+    assert [line for _, line in got][:5] == [f"{i}\n" for i in range(5)]
+    assert got[-1][1].startswith("bye ")
+    assert got[4][0] - got[0][0] > 0.15  # lines arrived while the job ran, not all at the end
+    exited = float(got[-1][1].split()[1])
+    assert end - exited < 0.2  # the tail notices the end at once (measured ~ms; bound leaves room for load)
+    assert sched.wait(app_id).state == AppState.SUCCEEDED  # type: ignore[union-attr]
+
+
+def test_follow_stops_when_its_replica_is_done_even_if_others_run(sched: LocalScheduler) -> None:
+    code = "import sys, time; print('hi', flush=True); time.sleep(0 if sys.argv[1] == '0' else 300)"
+    from torchx import specs
+
+    app_id = sched.submit(
+        app(sys.executable, "-c", code, specs.macros.replica_id, replicas=2), {"stop_grace_period": 1}
+    )
+    t = time.monotonic()
+    assert list(sched.log_iter(app_id, "r", 0, should_tail=True)) == ["hi\n"]
+    assert time.monotonic() - t < 5
+    assert sched.describe(app_id).state == AppState.RUNNING  # type: ignore[union-attr]
+    follower: list[str] = []
+    thread = threading.Thread(target=lambda: follower.extend(sched.log_iter(app_id, "r", 1, should_tail=True)))
+    thread.start()
+    time.sleep(0.2)
+    sched.cancel(app_id)
+    thread.join(5)
+    assert not thread.is_alive() and follower == ["hi\n"]
+
+
+def test_follow_a_finished_job_returns_everything(sched: LocalScheduler) -> None:
+    app_id = _finished(sched, app("sh", "-c", "echo a; echo b"))
+    assert list(sched.log_iter(app_id, "r", 0, should_tail=True)) == ["a\n", "b\n"]
+
+
+def test_follow_with_since_until(sched: LocalScheduler) -> None:
+    app_id = sched.submit(
+        py(
+            "import time; print('early', flush=True); time.sleep(0.3); print('late', flush=True); time.sleep(0.3); print('later', flush=True)"
+        ),
+        {},
+    )
+    st = sched.store.state(app_id) or {}
+    created = datetime.fromtimestamp(st["created"])
+    lines = list(
+        sched.log_iter(
+            app_id,
+            "r",
+            0,
+            should_tail=True,
+            since=created + timedelta(seconds=0.15),
+            until=created + timedelta(seconds=0.45),
+        )
+    )
+    assert lines == ["late\n"]
+    sched.cancel(app_id)
+
+
+def test_unknown_replica_or_role(sched: LocalScheduler) -> None:
+    app_id = _finished(sched, app("/bin/true", replicas=2))
+    with pytest.raises(ValueError, match=r"has no replica r/2; it has: r \(replicas 0..1\)"):
+        list(sched.log_iter(app_id, "r", 2))
+    with pytest.raises(ValueError, match="has no replica nope/0"):
+        list(sched.log_iter(app_id, "nope", 0))
+
+
+def test_runner_log_lines_accepts_time_filters_and_streams() -> None:
+    with get_runner() as runner:
+        handle = runner.run(app("sh", "-c", "echo o; echo e >&2"), "local_cwd")
+        runner.wait(handle)
+        assert list(
+            runner.log_lines(handle, "r", 0, streams=Stream.STDERR, since=datetime.now() - timedelta(minutes=1))
+        ) == ["e\n"]
+
+
+def test_line_joiner_caps_pending_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(logfiles, "MAX_PENDING_LINE", 10)
+    joiner = logfiles.LineJoiner()
+    assert joiner.feed(b"12345") == b""
+    assert joiner.feed(b"67890abc") == b"1234567890abc\n"
+    assert joiner.feed(b"x\ny") == b"x\n"
+    assert joiner.flush() == b"y\n"
+    assert joiner.flush() == b""
+
+
+def test_many_followers_in_threads_each_end_with_their_replica(sched: LocalScheduler) -> None:
+    from torchx import specs
+
+    code = "import sys, time\nk = int(sys.argv[1])\nfor i in range(3):\n    print(k, i, flush=True); time.sleep(0.05 * k)\nprint('end', time.time(), flush=True)"
+    app_id = sched.submit(app(sys.executable, "-c", code, specs.macros.replica_id, replicas=6), {})
+    results: dict[int, tuple[list[str], float]] = {}
+
+    def follow(k: int) -> None:
+        lines = list(sched.log_iter(app_id, "r", k, should_tail=True))
+        results[k] = (lines, time.time())
+
+    threads = [threading.Thread(target=follow, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert sched.wait(app_id).state == AppState.SUCCEEDED  # type: ignore[union-attr]
+    for k, (lines, ended) in sorted(results.items()):
+        assert lines[:3] == [f"{k} {i}\n" for i in range(3)]
+        assert lines[3].startswith("end ")
+        assert ended - float(lines[3].split()[1]) < 0.2, (k, ended - float(lines[3].split()[1]))
+    assert len(results) == 6

@@ -1,0 +1,247 @@
+"""local_cwd: what a replica runs (command, arguments, environment, directory) and bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+from sched_local_helpers import app, run_python
+from torchx import specs
+from torchx.runner import get_runner
+from torchx.schedulers.streams import Stream
+from torchx.specs import AppState
+from torchx_sched_local.local_scheduler import LocalScheduler
+from torchx_sched_local.store import InvalidAppIdError
+
+
+def _output(sched: LocalScheduler, app_id: str, role: str = "r", k: int = 0, stream: str = "stdout") -> str:
+    return "".join(sched.log_iter(app_id, role, k, streams=Stream(stream)))
+
+
+def test_args_reach_the_process_byte_identical(sched: LocalScheduler) -> None:
+    args = [
+        "plain",
+        "two words",
+        "'single'",
+        '"double"',
+        "$HOME",
+        "`id`",
+        "a;b|c&d",
+        "",
+        "tab\there",
+        "new\nline",
+        "ünï€😀",
+        "*",
+    ]
+    app_id = sched.submit(app(sys.executable, "-c", "import json, sys; print(json.dumps(sys.argv[1:]))", *args), {})
+    assert sched.wait(app_id).state == AppState.SUCCEEDED  # type: ignore[union-attr]
+    assert json.loads(_output(sched, app_id)) == args
+
+
+def test_env_and_macros(tmp_path: Path) -> None:
+    code = (
+        "import json, os, sys; keys = ['TORCHX_RANK0_HOST', 'TORCHX_ROLE_NAME', 'TORCHX_REPLICA_IDX', 'TORCHX_JOB_ID',"
+        " 'PET_LOG_DIR', 'TORCHELASTIC_ERROR_FILE', 'MINE', 'PYTHONUNBUFFERED'];"
+        " print(json.dumps({'env': {k: os.environ.get(k) for k in keys}, 'argv': sys.argv[1:], 'cwd': os.getcwd()}))"
+    )
+    image = tmp_path / "img"
+    image.mkdir()
+    role = specs.Role(
+        "trainer",
+        image=str(image),
+        entrypoint=sys.executable,
+        args=["-c", code, specs.macros.app_id, specs.macros.replica_id, specs.macros.img_root, specs.macros.rank0_env],
+        env={"MINE": "id=${app_id}/${replica_id}"},
+        num_replicas=2,
+    )
+    with get_runner("sess") as runner:
+        handle = runner.run(specs.AppDef("macro", [role]), "local_cwd")
+        assert runner.wait(handle).state == AppState.SUCCEEDED  # type: ignore[union-attr]
+        app_id = handle.rsplit("/", 1)[1]
+        for k in (0, 1):
+            out = json.loads("".join(runner.log_lines(handle, "trainer", k, streams=Stream.STDOUT)))
+            assert out["argv"] == [app_id, str(k), str(image), "TORCHX_RANK0_HOST"]
+            assert out["cwd"] == str(image)
+            env = out["env"]
+            assert env["TORCHX_RANK0_HOST"] == "localhost"
+            assert env["TORCHX_ROLE_NAME"] == "trainer"
+            assert env["TORCHX_REPLICA_IDX"] == str(k)
+            assert env["TORCHX_JOB_ID"] == handle
+            assert env["MINE"] == f"id={app_id}/{k}"
+            assert env["PET_LOG_DIR"].endswith(f"/{app_id}/logs/trainer/{k}")
+            assert env["TORCHELASTIC_ERROR_FILE"] == env["PET_LOG_DIR"] + "/error.json"
+            assert env["PYTHONUNBUFFERED"] == "1"
+
+
+def test_runs_from_cwd_when_image_is_not_a_directory(sched: LocalScheduler, isolated: Path) -> None:
+    app_id = sched.submit(app("pwd", image="ghcr.io/pytorch/torchx:latest"), {})
+    assert sched.wait(app_id).state == AppState.SUCCEEDED  # type: ignore[union-attr]
+    assert _output(sched, app_id) == f"{isolated}\n"
+
+
+def test_prepend_cwd_finds_executables_in_the_image_dir(sched: LocalScheduler, tmp_path: Path) -> None:
+    script = tmp_path / "only-here.sh"
+    script.write_text("#!/bin/sh\necho found me\n")
+    script.chmod(0o755)
+    without = sched.submit(app("only-here.sh", image=str(tmp_path)), {})
+    desc = sched.wait(without)
+    assert desc is not None and desc.state == AppState.FAILED and "not found on PATH" in desc.msg
+    with_cwd = sched.submit(app("only-here.sh", image=str(tmp_path)), {"prepend_cwd": True})
+    assert sched.wait(with_cwd).state == AppState.SUCCEEDED  # type: ignore[union-attr]
+    assert _output(sched, with_cwd) == "found me\n"
+
+
+@pytest.mark.parametrize(
+    "make, expected",
+    [
+        (lambda tmp: app("no-such-command-xyz"), "entrypoint 'no-such-command-xyz' not found on PATH"),
+        (lambda tmp: app("./missing.sh", image=str(tmp)), "not found"),
+        (lambda tmp: app("/bin/true", image=str(tmp / "nope")), "does not exist"),
+        (lambda tmp: app("./plain.txt", image=str(tmp)), "is not executable"),
+        (lambda tmp: app("./noshebang", image=str(tmp)), "Exec format error"),
+    ],
+    ids=["not-on-path", "missing-path", "missing-image-dir", "not-executable", "exec-format"],
+)
+def test_bad_input_fails_the_job_with_a_reason(sched: LocalScheduler, tmp_path: Path, make, expected: str) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "plain.txt").write_text("hello\n")
+    (tmp_path / "noshebang").write_bytes(b"\x00\x01binary")
+    (tmp_path / "noshebang").chmod(0o755)
+    app_id = sched.submit(make(tmp_path), {})
+    desc = sched.wait(app_id, timeout=10)
+    assert desc is not None
+    assert desc.state == AppState.FAILED
+    assert expected in desc.msg
+    assert "Traceback" not in desc.msg
+    replica = desc.roles_statuses[0].replicas[0]
+    assert replica.state == AppState.FAILED
+    assert expected in replica.structured_error_msg
+
+
+def test_failure_reports_exit_code_and_error_file(sched: LocalScheduler) -> None:
+    code = (
+        "import os, sys; open(os.environ['TORCHELASTIC_ERROR_FILE'], 'w').write('{\"message\": \"boom\"}')"
+        " if sys.argv[1] == '1' else None; sys.exit(3 if sys.argv[1] == '1' else 0)"
+    )
+    app_id = sched.submit(app(sys.executable, "-c", code, specs.macros.replica_id, replicas=2), {})
+    desc = sched.wait(app_id)
+    assert desc is not None and desc.state == AppState.FAILED
+    assert desc.msg == "r/1 exited with code 3"
+    replicas = {r.id: r for r in desc.roles_statuses[0].replicas}
+    assert replicas[1].state == AppState.FAILED
+    assert replicas[1].structured_error_msg == '{"message": "boom"}'
+    assert desc.structured_error_msg == '{"message": "boom"}'
+
+
+def test_killed_by_signal_message(sched: LocalScheduler) -> None:
+    app_id = sched.submit(app("sh", "-c", "kill -9 $$$$"), {})  # macros turn $$ into $
+    desc = sched.wait(app_id)
+    assert desc is not None and desc.state == AppState.FAILED
+    assert desc.msg == "r/0 killed by signal 9 (SIGKILL)"
+
+
+def test_describe_returns_the_submitted_roles_from_another_process(sched: LocalScheduler) -> None:
+    role = specs.Role(
+        "trainer",
+        image="/tmp",
+        entrypoint="/bin/true",
+        args=["--lr", "0.1"],
+        env={"A": "1"},
+        num_replicas=3,
+        max_retries=2,
+        retry_policy=specs.RetryPolicy.REPLICA,
+        resource=specs.Resource(cpu=2, gpu=0, memMB=1024, capabilities={"x": "y"}),
+        port_map={"tb": 6006},
+        metadata={"local_cwd.k": "v"},
+        mounts=[specs.BindMount("/a", "/b", True)],
+    )
+    app_id = sched.submit(specs.AppDef("described", [role], metadata={"team": "ml"}), {})
+    sched.wait(app_id)
+    other = LocalScheduler("other", state_dir=sched.store.root)
+    desc = other.describe(app_id)
+    assert desc is not None
+    assert desc.roles == [role]
+    assert desc.metadata == {"team": "ml"}
+    assert [r.state for r in desc.roles_statuses[0].replicas] == [AppState.SUCCEEDED] * 3
+    assert desc.ui_url is not None and desc.ui_url.startswith("file://")
+
+
+def test_app_ids_cannot_escape_the_state_dir(sched: LocalScheduler, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for bad in ("..", "../outside", "a/b", "/etc", ".hidden", "-x", "a\0b", ""):
+        assert sched.describe(bad) is None
+        assert not sched.exists(bad)
+        sched.cancel(bad)
+        sched.delete(bad)
+        with pytest.raises(ValueError):
+            list(sched.log_iter(bad, "r"))
+        with pytest.raises(InvalidAppIdError):
+            sched.store.job_dir(bad)
+    assert outside.exists() and list(outside.iterdir()) == []
+    with get_runner() as runner:
+        assert runner.status("local_cwd://torchx/../outside") is None
+
+
+def test_schedule_twice_is_refused(sched: LocalScheduler) -> None:
+    info = sched.submit_dryrun(app("/bin/true"), {})
+    app_id = sched.schedule(info)
+    with pytest.raises(ValueError, match="already exists"):
+        sched.schedule(info)
+    assert sched.wait(app_id).state == AppState.SUCCEEDED  # type: ignore[union-attr]
+
+
+def test_dryrun_shows_the_commands() -> None:
+    with get_runner() as runner:
+        info = runner.dryrun(app("echo", "hello world", replicas=2), "local_cwd")
+    text = str(info)
+    assert "echo 'hello world'" in text
+    assert "# r/1" in text
+
+
+def test_log_dir_option(sched: LocalScheduler, tmp_path: Path) -> None:
+    logs = tmp_path / "mylogs"
+    app_id = sched.submit(app("echo", "to the log dir"), {"log_dir": str(logs)})
+    assert sched.wait(app_id).state == AppState.SUCCEEDED  # type: ignore[union-attr]
+    assert (logs / app_id / "r" / "0" / "stdout.log").read_text() == "to the log dir\n"
+    assert stat.S_IMODE(os.stat(logs / app_id / "r" / "0" / "stdout.log").st_mode) == 0o600
+    sched.delete(app_id)
+    assert not (logs / app_id).exists()
+
+
+def test_unsafe_role_names_get_safe_log_paths(sched: LocalScheduler) -> None:
+    role = specs.Role("../../evil role", image="/tmp", entrypoint="echo", args=["x"])
+    app_id = sched.submit(specs.AppDef("t", [role]), {})
+    assert sched.wait(app_id).state == AppState.SUCCEEDED  # type: ignore[union-attr]
+    assert list(sched.log_iter(app_id, "../../evil role", 0)) == ["x\n"]
+    assert os.path.isdir(os.path.join(sched.store.job_dir(app_id), "logs", "_role0", "0"))
+
+
+def test_running_out_of_file_descriptors_fails_the_job_cleanly(sched: LocalScheduler) -> None:
+    code = (
+        "import resource, sys\n"
+        "from torchx import specs\n"
+        "from torchx_sched_local.local_scheduler import LocalScheduler\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (48, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n"
+        "role = specs.Role('r', image='/tmp', entrypoint='sleep', args=['30'], num_replicas=40)\n"
+        "print(LocalScheduler('t').submit(specs.AppDef('fds', [role]), {'stop_grace_period': 1}))\n"
+    )
+    proc = run_python(code)
+    assert proc.returncode == 0, proc.stderr
+    desc = sched.wait(proc.stdout.strip(), timeout=20)
+    assert desc is not None and desc.state == AppState.FAILED
+    assert "cannot create its output pipes" in desc.msg and "Traceback" not in desc.msg
+
+
+def test_unwritable_log_dir_is_a_clear_error(sched: LocalScheduler, tmp_path: Path) -> None:
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file, not a directory")
+    with pytest.raises(OSError, match=r"cannot start local_cwd app .*blocked"):
+        sched.submit(app("/bin/true"), {"log_dir": str(blocked)})
+    (listed,) = sched.list()
+    assert listed.state == AppState.FAILED
+    desc = sched.describe(listed.app_id)
+    assert desc is not None and desc.state == AppState.FAILED and "blocked" in desc.msg
