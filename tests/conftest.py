@@ -8,20 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from torchx.testing import isolate
 
 
 @pytest.fixture(autouse=True)
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home, work = tmp_path / "home", tmp_path / "work"
-    home.mkdir()
-    work.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
-    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".state"))
-    monkeypatch.setenv("TORCHX_LOCAL_STATE_DIR", str(tmp_path / "local-state"))
-    monkeypatch.delenv("TORCHXCONFIG", raising=False)
-    monkeypatch.chdir(work)
-    return work
+    return isolate(tmp_path, monkeypatch)
 
 
 def torchx(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import torchx.plugins
-from torchx.runner import config
+from torchx.testing import isolate
 
 #: directory of this interpreter's scripts (python, torchrun), put first on PATH for jobs
 BIN_DIR = os.path.dirname(sys.executable)
@@ -21,20 +19,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Runs each test in ``tmp_path/work`` with its own HOME and caches; yields the work dir."""
-    home = tmp_path / "home"
-    work = tmp_path / "work"
-    home.mkdir()
-    work.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
-    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".state"))
-    monkeypatch.setenv("TORCHX_CACHE_DIR", str(tmp_path / "cache"))
+    work = isolate(tmp_path, monkeypatch)
     monkeypatch.setenv("PATH", BIN_DIR + os.pathsep + os.environ.get("PATH", ""))
-    monkeypatch.delenv("TORCHXCONFIG", raising=False)
-    monkeypatch.chdir(work)
-    config._parsed.clear()
-    torchx.plugins.reset()
-    yield work
-    torchx.plugins.reset()
+    return work

@@ -10,24 +10,13 @@ from pathlib import Path
 
 import pytest
 import torchx.plugins
-from torchx.runner import config
+from torchx.testing import isolate
 
 
 @pytest.fixture(autouse=True)
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    home = tmp_path / "home"
-    work = tmp_path / "work"
-    home.mkdir()
-    work.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
-    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".state"))
-    monkeypatch.setenv("TORCHX_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("TORCHXCONFIG", raising=False)
+    work = isolate(tmp_path, monkeypatch)
     monkeypatch.delenv("TORCHX_NO_PLUGIN_CACHE", raising=False)
-    monkeypatch.chdir(work)
-    config._parsed.clear()
-    torchx.plugins.reset()
     from torchx.specs import _named_resource_factories
 
     saved = dict(_named_resource_factories)
@@ -35,7 +24,6 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     _named_resource_factories.clear()
     _named_resource_factories._loaded = False
     yield work
-    torchx.plugins.reset()
     _named_resource_factories.clear()
     _named_resource_factories.update(saved)
     _named_resource_factories._loaded = loaded

@@ -167,3 +167,22 @@ def test_yaml_dump_round_trips_through_json_compatible_parsing() -> None:
     assert "\u2028" not in text and "\\u2028" in text
     assert 'a: "x\\u2028y"' in text and '- "true"' in text and "- plain" in text and "c: {}" in text
     assert json.loads(text.split("a: ", 1)[1].splitlines()[0]) == "x\u2028y"
+
+
+def test_testing_helpers_read_env_and_gate_live_backends(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import pytest as _pytest
+
+    from torchx.testing import live_backend_env, read_env_file
+
+    env_file = tmp_path / "env.sh"
+    env_file.write_text("export A='x y'\nexport TORCHX_TEST_FOO=1\nexport B=2\nunset B\n# comment\n")
+    assert read_env_file(env_file) == {"A": "x y", "TORCHX_TEST_FOO": "1"}
+    monkeypatch.setenv("TORCHX_SERVICES_ENV", str(env_file))
+    monkeypatch.delenv("TORCHX_TEST_FOO", raising=False)
+    assert live_backend_env("TORCHX_TEST_FOO", "foo")["A"] == "x y"
+    monkeypatch.setenv("TORCHX_REQUIRE_LIVE", "0")
+    with _pytest.raises(_pytest.skip.Exception, match="says bar is down"):
+        live_backend_env("TORCHX_TEST_BAR", "bar")
+    monkeypatch.setenv("TORCHX_REQUIRE_LIVE", "1")
+    with _pytest.raises(_pytest.fail.Exception, match="live backend required"):
+        live_backend_env("TORCHX_TEST_BAR", "bar")

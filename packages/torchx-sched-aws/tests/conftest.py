@@ -9,7 +9,6 @@ or fail when ``TORCHX_REQUIRE_LIVE=1``.
 from __future__ import annotations
 
 import os
-import shlex
 import socket
 import subprocess
 import time
@@ -19,10 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torchx.plugins
-from torchx.runner import config
+from torchx.testing import isolate, live_backend_env, unavailable
 
-SERVICES_ENV = Path(os.environ.get("TORCHX_SERVICES_ENV", "/tmp/torchx-services/env.sh"))
 REPO = Path(__file__).resolve().parents[3]
 MOTO_LAUNCHER = REPO / "scripts" / "backends" / "moto_launcher.py"
 DEFAULT_MOTO_PYTHON = "/var/cache/torchx-moto/venv/bin/python"
@@ -34,38 +31,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Own HOME, cwd and plugin cache per test (no .torchxconfig leaks in)."""
-    home, work = tmp_path / "home", tmp_path / "work"
-    home.mkdir()
-    work.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("TORCHX_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("TORCHXCONFIG", raising=False)
-    monkeypatch.chdir(work)
-    config._parsed.clear()
-    torchx.plugins.reset()
-    yield work
-    torchx.plugins.reset()
-
-
-def unavailable(reason: str) -> None:
-    """Skips the test, or fails it when TORCHX_REQUIRE_LIVE=1 (CI)."""
-    if os.environ.get("TORCHX_REQUIRE_LIVE") == "1":
-        pytest.fail(f"live backend required (TORCHX_REQUIRE_LIVE=1) but unavailable: {reason}")
-    pytest.skip(reason)
-
-
-def read_env_file(path: Path) -> dict[str, str]:
-    """The ``export NAME=value`` lines of a shell env file."""
-    env: dict[str, str] = {}
-    for line in path.read_text().splitlines():
-        line = line.strip()
-        if line.startswith("export ") and "=" in line:
-            name, _, value = line[len("export ") :].partition("=")
-            words = shlex.split(value)
-            env[name.strip()] = words[0] if words else ""
-    return env
+    return isolate(tmp_path, monkeypatch)
 
 
 def _reachable(url: str) -> bool:
@@ -79,16 +47,9 @@ def _reachable(url: str) -> bool:
 @pytest.fixture(scope="session")
 def aws_live() -> Iterator[dict[str, str]]:
     """The moto endpoint's settings; the process environment points boto3 at it meanwhile."""
-    if os.environ.get("TORCHX_TEST_AWS") == "1" and os.environ.get("AWS_ENDPOINT_URL"):
-        env = dict(os.environ)
-    elif SERVICES_ENV.exists():
-        env = read_env_file(SERVICES_ENV)
-    else:
-        env = {}
-    if env.get("TORCHX_TEST_AWS") != "1" or not env.get("AWS_ENDPOINT_URL"):
-        unavailable(
-            f"no moto endpoint (TORCHX_TEST_AWS=1 not in {SERVICES_ENV}): run scripts/backends/services.sh up moto"
-        )
+    env = live_backend_env("TORCHX_TEST_AWS", "moto")
+    if not env.get("AWS_ENDPOINT_URL"):
+        unavailable("the services env sets no AWS_ENDPOINT_URL: run scripts/backends/services.sh up moto")
     if not _reachable(env["AWS_ENDPOINT_URL"] + "/moto-api/config"):
         unavailable(f"moto does not answer at {env['AWS_ENDPOINT_URL']}: run scripts/backends/services.sh up moto")
     with pytest.MonkeyPatch.context() as mp:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shlex
 import ssl
 import time
 import urllib.request
@@ -12,23 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-
-ENV_FILE = os.path.join(os.environ.get("TORCHX_SERVICES_DIR", "/tmp/torchx-services"), "env.sh")
-
-
-def read_env_file(path: str) -> dict[str, str]:
-    """The ``export K=V`` lines of the services env file (``unset`` lines drop keys)."""
-    env: dict[str, str] = {}
-    with open(path) as f:
-        for line in f:
-            words = shlex.split(line, comments=True)
-            if len(words) >= 2 and words[0] == "export" and "=" in words[1]:
-                key, _, value = words[1].partition("=")
-                env[key] = value
-            elif words and words[0] == "unset":
-                for key in words[1:]:
-                    env.pop(key, None)
-    return env
+from torchx.testing import live_backend_env, unavailable
 
 
 @dataclass(frozen=True)
@@ -46,12 +29,6 @@ class K8sCluster:
     image: str
     kubelet: str
     namespace: str
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("TORCHX_REQUIRE_LIVE") == "1":
-        pytest.fail(f"live Kubernetes required (TORCHX_REQUIRE_LIVE=1) but unavailable: {reason}")
-    pytest.skip(f"no live Kubernetes: {reason}")
 
 
 def _ready(api: str, token: str) -> str:
@@ -74,18 +51,14 @@ def k8s_cluster() -> Iterator[K8sCluster]:
 
     Skips when it is absent (fails under ``TORCHX_REQUIRE_LIVE=1``).
     """
-    env = dict(os.environ) if os.environ.get("TORCHX_TEST_K8S") == "1" else {}
-    if not env:
-        if not os.path.exists(ENV_FILE):
-            _unavailable(f"{ENV_FILE} is missing; run `scripts/backends/services.sh up k8s`")
-        env = read_env_file(ENV_FILE)
-    if env.get("TORCHX_TEST_K8S") != "1" or not env.get("KUBECONFIG"):
-        _unavailable(f"{ENV_FILE} says k8s is down; run `scripts/backends/services.sh up k8s`")
+    env = live_backend_env("TORCHX_TEST_K8S", "k8s")
+    if not env.get("KUBECONFIG"):
+        unavailable("the services env sets no KUBECONFIG; run `scripts/backends/services.sh up k8s`")
     why = _ready(env.get("TORCHX_TEST_K8S_API", ""), env.get("TORCHX_TEST_K8S_TOKEN", ""))
     if why:
-        _unavailable(why)
+        unavailable(why)
     if env.get("TORCHX_TEST_K8S_KUBELET", "none") == "none":
-        _unavailable("the cluster has no kubelet: pods would never run")
+        unavailable("the cluster has no kubelet: pods would never run")
     mp = pytest.MonkeyPatch()
     mp.setenv("KUBECONFIG", env["KUBECONFIG"])
     from kubernetes import client, config

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import os
-import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import torchx.plugins
-from torchx.runner import config
+from torchx.testing import isolate, live_backend_env, unavailable
 from torchx_sched_local.local_scheduler import LocalScheduler
-
-SERVICES_ENV = Path(os.environ.get("TORCHX_SERVICES_ENV", "/tmp/torchx-services/env.sh"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -25,21 +21,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(autouse=True)
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Own HOME, cwd, caches and local state directory; fails the test if a job left processes behind."""
-    home = tmp_path / "home"
-    work = tmp_path / "work"
-    home.mkdir()
-    work.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
-    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".state"))
-    monkeypatch.setenv("TORCHX_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("TORCHX_LOCAL_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.delenv("TORCHXCONFIG", raising=False)
-    monkeypatch.chdir(work)
-    config._parsed.clear()
-    torchx.plugins.reset()
-    yield work
-    torchx.plugins.reset()
+    yield isolate(tmp_path, monkeypatch)
     leftovers = stray_processes(tmp_path)
     for pid in leftovers:
         try:
@@ -83,34 +65,10 @@ def sched(tmp_path: Path) -> Iterator[LocalScheduler]:
     s.close()
 
 
-def unavailable(reason: str) -> None:
-    """Skips the test, or fails it when TORCHX_REQUIRE_LIVE=1 (CI)."""
-    if os.environ.get("TORCHX_REQUIRE_LIVE") == "1":
-        pytest.fail(f"live backend required (TORCHX_REQUIRE_LIVE=1) but unavailable: {reason}")
-    pytest.skip(reason)
-
-
-def _services_env() -> dict[str, str]:
-    env: dict[str, str] = {}
-    if not SERVICES_ENV.exists():
-        return env
-    for line in SERVICES_ENV.read_text().splitlines():
-        line = line.strip()
-        if line.startswith("export ") and "=" in line:
-            name, _, value = line[len("export ") :].partition("=")
-            words = shlex.split(value)
-            env[name.strip()] = words[0] if words else ""
-    return env
-
-
 @pytest.fixture(scope="session")
 def docker_live() -> dict[str, str]:
     """The live Docker engine of ``scripts/backends/services.sh up docker``: its env (images)."""
-    env = {k: v for k, v in os.environ.items() if k.startswith(("TORCHX_TEST_", "DOCKER_"))}
-    if env.get("TORCHX_TEST_DOCKER") != "1":
-        env = {**_services_env(), **env}
-    if env.get("TORCHX_TEST_DOCKER") != "1":
-        unavailable(f"no Docker engine: TORCHX_TEST_DOCKER=1 is set neither in the environment nor in {SERVICES_ENV}")
+    env = live_backend_env("TORCHX_TEST_DOCKER", "docker")
     try:
         import docker
     except ModuleNotFoundError:

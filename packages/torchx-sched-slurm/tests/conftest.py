@@ -2,30 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import shlex
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-
-ENV_FILE = os.path.join(os.environ.get("TORCHX_SERVICES_DIR", "/tmp/torchx-services"), "env.sh")
-
-
-def read_env_file(path: str) -> dict[str, str]:
-    """The ``export K=V`` lines of the services env file (``unset`` lines drop keys)."""
-    env: dict[str, str] = {}
-    with open(path) as f:
-        for line in f:
-            words = shlex.split(line, comments=True)
-            if len(words) >= 2 and words[0] == "export" and "=" in words[1]:
-                key, _, value = words[1].partition("=")
-                env[key] = value
-            elif words and words[0] == "unset":
-                for key in words[1:]:
-                    env.pop(key, None)
-    return env
+from torchx.testing import live_backend_env, unavailable
 
 
 @dataclass(frozen=True)
@@ -36,26 +18,16 @@ class SlurmCluster:
     nodes: int
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("TORCHX_REQUIRE_LIVE") == "1":
-        pytest.fail(f"live Slurm required (TORCHX_REQUIRE_LIVE=1) but unavailable: {reason}")
-    pytest.skip(f"no live Slurm: {reason}")
-
-
 @pytest.fixture(scope="session")
 def slurm_cluster() -> SlurmCluster:
     """The cluster described by the services env file; skips (or fails under TORCHX_REQUIRE_LIVE=1) without one."""
-    if not os.path.exists(ENV_FILE):
-        _unavailable(f"{ENV_FILE} is missing; run `scripts/backends/services.sh up slurm`")
-    env = read_env_file(ENV_FILE)
-    if env.get("TORCHX_TEST_SLURM") != "1":
-        _unavailable(f"{ENV_FILE} says slurm is down; run `scripts/backends/services.sh up slurm`")
+    env = live_backend_env("TORCHX_TEST_SLURM", "slurm")
     try:
         ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired) as e:
-        _unavailable(f"scontrol ping failed: {e}")
+        unavailable(f"scontrol ping failed: {e}")
     if "is UP" not in ping.stdout:
-        _unavailable(f"slurmctld does not answer: {ping.stdout.strip() or ping.stderr.strip()}")
+        unavailable(f"slurmctld does not answer: {ping.stdout.strip() or ping.stderr.strip()}")
     return SlurmCluster(
         partition=env.get("TORCHX_TEST_SLURM_PARTITION", "debug"), nodes=int(env.get("TORCHX_TEST_SLURM_NODES", "1"))
     )

@@ -9,29 +9,19 @@ from pathlib import Path
 
 import fsspec
 import pytest
-import torchx.plugins
-from torchx.runner import config
+from torchx.testing import isolate
 
 TRACKER_ENV_PREFIXES = ("TORCHX_TRACKER", "TORCHX_PARENT_RUN_ID", "TORCHX_JOB_ID", "TORCHXCONFIG")
 
 
 @pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Runs each test in ``tmp_path/work`` with ``HOME=tmp_path/home``; yields the cwd."""
-    home, work = tmp_path / "home", tmp_path / "work"
-    home.mkdir()
-    work.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
-    monkeypatch.setenv("TORCHX_CACHE_DIR", str(tmp_path / "cache"))
+    work = isolate(tmp_path, monkeypatch)
     for name in list(os.environ):
         if name.startswith(TRACKER_ENV_PREFIXES):
             monkeypatch.delenv(name)
-    monkeypatch.chdir(work)
-    config._parsed.clear()
-    torchx.plugins.reset()
-    yield work
-    torchx.plugins.reset()
+    return work
 
 
 @pytest.fixture

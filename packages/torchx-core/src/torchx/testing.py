@@ -1,0 +1,93 @@
+"""Helpers for testing torchx and its plugins with pytest.
+
+    from torchx.testing import isolate, live_backend_env, unavailable
+
+    @pytest.fixture(autouse=True)
+    def isolated(tmp_path, monkeypatch):
+        return isolate(tmp_path, monkeypatch)
+
+Live-backend tests read the environment that ``scripts/backends/services.sh`` writes
+(``$TORCHX_SERVICES_ENV``, default ``/tmp/torchx-services/env.sh``). They skip when the
+backend is absent, and fail instead when ``TORCHX_REQUIRE_LIVE=1`` (CI sets it).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    import pytest
+
+ENV_REQUIRE_LIVE = "TORCHX_REQUIRE_LIVE"
+
+
+def services_env_file() -> Path:
+    """Where ``scripts/backends/services.sh`` writes the backends' environment."""
+    return Path(os.environ.get("TORCHX_SERVICES_ENV", "/tmp/torchx-services/env.sh"))
+
+
+def isolate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Gives the test its own HOME (and XDG dirs), cwd, caches and local-scheduler state, no
+    ``.torchxconfig``, and a fresh plugin registry (restored afterwards). Returns the cwd."""
+    import torchx.plugins
+    from torchx.runner import config
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir(exist_ok=True)
+    work.mkdir(exist_ok=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".state"))
+    monkeypatch.setenv("TORCHX_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TORCHX_LOCAL_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.delenv("TORCHXCONFIG", raising=False)
+    monkeypatch.chdir(work)
+    monkeypatch.setattr(config, "_parsed", {})
+    monkeypatch.setattr(torchx.plugins, "_registry", None)
+    return work
+
+
+def read_env_file(path: Path | str) -> dict[str, str]:
+    """The variables of a shell env file: ``export K=V`` sets, ``unset K ...`` drops."""
+    env: dict[str, str] = {}
+    with open(path) as f:
+        for line in f:
+            words = shlex.split(line, comments=True)
+            if len(words) >= 2 and words[0] == "export" and "=" in words[1]:
+                key, _, value = words[1].partition("=")
+                env[key] = value
+            elif words and words[0] == "unset":
+                for key in words[1:]:
+                    env.pop(key, None)
+    return env
+
+
+def unavailable(reason: str) -> NoReturn:
+    """Skips the test because a live backend is missing, or fails it under ``TORCHX_REQUIRE_LIVE=1``."""
+    import pytest
+
+    if os.environ.get(ENV_REQUIRE_LIVE) == "1":
+        pytest.fail(f"live backend required ({ENV_REQUIRE_LIVE}=1) but unavailable: {reason}")
+    pytest.skip(reason)
+
+
+def live_backend_env(marker: str, service: str) -> dict[str, str]:
+    """The environment of a running backend: the process environment when it sets ``marker=1``,
+    else the services env file. Calls :func:`unavailable` when the backend is not up.
+
+    Args:
+        marker: the variable that says the backend is up, e.g. ``TORCHX_TEST_SLURM``
+        service: its name for ``scripts/backends/services.sh up <service>``
+    """
+    if os.environ.get(marker) == "1":
+        return dict(os.environ)
+    path = services_env_file()
+    if not path.is_file():
+        unavailable(f"{path} is missing; run `scripts/backends/services.sh up {service}`")
+    env = {**os.environ, **read_env_file(path)}  # the file's settings win over the shell's
+    if env.get(marker) != "1":
+        unavailable(f"{path} says {service} is down; run `scripts/backends/services.sh up {service}`")
+    return env
