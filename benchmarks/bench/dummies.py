@@ -1,0 +1,127 @@
+"""Generates the dummy plugin distributions the plugin-overhead scenario installs.
+
+Two flavours, each a tiny hatchling project:
+
+* ``ours``: registers a scheduler, a named resource and a component source through the
+  ``torchx`` entry-point group with a small pluggy hook module (our plugin API);
+* ``legacy``: registers a scheduler and a named resource through upstream TorchX's
+  ``torchx.schedulers`` / ``torchx.named_resources`` entry-point groups.
+
+Nothing in them is ever called by ``torchx --help``; they exist to be discovered.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+#: bump when the generated files change (it is part of the venv stamps)
+FORMAT = 1
+
+_PYPROJECT = """\
+[build-system]
+requires = ["hatchling>=1.18"]
+build-backend = "hatchling.build"
+
+[project]
+name = "{dist}"
+version = "0.0.{format}"
+description = "torchx benchmark dummy plugin {index}"
+requires-python = ">=3.10"
+
+{entry_points}
+[tool.hatch.build.targets.wheel]
+packages = ["src/{module}"]
+"""
+
+_OURS_ENTRY_POINTS = """\
+[project.entry-points.torchx]
+bench_dummy_{index} = "{module}.plugin"
+"""
+
+_OURS_PLUGIN = '''\
+"""Benchmark dummy plugin {index}: registers one scheduler, named resource and component source."""
+
+from torchx.plugins import ComponentSource, NamedResourcePlugin, SchedulerPlugin, hookimpl
+
+
+@hookimpl
+def torchx_schedulers():
+    yield SchedulerPlugin("bench_dummy_{index}", "{module}.impl:create_scheduler", "benchmark dummy")
+
+
+@hookimpl
+def torchx_named_resources():
+    yield NamedResourcePlugin("bench_dummy_{index}", "{module}.impl:resource")
+
+
+@hookimpl
+def torchx_components():
+    yield ComponentSource("bench_dummy_{index}", "{module}.components")
+'''
+
+_OURS_COMPONENTS = '''\
+"""Benchmark dummy components."""
+
+from torchx import specs
+
+
+def hello(msg: str = "hi") -> specs.AppDef:
+    """Echoes ``msg``.
+
+    Args:
+        msg: what to echo
+    """
+    return specs.AppDef("hello", roles=[specs.Role("hello", image="/tmp", entrypoint="echo", args=[msg])])
+'''
+
+_LEGACY_ENTRY_POINTS = """\
+[project.entry-points."torchx.schedulers"]
+bench_legacy_{index} = "{module}.impl:create_scheduler"
+
+[project.entry-points."torchx.named_resources"]
+bench_legacy_{index} = "{module}.impl:resource"
+"""
+
+_IMPL = '''\
+"""Benchmark dummy implementations (never called by the benchmark)."""
+
+
+def create_scheduler(session_name, **kwargs):
+    raise NotImplementedError("benchmark dummy scheduler")
+
+
+def resource():
+    from torchx.specs import Resource
+
+    return Resource(cpu=1, gpu=0, memMB=1024)
+'''
+
+
+def generate(root: Path, flavour: str, count: int) -> list[Path]:
+    """Writes ``count`` dummy projects of ``flavour`` (``ours`` or ``legacy``) under ``root``.
+
+    Returns:
+        the project directories
+    """
+    if flavour not in ("ours", "legacy"):
+        raise ValueError(f"unknown dummy flavour {flavour!r}: use 'ours' or 'legacy'")
+    shutil.rmtree(root, ignore_errors=True)
+    projects = []
+    for i in range(count):
+        index = f"{i:02d}"
+        dist = f"torchx-bench-{flavour}-dummy-{index}"
+        module = f"torchx_bench_{flavour}_dummy_{index}"
+        project = root / dist
+        pkg = project / "src" / module
+        pkg.mkdir(parents=True)
+        fields = {"index": index, "module": module, "dist": dist, "format": FORMAT}
+        entry_points = (_OURS_ENTRY_POINTS if flavour == "ours" else _LEGACY_ENTRY_POINTS).format(**fields)
+        (project / "pyproject.toml").write_text(_PYPROJECT.format(entry_points=entry_points, **fields))
+        (pkg / "__init__.py").write_text("")
+        (pkg / "impl.py").write_text(_IMPL)
+        if flavour == "ours":
+            (pkg / "plugin.py").write_text(_OURS_PLUGIN.format(**fields))
+            (pkg / "components.py").write_text(_OURS_COMPONENTS)
+        projects.append(project)
+    return projects
