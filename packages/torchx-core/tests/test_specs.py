@@ -171,7 +171,6 @@ def test_yaml_dump_round_trips_through_json_compatible_parsing() -> None:
 
 def test_testing_helpers_read_env_and_gate_live_backends(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import pytest as _pytest
-
     from torchx.testing import live_backend_env, read_env_file
 
     env_file = tmp_path / "env.sh"

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
-import shutil
 
 _PROC_GPUS = "/proc/driver/nvidia/gpus"
 
 
 def count_gpus() -> int:
     """How many NVIDIA GPUs this machine has: ``nvidia-smi -L``, else ``/proc/driver/nvidia/gpus``; 0 if neither."""
+    import shutil
+
     smi = shutil.which("nvidia-smi")
     if smi:
         import subprocess

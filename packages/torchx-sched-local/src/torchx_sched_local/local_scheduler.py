@@ -12,14 +12,12 @@ import functools
 import os
 import select
 import shlex
-import shutil
 import signal
 import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
 from torchx.schedulers.capabilities import SchedulerCapabilities
@@ -36,6 +34,9 @@ from torchx_sched_local import logfiles, store
 from torchx_sched_local.codec import role_from_dict, role_to_dict
 from torchx_sched_local.gpus import assign_gpus, count_gpus
 from torchx_sched_local.watch import DirWatch, pidfd
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 RANK0_ENV = "TORCHX_RANK0_HOST"
 #: seconds ``cancel`` waits for the supervisor beyond the grace period before acting itself
@@ -387,6 +388,8 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         log_root = app.get("log_root")
         job_dir = self.store.job_dir(app_id)
         if log_root and not log_root.startswith(job_dir + os.sep) and os.path.basename(log_root) == app_id:
+            import shutil
+
             shutil.rmtree(log_root, ignore_errors=True)
         self.store.remove(app_id)
 

@@ -24,7 +24,6 @@ import fcntl
 import json
 import os
 import re
-import shutil
 from collections.abc import Iterator
 from typing import Any
 
@@ -169,4 +168,6 @@ class JobStore:
             os.rename(path, trash)
         except FileNotFoundError:
             return
+        import shutil
+
         shutil.rmtree(trash, ignore_errors=True)

@@ -75,8 +75,10 @@ def _find_verb(argv: list[str]) -> str | None:
 
 
 def _make_parser(
-    commands: dict[str, tuple[str, str]],
+    commands: dict[str, tuple[str, str]], only: str | None = None
 ) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The top-level parser; with ``only``, the sub-parser of that verb alone (every verb is
+    listed, for ``--help``, when none is given)."""
     import argparse
 
     from torchx.version import __version__
@@ -95,9 +97,8 @@ def _make_parser(
         "-v", "--verbose", action="store_true", help="show tracebacks and debug logs (or TORCHX_DEBUG=1)"
     )
     sub = parser.add_subparsers(dest="verb", metavar="{" + ",".join(commands) + "}")
-    subparsers = {
-        name: sub.add_parser(name, help=help_text, description=help_text) for name, (_, help_text) in commands.items()
-    }
+    chosen = {only: commands[only]} if only else commands
+    subparsers = {name: sub.add_parser(name, help=text, description=text) for name, (_, text) in chosen.items()}
     return parser, subparsers
 
 
@@ -115,18 +116,18 @@ def _load_command(path: str) -> Any:
 def run_cli(argv: list[str]) -> int:
     """Parses ``argv`` and runs the verb; returns the exit code (errors propagate)."""
     commands, note = _commands()
-    parser, subparsers = _make_parser(commands)
     verb = _find_verb(argv)
+    if verb is not None and verb not in commands:
+        from torchx.util.suggest import did_you_mean
+
+        print(
+            f"torchx: error: unknown command {verb!r}.{did_you_mean(verb, commands)} See `torchx --help`.",
+            file=sys.stderr,
+        )
+        return 2
+    parser, subparsers = _make_parser(commands, verb)
     command = None
     if verb is not None:
-        if verb not in commands:
-            from torchx.util.suggest import did_you_mean
-
-            print(
-                f"torchx: error: unknown command {verb!r}.{did_you_mean(verb, commands)} See `torchx --help`.",
-                file=sys.stderr,
-            )
-            return 2
         command = _load_command(commands[verb][0])
         command.add_arguments(subparsers[verb])
     args = parser.parse_args(argv)
@@ -135,12 +136,14 @@ def run_cli(argv: list[str]) -> int:
     if command is None:
         parser.print_help()
         return 0
-    import logging
+    debug = args.verbose or os.environ.get("TORCHX_DEBUG")
+    if debug or args.log_level.upper() != "WARNING":
+        import logging
 
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose or os.environ.get("TORCHX_DEBUG") else args.log_level.upper(),
-        format="torchx %(asctime)s %(levelname)s %(message)s",
-    )
+        logging.basicConfig(
+            level=logging.DEBUG if debug else args.log_level.upper(),
+            format="torchx %(asctime)s %(levelname)s %(message)s",
+        )
     result = command.run(args)
     return result if isinstance(result, int) else 0
 

@@ -15,12 +15,14 @@ Explicit values (``-cfg`` on the CLI, ``cfg=`` in the API) beat every file. Sect
 
 from __future__ import annotations
 
-import configparser
 import os
 from collections.abc import Iterable, Mapping
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from torchx.specs.runopts import CfgVal, get_type_name, runopts
+
+if TYPE_CHECKING:
+    import configparser
 
 CONFIG_FILE = ".torchxconfig"
 ENV_TORCHXCONFIG = "TORCHXCONFIG"
@@ -63,6 +65,8 @@ def _parse(path: str) -> configparser.ConfigParser:
     key = (path, mtime)
     parser = _parsed.get(key)
     if parser is None:
+        import configparser
+
         parser = configparser.ConfigParser(interpolation=None, delimiters=("=",))
         parser.optionxform = str  # type: ignore[assignment,method-assign]
         try:
@@ -120,6 +124,8 @@ def apply(scheduler: str, cfg: dict[str, CfgVal], dirs: Iterable[str] | None = N
 
 def load(scheduler: str, f: IO[str], cfg: dict[str, CfgVal]) -> None:
     """Fills ``cfg`` from the ``[scheduler]`` section of the open config file ``f``."""
+    import configparser
+
     parser = configparser.ConfigParser(interpolation=None, delimiters=("=",))
     parser.optionxform = str  # type: ignore[assignment,method-assign]
     parser.read_file(f)

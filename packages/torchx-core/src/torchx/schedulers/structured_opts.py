@@ -119,11 +119,14 @@ class StructuredOpts(Mapping[str, CfgVal]):
         return {**dict(self), **dict(other)}
 
 
+def _field_doc(cls: type, name: str) -> str:
+    return _attribute_docs(cls).get(name, "")
+
+
 @functools.cache
 def _declared_opts(cls: type[StructuredOpts]) -> runopts:
     """The options of a StructuredOpts class, computed once per class (do not mutate)."""
     hints = typing.get_type_hints(cls)
-    docs = _attribute_docs(cls)
     opts = runopts()
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         tp, optional = _opt_type(hints[f.name])
@@ -140,7 +143,7 @@ def _declared_opts(cls: type[StructuredOpts]) -> runopts:
         opts.add(
             key,
             type_=tp,
-            help=str(f.metadata.get("help", docs.get(f.name, ""))),
+            help=str(f.metadata["help"]) if "help" in f.metadata else functools.partial(_field_doc, cls, f.name),
             default=default,
             required=not has_default and not optional,
             aliases=aliases,

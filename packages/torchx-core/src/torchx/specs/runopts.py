@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Dict, List, Union
 
 from torchx.util.suggest import did_you_mean
@@ -46,15 +45,52 @@ def _split(value: str) -> list[str]:
     return [item.strip() for item in value.split(sep) if item.strip()]
 
 
-@dataclass
 class runopt:
-    """One run option: its default, type, whether it is required, its help and aliases."""
+    """One run option: its default, type, whether it is required, its help and aliases.
 
-    default: CfgVal
-    opt_type: Any
-    is_required: bool
-    help: str
-    aliases: list[str] = field(default_factory=list)
+    ``help`` may be given as a zero-argument callable, called the first time it is read
+    (help text that is costly to produce is then only made when it is shown).
+    """
+
+    __slots__ = ("_help", "aliases", "default", "is_required", "opt_type")
+
+    def __init__(
+        self,
+        default: CfgVal,
+        opt_type: Any,
+        is_required: bool,
+        help: str | Callable[[], str],
+        aliases: list[str] | None = None,
+    ) -> None:
+        self.default = default
+        self.opt_type = opt_type
+        self.is_required = is_required
+        self._help = help
+        self.aliases: list[str] = list(aliases or [])
+
+    @property
+    def help(self) -> str:
+        """The option's help text."""
+        if callable(self._help):
+            self._help = self._help()
+        return self._help
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, runopt):
+            return NotImplemented
+        return (self.default, self.opt_type, self.is_required, self.help, self.aliases) == (
+            other.default,
+            other.opt_type,
+            other.is_required,
+            other.help,
+            other.aliases,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"runopt(default={self.default!r}, opt_type={get_type_name(self.opt_type)}, "
+            f"is_required={self.is_required}, help={self.help!r})"
+        )
 
     @property
     def is_type_list_of_str(self) -> bool:
@@ -147,7 +183,7 @@ class runopts:
         self,
         cfg_key: str,
         type_: Any,
-        help: str,
+        help: str | Callable[[], str],
         default: CfgVal = None,
         required: bool = False,
         aliases: list[str] | None = None,

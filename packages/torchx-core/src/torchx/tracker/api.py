@@ -12,12 +12,9 @@ runner) and records through :class:`AppRun`::
 from __future__ import annotations
 
 import abc
-import logging
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-
-logger: logging.Logger = logging.getLogger(__name__)
 
 ENV_TORCHX_TRACKERS = "TORCHX_TRACKERS"
 ENV_TORCHX_PARENT_RUN_ID = "TORCHX_PARENT_RUN_ID"
@@ -154,6 +151,12 @@ def app_run_from_env() -> AppRun:
     return AppRun.run_from_env()
 
 
+def _warn(msg: str, *args: object) -> None:
+    import logging
+
+    logging.getLogger(__name__).warning(msg, *args)
+
+
 def build_trackers(entrypoint_and_config: Mapping[str, str | None]) -> Iterable[TrackerBase]:
     """Creates tracker backends from ``{name or "module:factory": config}``.
 
@@ -168,12 +171,12 @@ def build_trackers(entrypoint_and_config: Mapping[str, str | None]) -> Iterable[
         record = registered.get(name)
         path = record.factory if record else name
         if record is None and ":" not in name:
-            logger.warning("unknown tracker %r: no installed plugin provides it (pip install torchx-tracker?)", name)
+            _warn("unknown tracker %r: no installed plugin provides it (pip install torchx-tracker?)", name)
             continue
         try:
             trackers.append(load_attr(path)(config))
         except Exception as e:
-            logger.warning("cannot create tracker %r: %s", name, e)
+            _warn("cannot create tracker %r: %s", name, e)
     return trackers
 
 

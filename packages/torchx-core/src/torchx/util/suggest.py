@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """Returns ``" Did you mean 'x'?"`` for the closest candidate, or ``""``."""
+    import difflib
+
     matches = difflib.get_close_matches(word, list(candidates), n=3, cutoff=0.6)
     if not matches:
         return ""
