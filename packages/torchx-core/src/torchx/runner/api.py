@@ -104,7 +104,7 @@ def _check_capabilities(app: AppDef, scheduler: Scheduler[Any, Any, Any]) -> Non
 
 def _tracker_env(parent_run_id: str | None) -> dict[str, str]:
     from torchx.runner import config
-    from torchx.tracker.api import ENV_TORCHX_PARENT_RUN_ID, ENV_TORCHX_TRACKERS, tracker_config_env_var_name
+    from torchx.tracker.env import ENV_TORCHX_PARENT_RUN_ID, ENV_TORCHX_TRACKERS, tracker_config_env_var_name
 
     env: dict[str, str] = {}
     trackers = config.load_sections("torchx").get("tracker", {})

@@ -1,17 +1,11 @@
 """Experiment tracking: the :class:`~torchx.tracker.api.TrackerBase` interface and the
-in-job :class:`~torchx.tracker.api.AppRun` helper. Backends come from plugins."""
+in-job :class:`~torchx.tracker.api.AppRun` helper. Backends come from plugins.
 
-from torchx.tracker.api import (
-    AppRun,
-    AppRunTrackableSource,
-    Lineage,
-    TrackerArtifact,
-    TrackerBase,
-    TrackerSource,
-    app_run_from_env,
-    build_trackers,
-    trackers_from_environ,
-)
+The names below are loaded from :mod:`torchx.tracker.api` on first use, so importing
+``torchx.tracker.env`` (what the runner needs) stays cheap.
+"""
+
+from typing import Any
 
 __all__ = [
     "AppRun",
@@ -24,3 +18,11 @@ __all__ = [
     "build_trackers",
     "trackers_from_environ",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from torchx.tracker import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'torchx.tracker' has no attribute {name!r}")

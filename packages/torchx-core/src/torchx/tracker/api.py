@@ -16,14 +16,29 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-ENV_TORCHX_TRACKERS = "TORCHX_TRACKERS"
-ENV_TORCHX_PARENT_RUN_ID = "TORCHX_PARENT_RUN_ID"
-ENV_TORCHX_JOB_ID = "TORCHX_JOB_ID"
+from torchx.tracker.env import (
+    ENV_TORCHX_JOB_ID,
+    ENV_TORCHX_PARENT_RUN_ID,
+    ENV_TORCHX_TRACKERS,
+    tracker_config_env_var_name,
+)
 
-
-def tracker_config_env_var_name(name: str) -> str:
-    """``TORCHX_TRACKER_<NAME>_CONFIG`` for tracker ``name``."""
-    return f"TORCHX_TRACKER_{name.upper().replace('.', '_').replace(':', '_').replace('-', '_')}_CONFIG"
+__all__ = [
+    "ENV_TORCHX_JOB_ID",
+    "ENV_TORCHX_PARENT_RUN_ID",
+    "ENV_TORCHX_TRACKERS",
+    "AppRun",
+    "AppRunTrackableSource",
+    "Lineage",
+    "TrackerArtifact",
+    "TrackerBase",
+    "TrackerSource",
+    "app_run_from_env",
+    "build_trackers",
+    "tracker_config_env_var_name",
+    "tracker_names_from_environ",
+    "trackers_from_environ",
+]
 
 
 @dataclass
