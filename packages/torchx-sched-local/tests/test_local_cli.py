@@ -41,12 +41,12 @@ def component(isolated: Path) -> str:
 def test_plugin_registers_schedulers_and_the_docker_workspace() -> None:
     proc = run_python(
         "import sys, torchx.plugins as p; r = p.get_registry(refresh=True);"
-        " print(sorted(r.schedulers), sorted(r.workspaces));"
+        " print(r.origin[('schedulers', 'local_cwd')], r.origin[('schedulers', 'local_docker')],"
+        " r.origin[('workspaces', 'docker')]);"
         " import torchx_sched_local.plugin; assert 'docker' not in sys.modules"
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split("] [")[0] == "['local_cwd', 'local_docker'"
-    assert "'docker'" in proc.stdout
+    assert proc.stdout.split() == ["torchx-sched-local:local"] * 3
 
 
 def test_run_streams_output_and_waits_every_time(component: str) -> None:
