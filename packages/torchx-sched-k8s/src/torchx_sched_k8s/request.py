@@ -184,17 +184,7 @@ def build_volcano(app: AppDef, opts: KubernetesOpts, name: str | None = None) ->
     }
     if opts.priority_class:
         spec["priorityClassName"] = opts.priority_class
-    job = {
-        "apiVersion": f"{VOLCANO_GROUP}/{VOLCANO_VERSION}",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": opts.namespace,
-            "labels": factories[0].base_labels,
-            "annotations": {names.ANNOTATION_APP: app.name},
-        },
-        "spec": spec,
-    }
+    job = _custom_object(f"{VOLCANO_GROUP}/{VOLCANO_VERSION}", "Job", name, opts.namespace, factories, app, spec)
     return KubernetesRequest(opts.namespace, name, KIND_VOLCANO, [job])
 
 
@@ -233,18 +223,25 @@ def build_mcad(app: AppDef, opts: MCADOpts, name: str | None = None) -> Kubernet
     }
     if opts.priority is not None:
         spec["priority"] = opts.priority
-    wrapper = {
-        "apiVersion": f"{MCAD_GROUP}/{MCAD_VERSION}",
-        "kind": "AppWrapper",
+    wrapper = _custom_object(f"{MCAD_GROUP}/{MCAD_VERSION}", "AppWrapper", name, opts.namespace, factories, app, spec)
+    return KubernetesRequest(opts.namespace, name, KIND_MCAD, [wrapper])
+
+
+def _custom_object(
+    api_version: str, kind: str, name: str, namespace: str, factories: list[Any], app: AppDef, spec: dict[str, Any]
+) -> dict[str, Any]:
+    """A custom resource carrying the app's labels and name annotation."""
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
         "metadata": {
             "name": name,
-            "namespace": opts.namespace,
+            "namespace": namespace,
             "labels": factories[0].base_labels,
             "annotations": {names.ANNOTATION_APP: app.name},
         },
         "spec": spec,
     }
-    return KubernetesRequest(opts.namespace, name, KIND_MCAD, [wrapper])
 
 
 #: ``mode`` option -> builder of the ``kubernetes`` scheduler
