@@ -73,7 +73,7 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def typecheck(session: nox.Session) -> None:
     """mypy (strict) over torchx-core."""
-    session.install("mypy>=1.8", pkg("torchx-core", ""))
+    session.install("mypy>=1.8", pkg("torchx-core"))  # [test]: torchx.testing is typed against pytest
     session.run("mypy", "packages/torchx-core/src")
 
 
