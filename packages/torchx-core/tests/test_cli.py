@@ -149,3 +149,18 @@ def test_help_imports_no_plugin_machinery_when_cache_is_warm(cli_env: dict[str, 
             [sys.executable, "-c", probe], capture_output=True, text=True, env={**os.environ, **cli_env}
         )
     assert "IMPORTED []" in proc.stderr, proc.stderr
+
+
+def test_closed_pipe_is_quiet(cli_env: dict[str, str]) -> None:
+    import os
+
+    for reader in ("head -c 10", "true"):  # reads a little / closes before we write
+        proc = subprocess.run(
+            f"{sys.executable} -m torchx runopts fake | {reader}",
+            shell=True,
+            capture_output=True,
+            text=True,
+            env={**os.environ, **cli_env},
+        )
+        assert proc.stderr == "", proc.stderr
+    assert proc.returncode == 0

