@@ -10,10 +10,10 @@ import pytest
 HEAVY = ("docker", "kubernetes", "boto3", "botocore", "fsspec", "yaml", "torch")
 
 PROBE = """
-import runpy, sys
-sys.argv = ["torchx", *{args!r}]
+import sys
+from torchx.cli.main import run_cli
 try:
-    runpy.run_module("torchx", run_name="__main__")
+    run_cli({args!r})
 except SystemExit:
     pass
 print("HEAVY", sorted(m for m in {heavy!r} if m in sys.modules), file=sys.stderr)
