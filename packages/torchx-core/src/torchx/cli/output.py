@@ -11,7 +11,7 @@ from typing import Any
 
 _COLORS = ["\033[32m", "\033[34m", "\033[35m", "\033[36m", "\033[33m", "\033[92m", "\033[94m", "\033[95m"]
 _RESET = "\033[0m"
-_RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd])$")
+_RELATIVE = r"^(\d+(?:\.\d+)?)\s*([smhd])$"  # compiled on first use
 
 
 def print_json(data: Any) -> None:
@@ -44,7 +44,7 @@ def parse_time(value: str) -> datetime:
         ValueError: none of those
     """
     text = value.strip()
-    match = _RELATIVE.match(text)
+    match = re.match(_RELATIVE, text)
     if match:
         amount, unit = float(match.group(1)), match.group(2)
         seconds = amount * {"s": 1, "m": 60, "h": 3600, "d": 86400}[unit]

@@ -23,10 +23,11 @@ _PRIMITIVES = {"str", "int", "float", "bool"}
 _OPTIONAL = {"Optional", "typing.Optional"}
 _LISTS = {"List", "list", "typing.List"}
 _DICTS = {"Dict", "dict", "typing.Dict"}
-_SECTION = re.compile(
+# patterns are compiled on first use (re caches them)
+_SECTION = (
     r"^\s*(Args|Arguments|Parameters|Params|Returns|Return|Raises|Yields|Example|Examples|Note|Notes|Usage)\s*:\s*$"
 )
-_PARAM = re.compile(r"^\s*\*{0,2}(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*(\([^)]*\))?\s*:\s*(?P<desc>.*)$")
+_PARAM = r"^\s*\*{0,2}(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*(\([^)]*\))?\s*:\s*(?P<desc>.*)$"
 
 
 @dataclass
@@ -63,7 +64,7 @@ def parse_docstring(doc: str | None) -> ParsedDocstring:
     current = ""
     base_indent: int | None = None
     for line in lines:
-        match = _SECTION.match(line)
+        match = re.match(_SECTION, line)
         if match:
             section = match.group(1).lower()
             base_indent = None
@@ -79,7 +80,7 @@ def parse_docstring(doc: str | None) -> ParsedDocstring:
         indent = len(line) - len(line.lstrip())
         if base_indent is None:
             base_indent = indent
-        pm = _PARAM.match(line)
+        pm = re.match(_PARAM, line)
         if pm and indent <= base_indent:
             current = pm.group("name")
             params[current] = pm.group("desc").strip()

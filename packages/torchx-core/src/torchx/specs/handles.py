@@ -8,7 +8,8 @@ from typing import NamedTuple
 #: ``{scheduler}://{session_name}/{app_id}``
 AppHandle = str
 
-_HANDLE = re.compile(r"^(?P<scheduler>[A-Za-z0-9_][A-Za-z0-9_.\-]*)://(?P<session>[^/\s]*)/(?P<app_id>[^\s]+)$")
+#: compiled on first use (re caches it): keeps import time down
+_HANDLE = r"^(?P<scheduler>[A-Za-z0-9_][A-Za-z0-9_.\-]*)://(?P<session>[^/\s]*)/(?P<app_id>[^\s]+)$"
 
 
 class MalformedAppHandleException(Exception):
@@ -54,7 +55,7 @@ def parse_app_handle(app_handle: AppHandle) -> ParsedAppHandle:
     """
     if not isinstance(app_handle, str):
         raise MalformedAppHandleException(repr(app_handle))
-    match = _HANDLE.match(app_handle)
+    match = re.match(_HANDLE, app_handle)
     if not match:
         raise MalformedAppHandleException(app_handle)
     return ParsedAppHandle(match["scheduler"], match["session"], match["app_id"])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from string import Template
 from typing import Any
 
 from torchx.specs.roles import Role
@@ -56,10 +55,14 @@ class macros:
             """Fills the macros in one string (unknown ``${...}`` are left as they are)."""
             if "$" not in arg:
                 return arg
+            from string import Template
+
             return Template(arg).safe_substitute(self._mapping())
 
         def _substitute_any(self, value: Any, mapping: dict[str, str]) -> Any:
             if isinstance(value, str):
+                from string import Template
+
                 return Template(value).safe_substitute(mapping) if "$" in value else value
             if isinstance(value, dict):
                 return {k: self._substitute_any(v, mapping) for k, v in value.items()}

@@ -10,7 +10,7 @@ import json
 import re
 from typing import Any
 
-_PLAIN = re.compile(r"^[A-Za-z_/][A-Za-z0-9_./@+\-]*$")
+_PLAIN = r"^[A-Za-z_/][A-Za-z0-9_./@+\-]*$"  # compiled on first use
 _YAML_BREAKS = ("\u2028", "\u2029", "\u0085", "\ufeff")
 _RESERVED = {"true", "false", "yes", "no", "on", "off", "null", "none", "~", "y", "n"}
 
@@ -23,7 +23,7 @@ def _scalar(value: Any) -> str:
     if isinstance(value, (int, float)):
         return repr(value)
     text = str(value)
-    if _PLAIN.match(text) and text.lower() not in _RESERVED:
+    if re.match(_PLAIN, text) and text.lower() not in _RESERVED:
         return text
     quoted = json.dumps(text, ensure_ascii=False)
     # YAML readers fold these as line breaks (or drop the BOM): keep them escaped
