@@ -61,9 +61,11 @@ class macros:
 
         def _substitute_any(self, value: Any, mapping: dict[str, str]) -> Any:
             if isinstance(value, str):
+                if "$" not in value:
+                    return value
                 from string import Template
 
-                return Template(value).safe_substitute(mapping) if "$" in value else value
+                return Template(value).safe_substitute(mapping)
             if isinstance(value, dict):
                 return {k: self._substitute_any(v, mapping) for k, v in value.items()}
             if isinstance(value, list):
