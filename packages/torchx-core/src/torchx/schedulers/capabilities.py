@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from torchx.specs.roles import RetryPolicy
 
 
-@dataclass(frozen=True)
 class SchedulerCapabilities:
     """The features a scheduler supports.
 
@@ -26,18 +23,77 @@ class SchedulerCapabilities:
         attach: ``torchx run`` follows the job's output and waits by default (local schedulers)
     """
 
-    log_tail: bool = True
-    log_since_until: bool = False
-    log_streams: frozenset[str] = field(default_factory=lambda: frozenset({"combined"}))
-    logs: bool = True
-    list: bool = True
-    cancel: bool = True
-    delete: bool = True
-    workspace: bool = False
-    retry_policies: frozenset[RetryPolicy] = field(default_factory=lambda: frozenset({RetryPolicy.APPLICATION}))
-    elastic: bool = False
-    mounts: frozenset[str] = field(default_factory=frozenset)
-    attach: bool = False
+    __slots__ = (
+        "attach",
+        "cancel",
+        "delete",
+        "elastic",
+        "list",
+        "log_since_until",
+        "log_streams",
+        "log_tail",
+        "logs",
+        "mounts",
+        "retry_policies",
+        "workspace",
+    )
+
+    log_tail: bool
+    log_since_until: bool
+    log_streams: frozenset[str]
+    logs: bool
+    list: bool
+    cancel: bool
+    delete: bool
+    workspace: bool
+    retry_policies: frozenset[RetryPolicy]
+    elastic: bool
+    mounts: frozenset[str]
+    attach: bool
+
+    def __init__(
+        self,
+        log_tail: bool = True,
+        log_since_until: bool = False,
+        log_streams: frozenset[str] = frozenset({"combined"}),
+        logs: bool = True,
+        list: bool = True,
+        cancel: bool = True,
+        delete: bool = True,
+        workspace: bool = False,
+        retry_policies: frozenset[RetryPolicy] = frozenset({RetryPolicy.APPLICATION}),
+        elastic: bool = False,
+        mounts: frozenset[str] = frozenset(),
+        attach: bool = False,
+    ) -> None:
+        set_ = object.__setattr__
+        set_(self, "log_tail", log_tail)
+        set_(self, "log_since_until", log_since_until)
+        set_(self, "log_streams", frozenset(log_streams))
+        set_(self, "logs", logs)
+        set_(self, "list", list)
+        set_(self, "cancel", cancel)
+        set_(self, "delete", delete)
+        set_(self, "workspace", workspace)
+        set_(self, "retry_policies", frozenset(retry_policies))
+        set_(self, "elastic", elastic)
+        set_(self, "mounts", frozenset(mounts))
+        set_(self, "attach", attach)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"SchedulerCapabilities is immutable (cannot set {name!r})")
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SchedulerCapabilities) and self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return "SchedulerCapabilities(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
 
 
 class UnsupportedFeatureError(Exception):

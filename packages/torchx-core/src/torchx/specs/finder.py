@@ -12,7 +12,6 @@ import importlib
 import importlib.util
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from torchx.specs.file_linter import LinterMessage, parse_docstring, returns_appdef, validate_function
@@ -31,17 +30,31 @@ class ComponentLoadError(Exception):
     """A component's module cannot be imported."""
 
 
-@dataclass
 class _Component:
     """A component: its name, summary, where it lives and (once loaded) its function."""
 
-    name: str
-    description: str
-    fn_name: str
-    module: str
-    path: str
-    validation_errors: list[LinterMessage] = field(default_factory=list)
-    _fn: Callable[..., Any] | None = None
+    __slots__ = ("_fn", "description", "fn_name", "module", "name", "path", "validation_errors")
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        fn_name: str,
+        module: str,
+        path: str,
+        validation_errors: list[LinterMessage] | None = None,
+        _fn: Callable[..., Any] | None = None,
+    ) -> None:
+        self.name = name
+        self.description = description
+        self.fn_name = fn_name
+        self.module = module
+        self.path = path
+        self.validation_errors: list[LinterMessage] = validation_errors or []
+        self._fn = _fn
+
+    def __repr__(self) -> str:
+        return f"_Component({self.name!r}, {self.module}:{self.fn_name})"
 
     @property
     def fn(self) -> Callable[..., Any]:
