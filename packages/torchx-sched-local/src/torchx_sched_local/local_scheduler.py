@@ -12,7 +12,6 @@ import functools
 import os
 import select
 import shlex
-import signal
 import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -364,6 +363,8 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             return
         pid = st.get("pid")
         if pid and store.lock_is_held(job_dir) and proc_start_time(pid) is not None:
+            import signal
+
             _kill(pid, signal.SIGKILL)  # stuck supervisor: it holds the lock, so the pid is its own
         with store.take_lock(job_dir):
             st = self.store.state(app_id) or st
@@ -373,6 +374,8 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             for rs in st.get("replicas") or []:
                 rpid, started = rs.get("pid"), rs.get("start_time")
                 if rpid and started is not None and proc_start_time(rpid) == started:
+                    import signal
+
                     _kill(-rpid, signal.SIGKILL)
                     killed.append(rpid)
                 if rs.get("state") in ("PENDING", "RUNNING"):
@@ -493,6 +496,8 @@ def _kill(pid: int, sig: int) -> None:
 
 def _signal_supervisor(job_dir: str, pid: int) -> bool:
     """Sends SIGTERM to the supervisor ``pid`` if it still is the job's supervisor; True if sent."""
+    import signal
+
     fd = pidfd(pid)
     try:
         if not store.lock_is_held(job_dir):

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import re
 from collections.abc import Iterator
@@ -72,6 +71,8 @@ def check_app_id(app_id: str) -> str:
 def write_json(path: str, data: Any) -> None:
     """Writes ``data`` as JSON to ``path`` atomically (readers see the old or the new file)."""
     tmp = f"{path}.{os.getpid()}.tmp"
+    import json
+
     text = json.dumps(data, separators=(",", ":"), default=str)  # one C-speed call, then one write
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
@@ -82,6 +83,8 @@ def read_json(path: str) -> Any:
     """The JSON in ``path``, or None if it does not exist."""
     try:
         with open(path, "rb") as f:
+            import json
+
             return json.loads(f.read())
     except FileNotFoundError:
         return None

@@ -81,11 +81,10 @@ def _make_parser(
     listed, for ``--help``, when none is given)."""
     import argparse
 
+    from torchx.util.help_format import HelpFormatter
     from torchx.version import __version__
 
-    parser = argparse.ArgumentParser(
-        prog="torchx", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(prog="torchx", description=DESCRIPTION, formatter_class=HelpFormatter)
     parser.add_argument("--version", action="version", version=f"torchx {__version__}")
     parser.add_argument(
         "--log_level",
@@ -98,7 +97,10 @@ def _make_parser(
     )
     sub = parser.add_subparsers(dest="verb", metavar="{" + ",".join(commands) + "}")
     chosen = {only: commands[only]} if only else commands
-    subparsers = {name: sub.add_parser(name, help=text, description=text) for name, (_, text) in chosen.items()}
+    subparsers = {
+        name: sub.add_parser(name, help=text, description=text, formatter_class=HelpFormatter)
+        for name, (_, text) in chosen.items()
+    }
     return parser, subparsers
 
 

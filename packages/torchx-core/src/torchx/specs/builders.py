@@ -28,6 +28,7 @@ from typing import Any, NamedTuple, Union
 
 from torchx.specs.file_linter import get_fn_docstring
 from torchx.specs.roles import AppDef
+from torchx.util.help_format import HelpFormatter
 
 _TRUE = {"true", "1", "yes", "y", "on"}
 _FALSE = {"false", "0", "no", "n", "off"}
@@ -200,7 +201,7 @@ def _create_parser(
         prog=prog or getattr(fn, "__name__", "component"),
         description=description,
         add_help=False,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
         allow_abbrev=False,
     )
     parser.add_argument("--help", action="help", help="show this help message and exit")
