@@ -10,10 +10,10 @@ Elsewhere: a short sleep.
 
 from __future__ import annotations
 
+import _thread
 import os
 import select
 import struct
-import threading
 import time
 from typing import Any
 
@@ -44,6 +44,8 @@ class _Hub:
     def __init__(self, libc: Any, fd: int) -> None:
         self._libc = libc
         self._fd = fd
+        import threading  # only once something is watched: keeps the module cheap to import
+
         self._cond = threading.Condition()
         self._reading = False
         self._changes: dict[int, int] = {}
@@ -121,7 +123,7 @@ class _Hub:
 
 
 _hub: _Hub | None = None
-_hub_lock = threading.Lock()
+_hub_lock = _thread.allocate_lock()
 _hub_failed = False
 
 
