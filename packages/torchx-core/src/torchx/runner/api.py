@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import warnings
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -348,6 +347,8 @@ class Runner:
 
     def stop(self, app_handle: AppHandle) -> None:
         """Deprecated: use :meth:`cancel`."""
+        import warnings
+
         warnings.warn("Runner.stop is deprecated; use Runner.cancel", DeprecationWarning, stacklevel=2)
         self.cancel(app_handle)
 

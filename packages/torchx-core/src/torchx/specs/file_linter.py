@@ -16,8 +16,7 @@ import ast
 import inspect
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 _PRIMITIVES = {"str", "int", "float", "bool"}
 _OPTIONAL = {"Optional", "typing.Optional"}
@@ -30,8 +29,7 @@ _SECTION = (
 _PARAM = r"^\s*\*{0,2}(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*(\([^)]*\))?\s*:\s*(?P<desc>.*)$"
 
 
-@dataclass
-class LinterMessage:
+class LinterMessage(NamedTuple):
     """One problem the linter found."""
 
     name: str
@@ -44,8 +42,7 @@ class LinterMessage:
         return f"{self.line}:{self.char} {self.description}"
 
 
-@dataclass
-class ParsedDocstring:
+class ParsedDocstring(NamedTuple):
     """The parts of a google-style docstring torchx uses."""
 
     short_description: str
