@@ -76,3 +76,10 @@ apt_install() {
 }
 
 docker_ping() { curl -sf --max-time 5 --unix-socket /var/run/docker.sock http://docker/_ping >/dev/null 2>&1; }
+
+# unmount_under <dir>: unmount every mount point at or below <dir>, deepest first (a kubelet that
+# died without k8s-down leaves its bind mounts behind, and `rm -rf` then fails with "busy")
+unmount_under() {
+    { awk -v d="$1" '$2 == d || index($2, d "/") == 1 { print $2 }' /proc/mounts || true; } | sort -r \
+        | while read -r m; do umount "$m" 2>/dev/null || umount -l "$m"; done
+}

@@ -23,6 +23,6 @@ if [ $had_kubelet = 1 ] && docker_ping; then
     # shellcheck disable=SC2086
     [ -n "$ids" ] && docker rm -f $ids >/dev/null 2>&1 && log "removed the kubelet's pod containers"
 fi
-{ grep -o " $STATE_DIR/[^ ]*" /proc/mounts || true; } | sort -r | while read -r m; do umount "$m" 2>/dev/null || umount -l "$m"; done
+unmount_under "$STATE_DIR"
 [ "${K8S_KEEP_STATE:-0}" = 1 ] || rm -rf "$STATE_DIR"
 log "stopped"

@@ -159,7 +159,7 @@ start_bg() {  # start_bg name cmd...   (own session, so it outlives the calling 
 }
 fail() { tail_log "$STATE_DIR/logs/$1.log"; die "$2"; }
 
-rm -rf "$STATE_DIR"; mkdir -p "$STATE_DIR/logs"
+unmount_under "$STATE_DIR"; rm -rf "$STATE_DIR"; mkdir -p "$STATE_DIR/logs"
 PKI=$STATE_DIR/pki
 # CA, serving certs and SA keys are made once and kept in the cache (kubeconfigs stay valid)
 if [ ! -s "$CACHE_DIR/pki/sa.pub" ]; then
