@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 import time
 import uuid
@@ -95,6 +96,24 @@ def test_failure_message_and_retries_through_the_restart_policy(
     desc = docker_sched.wait(failing, timeout=60)
     assert desc is not None and desc.state == AppState.FAILED
     assert desc.msg == "w/0 exited with code 7"
+
+
+def test_a_replica_failing_for_good_stops_the_others(
+    docker_sched: Any, docker_live: dict[str, str], client: Any
+) -> None:
+    script = 'if [ "$TORCHX_REPLICA_IDX" = 1 ]; then sleep 1; exit 1; fi; exec sleep 300'
+    role = _role(docker_live["TORCHX_TEST_BUSYBOX_IMAGE"], "sh", "-c", script, num_replicas=2)
+    t = time.monotonic()
+    app_id = _run(docker_sched, role, {"stop_grace_period": 2})
+    desc = docker_sched.wait(app_id, timeout=60)
+    assert time.monotonic() - t < 15
+    assert client.containers.list(filters={"label": f"{LABEL_APP_ID}={app_id}"}) == []  # running ones only
+    for d in (desc, docker_sched.describe(app_id)):  # again, now that w/0 has an exit code too
+        assert d is not None and d.state == AppState.FAILED and d.msg == "w/1 exited with code 1", d
+        replicas = d.roles_statuses[0].replicas
+        assert [r.state for r in replicas] == [AppState.FAILED] * 2
+        assert json.loads(replicas[1].structured_error_msg) == {"message": "w/1 exited with code 1", "exit_code": 1}
+    assert (app_id, AppState.FAILED) in [(a.app_id, a.state) for a in docker_sched.list()]
 
 
 def test_mounts_devices_and_limits(docker_sched: Any, docker_live: dict[str, str], tmp_path: Path, client: Any) -> None:

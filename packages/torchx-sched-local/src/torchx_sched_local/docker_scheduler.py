@@ -47,13 +47,14 @@ LABEL_ROLE_INDEX = "torchx.pytorch.org/role-index"
 LABEL_REPLICA_ID = "torchx.pytorch.org/replica-id"
 #: the submitted role as JSON (on the first replica of each role), for ``describe``
 LABEL_ROLE = "torchx.pytorch.org/role"
-#: seconds ``cancel`` gives a container between SIGTERM and SIGKILL
+#: seconds a container gets between SIGTERM and SIGKILL (``cancel``, or a sibling's failure)
 LABEL_STOP_GRACE = "torchx.pytorch.org/stop-grace-period"
 #: on the marker volume ``torchx-cancelled-<app id>`` that ``cancel`` leaves
 LABEL_CANCELLED = "torchx.pytorch.org/cancelled"
 RANK0_ENV = "TORCHX_RANK0_HOST"
 _EXITED = re.compile(r"^Exited \((-?\d+)\)")
 _RUNNING = ("running", "paused", "restarting", "removing")
+_STOPPABLE = ("running", "paused", "restarting")
 
 
 @dataclass
@@ -69,7 +70,7 @@ class DockerOpts(StructuredOpts):
     network: str | None = None
     """An existing network to run on (default: a new bridge network per app, removed by `torchx delete`)."""
     stop_grace_period: float = 10.0
-    """Seconds between SIGTERM and SIGKILL when the app is cancelled."""
+    """Seconds between SIGTERM and SIGKILL when the app is cancelled or another replica failed."""
 
 
 @dataclass
@@ -135,6 +136,12 @@ def _app_state(states: list[AppState], cancelled: bool) -> AppState:
     if AppState.RUNNING in states or AppState.SUCCEEDED in states:
         return AppState.RUNNING
     return AppState.PENDING
+
+
+def _finished_key(stamp: str) -> tuple[str, str]:
+    """Sort key of a Docker ``FinishedAt`` time (UTC, RFC 3339 with 0-9 fraction digits)."""
+    whole, _, fraction = stamp.rstrip("Z").partition(".")
+    return whole, fraction.ljust(9, "0")
 
 
 def _iter_lines(chunks: Iterable[bytes]) -> Iterator[str]:
@@ -361,16 +368,30 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[DockerOpts, AppDef, Docker
         return bool(volumes)
 
     def describe(self, app_id: str) -> DescribeAppResponse | None:
-        """The app's state from its containers; None if it has none."""
+        """The app's state from its containers; None if it has none.
+
+        Once the app has FAILED (a replica exited non-zero with no restart left), its
+        containers still running are stopped as ``cancel`` does, so that no replica waits
+        forever for a dead peer; the app stays FAILED with the first failure as its message.
+        """
         containers = self._containers(app_id)
         if not containers:
             return None
         cancelled = self._is_cancelled(app_id)
+        desc = self._describe(app_id, containers, cancelled)
+        live = [c for c in containers if c.status in _STOPPABLE]
+        if desc.state == AppState.FAILED and live:
+            self._stop(live)
+            desc = self._describe(app_id, self._containers(app_id), cancelled)
+        return desc
+
+    def _describe(self, app_id: str, containers: list[Container], cancelled: bool) -> DescribeAppResponse:
+        """The app's state from these (inspected) containers of it; the earliest failure is the message."""
         entries = sorted(containers, key=lambda c: (int(c.labels[LABEL_ROLE_INDEX]), int(c.labels[LABEL_REPLICA_ID])))
         roles = [role_from_dict(json.loads(c.labels[LABEL_ROLE])) for c in entries if LABEL_ROLE in c.labels]
         statuses: dict[str, RoleStatus] = {}
         states: list[AppState] = []
-        msg = ""
+        failures: list[tuple[tuple[str, str], str]] = []  # (finished at, message)
         restarts = 0
         for c in entries:
             state_attrs = c.attrs["State"]
@@ -385,8 +406,8 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[DockerOpts, AppDef, Docker
                 if cancelled:
                     state = AppState.CANCELLED
                 else:
-                    msg = msg or f"{role}/{k} {detail}"
-                    error = json.dumps({"message": f"{role}/{k} {detail}", "exit_code": code})
+                    failures.append((_finished_key(state_attrs.get("FinishedAt", "")), f"{role}/{k} {detail}"))
+                    error = json.dumps({"message": failures[-1][1], "exit_code": code})
             restarts += int(c.attrs.get("RestartCount", 0))
             states.append(state)
             statuses.setdefault(role, RoleStatus(role, [])).replicas.append(
@@ -395,6 +416,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[DockerOpts, AppDef, Docker
                 )
             )
         app_state = _app_state(states, cancelled)
+        msg = min(failures)[1] if failures else ""
         return DescribeAppResponse(
             app_id=app_id,
             state=app_state,
@@ -461,10 +483,14 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[DockerOpts, AppDef, Docker
         self._docker_client.volumes.create(
             name=f"torchx-cancelled-{app_id}", labels={LABEL_CANCELLED: app_id, LABEL_APP_ID: app_id}
         )
-        containers = self._containers(app_id, sparse=True)
+        self._stop(self._containers(app_id, sparse=True))
+
+    def _stop(self, containers: list[Container]) -> None:
+        """Stops the containers in parallel: SIGTERM, then SIGKILL after the app's grace period."""
 
         def stop(c: Container) -> None:
-            c.stop(timeout=int((c.attrs.get("Labels") or {}).get(LABEL_STOP_GRACE, "10")))
+            labels = c.attrs.get("Labels") or c.attrs["Config"]["Labels"]  # sparse or inspected
+            c.stop(timeout=int(labels.get(LABEL_STOP_GRACE, "10")))
 
         with ThreadPoolExecutor(max_workers=min(16, max(1, len(containers)))) as pool:
             list(pool.map(stop, containers))

@@ -15,7 +15,6 @@ import shlex
 import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
@@ -28,6 +27,7 @@ from torchx.specs.macros import macros
 from torchx.specs.roles import AppDef, RetryPolicy, Role
 from torchx.specs.runopts import CfgVal, runopts
 from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, is_terminal
+from torchx.util.record import field, record
 
 from torchx_sched_local import logfiles, store
 from torchx_sched_local.codec import role_from_dict, role_to_dict
@@ -44,7 +44,7 @@ _LIVENESS_CHECK = 1.0
 _SAFE_NAME = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 
 
-@dataclass
+@record
 class LocalOpts(StructuredOpts):
     """Run options of ``local_cwd``."""
 
@@ -58,7 +58,7 @@ class LocalOpts(StructuredOpts):
     """Seconds between SIGTERM and SIGKILL when a job is cancelled or a replica is stopped."""
 
 
-@dataclass
+@record
 class ReplicaParams:
     """How one replica is started."""
 
@@ -73,7 +73,7 @@ class ReplicaParams:
     prepend_cwd: bool = False
 
 
-@dataclass
+@record
 class LocalRequest:
     """What ``local_cwd`` runs: the app id, its replicas and where its logs go."""
 

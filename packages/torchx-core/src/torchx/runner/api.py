@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
 
-from torchx.schedulers import SchedulerFactory, get_scheduler_factories
+from torchx.schedulers import get_scheduler_factories
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
 from torchx.schedulers.capabilities import UnsupportedFeatureError
 from torchx.schedulers.streams import Stream
@@ -24,8 +22,12 @@ from torchx.specs.status import AppStatus
 from torchx.specs.workspace import Workspace
 from torchx.util.suggest import did_you_mean
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
+    from typing import Any
+
+    from torchx.schedulers import SchedulerFactory
 
 ENV_SESSION_ID = "TORCHX_INTERNAL_SESSION_ID"
 ENV_JOB_ID = "TORCHX_JOB_ID"
@@ -263,6 +265,8 @@ class Runner:
             UnsupportedFeatureError: the app needs something the scheduler cannot do
             SubmissionRejected: a plugin's policy refused the app
         """
+        import copy
+
         from torchx.plugins import run_pre_submit
         from torchx.runner import config
 

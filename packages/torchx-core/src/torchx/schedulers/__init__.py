@@ -6,10 +6,14 @@ Schedulers come from plugins (``torchx_schedulers`` hook, or the legacy
 
 from __future__ import annotations
 
-from typing import Any, Protocol
-
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler, Stream
 from torchx.schedulers.capabilities import SchedulerCapabilities, UnsupportedFeatureError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from torchx.schedulers.factory import SchedulerFactory
 
 __all__ = [
     "DescribeAppResponse",
@@ -33,12 +37,6 @@ KNOWN_SCHEDULER_PACKAGES: dict[str, str] = {
     "aws_batch": "torchx-sched-aws",
     "aws_sagemaker": "torchx-sched-aws",
 }
-
-
-class SchedulerFactory(Protocol):
-    """``create_scheduler(session_name, **kwargs) -> Scheduler``."""
-
-    def __call__(self, session_name: str, **kwargs: Any) -> Scheduler[Any, Any, Any]: ...
 
 
 class _LazyFactory:
@@ -82,3 +80,11 @@ def get_default_scheduler_name() -> str:
     if not names:
         raise UnknownSchedulerException("no scheduler is installed; install one, e.g. `pip install torchx-sched-local`")
     return "local_cwd" if "local_cwd" in names else names[0]
+
+
+def __getattr__(name: str) -> object:
+    if name == "SchedulerFactory":  # a typing.Protocol: imported when asked for, as typing is not free
+        from torchx.schedulers.factory import SchedulerFactory
+
+        return SchedulerFactory
+    raise AttributeError(f"module 'torchx.schedulers' has no attribute {name!r}")

@@ -5,8 +5,6 @@ from __future__ import annotations
 import abc
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from torchx.schedulers.capabilities import SchedulerCapabilities, UnsupportedFeatureError
 from torchx.schedulers.streams import Stream, filter_regex, split_lines, split_lines_iterator
@@ -16,9 +14,14 @@ from torchx.specs.roles import NONE, NULL_RESOURCE, AppDef, Role
 from torchx.specs.runopts import CfgVal, runopts
 from torchx.specs.status import AppState, RoleStatus, is_terminal
 from torchx.specs.workspace import Workspace
+from torchx.util.record import field, record
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
+    from typing import Any, ClassVar, Generic, TypeVar
+else:
+    from torchx.util.runtime_typing import Generic, TypeVar
 
 __all__ = [
     "DescribeAppResponse",
@@ -38,7 +41,7 @@ A = TypeVar("A")  # app
 D = TypeVar("D")  # dryrun request
 
 
-@dataclass
+@record
 class DescribeAppResponse:
     """What ``Scheduler.describe`` returns about an app.
 
@@ -57,7 +60,7 @@ class DescribeAppResponse:
     roles: list[Role] = field(default_factory=list)
 
 
-@dataclass(unsafe_hash=True)
+@record(unsafe_hash=True)
 class ListAppResponse:
     """One app in ``Scheduler.list``."""
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from enum import Enum
 
@@ -20,6 +19,8 @@ class Stream(str, Enum):
 
 def filter_regex(regex: str, data: Iterable[str]) -> Iterator[str]:
     """Yields the lines of ``data`` that ``regex`` matches (``re.search``)."""
+    import re
+
     pattern = re.compile(regex)
     return (line for line in data if pattern.search(line))
 

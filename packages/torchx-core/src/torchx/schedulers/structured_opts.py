@@ -1,4 +1,5 @@
-"""Run options declared as a dataclass: fields are options, attribute docstrings their help.
+"""Run options declared as a dataclass (or a :func:`torchx.util.record.record`): fields are
+options, attribute docstrings their help.
 
 Usage::
 
@@ -15,17 +16,18 @@ Usage::
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import itertools
-import typing
 from collections.abc import Iterator, Mapping
-from typing import Any, Dict, List, Union
 
 from torchx.specs.runopts import CfgVal, runopts
+from torchx.util.record import MISSING, Field, declares_fields, fields_of
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
-def _field_key(f: dataclasses.Field[Any]) -> str:
+def _field_key(f: Field) -> str:
     return str(f.metadata.get("cfg_key", f.name))
 
 
@@ -36,6 +38,9 @@ def _camel(name: str) -> str:
 
 def _opt_type(tp: Any) -> tuple[Any, bool]:
     """(runopts type, is optional) for a field annotation."""
+    import typing
+    from typing import Dict, List, Union
+
     optional = False
     origin = typing.get_origin(tp)
     if origin is Union or type(tp).__name__ == "UnionType":
@@ -55,11 +60,12 @@ def _attribute_docs(cls: type) -> dict[str, str]:
     """Field name -> the docstring written right below the field in the class body."""
     import ast
     import inspect
+    import itertools
     import textwrap
 
     docs: dict[str, str] = {}
     for klass in reversed(cls.__mro__):
-        if klass in (object, StructuredOpts) or not dataclasses.is_dataclass(klass):
+        if klass in (object, StructuredOpts) or not declares_fields(klass):
             continue
         try:
             tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
@@ -92,7 +98,7 @@ class StructuredOpts(Mapping[str, CfgVal]):
     def from_cfg(cls, cfg: Mapping[str, CfgVal]) -> Any:
         """An instance from a cfg mapping (keys may be the cfg key, the field name or its camelCase)."""
         kwargs: dict[str, Any] = {}
-        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        for f in fields_of(cls):
             for key in (_field_key(f), f.name, _camel(f.name)):
                 if key in cfg and cfg[key] is not None:
                     kwargs[f.name] = cfg[key]
@@ -100,7 +106,7 @@ class StructuredOpts(Mapping[str, CfgVal]):
         return cls(**kwargs)
 
     def _items(self) -> dict[str, Any]:
-        return {_field_key(f): getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        return {_field_key(f): getattr(self, f.name) for f in fields_of(self)}
 
     def __getitem__(self, key: str) -> CfgVal:
         items = self._items()
@@ -126,18 +132,14 @@ def _field_doc(cls: type, name: str) -> str:
 @functools.cache
 def _declared_opts(cls: type[StructuredOpts]) -> runopts:
     """The options of a StructuredOpts class, computed once per class (do not mutate)."""
+    import typing
+
     hints = typing.get_type_hints(cls)
     opts = runopts()
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+    for f in fields_of(cls):
         tp, optional = _opt_type(hints[f.name])
-        has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
-        default = (
-            f.default
-            if f.default is not dataclasses.MISSING
-            else f.default_factory()
-            if f.default_factory is not dataclasses.MISSING
-            else None
-        )
+        has_default = not f.required
+        default = f.default if f.default is not MISSING else f.default_factory() if not f.required else None
         key = _field_key(f)
         aliases = [a for a in {f.name, _camel(f.name)} if a != key]
         opts.add(

@@ -11,8 +11,6 @@ Usage::
     )
 """
 
-from typing import Any
-
 from torchx.specs.api import *  # noqa: F403
 from torchx.specs.api import __all__ as _api_all
 from torchx.specs.named_resources import (
@@ -42,7 +40,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module_name = _LAZY.get(name)
     if module_name is None:
         raise AttributeError(f"module 'torchx.specs' has no attribute {name!r}")

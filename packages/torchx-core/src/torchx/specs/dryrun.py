@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Generic, TypeVar
+
     from torchx.specs.roles import AppDef
     from torchx.specs.runopts import CfgVal
+else:
+    from torchx.util.runtime_typing import Generic, TypeVar
 
 T = TypeVar("T")
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import re
-from typing import NamedTuple
-
 #: ``{scheduler}://{session_name}/{app_id}``
 AppHandle = str
 
@@ -39,12 +36,31 @@ class UnknownAppException(Exception):
         self.app_handle = app_handle
 
 
-class ParsedAppHandle(NamedTuple):
-    """The parts of an app handle."""
+class ParsedAppHandle(tuple[str, str, str]):
+    """The parts of an app handle: a ``(scheduler_backend, session_name, app_id)`` tuple."""
 
-    scheduler_backend: str
-    session_name: str
-    app_id: str
+    __slots__ = ()
+
+    def __new__(cls, scheduler_backend: str, session_name: str, app_id: str) -> ParsedAppHandle:
+        return tuple.__new__(cls, (scheduler_backend, session_name, app_id))
+
+    @property
+    def scheduler_backend(self) -> str:
+        """The scheduler's name."""
+        return self[0]
+
+    @property
+    def session_name(self) -> str:
+        """The session (runner) name; may be empty."""
+        return self[1]
+
+    @property
+    def app_id(self) -> str:
+        """The app's id in the scheduler."""
+        return self[2]
+
+    def __repr__(self) -> str:
+        return f"ParsedAppHandle(scheduler_backend={self[0]!r}, session_name={self[1]!r}, app_id={self[2]!r})"
 
 
 def parse_app_handle(app_handle: AppHandle) -> ParsedAppHandle:
@@ -55,6 +71,8 @@ def parse_app_handle(app_handle: AppHandle) -> ParsedAppHandle:
     """
     if not isinstance(app_handle, str):
         raise MalformedAppHandleException(repr(app_handle))
+    import re
+
     match = re.match(_HANDLE, app_handle)
     if not match:
         raise MalformedAppHandleException(app_handle)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
 from torchx.specs.roles import Role
+from torchx.util.record import record, replace
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from string import Template
+    from typing import Any
 
 
 class macros:
@@ -35,7 +34,7 @@ class macros:
     replica_id = "${replica_id}"
     rank0_env = "${rank0_env}"
 
-    @dataclass
+    @record
     class Values:
         """The values macros take for one replica."""
 
@@ -77,7 +76,7 @@ class macros:
 
             mapping = self._mapping()
             sub = self._substitute_any
-            return dataclasses.replace(
+            return replace(
                 role,
                 entrypoint=sub(role.entrypoint, mapping, Template),
                 args=[sub(a, mapping, Template) for a in role.args],

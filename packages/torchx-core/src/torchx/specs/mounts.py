@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from enum import Enum
-from typing import Union
+
+from torchx.util.record import record
 
 
 class MountType(str, Enum):
@@ -16,7 +16,7 @@ class MountType(str, Enum):
     DEVICE = "device"
 
 
-@dataclass
+@record
 class BindMount:
     """Mounts a host path into the worker environment.
 
@@ -31,7 +31,7 @@ class BindMount:
     read_only: bool = False
 
 
-@dataclass
+@record
 class VolumeMount:
     """Mounts a persistent volume (a docker volume, a Kubernetes PVC, ...) into the worker.
 
@@ -46,7 +46,7 @@ class VolumeMount:
     read_only: bool = False
 
 
-@dataclass
+@record
 class DeviceMount:
     """Mounts a host device into the container.
 
@@ -61,7 +61,7 @@ class DeviceMount:
     permissions: str = "rwm"
 
 
-Mount = Union[BindMount, VolumeMount, DeviceMount]
+Mount = BindMount | VolumeMount | DeviceMount
 
 _KEY_ALIASES = {
     "type": "type",

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any
 
-from torchx.specs.mounts import BindMount, DeviceMount, VolumeMount
 from torchx.specs.workspace import Workspace
+from torchx.util.record import field, record
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from torchx.specs.dryrun import AppDryRunInfo
+    from torchx.specs.mounts import BindMount, DeviceMount, VolumeMount
 
 #: Sentinel for a value that must be set but is not.
 MISSING: str = "<MISSING>"
@@ -25,7 +27,7 @@ UNKNOWN: str = "<UNKNOWN>"
 GiB: int = 1024
 
 
-@dataclass
+@record
 class Resource:
     """What one replica of a role needs.
 
@@ -78,7 +80,7 @@ class RetryPolicy(str, Enum):
     ROLE = "ROLE"
 
 
-@dataclass
+@record
 class Role:
     """A set of identical replicas inside an :class:`AppDef`.
 
@@ -121,7 +123,7 @@ class Role:
         return dryrun_info
 
 
-@dataclass
+@record
 class AppDef:
     """A job: one or more :class:`Role` s and app-level metadata.
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Dict, List, Union
 
 from torchx.util.suggest import did_you_mean
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 #: The types a run option value may take.
-CfgVal = Union[str, int, float, bool, List[str], Dict[str, str], None]
+CfgVal = str | int | float | bool | list[str] | dict[str, str] | None
 
 _TRUE = {"true", "1", "yes", "on", "y"}
 _FALSE = {"false", "0", "no", "off", "n"}
@@ -25,19 +28,20 @@ class InvalidRunConfigException(Exception):
 
 def get_type_name(tp: Any) -> str:
     """``int`` -> ``"int"``, ``List[str]`` -> ``"List[str]"``."""
-    if tp is List[str] or tp == list[str]:
+    if _is_list_type(tp) and tp is not list:
         return "List[str]"
-    if tp is Dict[str, str] or tp == dict[str, str]:
+    if _is_dict_type(tp) and tp is not dict:
         return "Dict[str, str]"
     return getattr(tp, "__name__", None) or str(tp)
 
 
+# typing.List[str] and list[str] both have __origin__ list; comparing origins keeps typing unimported
 def _is_list_type(tp: Any) -> bool:
-    return tp is List[str] or tp == list[str] or tp is list
+    return tp is list or getattr(tp, "__origin__", None) is list
 
 
 def _is_dict_type(tp: Any) -> bool:
-    return tp is Dict[str, str] or tp == dict[str, str] or tp is dict
+    return tp is dict or getattr(tp, "__origin__", None) is dict
 
 
 def _split(value: str) -> list[str]:

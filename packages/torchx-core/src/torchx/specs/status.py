@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
 
 from torchx.specs.roles import NONE
+from torchx.util.record import field, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class AppState(int, Enum):
@@ -44,7 +47,7 @@ def is_started(state: AppState) -> bool:
     return state == AppState.RUNNING or state in _TERMINAL
 
 
-@dataclass
+@record
 class ReplicaStatus:
     """State of one replica.
 
@@ -63,7 +66,7 @@ class ReplicaStatus:
     structured_error_msg: str = NONE
 
 
-@dataclass
+@record
 class RoleStatus:
     """States of the replicas of one role."""
 
@@ -95,7 +98,7 @@ class AppStatusError(Exception):
         self.status = status
 
 
-@dataclass
+@record
 class AppStatus:
     """What a scheduler reports about a job.
 

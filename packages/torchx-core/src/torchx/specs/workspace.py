@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+
+from torchx.util.record import record
 
 
-@dataclass
+@record
 class Workspace:
     """Local directories to ship into the job's image, mapped to paths inside it.
 

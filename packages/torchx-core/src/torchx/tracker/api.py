@@ -14,7 +14,6 @@ from __future__ import annotations
 import abc
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 
 from torchx.tracker.env import (
     ENV_TORCHX_JOB_ID,
@@ -22,6 +21,7 @@ from torchx.tracker.env import (
     ENV_TORCHX_TRACKERS,
     tracker_config_env_var_name,
 )
+from torchx.util.record import field, record
 
 __all__ = [
     "ENV_TORCHX_JOB_ID",
@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 
-@dataclass
+@record
 class TrackerArtifact:
     """An artifact a run recorded: a name, where it is, and metadata about it."""
 
@@ -50,7 +50,7 @@ class TrackerArtifact:
     metadata: Mapping[str, object] | None = None
 
 
-@dataclass
+@record
 class TrackerSource:
     """A run this run descends from, optionally through one of its artifacts."""
 
@@ -58,7 +58,7 @@ class TrackerSource:
     artifact_name: str | None = None
 
 
-@dataclass
+@record
 class Lineage:
     """A run and the runs it descends from (recursively)."""
 
@@ -103,7 +103,7 @@ class TrackerBase(abc.ABC):
         """Known run ids; ``parent_run_id=X`` limits them to X's children."""
 
 
-@dataclass
+@record
 class AppRunTrackableSource:
     """A source as seen from a job: the parent run and the artifact it came through."""
 
@@ -111,7 +111,7 @@ class AppRunTrackableSource:
     artifact_name: str | None
 
 
-@dataclass
+@record
 class AppRun:
     """The job's own run, recording to every configured tracker backend."""
 

@@ -1,0 +1,241 @@
+"""``@record``: dataclass-compatible data classes that cost a plain class to define.
+
+The standard :mod:`dataclasses` costs ~10 ms to import (it imports :mod:`inspect`) and
+compiles three functions per class; on the CLI's start-up path that was a third of the
+time budget. A record class gets ``__init__`` (positional or keyword arguments, defaults,
+``field(default_factory=...)``, ``__post_init__``), ``__repr__``, ``__eq__`` and, with
+``unsafe_hash=True``, ``__hash__`` from shared generic methods driven by the class's
+field table, so defining one compiles nothing.
+
+Records stay dataclasses for every caller: :func:`dataclasses.fields`, ``replace``,
+``asdict``, ``astuple`` and ``is_dataclass`` accept them, and ``@dataclass`` may subclass
+them. Their ``__dataclass_fields__`` / ``__dataclass_params__`` are built by the real
+:mod:`dataclasses` the first time something asks for them.
+
+Example::
+
+    @record
+    class Point:
+        x: int
+        y: int = 0
+        tags: list[str] = field(default_factory=list)
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing is not imported at run time: it is not free either
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any, TypeVar
+
+    from typing_extensions import dataclass_transform
+
+    _C = TypeVar("_C", bound=type)
+    _T = TypeVar("_T")
+else:
+
+    def dataclass_transform(**_: object) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Run-time stand-in for :func:`typing.dataclass_transform` (which only informs type checkers)."""
+        return lambda decorated: decorated
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+#: Marks a field without a default (or without a default factory).
+MISSING: Any = _Missing()
+_NO_METADATA: Mapping[str, Any] = {}
+
+
+class Field:
+    """One field of a record: its name, annotation, default or default factory, metadata."""
+
+    __slots__ = ("default", "default_factory", "metadata", "name", "type")
+
+    def __init__(
+        self,
+        default: Any = MISSING,
+        default_factory: Any = MISSING,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        if default is not MISSING and default_factory is not MISSING:
+            raise ValueError("a field cannot have both a default and a default_factory")
+        self.name = ""
+        self.type: Any = None
+        self.default = default
+        self.default_factory = default_factory
+        self.metadata = metadata if metadata is not None else _NO_METADATA
+
+    @property
+    def required(self) -> bool:
+        """True when the constructor must be given this field."""
+        return self.default is MISSING and self.default_factory is MISSING
+
+    def __repr__(self) -> str:
+        return f"Field(name={self.name!r}, default={self.default!r}, default_factory={self.default_factory!r})"
+
+
+def field(*, default: Any = MISSING, default_factory: Callable[[], Any] | Any = MISSING,
+          metadata: Mapping[str, Any] | None = None) -> Any:  # fmt: skip
+    """Declares a record field with a default factory (or a default, or metadata)."""
+    return Field(default, default_factory, metadata)
+
+
+def _init(self: Any, *args: Any, **kwargs: Any) -> None:
+    cls = type(self)
+    fields: tuple[Field, ...] = cls.__record_fields__
+    if len(args) > len(fields):
+        raise TypeError(f"{cls.__name__}() takes {len(fields)} positional arguments but {len(args)} were given")
+    missing = []
+    for i, f in enumerate(fields):
+        name = f.name
+        if i < len(args):
+            if name in kwargs:
+                raise TypeError(f"{cls.__name__}() got multiple values for argument {name!r}")
+            value = args[i]
+        elif name in kwargs:
+            value = kwargs.pop(name)
+        elif f.default is not MISSING:
+            value = f.default
+        elif f.default_factory is not MISSING:
+            value = f.default_factory()
+        else:
+            missing.append(name)
+            continue
+        setattr(self, name, value)
+    if kwargs:
+        raise TypeError(f"{cls.__name__}() got an unexpected keyword argument {next(iter(kwargs))!r}")
+    if missing:
+        raise TypeError(f"{cls.__name__}() missing required argument(s): {', '.join(map(repr, missing))}")
+    post_init = getattr(self, "__post_init__", None)
+    if post_init is not None:
+        post_init()
+
+
+def _values(obj: Any) -> tuple[Any, ...]:
+    return tuple([getattr(obj, f.name) for f in type(obj).__record_fields__])
+
+
+def _repr(self: Any) -> str:
+    body = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in type(self).__record_fields__)
+    return f"{type(self).__qualname__}({body})"
+
+
+def _eq(self: Any, other: object) -> bool:
+    if other.__class__ is not self.__class__:
+        return NotImplemented  # type: ignore[no-any-return]
+    return _values(self) == _values(other)
+
+
+def _hash(self: Any) -> int:
+    return hash(_values(self))
+
+
+class _DataclassMetadata:
+    """Class attribute that builds the real dataclasses metadata of a record on first access."""
+
+    def __init__(self, attribute: str) -> None:
+        self.attribute = attribute
+
+    def __get__(self, instance: object, owner: type) -> Any:
+        import dataclasses
+
+        fields: tuple[Field, ...] = getattr(owner, "__record_fields__")  # noqa: B009 (set by @record)
+        namespace: dict[str, Any] = {"__annotations__": {f.name: f.type for f in fields}}
+        for f in fields:
+            if not f.required or f.metadata:
+                namespace[f.name] = dataclasses.field(
+                    default=dataclasses.MISSING if f.default is MISSING else f.default,
+                    default_factory=dataclasses.MISSING if f.default_factory is MISSING else f.default_factory,
+                    metadata=f.metadata or None,
+                )
+        unsafe_hash = owner.__dict__.get("__hash__") is _hash
+        shadow: Any = dataclasses.dataclass(unsafe_hash=unsafe_hash)(type(owner.__name__, (), namespace))
+        # cached on the record class itself: later accesses are plain attribute reads
+        setattr(owner, "__dataclass_fields__", shadow.__dataclass_fields__)  # noqa: B010
+        setattr(owner, "__dataclass_params__", shadow.__dataclass_params__)  # noqa: B010
+        return getattr(owner, self.attribute)
+
+
+def _collect_fields(cls: type) -> tuple[Field, ...]:
+    fields: dict[str, Field] = {f.name: f for f in getattr(cls, "__record_fields__", ())}
+    own_annotations = cls.__dict__.get("__annotations__", {})  # noqa: RUF063 (inspect costs ~5 ms to import)
+    for name, annotation in own_annotations.items():
+        if "ClassVar" in str(annotation):
+            continue
+        value = cls.__dict__.get(name, MISSING)
+        if isinstance(value, Field):
+            spec = value
+            if spec.default is MISSING:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, spec.default)
+        else:
+            if type(value) in (list, dict, set):
+                raise ValueError(
+                    f"{cls.__name__}.{name}: mutable default {type(value).__name__}; use field(default_factory=...)"
+                )
+            spec = Field(default=value)
+        spec.name = name
+        spec.type = annotation
+        fields[name] = spec  # an overridden base field keeps its place, as in dataclasses
+    seen_default = ""
+    for spec in fields.values():
+        if not spec.required:
+            seen_default = spec.name
+        elif seen_default:
+            raise TypeError(f"{cls.__name__}: field {spec.name!r} without a default follows {seen_default!r} with one")
+    return tuple(fields.values())
+
+
+@dataclass_transform(field_specifiers=(field, Field))
+def record(cls: _C | None = None, /, *, unsafe_hash: bool = False) -> Any:
+    """Makes ``cls`` a data class (see the module docs); ``unsafe_hash=True`` also hashes by value."""
+
+    def wrap(klass: _C) -> _C:
+        fields = _collect_fields(klass)
+        setattr(klass, "__record_fields__", fields)  # noqa: B010
+        setattr(klass, "__match_args__", tuple(f.name for f in fields))  # noqa: B010
+        for name, method in (("__init__", _init), ("__repr__", _repr), ("__eq__", _eq)):
+            if name not in klass.__dict__:
+                setattr(klass, name, method)
+        if "__hash__" not in klass.__dict__ or klass.__dict__["__hash__"] is None:
+            klass.__hash__ = _hash if unsafe_hash else None  # type: ignore[assignment]
+        for attribute in ("__dataclass_fields__", "__dataclass_params__"):
+            setattr(klass, attribute, _DataclassMetadata(attribute))
+        return klass
+
+    return wrap if cls is None else wrap(cls)
+
+
+def fields_of(class_or_instance: object) -> tuple[Field, ...]:
+    """The fields of a record, or of a standard dataclass (as :class:`Field` s), in order."""
+    cls = class_or_instance if isinstance(class_or_instance, type) else type(class_or_instance)
+    if "__record_fields__" in cls.__dict__:
+        return cls.__record_fields__  # type: ignore[attr-defined,no-any-return]
+    import dataclasses
+
+    converted = []
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        spec = Field(
+            default=MISSING if f.default is dataclasses.MISSING else f.default,
+            default_factory=MISSING if f.default_factory is dataclasses.MISSING else f.default_factory,
+            metadata=f.metadata,
+        )
+        spec.name, spec.type = f.name, f.type
+        converted.append(spec)
+    return tuple(converted)
+
+
+def declares_fields(cls: type) -> bool:
+    """True when ``cls`` itself (not only a base) is a record or a dataclass."""
+    return "__record_fields__" in cls.__dict__ or "__dataclass_fields__" in cls.__dict__
+
+
+def replace(obj: _T, **changes: Any) -> _T:
+    """A copy of record (or dataclass) ``obj`` with ``changes`` applied, like :func:`dataclasses.replace`."""
+    values = {f.name: getattr(obj, f.name) for f in fields_of(obj)}
+    values.update(changes)
+    return type(obj)(**values)
