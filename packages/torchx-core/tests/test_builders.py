@@ -1,12 +1,25 @@
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Dict, List, Optional
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torchx import specs
-from torchx.specs.builders import ComponentArgError, materialize_appdef, parse_args, to_dict
+from torchx.specs.builders import (
+    EMPTY,
+    KEYWORD_ONLY,
+    POSITIONAL,
+    VAR_KEYWORD,
+    VAR_POSITIONAL,
+    ComponentArgError,
+    materialize_appdef,
+    parameters,
+    parse_args,
+    to_dict,
+)
 
 
 def comp(
@@ -171,3 +184,39 @@ def test_parser_never_raises_unexpected(args: list[str]) -> None:
         parse_args(comp, args)
     except ComponentArgError:
         pass
+
+
+def _all_kinds(a, b: int = 2, /, c: str = "x", *args: str, d, e: int = 5, **kw): ...
+
+
+def _no_params() -> None: ...
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        _all_kinds,
+        _no_params,
+        materialize_appdef,
+        functools.partial(_all_kinds, 1),
+        functools.wraps(_all_kinds)(lambda: 0),
+    ],
+)
+def test_parameters_match_inspect(fn: Callable[..., object]) -> None:
+    import inspect
+
+    kinds = {inspect.Parameter.VAR_POSITIONAL: VAR_POSITIONAL, inspect.Parameter.KEYWORD_ONLY: KEYWORD_ONLY}
+    kinds[inspect.Parameter.VAR_KEYWORD] = VAR_KEYWORD
+    expected = [
+        (n, kinds.get(p.kind, POSITIONAL), p.default, p.annotation) for n, p in inspect.signature(fn).parameters.items()
+    ]
+    got = [
+        (
+            p.name,
+            p.kind,
+            inspect.Parameter.empty if p.default is EMPTY else p.default,
+            inspect.Parameter.empty if p.annotation is EMPTY else p.annotation,
+        )
+        for p in parameters(fn)
+    ]
+    assert got == expected

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from torchx.specs.mounts import BindMount, DeviceMount, VolumeMount
 from torchx.specs.roles import Resource, RetryPolicy, Role
 from torchx.specs.workspace import Workspace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _MOUNTS: dict[str, type[BindMount] | type[VolumeMount] | type[DeviceMount]] = {
     "bind": BindMount,

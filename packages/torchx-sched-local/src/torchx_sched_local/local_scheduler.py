@@ -15,7 +15,6 @@ import shlex
 import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
 
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
 from torchx.schedulers.capabilities import SchedulerCapabilities
@@ -34,8 +33,10 @@ from torchx_sched_local.codec import role_from_dict, role_to_dict
 from torchx_sched_local.gpus import assign_gpus, count_gpus
 from torchx_sched_local.watch import DirWatch, pidfd
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
+    from typing import Any
 
 RANK0_ENV = "TORCHX_RANK0_HOST"
 #: seconds ``cancel`` waits for the supervisor beyond the grace period before acting itself

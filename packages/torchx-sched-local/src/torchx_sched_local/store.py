@@ -24,7 +24,10 @@ import fcntl
 import os
 import re
 from collections.abc import Iterator
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 STATE_DIR_ENV = "TORCHX_LOCAL_STATE_DIR"
 

@@ -15,7 +15,10 @@ import os
 import select
 import struct
 import time
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _IN_MODIFY = 0x002
 _IN_CLOSE_WRITE = 0x008

@@ -5,11 +5,13 @@ from __future__ import annotations
 import sys
 import threading
 from datetime import datetime
-from typing import IO, TYPE_CHECKING
 
 from torchx.cli.output import color_prefix, use_color
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import IO
+
     from torchx.runner.api import Runner
     from torchx.schedulers.streams import Stream
 

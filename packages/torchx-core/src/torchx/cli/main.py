@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
 
 #: verb -> ("module:Class", help); the modules are imported only when the verb runs
 BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {

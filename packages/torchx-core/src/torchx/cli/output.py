@@ -7,7 +7,10 @@ import os
 import re
 import sys
 from datetime import datetime, timedelta, timezone
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _COLORS = ["\033[32m", "\033[34m", "\033[35m", "\033[36m", "\033[33m", "\033[92m", "\033[94m", "\033[95m"]
 _RESET = "\033[0m"

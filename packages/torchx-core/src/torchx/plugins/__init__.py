@@ -12,8 +12,6 @@ plugins must be (re)discovered.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from torchx.plugins.records import (
     CliCommand,
     ComponentSource,
@@ -24,7 +22,10 @@ from torchx.plugins.records import (
 )
 from torchx.plugins.registry import PluginInfo, Registry
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     import pluggy
 
     hookimpl: pluggy.HookimplMarker

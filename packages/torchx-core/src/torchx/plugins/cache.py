@@ -13,11 +13,19 @@ import binascii
 import marshal
 import os
 import sys
-from typing import Any
 
 from torchx.plugins.registry import Registry
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 _FORMAT = 1
+
+
+def caching_enabled() -> bool:
+    """False when ``TORCHX_NO_PLUGIN_CACHE`` is set (it turns off every torchx cache)."""
+    return not os.environ.get("TORCHX_NO_PLUGIN_CACHE")
 
 
 def cache_dir() -> str:
@@ -47,7 +55,7 @@ def _stamp(files: list[str]) -> list[tuple[str, int]]:
 
 def load() -> Registry | None:
     """The cached registry, or None when there is none or it is stale."""
-    if os.environ.get("TORCHX_NO_PLUGIN_CACHE"):
+    if not caching_enabled():
         return None
     try:
         with open(_cache_file(), "rb") as f:
@@ -67,7 +75,7 @@ def load() -> Registry | None:
 
 def store(registry: Registry) -> None:
     """Writes ``registry`` to the cache (silently does nothing if it cannot)."""
-    if os.environ.get("TORCHX_NO_PLUGIN_CACHE"):
+    if not caching_enabled():
         return
     files = [p.module_file for p in registry.plugins if p.module_file]
     data = {"format": _FORMAT, "stamp": _stamp(files), "registry": registry.to_data()}

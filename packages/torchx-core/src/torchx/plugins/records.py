@@ -7,7 +7,11 @@ imports none of their backends.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from torchx.util.runtime_typing import NamedTuple
 
 
 class SchedulerPlugin(NamedTuple):

@@ -10,8 +10,6 @@ and shown by ``torchx plugins``.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
-
 from torchx.plugins.records import (
     RECORD_TYPES,
     CliCommand,
@@ -21,6 +19,12 @@ from torchx.plugins.records import (
     TrackerPlugin,
     WorkspacePlugin,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+else:
+    from torchx.util.runtime_typing import NamedTuple
 
 #: the entry-point group of torchx plugins
 GROUP = "torchx"

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from typing import IO, TYPE_CHECKING, Any
 
 from torchx.specs.runopts import CfgVal, get_type_name, runopts
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import configparser
+    from typing import IO, Any
 
 CONFIG_FILE = ".torchxconfig"
 ENV_TORCHXCONFIG = "TORCHXCONFIG"

@@ -20,6 +20,7 @@ import functools
 from collections.abc import Iterator, Mapping
 
 from torchx.specs.runopts import CfgVal, runopts
+from torchx.util.annotations import is_union, type_hints
 from torchx.util.record import MISSING, Field, declares_fields, fields_of
 
 TYPE_CHECKING = False
@@ -38,20 +39,16 @@ def _camel(name: str) -> str:
 
 def _opt_type(tp: Any) -> tuple[Any, bool]:
     """(runopts type, is optional) for a field annotation."""
-    import typing
-    from typing import Dict, List, Union
-
     optional = False
-    origin = typing.get_origin(tp)
-    if origin is Union or type(tp).__name__ == "UnionType":
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        optional = len(args) < len(typing.get_args(tp))
+    if is_union(tp):
+        args = [a for a in tp.__args__ if a is not type(None)]
+        optional = len(args) < len(tp.__args__)
         tp = args[0] if len(args) == 1 else str
-        origin = typing.get_origin(tp)
-    if origin in (list, List):
-        return List[str], optional
-    if origin in (dict, Dict):
-        return Dict[str, str], optional
+    origin = getattr(tp, "__origin__", None)  # list for list[str] and typing.List[str]
+    if origin is list or tp is list:
+        return list[str], optional
+    if origin is dict or tp is dict:
+        return dict[str, str], optional
     return tp, optional
 
 
@@ -132,9 +129,7 @@ def _field_doc(cls: type, name: str) -> str:
 @functools.cache
 def _declared_opts(cls: type[StructuredOpts]) -> runopts:
     """The options of a StructuredOpts class, computed once per class (do not mutate)."""
-    import typing
-
-    hints = typing.get_type_hints(cls)
+    hints = type_hints(cls)
     opts = runopts()
     for f in fields_of(cls):
         tp, optional = _opt_type(hints[f.name])

@@ -21,14 +21,18 @@ of values, used by the API's dict form).
 from __future__ import annotations
 
 import argparse
-import inspect
-import typing
+import types
 from collections.abc import Callable
-from typing import Any, NamedTuple, Union
 
-from torchx.specs.file_linter import get_fn_docstring
 from torchx.specs.roles import AppDef
+from torchx.util.annotations import type_hints, without_none
 from torchx.util.help_format import HelpFormatter
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple, NoReturn
+else:
+    from torchx.util.runtime_typing import NamedTuple
 
 _TRUE = {"true", "1", "yes", "y", "on"}
 _FALSE = {"false", "0", "no", "n", "off"}
@@ -39,10 +43,10 @@ class ComponentArgError(ValueError):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> typing.NoReturn:
+    def error(self, message: str) -> NoReturn:
         raise ComponentArgError(f"{self.prog}: {message}")
 
-    def exit(self, status: int = 0, message: str | None = None) -> typing.NoReturn:
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
         if message:
             raise ComponentArgError(message.strip())
         raise SystemExit(status)
@@ -56,13 +60,65 @@ class ComponentArgs(NamedTuple):
     kwargs: dict[str, Any]
 
 
-def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
-    origin = typing.get_origin(tp)
-    if origin is Union or type(tp).__name__ == "UnionType":
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        if len(args) == 1 and len(args) < len(typing.get_args(tp)):
-            return args[0], True
-    return tp, False
+#: parameter kinds, as in inspect.Parameter
+POSITIONAL, VAR_POSITIONAL, KEYWORD_ONLY, VAR_KEYWORD = "positional", "var_positional", "keyword_only", "var_keyword"
+#: a parameter without default or annotation
+EMPTY: Any = object()
+
+
+class Param(NamedTuple):
+    """One parameter of a component function."""
+
+    name: str
+    kind: str
+    default: Any
+    annotation: Any
+
+
+def parameters(fn: Callable[..., Any]) -> list[Param]:
+    """The parameters of ``fn`` in signature order (read from its code object for plain functions:
+    :mod:`inspect` costs milliseconds to import on the ``torchx run`` path)."""
+    annotations = getattr(fn, "__annotations__", {})
+    if type(fn) is not types.FunctionType or hasattr(fn, "__wrapped__"):
+        import inspect
+
+        kinds: dict[Any, str] = {
+            inspect.Parameter.VAR_POSITIONAL: VAR_POSITIONAL,
+            inspect.Parameter.KEYWORD_ONLY: KEYWORD_ONLY,
+            inspect.Parameter.VAR_KEYWORD: VAR_KEYWORD,
+        }
+        return [
+            Param(
+                name,
+                kinds.get(p.kind, POSITIONAL),
+                EMPTY if p.default is p.empty else p.default,
+                EMPTY if p.annotation is p.empty else p.annotation,
+            )
+            for name, p in inspect.signature(fn).parameters.items()
+        ]
+    code = fn.__code__
+    names = code.co_varnames
+    n_pos, n_kw = code.co_argcount, code.co_kwonlyargcount
+    defaults = fn.__defaults__ or ()
+    kw_defaults = fn.__kwdefaults__ or {}
+    first_default = n_pos - len(defaults)
+    params = [
+        Param(
+            name, POSITIONAL, defaults[i - first_default] if i >= first_default else EMPTY, annotations.get(name, EMPTY)
+        )
+        for i, name in enumerate(names[:n_pos])
+    ]
+    extra = n_pos + n_kw
+    if code.co_flags & 0x04:  # CO_VARARGS: *args comes after the keyword-only names
+        params.append(Param(names[extra], VAR_POSITIONAL, EMPTY, annotations.get(names[extra], EMPTY)))
+        extra += 1
+    params += [
+        Param(name, KEYWORD_ONLY, kw_defaults.get(name, EMPTY), annotations.get(name, EMPTY))
+        for name in names[n_pos : n_pos + n_kw]
+    ]
+    if code.co_flags & 0x08:  # CO_VARKEYWORDS
+        params.append(Param(names[extra], VAR_KEYWORD, EMPTY, annotations.get(names[extra], EMPTY)))
+    return params
 
 
 def _parse_bool(value: str) -> bool:
@@ -78,7 +134,7 @@ def _primitive(tp: Any) -> Callable[[str], Any]:
     if tp is bool:
         return _parse_bool
     if tp in (int, float, str):
-        return typing.cast(Callable[[str], Any], tp)
+        return tp  # type: ignore[no-any-return]
     return str
 
 
@@ -137,18 +193,18 @@ def to_dict(arg: str) -> dict[str, str]:
 
 
 def _decoder(tp: Any) -> Callable[[str], Any]:
-    inner, optional = _unwrap_optional(tp)
-    origin = typing.get_origin(inner)
-    if origin in (list, typing.List):
-        (item,) = typing.get_args(inner) or (str,)
+    inner, optional = without_none(tp)
+    origin = getattr(inner, "__origin__", None)  # list for list[str] and typing.List[str]
+    if origin is list:
+        (item,) = getattr(inner, "__args__", None) or (str,)
         item_fn = _primitive(item)
 
         def decode_list(v: str) -> Any:
             return None if optional and not v else to_list(v, item_fn)
 
         return decode_list
-    if origin in (dict, typing.Dict):
-        key_tp, val_tp = typing.get_args(inner) or (str, str)
+    if origin is dict:
+        key_tp, val_tp = getattr(inner, "__args__", None) or (str, str)
         kf, vf = _primitive(key_tp), _primitive(val_tp)
 
         def decode_dict(v: str) -> Any:
@@ -166,16 +222,9 @@ def _decoder(tp: Any) -> Callable[[str], Any]:
 
 
 def _type_name(tp: Any) -> str:
-    if tp is inspect.Parameter.empty:
+    if tp is EMPTY:
         return "str"
-    return getattr(tp, "__name__", None) if typing.get_origin(tp) is None else str(tp).replace("typing.", "")  # type: ignore[return-value]
-
-
-def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
-    try:
-        return typing.get_type_hints(fn)
-    except Exception:
-        return {k: v for k, v in getattr(fn, "__annotations__", {}).items() if not isinstance(v, str)}
+    return tp.__name__ if type(tp) is type else str(tp).replace("typing.", "")  # type: ignore[no-any-return]
 
 
 def _named(decode: Callable[[str], Any], tp_name: str) -> Callable[[str], Any]:
@@ -194,9 +243,18 @@ def _named(decode: Callable[[str], Any], tp_name: str) -> Callable[[str], Any]:
 
 
 def _create_parser(
-    fn: Callable[..., Any], cmpnt_defaults: dict[str, str] | None = None, prog: str | None = None
+    fn: Callable[..., Any],
+    cmpnt_defaults: dict[str, str] | None = None,
+    prog: str | None = None,
+    with_help: bool = True,
 ) -> argparse.ArgumentParser:
-    description, param_help = get_fn_docstring(fn)
+    """The component's parser; without ``with_help`` its docstring is not parsed (nothing prints help)."""
+    if with_help:
+        from torchx.specs.file_linter import get_fn_docstring
+
+        description, param_help = get_fn_docstring(fn)
+    else:
+        description, param_help = None, {}
     parser = _Parser(
         prog=prog or getattr(fn, "__name__", "component"),
         description=description,
@@ -205,26 +263,26 @@ def _create_parser(
         allow_abbrev=False,
     )
     parser.add_argument("--help", action="help", help="show this help message and exit")
-    hints = _hints(fn)
+    hints = type_hints(fn)
     defaults = cmpnt_defaults or {}
-    for name, param in inspect.signature(fn).parameters.items():
-        tp = hints.get(name, param.annotation)
+    for name, kind, default, annotation in parameters(fn):
+        tp = hints.get(name, annotation)
         help_text = param_help.get(name, " ").strip()
-        if param.kind == inspect.Parameter.VAR_POSITIONAL:
+        if kind == VAR_POSITIONAL:
             parser.add_argument(name, nargs=argparse.REMAINDER, help=help_text or "arguments")
             continue
-        if param.kind == inspect.Parameter.VAR_KEYWORD:
+        if kind == VAR_KEYWORD:
             raise TypeError(f"component {parser.prog}: **{name} is not supported")
         decode = _named(_decoder(tp), _type_name(tp))
         flags = [f"--{name}"] + ([f"-{name}"] if len(name) == 1 else [])
         kwargs: dict[str, Any] = {"dest": name, "type": decode}
         if name in defaults:
             kwargs["default"] = decode(defaults[name])
-        elif param.default is not inspect.Parameter.empty:
-            kwargs["default"] = param.default
+        elif default is not EMPTY:
+            kwargs["default"] = default
         else:
             kwargs["required"] = True
-        if _unwrap_optional(tp)[0] is bool:
+        if without_none(tp)[0] is bool:
             kwargs.update(nargs="?", const=True)
         shown = "required" if kwargs.get("required") else f"default: {kwargs['default']!r}"
         kwargs["help"] = f"{help_text} ({_type_name(tp)}, {shown})".strip()
@@ -252,10 +310,10 @@ def parse_args(
         ComponentArgError: unknown, missing or mistyped arguments
     """
     cmpnt_args = list(cmpnt_args)
-    params = inspect.signature(cmpnt_fn).parameters
-    varargs = next((n for n, p in params.items() if p.kind == inspect.Parameter.VAR_POSITIONAL), None)
+    params = {p.name: p for p in parameters(cmpnt_fn)}
+    varargs = next((n for n, p in params.items() if p.kind == VAR_POSITIONAL), None)
     config = dict(config or {})
-    parser = _create_parser(cmpnt_fn, cmpnt_defaults, prog)
+    parser = _create_parser(cmpnt_fn, cmpnt_defaults, prog, with_help="--help" in cmpnt_args)
     if config:
         for action in parser._actions:
             if action.dest in config:
@@ -272,7 +330,7 @@ def parse_args(
         if rest and rest[0] == "--":
             rest = rest[1:]
         setattr(ns, varargs, rest)
-    hints = _hints(cmpnt_fn)
+    hints = type_hints(cmpnt_fn)
     for key, value in config.items():
         if key not in params:
             raise ComponentArgError(f"{parser.prog}: unknown argument {key!r}")
@@ -299,11 +357,11 @@ def component_args_from_str(
     positional: dict[str, Any] = {}
     var_args: list[str] = []
     kwargs: dict[str, Any] = {}
-    for name, param in inspect.signature(cmpnt_fn).parameters.items():
+    for name, kind, _, _ in parameters(cmpnt_fn):
         value = getattr(ns, name)
-        if param.kind == inspect.Parameter.VAR_POSITIONAL:
+        if kind == VAR_POSITIONAL:
             var_args = value
-        elif param.kind == inspect.Parameter.KEYWORD_ONLY:
+        elif kind == KEYWORD_ONLY:
             kwargs[name] = value
         else:
             positional[name] = value

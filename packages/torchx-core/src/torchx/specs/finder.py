@@ -3,19 +3,28 @@
 Listing reads the component packages' source with the linter and imports nothing, so a
 module that cannot be imported (a missing optional dependency, say) never breaks the
 list; it fails only when one of its components is run, with a message that says why.
+What the linter found in a file is cached (``components-*.marshal`` in the plugin cache
+directory) until the file's modification time or size changes: finding a component then
+parses nothing.
 """
 
 from __future__ import annotations
 
-import ast
 import importlib
 import importlib.util
+import marshal
 import os
+import sys
 from collections.abc import Callable
-from typing import Any
 
-from torchx.specs.file_linter import LinterMessage, parse_docstring, returns_appdef, validate_function
+from torchx.plugins.cache import cache_dir, caching_enabled
 from torchx.util.suggest import did_you_mean
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from torchx.specs.file_linter import LinterMessage
 
 
 class ComponentNotFoundException(Exception):
@@ -79,8 +88,50 @@ def _load_function(module: str, fn_name: str, component: str) -> Callable[..., A
     return fn  # type: ignore[no-any-return]
 
 
-def _scan_file(path: str) -> list[tuple[str, str, list[LinterMessage]]]:
-    """(function name, summary, errors) of the top-level AppDef-returning public functions in ``path``."""
+#: (function name, summary, descriptions of the linter's errors) of each component of a file
+ScanResult = list[tuple[str, str, list[str]]]
+_SCAN_CACHE_FORMAT = 1
+_scan_cache: dict[str, tuple[tuple[int, int], ScanResult]] | None = None
+
+
+def _scan_cache_file() -> str:
+    return os.path.join(cache_dir(), f"components-{sys.version_info[0]}{sys.version_info[1]}.marshal")
+
+
+def _load_scan_cache() -> dict[str, tuple[tuple[int, int], ScanResult]]:
+    global _scan_cache
+    if _scan_cache is None:
+        _scan_cache = {}
+        if caching_enabled():
+            try:
+                with open(_scan_cache_file(), "rb") as f:
+                    data = marshal.load(f)
+                if isinstance(data, dict) and data.get("format") == _SCAN_CACHE_FORMAT:
+                    _scan_cache = data["files"]
+            except (OSError, ValueError, EOFError, TypeError, KeyError):
+                pass
+    return _scan_cache
+
+
+def _store_scan_cache(files: dict[str, tuple[tuple[int, int], ScanResult]]) -> None:
+    if not caching_enabled():
+        return
+    path = _scan_cache_file()
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            marshal.dump({"format": _SCAN_CACHE_FORMAT, "files": files}, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def _lint_file(path: str) -> ScanResult:
+    import ast
+
+    from torchx.specs.file_linter import parse_docstring, returns_appdef, validate_function
+
     try:
         with open(path, encoding="utf-8") as f:
             tree = ast.parse(f.read(), filename=path)
@@ -89,9 +140,26 @@ def _scan_file(path: str) -> list[tuple[str, str, list[LinterMessage]]]:
     found = []
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and not node.name.startswith("_") and returns_appdef(node):
-            errors = [m for m in validate_function(node) if m.severity == "error"]
+            errors = [m.description for m in validate_function(node) if m.severity == "error"]
             summary = parse_docstring(ast.get_docstring(node)).short_description
             found.append((node.name, summary, errors))
+    return found
+
+
+def _scan_file(path: str) -> ScanResult:
+    """(function name, summary, errors) of the top-level AppDef-returning public functions in ``path``."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return []
+    stamp = (st.st_mtime_ns, st.st_size)
+    cache = _load_scan_cache()
+    hit = cache.get(path)
+    if hit is not None and tuple(hit[0]) == stamp:
+        return hit[1]
+    found = _lint_file(path)
+    cache[path] = (stamp, found)
+    _store_scan_cache(cache)
     return found
 
 
@@ -159,6 +227,8 @@ def _file_component(name: str) -> _Component:
     if not callable(fn):
         funcs = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")]
         raise ComponentNotFoundException(f"{path} has no function {fn_name!r}.{did_you_mean(fn_name, funcs)}")
+    from torchx.specs.file_linter import parse_docstring
+
     summary = parse_docstring(fn.__doc__).short_description
     return _Component(name, summary, fn_name, module_name, path, _fn=fn)
 
@@ -190,9 +260,7 @@ def get_component(name: str) -> _Component:
             if found_fn != fn_name:
                 continue
             if errors:
-                raise ComponentValidationException(
-                    f"component {name!r} is invalid: " + "; ".join(e.description for e in errors)
-                )
+                raise ComponentValidationException(f"component {name!r} is invalid: " + "; ".join(errors))
             return _Component(name, summary, fn_name, module, spec.origin)
     names = get_components()
     if not _sources():
@@ -204,6 +272,8 @@ def get_component(name: str) -> _Component:
 
 def get_builtin_source(name: str) -> str:
     """The source code of the component ``name`` (for ``torchx builtins --print``)."""
+    import ast
+
     component = get_component(name)
     with open(component.path, encoding="utf-8") as f:
         tree = ast.parse(f.read())

@@ -5,8 +5,6 @@ The names below are loaded from :mod:`torchx.tracker.api` on first use, so impor
 ``torchx.tracker.env`` (what the runner needs) stays cheap.
 """
 
-from typing import Any
-
 __all__ = [
     "AppRun",
     "AppRunTrackableSource",
@@ -20,7 +18,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in __all__:
         from torchx.tracker import api
 

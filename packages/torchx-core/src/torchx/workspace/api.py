@@ -5,11 +5,16 @@ from __future__ import annotations
 import fnmatch
 import os
 from collections.abc import Iterator, Mapping
-from typing import Any, ClassVar, Generic, TypeVar
 
 from torchx.specs.roles import AppDef, Role
 from torchx.specs.runopts import CfgVal, runopts
 from torchx.specs.workspace import Workspace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ClassVar, Generic, TypeVar
+else:
+    from torchx.util.runtime_typing import Generic, TypeVar
 
 T = TypeVar("T")
 

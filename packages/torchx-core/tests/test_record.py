@@ -1,0 +1,95 @@
+"""@record classes behave as dataclasses for every caller, and keep heavy modules off the import path."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import pickle
+import subprocess
+import sys
+
+import pytest
+from torchx.specs import AppDef, Resource, Role
+from torchx.util.record import field, fields_of, record, replace
+
+
+@record
+class Point:
+    """A point."""
+
+    x: int
+    y: int = 0
+    tags: list[str] = field(default_factory=list)
+
+
+@record(unsafe_hash=True)
+class Key:
+    """Hashable."""
+
+    name: str
+
+
+def test_init_repr_eq() -> None:
+    p = Point(1, tags=["a"])
+    assert (p.x, p.y, p.tags) == (1, 0, ["a"])
+    assert repr(p) == "Point(x=1, y=0, tags=['a'])"
+    assert p == Point(1, 0, ["a"]) and p != Point(2)
+    assert Point(1).tags is not Point(1).tags  # a fresh default per instance
+    with pytest.raises(TypeError, match="missing required argument"):
+        Point()  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'z'"):
+        Point(1, z=2)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="multiple values"):
+        Point(1, x=2)  # type: ignore[misc]
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(p)
+    assert hash(Key("a")) == hash(Key("a")) and len({Key("a"), Key("a")}) == 1
+
+
+def test_dataclasses_functions_accept_records() -> None:
+    p = Point(1, 2, ["t"])
+    assert dataclasses.is_dataclass(p) and dataclasses.is_dataclass(Point)
+    assert [f.name for f in dataclasses.fields(Point)] == ["x", "y", "tags"]
+    assert dataclasses.asdict(p) == {"x": 1, "y": 2, "tags": ["t"]}
+    assert dataclasses.astuple(p) == (1, 2, ["t"])
+    assert dataclasses.replace(p, y=5) == Point(1, 5, ["t"])
+    assert replace(p, x=9) == Point(9, 2, ["t"])
+    assert copy.deepcopy(p) == p and pickle.loads(pickle.dumps(p)) == p
+    role = Role(name="r", image="i", args=["a"])
+    assert dataclasses.replace(role, name="s").args == ["a"]
+    assert dataclasses.asdict(AppDef("app", roles=[role]))["roles"][0]["resource"]["cpu"] == -1
+
+
+def test_dataclass_may_subclass_a_record() -> None:
+    @dataclasses.dataclass
+    class Tagged(Point):
+        label: str = "l"
+
+    t = Tagged(1, label="m")
+    assert (t.x, t.y, t.tags, t.label) == (1, 0, [], "m")
+    assert [f.name for f in fields_of(Tagged)] == ["x", "y", "tags", "label"]
+
+
+def test_mutable_default_and_field_order_are_refused() -> None:
+    with pytest.raises(ValueError, match="default_factory"):
+
+        @record
+        class Bad:
+            items: list[str] = []
+
+    with pytest.raises(TypeError, match="without a default follows"):
+
+        @record
+        class Order:
+            a: int = 1
+            b: int
+
+    assert Resource(1, 0, 128) == Resource(cpu=1, gpu=0, memMB=128)
+
+
+def test_import_torchx_runner_stays_light() -> None:
+    code = (
+        "import sys, torchx.runner; print(sorted({'dataclasses', 'inspect', 'typing', 're', 'ast'} & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
