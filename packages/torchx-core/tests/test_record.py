@@ -10,7 +10,7 @@ import sys
 
 import pytest
 from torchx.specs import AppDef, Resource, Role
-from torchx.util.record import field, fields_of, record, replace
+from torchx.util.record import deep_copy, field, fields_of, record, replace
 
 
 @record
@@ -93,3 +93,23 @@ def test_import_torchx_runner_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_deep_copy_copies_every_container_and_record() -> None:
+    class MyRole(Role):
+        pass
+
+    @dataclasses.dataclass(slots=True)
+    class Slotted:
+        items: list[int]
+
+    original = AppDef("a", roles=[MyRole(name="r", image="i", env={"A": "1"}, args=["x"])], metadata={"m": "v"})
+    original.roles[0].metadata["extra"] = Slotted([1])
+    copied = deep_copy(original)
+    assert copied == original and type(copied.roles[0]) is MyRole
+    copied.roles[0].env["B"] = "2"
+    copied.roles[0].args.append("y")
+    copied.roles[0].metadata["extra"].items.append(2)
+    copied.metadata["n"] = "w"
+    assert original.roles[0].env == {"A": "1"} and original.roles[0].args == ["x"]
+    assert original.roles[0].metadata["extra"].items == [1] and original.metadata == {"m": "v"}

@@ -20,6 +20,7 @@ from torchx.specs.roles import MISSING, AppDef
 from torchx.specs.runopts import CfgVal, runopts
 from torchx.specs.status import AppStatus
 from torchx.specs.workspace import Workspace
+from torchx.util.record import deep_copy
 from torchx.util.suggest import did_you_mean
 
 TYPE_CHECKING = False
@@ -265,14 +266,12 @@ class Runner:
             UnsupportedFeatureError: the app needs something the scheduler cannot do
             SubmissionRejected: a plugin's policy refused the app
         """
-        import copy
-
         from torchx.plugins import run_pre_submit
         from torchx.runner import config
 
         validate_app(app)
         sched = self._scheduler(scheduler)
-        app = copy.deepcopy(app)
+        app = deep_copy(app)
         merged_cfg: dict[str, CfgVal] = dict(cfg or {})
         config.apply(scheduler, merged_cfg)
 

@@ -239,3 +239,27 @@ def replace(obj: _T, **changes: Any) -> _T:
     values = {f.name: getattr(obj, f.name) for f in fields_of(obj)}
     values.update(changes)
     return type(obj)(**values)
+
+
+def deep_copy(value: _T) -> _T:
+    """A copy of ``value`` in which every record, dataclass, list, dict, set and tuple is copied
+    too; other objects (strings, numbers, enums, anything else) are shared, as they are immutable
+    or owned by the caller. Cheaper than :func:`copy.deepcopy` and keeps :mod:`copy` unimported."""
+    kind = type(value)
+    if kind in (str, int, float, bool, type(None)):
+        return value
+    if kind is list:
+        return [deep_copy(v) for v in value]  # type: ignore[attr-defined,return-value]
+    if kind is dict:
+        return {k: deep_copy(v) for k, v in value.items()}  # type: ignore[attr-defined,return-value]
+    if kind in (tuple, set, frozenset):
+        return kind(deep_copy(v) for v in value)  # type: ignore[attr-defined,call-arg]
+    if any("__record_fields__" in k.__dict__ or "__dataclass_fields__" in k.__dict__ for k in kind.__mro__):
+        if not hasattr(value, "__dict__"):  # a slotted dataclass
+            import copy
+
+            return copy.deepcopy(value)
+        copied = object.__new__(kind)
+        copied.__dict__.update({k: deep_copy(v) for k, v in value.__dict__.items()})
+        return copied
+    return value
