@@ -10,6 +10,7 @@ import sys
 
 import pytest
 from torchx.specs import AppDef, Resource, Role
+from torchx.util import record as record_module
 from torchx.util.record import deep_copy, field, fields_of, record, replace
 
 
@@ -113,3 +114,24 @@ def test_deep_copy_copies_every_container_and_record() -> None:
     copied.metadata["n"] = "w"
     assert original.roles[0].env == {"A": "1"} and original.roles[0].args == ["x"]
     assert original.roles[0].metadata["extra"].items == [1] and original.metadata == {"m": "v"}
+
+
+def test_often_made_records_behave_the_same_with_a_compiled_init() -> None:
+    @record
+    class Counted:
+        """Counts __post_init__ calls."""
+
+        a: int
+        b: str = "b"
+        items: list[int] = field(default_factory=list)
+
+        def __post_init__(self) -> None:
+            self.seen = True
+
+    made = [Counted(i) if i % 2 else Counted(a=i, b="x", items=[i]) for i in range(20)]
+    assert Counted.__dict__["__init__"] is not record_module._init  # compiled after a few calls
+    for i, c in enumerate(made):
+        assert c == (Counted(i) if i % 2 else Counted(i, "x", [i])) and c.seen
+    assert made[1].items is not made[3].items
+    with pytest.raises(TypeError):
+        Counted()  # type: ignore[call-arg]
