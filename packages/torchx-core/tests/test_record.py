@@ -135,3 +135,19 @@ def test_often_made_records_behave_the_same_with_a_compiled_init() -> None:
     assert made[1].items is not made[3].items
     with pytest.raises(TypeError):
         Counted()  # type: ignore[call-arg]
+
+
+def test_type_hints_of_the_job_model_resolve() -> None:
+    import typing
+
+    from torchx import specs
+    from torchx.schedulers import api as scheduler_api
+    from torchx.tracker import api as tracker_api
+
+    classes = [specs.AppDef, specs.Role, specs.Resource, specs.AppStatus, specs.RoleStatus, specs.ReplicaStatus]
+    classes += [specs.BindMount, specs.VolumeMount, specs.DeviceMount, specs.Workspace, specs.macros.Values]
+    classes += [scheduler_api.DescribeAppResponse, scheduler_api.ListAppResponse, tracker_api.AppRun]
+    for cls in classes:
+        hints = typing.get_type_hints(cls)
+        assert set(hints) >= {f.name for f in fields_of(cls)}, cls
+    assert typing.get_type_hints(specs.Role)["mounts"] == list[specs.BindMount | specs.VolumeMount | specs.DeviceMount]

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from datetime import datetime
     from typing import Any, ClassVar, Generic, TypeVar
 else:
-    from torchx.util.runtime_typing import Generic, TypeVar
+    from torchx.util.runtime_typing import Any, Generic, TypeVar
 
 __all__ = [
     "DescribeAppResponse",

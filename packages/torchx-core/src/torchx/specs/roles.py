@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from enum import Enum
 
+from torchx.specs.mounts import BindMount, DeviceMount, VolumeMount
 from torchx.specs.workspace import Workspace
 from torchx.util.record import field, record
 
+# names used in field annotations exist at run time, so typing.get_type_hints(Role) works
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
     from torchx.specs.dryrun import AppDryRunInfo
-    from torchx.specs.mounts import BindMount, DeviceMount, VolumeMount
+else:
+    from torchx.util.runtime_typing import Any
 
 #: Sentinel for a value that must be set but is not.
 MISSING: str = "<MISSING>"

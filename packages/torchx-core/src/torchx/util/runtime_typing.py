@@ -19,6 +19,10 @@ from __future__ import annotations
 
 import collections
 
+#: ``Any`` for code that evaluates annotations at run time (``typing.get_type_hints`` of a record
+#: class, e.g. by a serialization library): every value is an ``object``
+Any = object
+
 
 def TypeVar(name: str, *constraints: object, **options: object) -> str:
     """A placeholder for a type variable: its name."""
