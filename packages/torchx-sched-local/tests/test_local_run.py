@@ -245,3 +245,56 @@ def test_unwritable_log_dir_is_a_clear_error(sched: LocalScheduler, tmp_path: Pa
     assert listed.state == AppState.FAILED
     desc = sched.describe(listed.app_id)
     assert desc is not None and desc.state == AppState.FAILED and "blocked" in desc.msg
+
+
+def test_replicas_start_while_the_launcher_records_the_job(
+    sched: LocalScheduler, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The forked supervisor starts the replicas from memory; its state never loses to the launcher's."""
+    from torchx_sched_local import store
+
+    launcher = os.getpid()
+    real_write = store.write_json
+    recorded_while_running: list[bool] = []
+
+    def slow_write(path: str, data: object) -> None:
+        if os.getpid() == launcher and path.endswith(store.STATE_FILE):
+            import time
+
+            time.sleep(0.3)  # the replica (which exits at once) has ended by now
+            recorded_while_running.append(True)
+        real_write(path, data)
+
+    monkeypatch.setattr(store, "write_json", slow_write)
+    app_id = sched.submit(app("/bin/true"), {})
+    monkeypatch.setattr(store, "write_json", real_write)
+    assert recorded_while_running == [True]
+    desc = sched.wait(app_id, timeout=10)
+    assert desc is not None and desc.state == AppState.SUCCEEDED  # not stuck at the launcher's SUBMITTED
+
+
+def test_a_launcher_failing_to_record_the_job_stops_its_replicas(
+    sched: LocalScheduler, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from torchx_sched_local import store
+
+    launcher = os.getpid()
+    real_write = store.write_json
+
+    def failing_write(path: str, data: object) -> None:
+        if os.getpid() == launcher and isinstance(data, dict) and data.get("state") == "SUBMITTED":
+            raise OSError("No space left on device")
+        real_write(path, data)
+
+    monkeypatch.setattr(store, "write_json", failing_write)
+    pid_file = tmp_path / "pid"
+    with pytest.raises(OSError, match="No space left"):
+        sched.submit(app("/bin/sh", "-c", f"echo $$ > {pid_file}; exec sleep 60"), {"stop_grace_period": 1})
+    monkeypatch.setattr(store, "write_json", real_write)
+    (listed,) = sched.list()
+    desc = sched.wait(listed.app_id, timeout=15)
+    assert desc is not None and desc.state in (AppState.CANCELLED, AppState.FAILED)
+    if pid_file.exists():  # the replica had started: it must be gone
+        pid = int(pid_file.read_text())
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
