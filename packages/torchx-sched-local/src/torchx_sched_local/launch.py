@@ -4,10 +4,8 @@ Two ways, both ending with the supervisor in its own session, adopted by init, h
 the job's lock:
 
 * **fork** (single-threaded launcher, the CLI and most scripts): one ``fork`` + ``setsid``.
-  The supervisor is a copy of the launcher, so it starts at once, imports nothing and has
-  the job in memory: it starts the replicas while the launcher records the job on disk
-  (``record``), and writes its first state once the launcher is done (a pipe's EOF says
-  so). It stays the launcher's child (a second fork would cost as much again, 1-2 ms here), so
+  The supervisor is a copy of the launcher, so it starts at once and imports nothing. It
+  stays the launcher's child (a second fork would cost as much again, 1-2 ms here), so
   the launcher reaps the supervisors it started that have ended at its next submission,
   when its scheduler is closed, or when it waits for the job; if the launcher exits
   first, init adopts and reaps them.
@@ -18,16 +16,12 @@ the job's lock:
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
 
 from torchx_sched_local import supervisor
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
 
 _BOOTSTRAP = (
     "import json, sys; sys.path[:0] = json.loads(sys.argv[3]); from torchx_sched_local.supervisor import main; main()"
@@ -63,39 +57,23 @@ def reap_children() -> None:
             _children.discard(pid)
 
 
-def start_supervisor(job_dir: str, lock_fd: int, app: dict[str, Any], record: Callable[[], None]) -> int | None:
-    """Starts the supervisor of the job ``app`` in ``job_dir``, handing it the held lock ``lock_fd``;
-    ``record`` writes the job's files (before an exec'd supervisor starts, while a forked one
-    starts the replicas).
+def start_supervisor(job_dir: str, lock_fd: int) -> int | None:
+    """Starts the supervisor of the job in ``job_dir``, handing it the held lock ``lock_fd``.
 
-    Returns once the supervisor exists and the job is recorded, with the supervisor's pid
-    when known (fork path); the caller closes its copy of ``lock_fd``.
+    Returns once the supervisor exists, with its pid when known (fork path); the caller
+    closes its copy of ``lock_fd``.
 
     Raises:
-        OSError: the process could not be created, or ``record`` failed (the forked
-            supervisor is then told to stop its replicas)
+        OSError: the process could not be created
     """
     reap_children()
-    if not (hasattr(os, "fork") and _thread_count() == 1):
-        record()
-        _exec(job_dir, lock_fd)
-        return None
-    recorded_r, recorded_w = os.pipe()
-    try:
-        pid = _fork(job_dir, lock_fd, app, recorded_r)
-    finally:
-        os.close(recorded_r)
-    try:
-        record()
-    except BaseException:
-        os.kill(pid, signal.SIGTERM)  # it cancels what it started
-        raise
-    finally:
-        os.close(recorded_w)  # EOF: the supervisor may write its state now
-    return pid
+    if hasattr(os, "fork") and _thread_count() == 1:
+        return _fork(job_dir, lock_fd)
+    _exec(job_dir, lock_fd)
+    return None
 
 
-def _fork(job_dir: str, lock_fd: int, app: dict[str, Any], recorded_fd: int) -> int:
+def _fork(job_dir: str, lock_fd: int) -> int:
     # Until the child has left the launcher's session, a signal to the launcher's process
     # group (Ctrl-C, a terminal hang-up, a kill of the group) would hit it too: block every
     # signal across the fork, and have the child discard what arrived before its setsid.
@@ -107,7 +85,7 @@ def _fork(job_dir: str, lock_fd: int, app: dict[str, Any], recorded_fd: int) -> 
                 os.setsid()
                 for sig in signal.sigpending():
                     signal.sigwait({sig})
-                supervisor.supervise(job_dir, lock_fd, app, recorded_fd)  # unblocks once its handlers are set
+                supervisor.supervise(job_dir, lock_fd)  # unblocks once its handlers are set
             finally:
                 os._exit(1)
     finally:
@@ -117,7 +95,6 @@ def _fork(job_dir: str, lock_fd: int, app: dict[str, Any], recorded_fd: int) -> 
 
 
 def _exec(job_dir: str, lock_fd: int) -> None:
-    import json
     import subprocess
 
     proc = subprocess.run(

@@ -220,30 +220,26 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             raise ValueError(
                 f"app {req.app_id!r} already exists: this dry run was scheduled before; dry-run again for a new app id"
             ) from None
-        created = time.time()
-        app = {"created": created, **vars(req), "replicas": [vars(r) for r in req.replicas]}
-        app_path = os.path.join(job_dir, store.APP_FILE)
-
-        def record() -> None:
-            store.write_json(app_path, app)
+        lock_fd = os.open(os.path.join(job_dir, store.LOCK_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            created = time.time()
+            store.write_json(
+                os.path.join(job_dir, store.APP_FILE),
+                {"created": created, **vars(req), "replicas": [vars(r) for r in req.replicas]},
+            )
             store.write_json(
                 os.path.join(job_dir, store.STATE_FILE),
                 {"app_id": req.app_id, "name": req.name, "created": created, "state": "SUBMITTED", "msg": ""},
             )
-
-        lock_fd = os.open(os.path.join(job_dir, store.LOCK_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(lock_fd, fcntl.LOCK_EX)
             _make_log_dirs(req)
-            pid = start_supervisor(job_dir, lock_fd, app, record)
+            pid = start_supervisor(job_dir, lock_fd)
             if pid is not None:
                 self._pids[req.app_id] = pid
         except OSError as e:
-            if not os.path.exists(app_path):
-                store.write_json(app_path, app)
             store.write_json(
                 os.path.join(job_dir, store.STATE_FILE),
-                {"app_id": req.app_id, "name": req.name, "created": created, "state": "FAILED", "msg": str(e)},
+                {"app_id": req.app_id, "name": req.name, "created": time.time(), "state": "FAILED", "msg": str(e)},
             )
             raise OSError(f"cannot start local_cwd app {req.app_id}: {e}") from e
         finally:

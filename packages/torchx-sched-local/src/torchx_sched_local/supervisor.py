@@ -177,16 +177,14 @@ class Replica:
 class Supervisor:
     """Runs one job (see the module docstring)."""
 
-    def __init__(self, job_dir: str, app: dict[str, Any], recorded_fd: int | None = None) -> None:
+    def __init__(self, job_dir: str, app: dict[str, Any]) -> None:
         self.job_dir = job_dir
-        self.app = app
-        self.recorded_fd = recorded_fd  # EOF once the launcher has written the job's files
         self.roles: list[dict[str, Any]] = app["roles"]
         self.replicas = [Replica(spec, self.roles[spec["role_index"]]) for spec in app["replicas"]]
         self.grace = float(app.get("stop_grace_period", 5.0))
         self.base_env = dict(os.environ)
         self.state_path = os.path.join(job_dir, store.STATE_FILE)
-        self.base_state: dict[str, Any] = {k: app[k] for k in ("app_id", "name", "created")}
+        self.base_state: dict[str, Any] = store.read_json(self.state_path) or {}
         # poll(2) directly: the selectors module costs ~1 ms to import, before the first replica starts
         self.poller = select.poll()
         self.readers: dict[int, Replica | None] = {}  # fd -> its replica (None: the signal wake-up pipe)
@@ -221,7 +219,6 @@ class Supervisor:
                     break
         self.app_state = "RUNNING"
         self.dirty = True
-        self._await_recorded()
         while not self._ended():
             self._write_state()
             timeout = self._timeout()
@@ -236,21 +233,6 @@ class Supervisor:
             self._reap()
             self._tick()
         self._finish()
-
-    def _await_recorded(self) -> None:
-        """Returns once the launcher has recorded the job (so this supervisor's state is never
-        overwritten by the launcher's first one); writes ``app.json`` if the launcher died first."""
-        if self.recorded_fd is None:
-            return
-        try:
-            while os.read(self.recorded_fd, 64):
-                pass
-        finally:
-            os.close(self.recorded_fd)
-            self.recorded_fd = None
-        app_path = os.path.join(self.job_dir, store.APP_FILE)
-        if not os.path.exists(app_path):
-            store.write_json(app_path, self.app)
 
     def _ended(self) -> bool:
         return not self.pending_restart and all(
@@ -596,9 +578,8 @@ def _killpg(pgid: int, sig: int) -> None:
         pass
 
 
-def detach(*keep_fds: int) -> None:
-    """Cuts a freshly started supervisor loose: stdio on /dev/null, every inherited fd but
-    ``keep_fds`` closed."""
+def detach(keep_fd: int) -> None:
+    """Cuts a freshly started supervisor loose: stdio on /dev/null, every other inherited fd closed."""
     import gc
 
     gc.freeze()  # objects of the launcher (fork path) must never be finalized here
@@ -612,26 +593,21 @@ def detach(*keep_fds: int) -> None:
             os.dup2(devnull, fd)
     if devnull > 2:
         os.close(devnull)
-    low = 3
-    for fd in sorted(keep_fds):
-        os.closerange(low, fd)
-        os.set_inheritable(fd, False)
-        low = fd + 1
-    os.closerange(low, 1 << 20)
+    os.closerange(3, keep_fd)
+    os.closerange(keep_fd + 1, 1 << 20)
+    os.set_inheritable(keep_fd, False)
     for sig in (signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_IGN)
 
 
-def supervise(job_dir: str, lock_fd: int, app: dict[str, Any] | None = None, recorded_fd: int | None = None) -> None:
-    """Runs the job in ``job_dir`` (``app``: its request, if not to be read from ``app.json``;
-    ``recorded_fd``: see :class:`Supervisor`); never returns (exits the process)."""
+def supervise(job_dir: str, lock_fd: int) -> None:
+    """Runs the job in ``job_dir``; never returns (exits the process)."""
     code = 0
     try:
-        detach(*(fd for fd in (lock_fd, recorded_fd) if fd is not None))
+        detach(lock_fd)
         os.chdir(job_dir)
-        if app is None:
-            app = store.read_json(os.path.join(job_dir, store.APP_FILE))
-        Supervisor(job_dir, app, recorded_fd).run()
+        app = store.read_json(os.path.join(job_dir, store.APP_FILE))
+        Supervisor(job_dir, app).run()
     except BaseException:
         import traceback
 
