@@ -89,10 +89,9 @@ class CmdRun(SubCommand):
 
 def _builds_workspaces(scheduler: Any) -> bool:
     """True when the scheduler can ship a workspace (so the CWD is shipped by default)."""
-    # a scheduler class that mixes WorkspaceMixin in has imported its module; if nothing has,
-    # this scheduler is not one, and the module need not be imported to say so
-    api = sys.modules.get("torchx.workspace.api")
-    return api is not None and isinstance(scheduler, api.WorkspaceMixin) and type(scheduler).available
+    from torchx.schedulers.api import workspace_of
+
+    return workspace_of(scheduler) is not None and type(scheduler).available
 
 
 def _component_help(component: str) -> int:

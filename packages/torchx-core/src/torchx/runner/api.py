@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from torchx.schedulers import get_scheduler_factories
-from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
+from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler, workspace_of
 from torchx.schedulers.capabilities import UnsupportedFeatureError
 from torchx.schedulers.streams import Stream
 from torchx.specs.dryrun import AppDryRunInfo
@@ -288,13 +288,12 @@ class Runner:
         _check_capabilities(app, sched)
         resolved = sched.run_opts().resolve(merged_cfg)
 
-        from torchx.workspace.api import WorkspaceMixin
-
-        if isinstance(sched, WorkspaceMixin):
+        builder = workspace_of(sched)
+        if builder is not None:
             if workspace is not None and app.roles[0].workspace is None:
                 app.roles[0].workspace = Workspace.from_str(workspace) if isinstance(workspace, str) else workspace
             sched._pre_build_validate(app, scheduler, resolved)
-            sched.build_workspaces(app.roles, resolved)
+            builder.build_workspaces(app.roles, resolved)
 
         sched._validate(app, scheduler, resolved)
         info = sched.submit_dryrun(app, resolved)

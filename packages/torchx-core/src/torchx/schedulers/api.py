@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import sys
 import time
 from collections.abc import Iterable, Mapping
 
@@ -20,6 +21,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
     from typing import Any, ClassVar, Generic, TypeVar
+
+    from torchx.workspace.api import WorkspaceMixin
 else:
     from torchx.util.runtime_typing import Any, Generic, TypeVar
 
@@ -35,6 +38,18 @@ __all__ = [
     "split_lines",
     "split_lines_iterator",
 ]
+
+
+def workspace_of(scheduler: object) -> WorkspaceMixin[Any] | None:
+    """``scheduler`` if it builds workspaces (is a :class:`~torchx.workspace.api.WorkspaceMixin`), else None.
+
+    A scheduler class that mixes the workspace API in has imported its module; when nothing
+    has, no scheduler can be one, and the module is not imported to find that out (it is
+    not free on the CLI's start-up path).
+    """
+    api = sys.modules.get("torchx.workspace.api")
+    return scheduler if api is not None and isinstance(scheduler, api.WorkspaceMixin) else None
+
 
 T = TypeVar("T")  # run config
 A = TypeVar("A")  # app
@@ -90,14 +105,13 @@ class Scheduler(abc.ABC, Generic[T, A, D]):
 
     def submit(self, app: AppDef, cfg: T, workspace: Workspace | str | None = None) -> str:
         """Submits ``app`` and returns its app id (a dry run, then :meth:`schedule`)."""
-        from torchx.workspace.api import WorkspaceMixin
-
-        if workspace is not None and isinstance(self, WorkspaceMixin):
+        builder = workspace_of(self)
+        if workspace is not None and builder is not None:
             ws = Workspace.from_str(workspace) if isinstance(workspace, str) else workspace
             for role in app.roles:
                 if role.workspace is None:
                     role.workspace = ws
-            self.build_workspaces(app.roles, cfg)  # type: ignore[arg-type]
+            builder.build_workspaces(app.roles, cfg)  # type: ignore[arg-type]
         return self.schedule(self.submit_dryrun(app, cfg))
 
     @abc.abstractmethod
@@ -121,11 +135,10 @@ class Scheduler(abc.ABC, Generic[T, A, D]):
 
     def run_opts(self) -> runopts:
         """Every run option: the scheduler's plus its workspace's."""
-        from torchx.workspace.api import WorkspaceMixin
-
         opts = self._run_opts()
-        if isinstance(self, WorkspaceMixin):
-            opts.update(self.workspace_opts())
+        builder = workspace_of(self)
+        if builder is not None:
+            opts.update(builder.workspace_opts())
         return opts
 
     def _run_opts(self) -> runopts:
