@@ -20,7 +20,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-_FORMAT = 1
+_FORMAT = 2
 
 
 def caching_enabled() -> bool:
@@ -37,9 +37,37 @@ def cache_dir() -> str:
     return os.path.join(base, "torchx")
 
 
-def _cache_file() -> str:
+def read_cache(name: str, version: int) -> Any:
+    """What :func:`write_cache` stored as ``name`` with this ``version``, or None (no such file,
+    unreadable, another version, or caching turned off)."""
+    if not caching_enabled():
+        return None
+    try:
+        with open(os.path.join(cache_dir(), name), "rb") as f:
+            data = marshal.load(f)
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+    return data.get("data") if isinstance(data, dict) and data.get("format") == version else None
+
+
+def write_cache(name: str, version: int, data: Any) -> None:
+    """Stores ``data`` (marshal-able) as cache file ``name``, atomically; silently does nothing if it cannot."""
+    if not caching_enabled():
+        return
+    path = os.path.join(cache_dir(), name)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            marshal.dump({"format": version, "data": data}, f)
+        os.replace(tmp, path)
+    except (OSError, ValueError):
+        pass
+
+
+def _cache_name() -> str:
     key = "\0".join([sys.version, sys.executable, *sys.path]).encode()
-    return os.path.join(cache_dir(), f"plugins-{binascii.crc32(key):08x}-{len(key)}.marshal")
+    return f"plugins-{binascii.crc32(key):08x}-{len(key)}.marshal"
 
 
 def _mtime(path: str) -> int:
@@ -55,14 +83,8 @@ def _stamp(files: list[str]) -> list[tuple[str, int]]:
 
 def load() -> Registry | None:
     """The cached registry, or None when there is none or it is stale."""
-    if not caching_enabled():
-        return None
-    try:
-        with open(_cache_file(), "rb") as f:
-            data: dict[str, Any] = marshal.load(f)
-    except (OSError, ValueError, EOFError, TypeError):
-        return None
-    if data.get("format") != _FORMAT:
+    data = read_cache(_cache_name(), _FORMAT)
+    if not isinstance(data, dict):
         return None
     stamp = data.get("stamp", [])
     if any(_mtime(path) != mtime for path, mtime in stamp) or [p for p, _ in stamp[: len(sys.path)]] != sys.path:
@@ -78,21 +100,12 @@ def store(registry: Registry) -> None:
     if not caching_enabled():
         return
     files = [p.module_file for p in registry.plugins if p.module_file]
-    data = {"format": _FORMAT, "stamp": _stamp(files), "registry": registry.to_data()}
-    path = _cache_file()
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as f:
-            marshal.dump(data, f)
-        os.replace(tmp, path)
-    except (OSError, ValueError):
-        pass
+    write_cache(_cache_name(), _FORMAT, {"stamp": _stamp(files), "registry": registry.to_data()})
 
 
 def clear() -> None:
     """Removes this interpreter's cache file."""
     try:
-        os.unlink(_cache_file())
+        os.unlink(os.path.join(cache_dir(), _cache_name()))
     except OSError:
         pass

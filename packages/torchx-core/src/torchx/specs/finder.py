@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import marshal
 import os
 import sys
 from collections.abc import Callable
 
-from torchx.plugins.cache import cache_dir, caching_enabled
+from torchx.plugins.cache import read_cache, write_cache
 from torchx.util.suggest import did_you_mean
 
 TYPE_CHECKING = False
@@ -94,37 +93,16 @@ _SCAN_CACHE_FORMAT = 1
 _scan_cache: dict[str, tuple[tuple[int, int], ScanResult]] | None = None
 
 
-def _scan_cache_file() -> str:
-    return os.path.join(cache_dir(), f"components-{sys.version_info[0]}{sys.version_info[1]}.marshal")
+def _scan_cache_name() -> str:
+    return f"components-{sys.version_info[0]}{sys.version_info[1]}.marshal"
 
 
 def _load_scan_cache() -> dict[str, tuple[tuple[int, int], ScanResult]]:
     global _scan_cache
     if _scan_cache is None:
-        _scan_cache = {}
-        if caching_enabled():
-            try:
-                with open(_scan_cache_file(), "rb") as f:
-                    data = marshal.load(f)
-                if isinstance(data, dict) and data.get("format") == _SCAN_CACHE_FORMAT:
-                    _scan_cache = data["files"]
-            except (OSError, ValueError, EOFError, TypeError, KeyError):
-                pass
+        cached = read_cache(_scan_cache_name(), _SCAN_CACHE_FORMAT)
+        _scan_cache = cached if isinstance(cached, dict) else {}
     return _scan_cache
-
-
-def _store_scan_cache(files: dict[str, tuple[tuple[int, int], ScanResult]]) -> None:
-    if not caching_enabled():
-        return
-    path = _scan_cache_file()
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as f:
-            marshal.dump({"format": _SCAN_CACHE_FORMAT, "files": files}, f)
-        os.replace(tmp, path)
-    except OSError:
-        pass
 
 
 def _lint_file(path: str) -> ScanResult:
@@ -159,7 +137,7 @@ def _scan_file(path: str) -> ScanResult:
         return hit[1]
     found = _lint_file(path)
     cache[path] = (stamp, found)
-    _store_scan_cache(cache)
+    write_cache(_scan_cache_name(), _SCAN_CACHE_FORMAT, cache)
     return found
 
 
