@@ -20,7 +20,7 @@ import functools
 from collections.abc import Iterator, Mapping
 
 from torchx.specs.runopts import CfgVal, runopts
-from torchx.util.annotations import is_union, type_hints
+from torchx.util.annotations import type_hints, union_members
 from torchx.util.record import MISSING, Field, declares_fields, fields_of
 
 TYPE_CHECKING = False
@@ -39,11 +39,8 @@ def _camel(name: str) -> str:
 
 def _opt_type(tp: Any) -> tuple[Any, bool]:
     """(runopts type, is optional) for a field annotation."""
-    optional = False
-    if is_union(tp):
-        args = [a for a in tp.__args__ if a is not type(None)]
-        optional = len(args) < len(tp.__args__)
-        tp = args[0] if len(args) == 1 else str
+    members, optional = union_members(tp)
+    tp = members[0] if len(members) == 1 else str  # a union of several types is read as text
     origin = getattr(tp, "__origin__", None)  # list for list[str] and typing.List[str]
     if origin is list or tp is list:
         return list[str], optional

@@ -330,7 +330,7 @@ def parse_args(
         if rest and rest[0] == "--":
             rest = rest[1:]
         setattr(ns, varargs, rest)
-    hints = type_hints(cmpnt_fn)
+    hints = type_hints(cmpnt_fn) if config else {}
     for key, value in config.items():
         if key not in params:
             raise ComponentArgError(f"{parser.prog}: unknown argument {key!r}")

@@ -28,7 +28,7 @@ def type_hints(obj: Any) -> dict[str, Any]:
         for name, annotation in declared.items():
             if isinstance(annotation, str):
                 try:
-                    annotation = eval(annotation, dict(namespace))  # the defining module's own annotation text
+                    annotation = eval(annotation, namespace)  # the defining module's own annotation text
                 except Exception:
                     continue
             hints[name] = annotation
@@ -43,10 +43,15 @@ def is_union(tp: Any) -> bool:
     return typing is not None and getattr(tp, "__origin__", None) is typing.Union
 
 
+def union_members(tp: Any) -> tuple[list[Any], bool]:
+    """(the members other than None, whether None is one) of a union; ``([tp], False)`` otherwise."""
+    if not is_union(tp):
+        return [tp], False
+    members = [a for a in tp.__args__ if a is not type(None)]
+    return members, len(members) < len(tp.__args__)
+
+
 def without_none(tp: Any) -> tuple[Any, bool]:
     """``(T, True)`` for ``T | None`` / ``Optional[T]``; ``(tp, False)`` for anything else."""
-    if is_union(tp):
-        args = [a for a in tp.__args__ if a is not type(None)]
-        if len(args) == 1 and len(args) < len(tp.__args__):
-            return args[0], True
-    return tp, False
+    members, optional = union_members(tp)
+    return (members[0], True) if optional and len(members) == 1 else (tp, False)
