@@ -156,24 +156,9 @@ class Envs:
             for old in (self.root / "wheels").glob(f"{dist}-*"):
                 if old.name[len(dist) + 1 :].isalnum() and len(old.name) == len(dist) + 17:
                     shutil.rmtree(old, ignore_errors=True)
-            builder = self._builder()
             self.log(f"building wheel of {dist}")
             try:
-                _run(
-                    [
-                        builder.python,
-                        "-m",
-                        "pip",
-                        "wheel",
-                        "-q",
-                        "--no-deps",
-                        "--no-build-isolation",
-                        "--wheel-dir",
-                        str(out),
-                        str(project),
-                    ],
-                    f"building {dist}",
-                )
+                self._build_wheels(out, [project], f"building {dist}")
             except EnvError as e:
                 shutil.rmtree(out, ignore_errors=True)
                 self._wheel_errors[dist] = str(e)
@@ -190,24 +175,14 @@ class Envs:
             return wheels
         shutil.rmtree(out, ignore_errors=True)
         projects = dummies.generate(self.root / "dummy-plugins" / flavour, flavour, DUMMY_COUNT)
-        builder = self._builder()
         self.log(f"building {DUMMY_COUNT} dummy {flavour} plugin wheels")
-        _run(
-            [
-                builder.python,
-                "-m",
-                "pip",
-                "wheel",
-                "-q",
-                "--no-deps",
-                "--no-build-isolation",
-                "--wheel-dir",
-                str(out),
-                *map(str, projects),
-            ],
-            f"building the dummy {flavour} plugins",
-        )
+        self._build_wheels(out, projects, f"building the dummy {flavour} plugins")
         return sorted(out.glob("*.whl"))
+
+    def _build_wheels(self, out: Path, projects: list[Path], what: str) -> None:
+        """``pip wheel`` of ``projects`` into ``out`` with the builder venv (no deps, no isolation)."""
+        pip_wheel = [self._builder().python, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
+        _run([*pip_wheel, "--wheel-dir", str(out), *map(str, projects)], what)
 
     # ---------------------------------------------------------------- venvs
     def get(self, name: str) -> Venv:
