@@ -27,7 +27,10 @@ def broken(x) -> specs.AppDef:
     return specs.AppDef(name="broken")
 '''
 
-SCAN = "import sys; from torchx.specs.finder import _scan_file; print(_scan_file(sys.argv[1])); print('ast' in sys.modules)"
+SCAN = (
+    "import sys; from torchx.specs.finder import _scan_files; print(_scan_files(sys.argv[1:])[sys.argv[1]]);"
+    " print('ast' in sys.modules)"
+)
 
 
 def _scan_in_fresh_process(path: Path, cache: Path) -> tuple[str, bool]:

@@ -124,21 +124,27 @@ def _lint_file(path: str) -> ScanResult:
     return found
 
 
-def _scan_file(path: str) -> ScanResult:
-    """(function name, summary, errors) of the top-level AppDef-returning public functions in ``path``."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return []
-    stamp = (st.st_mtime_ns, st.st_size)
+def _scan_files(paths: list[str]) -> dict[str, ScanResult]:
+    """Path -> (function name, summary, errors) of the top-level AppDef-returning public functions
+    in each file: from the cache when the file is unchanged, else linted (the cache is written once)."""
     cache = _load_scan_cache()
-    hit = cache.get(path)
-    if hit is not None and tuple(hit[0]) == stamp:
-        return hit[1]
-    found = _lint_file(path)
-    cache[path] = (stamp, found)
-    write_cache(_scan_cache_name(), _SCAN_CACHE_FORMAT, cache)
-    return found
+    results: dict[str, ScanResult] = {}
+    changed = False
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            results[path] = []
+            continue
+        stamp = (st.st_mtime_ns, st.st_size)
+        hit = cache.get(path)
+        if hit is None or tuple(hit[0]) != stamp:
+            hit = cache[path] = (stamp, _lint_file(path))
+            changed = True
+        results[path] = hit[1]
+    if changed:
+        write_cache(_scan_cache_name(), _SCAN_CACHE_FORMAT, cache)
+    return results
 
 
 def _module_files(module: str) -> list[tuple[str, str]]:
@@ -177,9 +183,11 @@ def get_components(validators: Any = None) -> dict[str, _Component]:
     """Every valid component of the installed component packages, by name (imports nothing)."""
     found: dict[str, _Component] = {}
     for source in _sources():
-        for module, path in _module_files(source.module):
+        files = _module_files(source.module)
+        scanned = _scan_files([path for _, path in files])
+        for module, path in files:
             rel = module[len(source.module) :].lstrip(".")
-            for fn_name, summary, errors in _scan_file(path):
+            for fn_name, summary, errors in scanned[path]:
                 if errors:
                     continue
                 name = ".".join(p for p in (source.prefix, rel, fn_name) if p)
@@ -234,7 +242,7 @@ def get_component(name: str) -> _Component:
             spec = None
         if spec is None or not spec.origin or not spec.origin.endswith(".py"):
             continue
-        for found_fn, summary, errors in _scan_file(spec.origin):
+        for found_fn, summary, errors in _scan_files([spec.origin])[spec.origin]:
             if found_fn != fn_name:
                 continue
             if errors:
