@@ -11,9 +11,6 @@ TAG_VERSION = "torchx.pytorch.org/version"
 TAG_APP_NAME = "torchx.pytorch.org/app-name"
 TAG_USER = "torchx.pytorch.org/user"
 
-#: environment variable (set in every replica) that holds the rank-0 host
-RANK0_ENV = "TORCHX_RANK0_HOST"
-
 # AWS tag keys/values: letters, digits, spaces and _ . : / = + - @
 _TAG_BAD = re.compile(r"[^\w .:/=+\-@]")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -27,13 +27,13 @@ from typing import Any
 
 from torchx.schedulers.ids import make_unique, sanitize_name
 from torchx.schedulers.structured_opts import StructuredOpts
-from torchx.specs.macros import macros
+from torchx.specs.macros import RANK0_ENV, macros
 from torchx.specs.mounts import BindMount, DeviceMount, VolumeMount
 from torchx.specs.named_resources_aws import EFA_DEVICE, K8S_ITYPE, NEURON_DEVICE
 from torchx.specs.roles import AppDef, Role
 
 from torchx_sched_aws import _shell
-from torchx_sched_aws._common import RANK0_ENV, check_env_names, default_user, job_tags
+from torchx_sched_aws._common import check_env_names, default_user, job_tags
 
 NODE_INDEX_ENV = "AWS_BATCH_JOB_NODE_INDEX"
 MAIN_NODE_ADDR_ENV = "AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS"

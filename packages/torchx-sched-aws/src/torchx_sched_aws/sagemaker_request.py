@@ -24,12 +24,12 @@ from typing import Any
 
 from torchx.schedulers.ids import make_unique, sanitize_name
 from torchx.schedulers.structured_opts import StructuredOpts
-from torchx.specs.macros import macros
+from torchx.specs.macros import RANK0_ENV, macros
 from torchx.specs.named_resources_aws import K8S_ITYPE
 from torchx.specs.roles import AppDef, Role
 from torchx.specs.workspace import Workspace
 
-from torchx_sched_aws._common import RANK0_ENV, check_env_names, default_user, job_tags
+from torchx_sched_aws._common import check_env_names, default_user, job_tags
 
 SOURCE_ENV = "TORCHX_SOURCE_S3_URI"
 ARGS_MODES = ("command", "hyperparameters")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from string import Template
 from typing import Any
 
+from torchx.specs.macros import RANK0_ENV
 from torchx.specs.mounts import BindMount, DeviceMount, VolumeMount
 from torchx.specs.roles import Role
 from torchx.version import __version__ as torchx_version
@@ -19,8 +20,6 @@ from torchx.version import __version__ as torchx_version
 from torchx_sched_k8s import names
 from torchx_sched_k8s.opts import PULL_POLICIES, PodOpts
 
-#: the environment variable holding the DNS name of replica 0 of the first role (``macros.rank0_env``)
-RANK0_ENV = "TORCHX_RANK0_HOST"
 ENV_ROLE_NAME = "TORCHX_ROLE_NAME"
 ENV_REPLICA_IDX = "TORCHX_REPLICA_IDX"
 #: env values starting with this are pod field paths (``[FIELD_PATH]status.podIP``)

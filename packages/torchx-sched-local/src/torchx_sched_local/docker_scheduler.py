@@ -28,7 +28,7 @@ from torchx.schedulers.ids import make_unique, sanitize_name
 from torchx.schedulers.streams import Stream, filter_regex
 from torchx.schedulers.structured_opts import StructuredOpts
 from torchx.specs.dryrun import AppDryRunInfo
-from torchx.specs.macros import macros
+from torchx.specs.macros import RANK0_ENV, macros
 from torchx.specs.mounts import BindMount, DeviceMount, VolumeMount
 from torchx.specs.roles import AppDef, RetryPolicy
 from torchx.specs.runopts import CfgVal, runopts
@@ -51,7 +51,6 @@ LABEL_ROLE = "torchx.pytorch.org/role"
 LABEL_STOP_GRACE = "torchx.pytorch.org/stop-grace-period"
 #: on the marker volume ``torchx-cancelled-<app id>`` that ``cancel`` leaves
 LABEL_CANCELLED = "torchx.pytorch.org/cancelled"
-RANK0_ENV = "TORCHX_RANK0_HOST"
 _EXITED = re.compile(r"^Exited \((-?\d+)\)")
 _RUNNING = ("running", "paused", "restarting", "removing")
 _STOPPABLE = ("running", "paused", "restarting")

@@ -22,7 +22,7 @@ from torchx.schedulers.ids import make_unique, sanitize_name
 from torchx.schedulers.streams import Stream, filter_regex
 from torchx.schedulers.structured_opts import StructuredOpts
 from torchx.specs.dryrun import AppDryRunInfo
-from torchx.specs.macros import macros
+from torchx.specs.macros import RANK0_ENV, macros
 from torchx.specs.roles import AppDef, RetryPolicy, Role
 from torchx.specs.runopts import CfgVal, runopts
 from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, is_terminal
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from datetime import datetime
     from typing import Any
 
-RANK0_ENV = "TORCHX_RANK0_HOST"
 #: seconds ``cancel`` waits for the supervisor beyond the grace period before acting itself
 CANCEL_SLACK = 10.0
 _LIVENESS_CHECK = 1.0

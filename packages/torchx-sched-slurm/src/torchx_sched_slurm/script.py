@@ -22,13 +22,11 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from torchx.specs.macros import macros
+from torchx.specs.macros import RANK0_ENV, macros
 from torchx.specs.roles import AppDef, Role
 
 from torchx_sched_slurm.opts import SlurmOpts
 
-#: the macro ``rank0_env`` names this variable; the script sets it to the rank-0 replica's host
-RANK0_ENV = "TORCHX_RANK0_HOST"
 #: stand for the Slurm job id and the replica id until the script is rendered (NUL cannot occur in argv or env)
 _JOB_ID = "\0app_id\0"
 _REPLICA = "\0replica_id\0"

@@ -5,6 +5,10 @@ from __future__ import annotations
 from torchx.specs.roles import Role
 from torchx.util.record import record, replace
 
+#: The environment variable every scheduler sets, in every replica, to the host of replica 0 of
+#: the first role; ``macros.rank0_env`` expands to this name (components read ``$TORCHX_RANK0_HOST``).
+RANK0_ENV = "TORCHX_RANK0_HOST"
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from string import Template
