@@ -47,6 +47,13 @@ def wait_for(runner: Any, handle: str, states: set[AppState], timeout: float = W
         time.sleep(0.3)
 
 
+def wait_gone(kube: Any, namespace: str, name: str, deadline: float) -> None:
+    """Returns once no job, pod or service of app ``name`` is left; fails at ``deadline``."""
+    while any(objects_of(kube, namespace, name).values()):
+        assert time.monotonic() < deadline, objects_of(kube, namespace, name)
+        time.sleep(0.3)
+
+
 def objects_of(kube: Any, namespace: str, name: str) -> dict[str, list[str]]:
     core, batch, _ = kube
     sel = names.app_selector(name)
@@ -196,9 +203,7 @@ def test_cancel_keeps_the_record_and_delete_removes_everything(
     assert runner.status(handle).state == AppState.CANCELLED  # still describable
     runner.cancel(handle)  # no-op on an ended app
     runner.delete(handle)
-    while any(objects_of(kube, ns, name).values()):
-        assert time.monotonic() < deadline, objects_of(kube, ns, name)
-        time.sleep(0.3)
+    wait_gone(kube, ns, name, deadline)
     assert runner.status(handle) is None
 
 
@@ -210,10 +215,7 @@ def test_delete_of_a_finished_app_removes_jobs_pods_and_service(
     name, ns = app_name(handle), k8s_cluster.namespace
     assert all(objects_of(kube, ns, name).values())
     runner.delete(handle)
-    deadline = time.monotonic() + WAIT
-    while any(objects_of(kube, ns, name).values()):
-        assert time.monotonic() < deadline, objects_of(kube, ns, name)
-        time.sleep(0.3)
+    wait_gone(kube, ns, name, time.monotonic() + WAIT)
 
 
 def test_server_side_validation_error_is_clear_and_creates_nothing(
@@ -386,9 +388,7 @@ def test_mcad_appwrapper_items_run_when_dispatched(
         assert "".join(runner.log_lines(handle, "r", k)) == f"{k} r-0.{name}.{ns}.svc\n"
     assert [a.app_handle for a in runner.list("kubernetes_mcad", cfg={"namespace": ns})] == [handle]
     runner.delete(handle)
-    while any(objects_of(kube, ns, name).values()):
-        assert time.monotonic() < deadline, objects_of(kube, ns, name)
-        time.sleep(0.3)
+    wait_gone(kube, ns, name, deadline)
     assert runner.status(handle) is None
 
 
