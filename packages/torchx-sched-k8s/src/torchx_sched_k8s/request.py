@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from torchx.specs.roles import AppDef, RetryPolicy
+from torchx.util.yaml import dump_all
 
 from torchx_sched_k8s import names
 from torchx_sched_k8s.opts import MODE_JOBS, MODE_VOLCANO, KubernetesOpts, MCADOpts, PodOpts
 from torchx_sched_k8s.pods import PodFactory, named_ports, rank0_host
-from torchx.util.yaml import dump_all
 
 KIND_JOBS = MODE_JOBS
 KIND_VOLCANO = MODE_VOLCANO
