@@ -17,8 +17,32 @@ scalars = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
     st.text(),
     st.text(st.characters(max_codepoint=0x9F)),  # control characters
-
-    st.sampled_from(["yes", "No", "on", "null", "~", "1e3", "0x1f", "-", "a: b", "#x", ".inf", "NaN", "-.5", "1_000", "<<", "= ", "!tag", "&a", "*a", "%x", "@x", "`x"]),
+    st.sampled_from(
+        [
+            "yes",
+            "No",
+            "on",
+            "null",
+            "~",
+            "1e3",
+            "0x1f",
+            "-",
+            "a: b",
+            "#x",
+            ".inf",
+            "NaN",
+            "-.5",
+            "1_000",
+            "<<",
+            "= ",
+            "!tag",
+            "&a",
+            "*a",
+            "%x",
+            "@x",
+            "`x",
+        ]
+    ),
 )
 
 
@@ -27,7 +51,11 @@ def same(loaded: Any, expected: Any) -> bool:
     if isinstance(expected, float) and math.isnan(expected):
         return isinstance(loaded, float) and math.isnan(loaded)
     if isinstance(expected, dict):
-        return isinstance(loaded, dict) and loaded.keys() == expected.keys() and all(same(loaded[k], v) for k, v in expected.items())
+        return (
+            isinstance(loaded, dict)
+            and loaded.keys() == expected.keys()
+            and all(same(loaded[k], v) for k, v in expected.items())
+        )
     if isinstance(expected, list):
         return isinstance(loaded, list) and len(loaded) == len(expected) and all(map(same, loaded, expected))
     return bool(loaded == expected) and type(loaded) is type(expected)
