@@ -230,6 +230,72 @@ def torchx_post_submit(app_handle, app, scheduler, cfg):
     assert [handle] == sys.modules["policy_plugin"].SEEN
 
 
+def test_event_hooks_take_the_arguments_they_declare_and_run_in_distribution_order(  # type: ignore[no-untyped-def]
+    make_dist, fake_scheduler
+) -> None:
+    calls: list[str] = []
+    torchx.plugins.__dict__["_TEST_CALLS"] = calls  # where the plugin modules below write
+    body = """
+import dataclasses
+import torchx.plugins
+from torchx.plugins import hookimpl
+
+@hookimpl
+def torchx_pre_submit(app):
+    torchx.plugins._TEST_CALLS.append("{name}:pre:" + app.name)
+    return dataclasses.replace(app, name=app.name + "-{name}")
+
+@hookimpl
+def torchx_post_submit(app_handle):
+    torchx.plugins._TEST_CALLS.append("{name}:post")
+"""
+    for name in ("zeta", "alpha"):
+        make_dist(f"policy-{name}", {"torchx": {name: f"{name}_policy"}}, {f"{name}_policy.py": body.format(name=name)})
+    from torchx.runner import get_runner
+    from torchx.specs import AppDef, Role, resource
+
+    app = AppDef("app", roles=[Role("r", "i", entrypoint="echo", resource=resource(cpu=1))])
+    try:
+        with get_runner() as runner:
+            info = runner.dryrun(app, "fake")
+            assert info.app is not None and info.app.name == "app-alpha-zeta"
+            runner.schedule(info)
+    finally:
+        del torchx.plugins.__dict__["_TEST_CALLS"]
+    assert calls == ["alpha:pre:app", "zeta:pre:app-alpha", "alpha:post", "zeta:post"]
+
+
+def test_wrapper_event_hook_is_a_plugin_error_and_never_called(make_dist, fake_scheduler) -> None:  # type: ignore[no-untyped-def]
+    make_dist(
+        "policy-wrapper",
+        {"torchx": {"wrap": "wrap_policy"}},
+        {
+            "wrap_policy.py": """
+from torchx.plugins import hookimpl
+
+@hookimpl(wrapper=True)
+def torchx_pre_submit(app, scheduler, cfg):
+    raise AssertionError("a wrapper must never be called")
+    yield
+
+@hookimpl
+def torchx_post_submit(app_handle):
+    pass
+"""
+        },
+    )
+    from torchx.runner import get_runner
+    from torchx.specs import AppDef, Role, resource
+
+    info = next(p for p in get_registry().plugins if p.dist == "policy-wrapper")
+    assert len(info.errors) == 1 and "torchx_pre_submit is declared as a wrapper" in info.errors[0]
+    assert info.event_hooks == ["torchx_post_submit"]
+    app = AppDef("app", roles=[Role("r", "i", entrypoint="echo", resource=resource(cpu=1))])
+    with get_runner() as runner:
+        dryrun = runner.dryrun(app, "fake")
+    assert dryrun.app is not None and dryrun.app.name == "app"
+
+
 def test_cli_lists_plugins_and_runs_plugin_command(make_dist) -> None:  # type: ignore[no-untyped-def]
     install_alpha(make_dist)
     site = make_dist(

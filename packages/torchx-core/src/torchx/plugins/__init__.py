@@ -129,9 +129,22 @@ def _event_plugin_manager() -> pluggy.PluginManager | None:
     from torchx.plugins.discovery import new_plugin_manager
 
     pm = new_plugin_manager()
-    for info in plugins:
+    # pluggy calls the last registered first: register in reverse so hooks run in
+    # distribution-name order (``tryfirst``/``trylast`` still move an impl to an end)
+    for info in reversed(plugins):
         pm.register(importlib.import_module(info.value), name=info.ident)
     return pm
+
+
+def _event_impls(pm: pluggy.PluginManager, hook_name: str) -> list[Any]:
+    """The plain impls of an event hook, in call order (wrappers were refused at discovery)."""
+    impls = getattr(pm.hook, hook_name).get_hookimpls()
+    return [i for i in reversed(impls) if not (i.hookwrapper or getattr(i, "wrapper", False))]
+
+
+def _call(impl: Any, **kwargs: Any) -> Any:
+    """Calls a hook impl with the arguments it declares (a hook may take fewer than the spec)."""
+    return impl.function(*[kwargs[name] for name in impl.argnames])
 
 
 def run_pre_submit(app: Any, scheduler: str, cfg: Any) -> Any:
@@ -143,9 +156,9 @@ def run_pre_submit(app: Any, scheduler: str, cfg: Any) -> Any:
     pm = _event_plugin_manager()
     if pm is None:
         return app
-    for impl in reversed(pm.hook.torchx_pre_submit.get_hookimpls()):
+    for impl in _event_impls(pm, "torchx_pre_submit"):
         try:
-            amended = impl.function(app=app, scheduler=scheduler, cfg=cfg)
+            amended = _call(impl, app=app, scheduler=scheduler, cfg=cfg)
         except SubmissionRejected as e:
             raise SubmissionRejected(f"rejected by plugin {impl.plugin_name}: {e}") from None
         if amended is not None:
@@ -160,8 +173,8 @@ def run_post_submit(app_handle: str, app: Any, scheduler: str, cfg: Any) -> None
         return
     import logging
 
-    for impl in reversed(pm.hook.torchx_post_submit.get_hookimpls()):
+    for impl in _event_impls(pm, "torchx_post_submit"):
         try:
-            impl.function(app_handle=app_handle, app=app, scheduler=scheduler, cfg=cfg)
+            _call(impl, app_handle=app_handle, app=app, scheduler=scheduler, cfg=cfg)
         except Exception as e:
             logging.getLogger(__name__).warning("plugin %s: torchx_post_submit failed: %s", impl.plugin_name, e)

@@ -87,8 +87,16 @@ def _collect(pm: pluggy.PluginManager, info: PluginInfo, registry: Registry, lev
                     continue
                 registry.add(info, record, LEVEL_PLUGIN, levels)
     for hook_name in EVENT_HOOKS:
-        if any(i.plugin_name == info.ident for i in getattr(pm.hook, hook_name).get_hookimpls()):
-            info.event_hooks.append(hook_name)
+        impls = [i for i in getattr(pm.hook, hook_name).get_hookimpls() if i.plugin_name == info.ident]
+        if not impls:
+            continue
+        if any(i.hookwrapper or getattr(i, "wrapper", False) for i in impls):
+            info.errors.append(
+                f"{hook_name} is declared as a wrapper (hookwrapper/wrapper=True); torchx calls event hooks"
+                " one after another: declare it with a plain @hookimpl"
+            )
+            continue
+        info.event_hooks.append(hook_name)
 
 
 def discover() -> Registry:

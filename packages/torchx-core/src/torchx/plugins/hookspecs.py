@@ -16,6 +16,16 @@ A plugin is one small module registered under the entry-point group ``torchx``::
 Registration hooks (``torchx_schedulers`` ... ``torchx_cli_commands``) describe what the
 plugin provides; their results are cached until the installed packages change, so they
 must not depend on the environment. Event hooks run when the event happens.
+
+How event hooks (``torchx_pre_submit``, ``torchx_post_submit``) are called:
+
+- An implementation may declare any subset of the spec's arguments, by name
+  (``def torchx_pre_submit(app)`` is fine); it receives only those.
+- Implementations run one after another in the order of their distributions' names;
+  ``@hookimpl(tryfirst=True)`` / ``(trylast=True)`` moves one to the front / the back.
+- Wrappers (``hookwrapper=True`` / ``wrapper=True``) are not supported for event hooks:
+  discovery records a plugin error (shown by ``torchx plugins``) and never calls them.
+- What a return value and a raise mean is given per hook below.
 """
 
 from __future__ import annotations
@@ -116,9 +126,13 @@ def torchx_cli_commands() -> Iterable[CliCommand]:
 def torchx_pre_submit(app: AppDef, scheduler: str, cfg: Mapping[str, Any]) -> AppDef | None:
     """Called before an app is submitted (and before a dry run). Enforce policy here.
 
-    Return a new AppDef to amend the app (the next plugin sees the amended one), None to
-    leave it. Raise :class:`torchx.plugins.SubmissionRejected` with a message that says
-    what to change to reject it.
+    Return a new AppDef to amend the app: the next hook sees the amended one, and the
+    last one's result is what is submitted (never mutate ``app`` itself: the caller's
+    AppDef must stay as it was). Return None to leave it. Raise
+    :class:`torchx.plugins.SubmissionRejected` with a message that says what to change
+    to reject it: nothing is submitted, later hooks are not called, and the caller gets
+    ``SubmissionRejected("rejected by plugin <name>: <message>")``. Any other exception
+    propagates to the caller as it is.
 
     Example::
 
@@ -131,7 +145,10 @@ def torchx_pre_submit(app: AppDef, scheduler: str, cfg: Mapping[str, Any]) -> Ap
 
 @hookspec
 def torchx_post_submit(app_handle: str, app: AppDef, scheduler: str, cfg: Mapping[str, Any]) -> None:
-    """Called after an app was submitted; errors are logged, never raised to the caller.
+    """Called after an app was submitted, with its handle; the return value is ignored.
+
+    Every hook is called, even when an earlier one raised: an exception is logged as a
+    warning naming the plugin and never reaches the caller (the app is already running).
 
     Example::
 

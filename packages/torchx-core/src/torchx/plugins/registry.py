@@ -151,7 +151,7 @@ class Registry:
 
     def event_hook_plugins(self) -> list[PluginInfo]:
         """Plugins whose module implements an event hook."""
-        return [p for p in self.plugins if p.event_hooks and not p.errors]
+        return [p for p in self.plugins if p.event_hooks]
 
     def to_data(self) -> dict[str, Any]:
         """Plain data (for the cache and ``torchx plugins --json``)."""
