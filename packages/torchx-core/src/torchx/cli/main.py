@@ -25,6 +25,7 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
     "delete": ("torchx.cli.cmd_cancel:CmdDelete", "stop an app and remove every trace of it"),
     "configure": ("torchx.cli.cmd_configure:CmdConfigure", "write a .torchxconfig template"),
     "plugins": ("torchx.cli.cmd_plugins:CmdPlugins", "list installed plugins, what they register, their errors"),
+    "completion": ("torchx.cli.cmd_completion:CmdCompletion", "print a bash, zsh or fish completion script"),
 }
 
 DESCRIPTION = """\
@@ -118,6 +119,10 @@ def _load_command(path: str) -> Any:
 
 def run_cli(argv: list[str]) -> int:
     """Parses ``argv`` and runs the verb; returns the exit code (errors propagate)."""
+    if argv[:1] == ["__complete"]:  # asked by the completion scripts (torchx.cli.completion)
+        from torchx.cli.completion import complete
+
+        return complete(argv[1:])
     commands, note = _commands()
     verb = _find_verb(argv)
     if verb is not None and verb not in commands:
