@@ -41,6 +41,9 @@ class CmdRun(SubCommand):
         )
         subparser.add_argument("--parent_run_id", default=None, help="tracker run id of the parent run")
         subparser.add_argument(
+            "--quiet", action="store_true", help="no status line while waiting (only the handle and the final state)"
+        )
+        subparser.add_argument(
             "component_name_and_args",
             nargs=argparse.REMAINDER,
             help="component name (utils.echo or path/file.py:fn) then its arguments",
@@ -84,7 +87,8 @@ class CmdRun(SubCommand):
             attach = runner._scheduler(scheduler).capabilities.attach and not args.detach
             if not (attach or args.wait or args.log):
                 return 0
-            return _follow(runner, handle, logs=attach or args.log)
+            local = runner._scheduler(scheduler).capabilities.attach
+            return _follow(runner, handle, logs=attach or args.log, local=local, quiet=args.quiet)
 
 
 def _builds_workspaces(scheduler: Any) -> bool:
@@ -104,17 +108,21 @@ def _component_help(component: str) -> int:
     return 0
 
 
-def _follow(runner: Any, handle: str, logs: bool) -> int:
+def _follow(runner: Any, handle: str, logs: bool, local: bool, quiet: bool) -> int:
     from torchx.cli.log_stream import replicas_of, stream_logs
+    from torchx.cli.progress import StatusLine
     from torchx.specs.status import AppState
 
     threads: list[Any] = []
     errors: list[str] = []
-    if logs:
-        threads, errors = stream_logs(runner, handle, replicas_of(runner, handle), should_tail=True)
-    status = runner.wait(handle, wait_interval=1)
-    for t in threads:
-        t.join()
+    with StatusLine(runner, handle, local=local, quiet=quiet) as line:
+        if logs:
+            threads, errors = stream_logs(
+                runner, handle, replicas_of(runner, handle), should_tail=True, status_line=line
+            )
+        status = runner.wait(handle, wait_interval=1)
+        for t in threads:
+            t.join()
     for e in errors:
         print(f"torchx: warning: {e}", file=sys.stderr)
     state = status.state if status else AppState.UNKNOWN

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from torchx.cli.cmd_base import SubCommand
 from torchx.cli.output import print_json
@@ -22,15 +23,25 @@ class CmdWait(SubCommand):
             help="longest pause between polls on schedulers that must be polled (default 10 s)",
         )
         subparser.add_argument("--json", action="store_true", help="print JSON")
+        subparser.add_argument("--quiet", action="store_true", help="no status line while waiting")
 
     def run(self, args: argparse.Namespace) -> int:
+        from torchx.cli.progress import StatusLine
         from torchx.runner import get_runner
         from torchx.specs.status import AppState
 
         with get_runner() as runner:
-            status = runner.wait(args.app_handle, wait_interval=args.interval, timeout=args.timeout)
+            scheduler, _ = runner._resolve(args.app_handle)
+            quiet = args.quiet or args.json
+            with StatusLine(runner, args.app_handle, local=scheduler.capabilities.attach, quiet=quiet):
+                status = runner.wait(args.app_handle, wait_interval=args.interval, timeout=args.timeout)
         if status is None:
             raise UnknownAppException(args.app_handle)
+        if not status.is_terminal():
+            print(
+                f"torchx: timed out after {args.timeout:g} s waiting for {args.app_handle}; it is {status.state.name}",
+                file=sys.stderr,
+            )
         if args.json:
             print_json({"app_handle": args.app_handle, **status.to_json()})
         else:

@@ -12,6 +12,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import IO
 
+    from torchx.cli.progress import StatusLine
     from torchx.runner.api import Runner
     from torchx.schedulers.streams import Stream
 
@@ -52,12 +53,14 @@ def stream_logs(
     until: datetime | None = None,
     streams: Stream | None = None,
     out: IO[str] = sys.stdout,
+    status_line: StatusLine | None = None,
 ) -> tuple[list[threading.Thread], list[str]]:
     """Starts one thread per replica printing its lines to ``out``.
 
     Returns the threads and a list that collects one message per replica that failed.
 
-    Lines are written whole (a lock serialises replicas); errors are printed on stderr.
+    Lines are written whole (a lock serialises replicas), above ``status_line`` when given;
+    errors are printed on stderr.
     """
     lock = threading.Lock()
     color = use_color(out)
@@ -71,8 +74,11 @@ def stream_logs(
                 if not line.endswith("\n"):
                     line += "\n"
                 with lock:
-                    out.write(prefix + line)
-                    out.flush()
+                    if status_line is not None:
+                        status_line.print_above(prefix + line, out)
+                    else:
+                        out.write(prefix + line)
+                        out.flush()
         except Exception as e:  # reported, the other replicas carry on
             with lock:
                 errors.append(f"logs of {role}/{k}: {e}")
