@@ -65,6 +65,13 @@ def test_help_and_version() -> None:
         (["wait", "fake://torchx/nope"], "unknown app", 1),
         (["cancel", "fake://torchx/nope"], "unknown app", 1),
         (["runopts", "slurm"], "pip install torchx-sched-slurm", 1),
+        (
+            ["run", "-s", "fake", "utils.echo", "--mgs", "hi"],
+            "unrecognized arguments: --mgs hi. Did you mean '--msg'?",
+            1,
+        ),
+        (["run", "-s", "fake", "utils.echo", "--zzz"], "unrecognized arguments: --zzz (its arguments: --msg, --n)", 1),
+        (["log", "--regex", "(", "fake://torchx/x"], "invalid --regex '(': missing ), unterminated subpattern", 1),
     ],
 )
 def test_bad_input_is_one_line_without_traceback(
@@ -169,3 +176,43 @@ def test_closed_pipe_is_quiet(cli_env: dict[str, str]) -> None:
         )
         assert proc.stderr == "", proc.stderr
     assert proc.returncode == 0
+
+
+def test_errors_list_what_is_there(cli_env: dict[str, str], isolated: Path) -> None:
+    (isolated / "comps.py").write_text(COMPONENTS)
+    code, _, err = run_cli("run", "-s", "fake", "comps.py:ecoh", env=cli_env, cwd=str(isolated))
+    assert code == 1 and "comps.py has no function 'ecoh'. Did you mean 'echo'? Its functions: echo." in err, err
+    # the fake scheduler keeps its apps in memory: ask it in this process
+    from torchx.cli.cmd_log import CmdLog
+    from torchx.runner import get_runner
+    from torchx.specs import AppDef, Role, resource
+
+    with get_runner() as runner:
+        handle = runner.run(AppDef("a", roles=[Role("r", "i", entrypoint="e", resource=resource(cpu=1))]), "fake")
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    command = CmdLog()
+    command.add_arguments(parser)
+    with pytest.raises(ValueError, match=r"no replicas match .*/r/3; the app has r/0"):
+        command.run(parser.parse_args([f"{handle}/r/3"]))
+
+
+def test_status_leads_with_the_state(cli_env: dict[str, str]) -> None:
+    from torchx.cli.cmd_status import CmdStatus
+    from torchx.runner import get_runner
+    from torchx.specs import AppDef, Role, resource
+
+    with get_runner() as runner:
+        handle = runner.run(AppDef("a", roles=[Role("r", "i", entrypoint="e", resource=resource(cpu=1))]), "fake")
+    import argparse
+    import contextlib
+    import io
+
+    parser = argparse.ArgumentParser()
+    command = CmdStatus()
+    command.add_arguments(parser)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        command.run(parser.parse_args([handle]))
+    assert out.getvalue().splitlines()[0] == f"SUCCEEDED  {handle}"

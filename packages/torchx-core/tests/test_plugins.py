@@ -315,3 +315,21 @@ def test_cli_lists_plugins_and_runs_plugin_command(make_dist) -> None:  # type: 
     assert {p["dist"] for p in data["plugins"]} >= {"torchx-alpha", "broken-import"}
     code, out, err = run_cli("--help", env=env)
     assert code == 0 and "hello" in out
+
+
+def test_a_failed_plugin_is_named_where_it_matters(make_dist, fake_scheduler) -> None:  # type: ignore[no-untyped-def]
+    site = make_dist("torchx-foo", {"torchx": {"foo": "foo_plugin"}}, {"foo_plugin.py": "import no_such_sdk\n"})
+    env = {"PYTHONPATH": str(site)}
+    # every verb warns once, in one line that names the distribution and the error
+    code, out, err = run_cli("runopts", "fake", env=env)
+    assert code == 0
+    warnings = [line for line in err.splitlines() if line.startswith("torchx: warning:")]
+    assert warnings == [
+        "torchx: warning: plugin error in torchx-foo 1.0 (foo): cannot load module 'foo_plugin':"
+        " ModuleNotFoundError: No module named 'no_such_sdk'; see `torchx plugins`"
+    ]
+    # asking for what it would have provided says why it is not there
+    code, out, err = run_cli("list", "-s", "foo", env=env)
+    assert code == 1
+    assert "unknown scheduler 'foo'. Plugin torchx-foo 1.0 failed to load: cannot load module 'foo_plugin'" in err
+    assert "No module named 'no_such_sdk'" in err.splitlines()[-1]

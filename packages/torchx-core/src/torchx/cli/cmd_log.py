@@ -52,13 +52,21 @@ class CmdLog(SubCommand):
         from torchx.runner import get_runner
         from torchx.schedulers.streams import Stream
 
+        if args.regex is not None:
+            import re
+
+            try:
+                re.compile(args.regex)
+            except re.error as e:
+                raise ValueError(f"invalid --regex {args.regex!r}: {e}") from None
         handle, role, replica_ids = split_log_target(args.target)
         since = parse_time(args.since) if args.since else None
         until = parse_time(args.until) if args.until else None
         with get_runner() as runner:
             pairs = replicas_of(runner, handle, role, replica_ids)
             if not pairs:
-                raise ValueError(f"no replicas match {args.target}")
+                present = ", ".join(f"{r}/{k}" for r, k in replicas_of(runner, handle, role))
+                raise ValueError(f"no replicas match {args.target}; the app has {present}")
             threads, errors = stream_logs(
                 runner,
                 handle,

@@ -28,4 +28,4 @@ class CmdStatus(SubCommand):
         if args.json:
             print_json({"app_handle": args.app_handle, **status.to_json(roles)})
         else:
-            print(f"AppDef:\n  handle: {args.app_handle}\n" + status.format(roles))
+            print(f"{status.state.name}  {args.app_handle}\n" + status.format(roles))

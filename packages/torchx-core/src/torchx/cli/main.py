@@ -54,8 +54,7 @@ def _commands() -> tuple[dict[str, tuple[str, str]], str | None]:
                 name,
                 (record.factory, record.help or f"(from plugin {registry.origin.get(('cli_commands', name), '?')})"),
             )
-        if registry.errors:
-            note = f"{len(registry.errors)} plugin error(s); see `torchx plugins`"
+        note = registry.failure_summary()
     except Exception as e:  # a broken plugin environment must not take the CLI down
         note = f"plugin discovery failed: {e}"
     return commands, note
@@ -139,7 +138,7 @@ def run_cli(argv: list[str]) -> int:
         command = _load_command(commands[verb][0])
         command.add_arguments(subparsers[verb])
     args = parser.parse_args(argv)
-    if note and (command is None or verb == "plugins" or args.verbose):
+    if note and verb != "plugins":  # `torchx plugins` shows every error itself
         print(f"torchx: warning: {note}", file=sys.stderr)
     if command is None:
         parser.print_help()

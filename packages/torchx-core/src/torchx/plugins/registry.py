@@ -149,6 +149,22 @@ class Registry:
         """(plugin ident, error) for every plugin that failed in part or whole."""
         return [(p.ident, e) for p in self.plugins for e in p.errors]
 
+    def failure_summary(self) -> str | None:
+        """One line naming the plugins that failed and the first error of each (None if none did)."""
+        failed = [p for p in self.plugins if p.errors]
+        if not failed:
+            return None
+        parts = [f"{p.dist} {p.version} ({p.name}): {p.errors[0]}" for p in failed[:3]]
+        more = f" and {len(failed) - 3} more" if len(failed) > 3 else ""
+        return f"plugin error in {'; '.join(parts)}{more}; see `torchx plugins`"
+
+    def failures_for(self, kind: str, name: str) -> list[PluginInfo]:
+        """Failed plugins that may be the one meant to register ``name`` of ``kind``: the ones whose
+        entry point is called ``name`` if any, else every plugin that failed to load entirely."""
+        failed = [p for p in self.plugins if p.errors and kind not in p.registers]
+        named = [p for p in failed if p.name == name]
+        return named or [p for p in failed if not p.registers]
+
     def event_hook_plugins(self) -> list[PluginInfo]:
         """Plugins whose module implements an event hook."""
         return [p for p in self.plugins if p.event_hooks]

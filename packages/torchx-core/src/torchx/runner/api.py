@@ -175,10 +175,15 @@ class Runner:
         factories = self._all_factories()
         factory = factories.get(name)
         if factory is None:
+            from torchx.plugins import get_registry
             from torchx.schedulers import KNOWN_SCHEDULER_PACKAGES
 
-            package = KNOWN_SCHEDULER_PACKAGES.get(name)
-            hint = f" It is provided by `pip install {package}`." if package else ""
+            failed = get_registry().failures_for("schedulers", name)
+            if failed:
+                hint = " " + "; ".join(f"Plugin {p.dist} {p.version} failed to load: {p.errors[0]}." for p in failed)
+            else:
+                package = KNOWN_SCHEDULER_PACKAGES.get(name)
+                hint = f" It is provided by `pip install {package}`." if package else ""
             installed = ", ".join(sorted(factories)) or "none"
             raise UnknownSchedulerException(
                 f"unknown scheduler {name!r}.{did_you_mean(name, factories)}{hint} Installed: {installed}"

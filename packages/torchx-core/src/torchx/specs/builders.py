@@ -44,6 +44,14 @@ class ComponentArgError(ValueError):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
+        prefix = "unrecognized arguments: "
+        if message.startswith(prefix):
+            from torchx.util.suggest import did_you_mean
+
+            unknown = next((w for w in message[len(prefix) :].split() if w.startswith("-")), "")
+            flags = [f for action in self._actions for f in action.option_strings if f.startswith("--")]
+            known = f" (its arguments: {', '.join(f for f in flags if f != '--help')})" if flags else ""
+            message += did_you_mean(unknown.partition("=")[0], flags).replace(" Did", ". Did", 1) or known
         raise ComponentArgError(f"{self.prog}: {message}")
 
     def exit(self, status: int = 0, message: str | None = None) -> NoReturn:

@@ -211,8 +211,13 @@ def _file_component(name: str) -> _Component:
         raise ComponentLoadError(f"component file {path}: {type(e).__name__}: {e}") from e
     fn = getattr(module, fn_name, None)
     if not callable(fn):
-        funcs = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")]
-        raise ComponentNotFoundException(f"{path} has no function {fn_name!r}.{did_you_mean(fn_name, funcs)}")
+        funcs = [
+            n
+            for n, v in vars(module).items()
+            if callable(v) and not n.startswith("_") and getattr(v, "__module__", None) == module.__name__
+        ]
+        listed = f" Its functions: {', '.join(funcs)}." if funcs else " It defines no public function."
+        raise ComponentNotFoundException(f"{path} has no function {fn_name!r}.{did_you_mean(fn_name, funcs)}{listed}")
     from torchx.specs.file_linter import parse_docstring
 
     summary = parse_docstring(fn.__doc__).short_description
