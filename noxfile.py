@@ -72,9 +72,11 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """mypy (strict) over torchx-core."""
-    session.install("mypy>=1.8", pkg("torchx-core"))  # [test]: torchx.testing is typed against pytest
-    session.run("mypy", "packages/torchx-core/src")
+    """mypy (strict, the root pyproject's config) over every package, each on its own."""
+    # [test] of core: torchx.testing is typed against pytest; each package's own deps for its imports
+    session.install("mypy>=1.8", pkg("torchx-core"), *(pkg(p, "") for p in PACKAGES if p != "torchx-core"))
+    for package in PACKAGES:
+        session.run("mypy", f"packages/{package}/src")
 
 
 @nox.session

@@ -16,7 +16,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -484,7 +484,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[DockerOpts, AppDef, Docker
         )
         self._stop(self._containers(app_id, sparse=True))
 
-    def _stop(self, containers: list[Container]) -> None:
+    def _stop(self, containers: Sequence[Container]) -> None:
         """Stops the containers in parallel: SIGTERM, then SIGKILL after the app's grace period."""
 
         def stop(c: Container) -> None:
