@@ -65,8 +65,8 @@ def test_squeue_failed_job_tells_the_failed_replica_by_its_exit_status() -> None
 
 
 def test_sacct_failed_job_uses_the_srun_steps() -> None:
-    comps, restarts = parse_sacct(fixture("het_failed.sacct"))
-    assert restarts == {"41": 0}
+    comps = parse_sacct(fixture("het_failed.sacct"))
+    assert {c.restarts for c in comps} == {0}
     assert [(c.role, c.replica_id, c.step_state, c.exit_code, c.signal) for c in comps] == [
         ("trainer", 0, "CANCELLED by 0", None, 9),
         ("trainer", 1, "CANCELLED by 0", None, 9),
@@ -81,7 +81,7 @@ def test_sacct_failed_job_uses_the_srun_steps() -> None:
 
 
 def test_completed_from_squeue_and_sacct() -> None:
-    for comps in (parse_squeue(fixture("het_completed.squeue")), parse_sacct(fixture("het_completed.sacct"))[0]):
+    for comps in (parse_squeue(fixture("het_completed.squeue")), parse_sacct(fixture("het_completed.sacct"))):
         desc = describe_components("38", comps)
         assert desc.state == AppState.SUCCEEDED
         assert set(replica_states(desc).values()) == {AppState.SUCCEEDED}
@@ -89,19 +89,19 @@ def test_completed_from_squeue_and_sacct() -> None:
 
 
 def test_cancelled_by_uid() -> None:
-    comps, _ = parse_sacct(fixture("het_cancelled.sacct"))
+    comps = parse_sacct(fixture("het_cancelled.sacct"))
     assert comps[0].state == "CANCELLED by 0"
     assert describe_components("44", comps).state == AppState.CANCELLED
     assert describe_components("44", parse_squeue(fixture("het_cancelled.squeue"))).state == AppState.CANCELLED
 
 
 def test_plain_job_in_sacct() -> None:
-    (comp,) = parse_sacct(fixture("single_completed.sacct"))[0]
+    (comp,) = parse_sacct(fixture("single_completed.sacct"))
     assert (comp.app_id, comp.offset, comp.role, comp.step_state, comp.exit_code) == ("46", 0, "echo", "COMPLETED", 0)
 
 
 def test_no_rows_right_after_submission() -> None:
-    assert parse_sacct(fixture("het_submitted.sacct")) == ([], {})
+    assert parse_sacct(fixture("het_submitted.sacct")) == []
 
 
 def test_requeued_job_while_pending_again() -> None:
@@ -111,13 +111,13 @@ def test_requeued_job_while_pending_again() -> None:
     assert desc.num_restarts == 1
     assert desc.state.name not in ("FAILED", "SUCCEEDED", "CANCELLED")
     # sacct shows the leader as a transient "allocation" row while the job waits to rerun
-    acct, _ = parse_sacct(fixture("het_requeued.sacct"))
+    acct = parse_sacct(fixture("het_requeued.sacct"))
     assert [(c.role, c.replica_id, c.state) for c in acct] == [("worker", 1, "REQUEUED")]
 
 
 def test_retried_job_counts_attempts_and_reads_the_last_one() -> None:
-    comps, restarts = parse_sacct(fixture("het_retried.sacct"))
-    assert restarts == {"47": 1}
+    comps = parse_sacct(fixture("het_retried.sacct"))
+    assert [c.restarts for c in comps] == [1, 1]
     # the second attempt's steps are 47+0.1 and 47+1.0: each component's first step is its srun
     assert [(c.state, c.step_state, c.exit_code) for c in comps] == [
         ("COMPLETED", "COMPLETED", 0),
@@ -128,7 +128,7 @@ def test_retried_job_counts_attempts_and_reads_the_last_one() -> None:
 
 
 def test_list_rows_group_by_job_and_skip_foreign_names() -> None:
-    comps, _ = parse_sacct(fixture("list.sacct"))
+    comps = parse_sacct(fixture("list.sacct"))
     jobs = {c.app_id for c in comps}
     assert "38" in jobs and "41" in jobs
     assert all(c.role not in ("expA", "allocation") for c in comps)
@@ -137,11 +137,11 @@ def test_list_rows_group_by_job_and_skip_foreign_names() -> None:
 @pytest.mark.parametrize("line", ["", "garbage", SEP.join(["1", "RUNNING"])])
 def test_malformed_lines_are_skipped(line: str) -> None:
     assert parse_squeue(line) == []
-    assert parse_sacct(line) == ([], {})
+    assert parse_sacct(line) == []
 
 
 def test_list_merges_accounting_and_controller_views() -> None:
-    accounted, _ = parse_sacct(fixture("list.sacct"))
+    accounted = parse_sacct(fixture("list.sacct"))
     live = parse_squeue(fixture("het_running.squeue"))
     apps = {a.app_id: a for a in list_apps(accounted, live)}
     assert apps["38"].state == AppState.RUNNING  # slurmctld's fresher view wins

@@ -148,8 +148,8 @@ def _split_job_id(job_id: str) -> tuple[str, int | None, str]:
     return leader, (int(offset) if plus and offset.isdigit() else None), step
 
 
-def parse_sacct(text: str) -> tuple[list[Component], dict[str, int]]:
-    """Components and restart counts per job from ``sacct -n -P -D`` :func:`sacct_format` output.
+def parse_sacct(text: str) -> list[Component]:
+    """Components (each with its job's restart count) from ``sacct -n -P -D`` :func:`sacct_format` output.
 
     With ``-D`` every attempt of a requeued job has its rows, oldest first; the last attempt
     wins and the number of earlier attempts is the job's restart count. The first step of a
@@ -211,4 +211,4 @@ def parse_sacct(text: str) -> tuple[list[Component], dict[str, int]]:
     for comp in comps:
         comp.restarts = restarts[comp.app_id]
     comps.sort(key=lambda c: (int(c.app_id), c.offset))
-    return comps, restarts
+    return comps

@@ -229,7 +229,7 @@ class SlurmScheduler(JobDirWorkspaceMixin, Scheduler[Mapping[str, CfgVal], AppDe
             return describe_components(app_id, comps)
         text = self._sacct(["-D", "-j", app_id])
         if text:
-            acct = [c for c in parse_sacct(text)[0] if c.app_id == app_id]
+            acct = [c for c in parse_sacct(text) if c.app_id == app_id]
             # right after the end sacct may lack the steps or still show the job running:
             # then the controller's view is fresher
             settled = all(is_terminal(to_app_state(c.state)) and c.step_state for c in acct)
@@ -242,7 +242,7 @@ class SlurmScheduler(JobDirWorkspaceMixin, Scheduler[Mapping[str, CfgVal], AppDe
         user = getpass.getuser()
         text = self._sacct(["-X", "-u", user, "-S", LIST_WINDOW])
         squeue = commands.run(["squeue", "-h", "-t", "all", "-u", user, "-O", squeue_format()])
-        return list_apps(parse_sacct(text)[0] if text else [], parse_squeue(squeue.stdout))
+        return list_apps(parse_sacct(text) if text else [], parse_squeue(squeue.stdout))
 
     # ------------------------------------------------------------------ stopping
     def _cancel_existing(self, app_id: str) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 from torchx.util.record import record
 
 
@@ -38,18 +36,6 @@ class Workspace:
     def is_unmapped_single_project(self) -> bool:
         """True when there is one project mapped to the root."""
         return len(self.projects) == 1 and next(iter(self.projects.values())) == ""
-
-    def merge_into(self, outdir: str) -> None:
-        """Copies every project into ``outdir`` at its destination."""
-        import shutil
-
-        for src, dst in self.projects.items():
-            target = os.path.join(outdir, dst)
-            if os.path.isdir(src):
-                shutil.copytree(src, target, dirs_exist_ok=True)
-            else:
-                os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
-                shutil.copy2(src, target)
 
     def __str__(self) -> str:
         if self.is_unmapped_single_project():
