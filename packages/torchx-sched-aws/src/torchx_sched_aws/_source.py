@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import tarfile
 import tempfile
 from typing import Any, BinaryIO
 
 from torchx.specs.workspace import Workspace
-from torchx.workspace.api import walk_workspace
+from torchx.workspace.api import project_files
 
 from torchx_sched_aws._aws import aws_errors
 from torchx_sched_aws.sagemaker_request import split_s3_uri
@@ -22,16 +21,9 @@ def write_tarball(workspace: Workspace, out: BinaryIO) -> int:
     """
     count = 0
     with tarfile.open(fileobj=out, mode="w:gz") as tar:
-        for src, dst in workspace.projects.items():
-            if os.path.isdir(src):
-                for rel in walk_workspace(src):
-                    tar.add(os.path.join(src, rel), arcname=os.path.normpath(os.path.join(dst, rel)), recursive=False)
-                    count += 1
-            elif os.path.exists(src):
-                tar.add(src, arcname=os.path.normpath(dst or os.path.basename(src)), recursive=False)
-                count += 1
-            else:
-                raise FileNotFoundError(f"workspace project {src!r} does not exist")
+        for path, arcname in project_files(workspace):
+            tar.add(path, arcname=arcname, recursive=False)
+            count += 1
     return count
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import io
 import logging
-import os
 import tarfile
 import tempfile
 from collections.abc import Mapping
@@ -24,7 +23,7 @@ from typing import IO, TYPE_CHECKING, Any
 from torchx.specs.roles import AppDef, Role
 from torchx.specs.runopts import CfgVal, runopts
 from torchx.specs.workspace import Workspace
-from torchx.workspace.api import WorkspaceMixin, walk_workspace
+from torchx.workspace.api import WorkspaceMixin, project_files
 
 if TYPE_CHECKING:
     from docker import DockerClient
@@ -68,15 +67,9 @@ def build_context(workspace: Workspace, out: IO[bytes]) -> bool:
     """
     own_dockerfile = False
     with tarfile.open(fileobj=out, mode="w") as tar:
-        for src, dst in workspace.projects.items():
-            src = os.path.expanduser(src)
-            if os.path.isfile(src):
-                tar.add(src, arcname=dst or os.path.basename(src), recursive=False)
-                continue
-            for rel in walk_workspace(src):
-                arcname = os.path.normpath(os.path.join(dst, rel))
-                own_dockerfile = own_dockerfile or arcname == TORCHX_DOCKERFILE
-                tar.add(os.path.join(src, rel), arcname=arcname, recursive=False)
+        for path, arcname in project_files(workspace):
+            own_dockerfile = own_dockerfile or arcname == TORCHX_DOCKERFILE
+            tar.add(path, arcname=arcname, recursive=False)
         if not own_dockerfile:
             info = tarfile.TarInfo(TORCHX_DOCKERFILE)
             info.size = len(_DEFAULT_DOCKERFILE)

@@ -11,7 +11,7 @@ from typing import Any
 from torchx.specs.roles import Role
 from torchx.specs.runopts import CfgVal, runopts
 from torchx.specs.workspace import Workspace
-from torchx.workspace.api import WorkspaceMixin, walk_workspace
+from torchx.workspace.api import WorkspaceMixin, project_files
 
 from torchx_sched_slurm.opts import JobDirOpts
 
@@ -26,19 +26,10 @@ def copy_workspace(workspace: Workspace, job_dir: str) -> None:
     Raises:
         FileNotFoundError: a project path does not exist
     """
-    for src, dst in workspace.projects.items():
-        target = os.path.join(job_dir, dst)
-        if os.path.isdir(src):
-            for rel in walk_workspace(src):
-                out = os.path.join(target, rel)
-                os.makedirs(os.path.dirname(out), exist_ok=True)
-                shutil.copy2(os.path.join(src, rel), out, follow_symlinks=False)
-        elif os.path.exists(src):
-            dest = target if dst else os.path.join(job_dir, os.path.basename(src))
-            os.makedirs(os.path.dirname(dest) or ".", exist_ok=True)
-            shutil.copy2(src, dest)
-        else:
-            raise FileNotFoundError(f"workspace path {src!r} does not exist; pass an existing directory or file")
+    for path, rel in project_files(workspace):
+        out = os.path.join(job_dir, rel)
+        os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+        shutil.copy2(path, out, follow_symlinks=False)
 
 
 class JobDirWorkspaceMixin(WorkspaceMixin[None]):

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import fnmatch
-import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 from torchx.specs.roles import AppDef, Role
 from torchx.specs.runopts import CfgVal, runopts
 from torchx.specs.workspace import Workspace
+from torchx.workspace.files import IGNORE_FILE, project_files, walk_workspace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -17,9 +16,6 @@ else:
     from torchx.util.runtime_typing import Generic, TypeVar
 
 T = TypeVar("T")
-
-#: name of the ignore file in a workspace (dockerignore syntax)
-IGNORE_FILE = ".torchxignore"
 
 
 class WorkspaceMixin(Generic[T]):
@@ -131,38 +127,6 @@ def workspace_mixin_or_placeholder(name: str, install_hint: str) -> type[Workspa
         return type(f"Unavailable_{name}_Workspace", (UnavailableWorkspace,), attrs)
 
 
-def _ignore_patterns(root: str) -> list[str]:
-    try:
-        with open(os.path.join(root, IGNORE_FILE)) as f:
-            return [line.strip() for line in f if line.strip() and not line.startswith("#")]
-    except OSError:
-        return []
-
-
-def _ignored(rel: str, patterns: list[str]) -> bool:
-    ignored = False
-    for pattern in patterns:
-        negate = pattern.startswith("!")
-        pat = pattern[1:] if negate else pattern
-        pat = pat.strip("/")
-        if fnmatch.fnmatch(rel, pat) or fnmatch.fnmatch(rel, pat + "/*") or rel.startswith(pat + "/"):
-            ignored = not negate
-    return ignored
-
-
-def walk_workspace(path: str, ignore_name: str = IGNORE_FILE) -> Iterator[str]:
-    """Relative paths of the files under ``path`` not excluded by its ignore file (dockerignore-like)."""
-    patterns = _ignore_patterns(path) if ignore_name == IGNORE_FILE else []
-    for dirpath, dirnames, filenames in os.walk(path):
-        rel_dir = os.path.relpath(dirpath, path)
-        rel_dir = "" if rel_dir == "." else rel_dir
-        dirnames[:] = sorted(d for d in dirnames if not _ignored(os.path.join(rel_dir, d), patterns))
-        for name in sorted(filenames):
-            rel = os.path.join(rel_dir, name)
-            if not _ignored(rel, patterns):
-                yield rel
-
-
 __all__ = [
     "IGNORE_FILE",
     "UnavailableWorkspace",
@@ -172,4 +136,5 @@ __all__ = [
     "get_workspace_mixin",
     "walk_workspace",
     "workspace_mixin_or_placeholder",
+    "project_files",
 ]

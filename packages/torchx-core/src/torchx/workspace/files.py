@@ -1,0 +1,157 @@
+"""The files a workspace ships: its projects walked once, for every scheduler, minus what
+``.torchxignore`` leaves out by Docker's ``.dockerignore`` rules:
+
+- One pattern a line; blank lines and lines starting with ``#`` are skipped; surrounding
+  white space is trimmed; a leading or trailing ``/`` is dropped (patterns are relative to
+  the workspace root, whatever their slashes).
+- ``*`` matches any run of characters except ``/``, ``?`` one character except ``/``,
+  ``[...]`` a class, ``\\`` escapes; ``**`` matches any number of directories (including none).
+- A pattern that matches a directory excludes everything below it. ``*.pyc`` matches only
+  at the top level: ``**/*.pyc`` matches at any depth.
+- ``!pattern`` re-includes what it matches; the last matching line wins.
+
+The Docker engine's own behaviour is the reference: the live test builds a context with
+the same file as ``.dockerignore`` and compares.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from torchx.specs.workspace import Workspace
+
+#: name of the ignore file in a workspace
+IGNORE_FILE = ".torchxignore"
+
+
+def _translate(pattern: str) -> str:
+    """The regular expression (without anchors) of one dockerignore pattern."""
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "*":
+            if pattern.startswith("**", i):
+                i += 2
+                if pattern.startswith("/", i):  # "**/": any number of directories, including none
+                    i += 1
+                    out.append("(?:.*/)?")
+                else:
+                    out.append(".*")
+                continue
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "\\" and i + 1 < n:
+            i += 1
+            out.append(re.escape(pattern[i]))
+        elif c == "[":
+            end = pattern.find("]", i + 2 if pattern.startswith("[!", i) or pattern.startswith("[^", i) else i + 1)
+            if end < 0:
+                out.append(re.escape(c))
+            else:
+                body = pattern[i + 1 : end]
+                if body[:1] in ("!", "^"):
+                    body = "^" + body[1:]
+                out.append(f"[{body}]")
+                i = end
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
+
+
+def _clean(pattern: str) -> str:
+    """``filepath.Clean`` as Docker applies it, and the leading/trailing slashes dropped."""
+    parts: list[str] = []
+    for part in pattern.split("/"):
+        if part in ("", "."):
+            continue
+        if part == ".." and parts and parts[-1] != "..":
+            parts.pop()
+            continue
+        parts.append(part)
+    return "/".join(parts)
+
+
+class IgnoreRules:
+    """The compiled patterns of one ignore file.
+
+    Args:
+        lines: the file's lines
+    """
+
+    def __init__(self, lines: list[str]) -> None:
+        self.rules: list[tuple[re.Pattern[str], bool]] = []
+        for raw in lines:
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            negate = line.startswith("!")
+            pattern = _clean(line[1:].strip() if negate else line)
+            if pattern:
+                self.rules.append((re.compile(_translate(pattern) + r"\Z", re.DOTALL), negate))
+        self.has_exceptions = any(negate for _, negate in self.rules)
+
+    @staticmethod
+    def load(root: str) -> IgnoreRules:
+        """The rules of ``root``'s ``.torchxignore`` (none when it has none)."""
+        try:
+            with open(os.path.join(root, IGNORE_FILE)) as f:
+                return IgnoreRules(f.read().splitlines())
+        except OSError:
+            return IgnoreRules([])
+
+    def ignored(self, rel: str) -> bool:
+        """True when the file or directory ``rel`` (``/``-separated, relative to the root) is left out."""
+        parents = rel.split("/")
+        prefixes = ["/".join(parents[: i + 1]) for i in range(len(parents))]
+        result = False
+        for regex, negate in self.rules:
+            if any(regex.match(p) for p in prefixes):
+                result = not negate
+        return result
+
+    def prunable(self, rel_dir: str) -> bool:
+        """True when nothing below directory ``rel_dir`` can be kept (so it need not be walked)."""
+        return not self.has_exceptions and self.ignored(rel_dir)
+
+
+def walk_workspace(path: str, ignore_name: str = IGNORE_FILE) -> Iterator[str]:
+    """Relative paths (``/``-separated, sorted per directory) of the files under ``path`` that its
+    ``.torchxignore`` keeps. Raises ``FileNotFoundError`` when ``path`` is not a directory."""
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"workspace {path!r} is not a directory")
+    rules = IgnoreRules.load(path) if ignore_name == IGNORE_FILE else IgnoreRules([])
+    for dirpath, dirnames, filenames in os.walk(path):
+        rel_dir = os.path.relpath(dirpath, path)
+        rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/")
+        prefix = rel_dir + "/" if rel_dir else ""
+        dirnames[:] = sorted(d for d in dirnames if not rules.prunable(prefix + d))
+        for name in sorted(filenames):
+            rel = prefix + name
+            if not rules.ignored(rel):
+                yield rel
+
+
+def project_files(workspace: Workspace) -> Iterator[tuple[str, str]]:
+    """(path on disk, path in the shipped tree) of every file ``workspace`` ships: each project
+    directory walked with its ``.torchxignore``, a project file as itself; a project at the root
+    (``dst`` empty) keeps its relative paths, a file there keeps its name.
+
+    Raises:
+        FileNotFoundError: a project does not exist (nothing is shipped silently empty)
+    """
+    for src, dst in workspace.projects.items():
+        src = os.path.expanduser(src)
+        if os.path.isdir(src):
+            for rel in walk_workspace(src):
+                yield os.path.join(src, rel), os.path.normpath(os.path.join(dst, rel))
+        elif os.path.exists(src):
+            yield src, os.path.normpath(dst or os.path.basename(src))
+        else:
+            raise FileNotFoundError(f"workspace project {src!r} does not exist; pass an existing directory or file")

@@ -1,0 +1,86 @@
+"""Which files a workspace ships: .torchxignore by Docker's .dockerignore rules, and the projects walk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from torchx.specs.workspace import Workspace
+from torchx.workspace.files import IgnoreRules, project_files, walk_workspace
+
+TREE = [
+    "a.pyc",
+    "main.py",
+    "pkg/b.pyc",
+    "pkg/mod.py",
+    "pkg/deep/c.pyc",
+    "pkg/deep/keep.txt",
+    "data/big.bin",
+    "data/small.txt",
+    "logs/x.log",
+    ".git/config",
+    "notes.md",
+    "README.md",
+]
+
+
+def make_tree(root: Path, ignore: str) -> Path:
+    for rel in TREE:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(rel)
+    (root / ".torchxignore").write_text(ignore)
+    return root
+
+
+@pytest.mark.parametrize(
+    ("ignore", "left_out"),
+    [
+        # '*' does not cross '/': *.pyc is the top level only, **/*.pyc every depth
+        ("*.pyc\n", {"a.pyc"}),
+        ("**/*.pyc\n", {"a.pyc", "pkg/b.pyc", "pkg/deep/c.pyc"}),
+        # a directory pattern leaves out everything below it; slashes around it do not matter
+        ("/data/\n", {"data/big.bin", "data/small.txt"}),
+        # an exception re-includes a file inside an excluded directory
+        ("data\n!data/small.txt\n", {"data/big.bin"}),
+        # the last matching line wins
+        ("*.md\n!README.md\n", {"notes.md"}),
+        ("!README.md\n*.md\n", {"notes.md", "README.md"}),
+        # comments, blank lines, surrounding spaces, ?, classes, ** in the middle, escapes
+        ("# comment\n\n  logs  \n.git\n", {"logs/x.log", ".git/config"}),
+        ("pkg/?od.py\n", {"pkg/mod.py"}),
+        ("[a-b].pyc\n", {"a.pyc"}),
+        ("pkg/**/*.txt\n", {"pkg/deep/keep.txt"}),
+        ("pkg/**\n!pkg/deep\n", {"pkg/b.pyc", "pkg/mod.py"}),
+        ("main\\.py\n", {"main.py"}),
+        ("./pkg/../main.py\n", {"main.py"}),
+    ],
+)
+def test_dockerignore_rules(tmp_path: Path, ignore: str, left_out: set[str]) -> None:
+    root = make_tree(tmp_path, ignore)
+    kept = set(walk_workspace(str(root)))
+    assert kept == (set(TREE) | {".torchxignore"}) - left_out
+
+
+def test_excluded_directories_are_not_walked_without_exceptions(tmp_path: Path) -> None:
+    rules = IgnoreRules(["data"])
+    assert rules.prunable("data") and not rules.prunable("pkg")
+    assert not IgnoreRules(["data", "!data/small.txt"]).prunable("data")
+
+
+def test_project_files_maps_projects_and_refuses_missing_ones(tmp_path: Path) -> None:
+    root = make_tree(tmp_path / "proj", "**/*.pyc\ndata\n.git\nlogs\n")
+    single = tmp_path / "conf.yaml"
+    single.write_text("x")
+    files = dict((arc, path) for path, arc in project_files(Workspace({str(root): "code", str(single): ""})))
+    assert sorted(files) == [
+        "code/.torchxignore",
+        "code/README.md",
+        "code/main.py",
+        "code/notes.md",
+        "code/pkg/deep/keep.txt",
+        "code/pkg/mod.py",
+        "conf.yaml",
+    ]
+    assert files["code/main.py"] == str(root / "main.py")
+    with pytest.raises(FileNotFoundError, match="workspace project '.*nope' does not exist"):
+        list(project_files(Workspace({str(tmp_path / "nope"): ""})))
