@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import codecs
+import errno
 import itertools
 import os
 import struct
@@ -33,60 +34,149 @@ MAX_PENDING_LINE = 64 << 20
 _OTHER_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
 
-def _write_all(fd: int, data: bytes | memoryview) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+class FileCache:
+    """Append-only files kept open, at most ``limit`` at a time (the least recently used is closed).
+
+    Bounds the supervisor's file descriptors whatever the number of replicas. A file that
+    was unlinked meanwhile (its log directory removed) is re-created, directory and all.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._fds: dict[str, int] = {}  # path -> fd, least recently used first
+
+    def fd(self, path: str) -> int:
+        """An fd appending to ``path`` (created 0600, never through a symlink).
+
+        Raises:
+            OSError: the file cannot be opened or created
+        """
+        fd = self._fds.pop(path, None)
+        if fd is not None and os.fstat(fd).st_nlink == 0:  # removed under us: start a new file
+            os.close(fd)
+            fd = None
+        if fd is None:
+            while len(self._fds) >= self.limit:
+                self._close_oldest()
+            fd = self._open(path)
+        self._fds[path] = fd
+        return fd
+
+    def _open(self, path: str) -> int:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
+        try:
+            return os.open(path, flags, 0o600)
+        except FileNotFoundError:
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        except OSError as e:
+            if e.errno not in (errno.EMFILE, errno.ENFILE) or not self._fds:
+                raise
+            for _ in range(len(self._fds) // 2 + 1):  # out of descriptors: give back half of ours
+                self._close_oldest()
+        return os.open(path, flags, 0o600)
+
+    def _close_oldest(self) -> None:
+        path = next(iter(self._fds))
+        os.close(self._fds.pop(path))
+
+    def forget(self, path: str) -> None:
+        """Closes ``path`` if it is open."""
+        fd = self._fds.pop(path, None)
+        if fd is not None:
+            os.close(fd)
+
+    def close(self) -> None:
+        """Closes every file."""
+        while self._fds:
+            self._close_oldest()
 
 
 class StreamWriter:
     """Appends whole lines and their index entries to one stream of one replica.
 
     The files are created on the first write (a replica that prints nothing costs no file).
+    Output that cannot be stored (full disk, no file descriptors, unwritable directory) is
+    dropped and counted, never raised: ``dropped`` bytes, ``error`` the first reason
+    (``ENOSPC on <path>``). After a drop, the rest of the interrupted line is dropped too
+    and the stored fragment is ended, so the stream stays a sequence of whole lines.
     """
 
-    def __init__(self, base: str) -> None:
-        self._base = base
-        self._fd = -1
-        self._idx = -1
-        self._size = 0
+    def __init__(self, base: str, files: FileCache) -> None:
+        self._log = base + ".log"
+        self._idx = base + ".idx"
+        self._files = files
+        self._size = -1  # unknown until the log is first opened
         self._indexed = 0
         self._last_t = 0
-
-    def _open(self) -> None:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
-        self._fd = os.open(self._base + ".log", flags, 0o600)
-        self._idx = os.open(self._base + ".idx", flags, 0o600)
-        self._size = self._indexed = os.fstat(self._fd).st_size
+        self._skipping = False
+        self._open_line = False  # the stored bytes end inside a line
+        self.dropped = 0
+        self.error: str | None = None
 
     def write(self, data: bytes, t: int) -> None:
         """Appends ``data`` (read at time ``t``) and indexes the lines it completes."""
-        if not data:
+        if self._skipping:
+            newline = data.find(b"\n")
+            if newline < 0:
+                self.dropped += len(data)
+                return
+            self.dropped += newline + 1
+            data = data[newline + 1 :]
+            self._skipping = False
+            if self._open_line:  # end the fragment stored before the drop
+                self._append(b"\n", t)
+        if data:
+            self._append(data, t)
+
+    def _append(self, data: bytes, t: int) -> None:
+        path = self._log
+        written = 0
+        try:
+            fd = self._files.fd(path)
+            if self._size < 0:
+                self._size = self._indexed = os.fstat(fd).st_size
+            view = memoryview(data)
+            while written < len(data):
+                written += os.write(fd, view[written:])
+        except OSError as e:
+            self._dropped(e, path, len(data) - written)
+            if written:
+                self._size += written
+                self._open_line = data[written - 1] != 10
             return
-        if self._fd < 0:
-            self._open()
-        _write_all(self._fd, data)
-        self._size += len(data)
+        self._size += written
+        self._open_line = data[-1] != 10
         newline = data.rfind(b"\n")
         if newline >= 0:
             self._mark(self._size - len(data) + newline + 1, t)
 
+    def _dropped(self, e: OSError, path: str, count: int) -> None:
+        self.dropped += count
+        self._skipping = True
+        if self.error is None:
+            name = errno.errorcode.get(e.errno or 0, e.strerror or str(e))
+            self.error = f"{name} on {path}"
+        self._files.forget(path)
+
     def seal(self, t: int) -> None:
         """Ends an attempt: an unterminated last line gets its ``\\n`` and is indexed."""
-        if self._size > self._indexed:
-            self.write(b"\n", t)
+        self._skipping = False
+        if self._open_line:
+            self._append(b"\n", t)
+        elif self._size > self._indexed:  # an index entry could not be written: retry it
+            self._mark(self._size, t)
 
     def _mark(self, offset: int, t: int) -> None:
+        """Indexes the lines up to ``offset`` (an entry is 16 bytes: written whole or not at all)."""
         self._last_t = max(t, self._last_t)
-        os.write(self._idx, _ENTRY.pack(offset, self._last_t))
+        try:
+            os.write(self._files.fd(self._idx), _ENTRY.pack(offset, self._last_t))
+        except OSError as e:  # the lines are stored; the next entry that can be written covers them
+            if self.error is None:
+                self.error = f"{errno.errorcode.get(e.errno or 0, str(e))} on {self._idx}"
+            self._files.forget(self._idx)
+            return
         self._indexed = offset
-
-    def close(self) -> None:
-        """Closes the files (if they were opened)."""
-        if self._fd >= 0:
-            os.close(self._fd)
-            os.close(self._idx)
-            self._fd = self._idx = -1
 
 
 class LineJoiner:
@@ -130,11 +220,15 @@ def _split_lines(text: str) -> list[str]:
 
 
 def _read_range(path: str, start: int, end: int) -> Iterator[list[str]]:
-    """Lists of the lines in bytes ``[start, end)`` of ``path`` (both at line boundaries)."""
+    """Lists of the lines in bytes ``[start, end)`` of ``path`` (both at line boundaries).
+
+    Linear in the bytes read whatever the line lengths: a line longer than a block is
+    collected in pieces and joined once.
+    """
     if end <= start:
         return
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
-    carry = ""
+    carry: list[str] = []  # pieces of a line not yet ended
     with open(path, "rb") as f:
         f.seek(start)
         remaining = end - start
@@ -143,13 +237,22 @@ def _read_range(path: str, start: int, end: int) -> Iterator[list[str]]:
             if not block:
                 break
             remaining -= len(block)
-            text = carry + decoder.decode(block, final=remaining <= 0)
+            text = decoder.decode(block, final=remaining <= 0)
             cut = text.rfind("\n") + 1
-            carry = text[cut:]
-            if cut:
-                yield _split_lines(text[:cut])
+            if not cut:
+                carry.append(text)
+                continue
+            if carry:
+                carry.append(text[:cut])
+                head = "".join(carry)
+                carry = []
+            else:
+                head = text[:cut]
+            if cut < len(text):
+                carry.append(text[cut:])
+            yield _split_lines(head)
     if carry:
-        yield [carry]
+        yield ["".join(carry)]
 
 
 def _read_index(path: str, offset: int = 0) -> memoryview:

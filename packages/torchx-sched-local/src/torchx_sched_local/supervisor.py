@@ -22,6 +22,8 @@ import sys
 import time
 
 from torchx_sched_local import logfiles, store
+from torchx_sched_local.launch import LOCK_FD, SUPERVISOR_LOG
+from torchx_sched_local.watchdog import Watchdog
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,6 +35,12 @@ DRAIN_TIMEOUT = 1.0
 #: at most this many bytes are kept from a replica's TORCHELASTIC_ERROR_FILE
 MAX_ERROR_FILE = 64 * 1024
 _READ_SIZE = 1 << 20
+#: log files the supervisor keeps open at once, whatever the number of replicas
+OPEN_LOG_FILES = 64
+#: file descriptors the supervisor needs besides 2 pipes per replica and its open log files
+_SPARE_FDS = 32
+#: how long the supervisor retries writing the job's final state (e.g. on a full disk)
+FINAL_STATE_RETRY = 5.0
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 _DEFAULT_SIGNALS = frozenset(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}
 
@@ -159,11 +167,22 @@ class Replica:
         """True while its process lives or its output is still being read."""
         return self.alive or bool(self.pipes)
 
+    def dropped(self) -> tuple[int, str | None]:
+        """Bytes of its output that could not be stored, and the first reason."""
+        count, reason = 0, None
+        for w in self.writers.values():
+            count += w.dropped
+            reason = reason or w.error
+        return count, reason
+
     def to_json(self) -> dict[str, Any]:
         """Its entry in ``state.json``."""
         if self.alive and self.start_time is None and self.pid is not None:
             self.start_time = proc_start_time(self.pid)
+        dropped, reason = self.dropped()
         return {
+            "dropped_bytes": dropped,
+            "log_error": reason,
             "state": self.state,
             "pid": self.pid,
             "start_time": self.start_time,
@@ -198,10 +217,15 @@ class Supervisor:
         self.app_state = "PENDING"
         self.msg = ""
         self._which: dict[tuple[str, str, str], str] = {}
+        self.files = logfiles.FileCache(OPEN_LOG_FILES)
+        self.log_errors = 0  # replicas whose output could not all be stored (state rewritten when it grows)
+        self.watchdog: Watchdog | None = None
 
     # ------------------------------------------------------------------ main loop
     def run(self) -> None:
         """Runs the job to its end; writes the final state."""
+        problem = fd_budget(len(self.replicas))
+        self.watchdog = Watchdog(self.job_dir)
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_r, False)
         os.set_blocking(wake_w, False)
@@ -210,7 +234,12 @@ class Supervisor:
         signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
         self._watch(wake_r, None)
-        if os.path.exists(os.path.join(self.job_dir, store.CANCEL_FILE)):
+        if problem:
+            self.failed = self.replicas[0]
+            self.msg = problem
+            for r in self.replicas:
+                r.state = "CANCELLED"
+        elif os.path.exists(os.path.join(self.job_dir, store.CANCEL_FILE)):
             self._cancel()
         else:
             for r in self.replicas:
@@ -257,7 +286,9 @@ class Supervisor:
     def _start(self, r: Replica) -> None:
         spec = r.spec
         if not r.writers:
-            r.writers = {s: logfiles.StreamWriter(os.path.join(spec["log_dir"], s)) for s in logfiles.STREAMS}
+            r.writers = {
+                s: logfiles.StreamWriter(os.path.join(spec["log_dir"], s), self.files) for s in logfiles.STREAMS
+            }
         r.exit_code = None
         r.msg = ""
         r.error = "<NONE>"
@@ -273,6 +304,7 @@ class Supervisor:
             self._fail(r, f"{r.name}: {e}")
             return
         r.pid = pid
+        self.watchdog.started(pid)  # type: ignore[union-attr]
         r.start_time = None
         r.alive = True
         r.state = "RUNNING"
@@ -339,6 +371,15 @@ class Supervisor:
         t = time.time_ns()
         r.writers[stream].write(data, t)
         r.writers["combined"].write(r.joiners[stream].feed(data), t)
+        if r.writers[stream].error is not None or r.writers["combined"].error is not None:
+            self._note_log_error()
+
+    def _note_log_error(self) -> None:
+        """Rewrites the state when a replica first loses output (so ``status`` says so at once)."""
+        count = sum(1 for r in self.replicas if r.dropped()[1] is not None)
+        if count != self.log_errors:
+            self.log_errors = count
+            self.dirty = True
 
     def _close_pipe(self, r: Replica, fd: int) -> None:
         stream = r.pipes.pop(fd)
@@ -361,6 +402,7 @@ class Supervisor:
             if r is not None:
                 # the leader is a zombie, so its group id cannot be reused yet: kill what it left behind
                 _killpg(pid, signal.SIGKILL)
+                self.watchdog.reaped(pid)  # type: ignore[union-attr]
             _, status = os.waitpid(pid, 0)
             if r is not None:
                 self._exited(r, os.waitstatus_to_exitcode(status))
@@ -381,6 +423,7 @@ class Supervisor:
             self._close_pipe(r, fd)
         for w in r.writers.values():
             w.seal(t)
+        self._note_log_error()
         code = r.exit_code if r.exit_code is not None else -signal.SIGKILL
         self.dirty = True
         if r.respawn:
@@ -498,7 +541,10 @@ class Supervisor:
             if not stopping and self._may_restart(r):
                 continue
             r.final = True
-            with open(os.path.join(r.spec["log_dir"], store.DONE_FILE), "wb"):
+            try:
+                with open(os.path.join(r.spec["log_dir"], store.DONE_FILE), "wb"):
+                    pass
+            except OSError:  # followers then stop when the supervisor lets go of the lock
                 pass
 
     def _may_restart(self, r: Replica) -> bool:
@@ -520,7 +566,18 @@ class Supervisor:
             return "FAILED"
         return "SUCCEEDED"
 
+    def _message(self) -> str:
+        """The job's message: why it ended (if it did), and which replicas lost output."""
+        notes = [self.msg] if self.msg else []
+        for r in self.replicas:
+            dropped, reason = r.dropped()
+            if reason is not None:
+                notes.append(f"{r.name}: {dropped} bytes of output not stored ({reason})")
+        return "; ".join(notes)
+
     def _write_state(self, final: bool = False) -> None:
+        """Writes ``state.json``; on failure (full disk) keeps going and tries again at the next change
+        (the final state: retried for up to :data:`FINAL_STATE_RETRY` seconds)."""
         if not self.dirty and not final:
             return
         self.dirty = False
@@ -529,12 +586,22 @@ class Supervisor:
             state=self._final_state() if final else self.app_state,
             pid=os.getpid(),
             num_restarts=self.num_restarts,
-            msg=self.msg,
+            msg=self._message(),
             error=self.failed.error if self.failed is not None else "<NONE>",
             replicas=[r.to_json() for r in self.replicas],
             updated=time.time(),
         )
-        store.write_json(self.state_path, data)
+        deadline = time.monotonic() + (FINAL_STATE_RETRY if final else 0.0)
+        while True:
+            try:
+                store.write_json(self.state_path, data)
+                return
+            except OSError:
+                _remove_quietly(f"{self.state_path}.{os.getpid()}.tmp")
+                if time.monotonic() >= deadline:
+                    self.dirty = True
+                    return
+                time.sleep(0.1)
 
     def _finish(self) -> None:
         # descendants SIGKILLed with their replica's group may take a moment to die
@@ -543,11 +610,12 @@ class Supervisor:
         for r in self.replicas:
             for w in r.writers.values():
                 w.seal(t)
-                w.close()
             if r.state in ("PENDING", "RUNNING"):
                 r.state = "CANCELLED"
+        self.files.close()
         # no .done markers needed now: log followers stop when the supervisor lets go of the lock
         self._write_state(final=True)
+        self.watchdog.end()  # type: ignore[union-attr]
 
 
 def _output_pipes() -> tuple[int, int, int, int]:
@@ -567,6 +635,32 @@ def _output_pipes() -> tuple[int, int, int, int]:
     return fds[0], fds[1], fds[2], fds[3]
 
 
+def fd_budget(replicas: int) -> str | None:
+    """Makes room for ``replicas`` replicas' output pipes: raises the soft ``RLIMIT_NOFILE`` as far as
+    needed (up to the hard limit). Returns why the job cannot run if the hard limit is too low."""
+    import resource
+
+    needed = 2 * replicas + OPEN_LOG_FILES + _SPARE_FDS
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return None
+    if hard == resource.RLIM_INFINITY or hard >= needed:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+        return None
+    return (
+        f"not started: {replicas} replicas need {needed} open files in the job's supervisor (2 output pipes per"
+        f" replica), but the hard limit `ulimit -Hn` is {hard}; raise it or run at most"
+        f" {max(0, (hard - OPEN_LOG_FILES - _SPARE_FDS) // 2)} replicas per job"
+    )
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
 def _ignore_signal(signum: int, frame: object) -> None:
     """Python-level handler; the wake-up fd carries the signal into the event loop."""
 
@@ -578,33 +672,30 @@ def _killpg(pgid: int, sig: int) -> None:
         pass
 
 
-def detach(keep_fd: int) -> None:
-    """Cuts a freshly started supervisor loose: stdio on /dev/null, every other inherited fd closed."""
-    import gc
-
-    gc.freeze()  # objects of the launcher (fork path) must never be finalized here
-    signal.set_wakeup_fd(-1)
-    for sig in signal.valid_signals():  # the launcher's Python handlers must not run here
-        if callable(signal.getsignal(sig)):
-            signal.signal(sig, signal.SIG_DFL)
-    devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        if fd != devnull:
-            os.dup2(devnull, fd)
-    if devnull > 2:
-        os.close(devnull)
-    os.closerange(3, keep_fd)
-    os.closerange(keep_fd + 1, 1 << 20)
-    os.set_inheritable(keep_fd, False)
-    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
-        signal.signal(sig, signal.SIG_IGN)
+def _record_crash(job_dir: str, text: str) -> None:
+    try:
+        with open(os.path.join(job_dir, SUPERVISOR_LOG), "a", encoding="utf-8") as f:
+            f.write(text)
+        path = os.path.join(job_dir, store.STATE_FILE)
+        data = store.read_json(path) or {}
+        last = text.strip().splitlines()[-1] if text.strip() else "unknown error"
+        data.update(state="FAILED", msg=f"the job's supervisor failed: {last} (see {job_dir}/{SUPERVISOR_LOG})")
+        store.write_json(path, data)
+    except (OSError, ValueError):
+        pass
 
 
-def supervise(job_dir: str, lock_fd: int) -> None:
-    """Runs the job in ``job_dir``; never returns (exits the process)."""
+def main(argv: list[str]) -> None:
+    """Entry of the supervisor process: ``_supervise.py JOB_DIR``, the job's lock on fd 3.
+
+    Runs the job to its end and exits the process (never returns).
+    """
+    job_dir = os.path.abspath(argv[0])
     code = 0
     try:
-        detach(lock_fd)
+        os.set_inheritable(LOCK_FD, False)  # replicas must not hold the job's lock
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # a closed pipe or a file size limit is an OSError here
+            signal.signal(sig, signal.SIG_IGN)
         os.chdir(job_dir)
         app = store.read_json(os.path.join(job_dir, store.APP_FILE))
         Supervisor(job_dir, app).run()
@@ -617,26 +708,5 @@ def supervise(job_dir: str, lock_fd: int) -> None:
         os._exit(code)
 
 
-def _record_crash(job_dir: str, text: str) -> None:
-    try:
-        with open(os.path.join(job_dir, "supervisor.log"), "a", encoding="utf-8") as f:
-            f.write(text)
-        path = os.path.join(job_dir, store.STATE_FILE)
-        data = store.read_json(path) or {}
-        last = text.strip().splitlines()[-1] if text.strip() else "unknown error"
-        data.update(state="FAILED", msg=f"the job's supervisor failed: {last} (see {job_dir}/supervisor.log)")
-        store.write_json(path, data)
-    except OSError:
-        pass
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Entry of the exec'd supervisor: ``python -c ... JOB_DIR LOCK_FD SYS_PATH_JSON``.
-
-    This process is the intermediate: it forks the supervisor and exits at once, so the
-    launcher can reap it and the supervisor is adopted by init.
-    """
-    job_dir, lock_fd, _ = argv if argv is not None else sys.argv[1:4]
-    if os.fork() == 0:
-        supervise(job_dir, int(lock_fd))
-    os._exit(0)
+if __name__ == "__main__":
+    main(sys.argv[1:])
