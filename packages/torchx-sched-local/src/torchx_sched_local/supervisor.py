@@ -14,6 +14,7 @@ library and this package's stdlib-only modules, so starting it is cheap.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import select
@@ -168,10 +169,10 @@ class Replica:
         return self.alive or bool(self.pipes)
 
     def dropped(self) -> tuple[int, str | None]:
-        """Bytes of its output that could not be stored, and the first reason."""
+        """Bytes of its output that could not be stored in their own stream, and the first reason."""
         count, reason = 0, None
-        for w in self.writers.values():
-            count += w.dropped
+        for stream, w in self.writers.items():
+            count += w.dropped if stream != "combined" else 0
             reason = reason or w.error
         return count, reason
 
@@ -220,6 +221,8 @@ class Supervisor:
         self.files = logfiles.FileCache(OPEN_LOG_FILES)
         self.log_errors = 0  # replicas whose output could not all be stored (state rewritten when it grows)
         self.watchdog: Watchdog | None = None
+        # a spare descriptor, given back to write the state when the process runs out of them
+        self._reserve_fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
 
     # ------------------------------------------------------------------ main loop
     def run(self) -> None:
@@ -595,13 +598,29 @@ class Supervisor:
         while True:
             try:
                 store.write_json(self.state_path, data)
+                if self._reserve_fd < 0:
+                    try:
+                        self._reserve_fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+                    except OSError:
+                        pass
                 return
-            except OSError:
+            except OSError as e:
                 _remove_quietly(f"{self.state_path}.{os.getpid()}.tmp")
+                if e.errno in (errno.EMFILE, errno.ENFILE) and self._free_fds():
+                    continue
                 if time.monotonic() >= deadline:
                     self.dirty = True
                     return
                 time.sleep(0.1)
+
+    def _free_fds(self) -> bool:
+        """Out of file descriptors: closes the cached log files and the spare one; False if there were none."""
+        if self._reserve_fd < 0:
+            return False
+        self.files.close()
+        os.close(self._reserve_fd)
+        self._reserve_fd = -1
+        return True
 
     def _finish(self) -> None:
         # descendants SIGKILLed with their replica's group may take a moment to die

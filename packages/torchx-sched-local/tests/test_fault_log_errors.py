@@ -1,0 +1,108 @@
+"""Fault injection, issue 12 point 2: log write errors never kill the job silently.
+
+Real faults: a full filesystem (a 1 MiB tmpfs), the log directory removed while the job
+runs, and the supervisor out of file descriptors (its ``RLIMIT_NOFILE`` lowered under it
+with ``prlimit``). The chosen behaviour: the supervisor and the replica keep running, the
+output that cannot be stored is dropped and counted, and ``status`` says how much and why
+(``ENOSPC on <path>``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sched_local_helpers import eventually, py, small_tmpfs, unmount
+from torchx.schedulers.streams import Stream
+from torchx.specs import AppState
+from torchx_sched_local.local_scheduler import LocalScheduler
+
+WAIT_FOR_GO = "import os, sys, time\nwhile not os.path.exists(sys.argv[1]): time.sleep(0.01)\n"
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    """A real 1 MiB tmpfs."""
+    path = small_tmpfs(tmp_path / "small")
+    yield path
+    unmount(path)
+
+
+def _supervisor_log(sched: LocalScheduler, app_id: str) -> str:
+    path = os.path.join(sched.store.job_dir(app_id), "supervisor.log")
+    return open(path).read() if os.path.exists(path) else ""
+
+
+def test_full_disk_drops_and_counts_output_and_the_replica_runs_on(sched: LocalScheduler, small_fs: Path) -> None:
+    # 3,000 lines of 1 KiB (3 MiB, stdout and combined) into 1 MiB; the replica then says it finished
+    code = (
+        "import sys\n"
+        "for i in range(3000):\n"
+        "    print('%04d' % i + 'x' * 1000, flush=True)\n"
+        "open(sys.argv[1], 'w').write('finished')\n"
+    )
+    marker = small_fs.parent / "finished"
+    app_id = sched.submit(py(code, str(marker), name="full"), {"log_dir": str(small_fs)})
+    desc = sched.wait(app_id, timeout=120)
+    assert desc is not None
+    # the replica ran to its end and the job succeeded; status names the bytes lost and why
+    assert desc.state == AppState.SUCCEEDED, desc.msg
+    assert marker.read_text() == "finished"
+    match = re.search(r"r/0: (\d+) bytes of output not stored \(ENOSPC on (\S+)\)", desc.msg)
+    assert match, desc.msg
+    assert int(match.group(1)) > 1_000_000 and match.group(2).startswith(str(small_fs))
+    (replica,) = (sched.store.state(app_id) or {})["replicas"]
+    assert replica["dropped_bytes"] == int(match.group(1)) and replica["log_error"].startswith("ENOSPC on ")
+    # what was stored is whole lines, in order
+    lines = list(sched.log_iter(app_id, "r", 0, streams=Stream.STDOUT))
+    assert lines and all(re.fullmatch(r"\d{4}x{1000}\n", line) for line in lines)
+    numbers = [int(line[:4]) for line in lines]
+    assert numbers == sorted(numbers)
+    assert _supervisor_log(sched, app_id) == ""
+    # `torchx status` shows it
+    cli = subprocess.run(
+        [sys.executable, "-m", "torchx", "status", f"local_cwd://test/{app_id}"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TORCHX_LOCAL_STATE_DIR": sched.store.root},
+        timeout=60,
+        check=False,
+    )
+    assert "ENOSPC on " in cli.stdout + cli.stderr, cli
+
+
+def test_log_dir_removed_while_running_is_recreated(sched: LocalScheduler, tmp_path: Path) -> None:
+    go = tmp_path / "go"
+    logs = tmp_path / "logs"
+    code = "print('before', flush=True)\n" + WAIT_FOR_GO + "print('after', flush=True)\n"
+    app_id = sched.submit(py(code, str(go), name="rm"), {"log_dir": str(logs)})
+    eventually(lambda: list(sched.log_iter(app_id, "r", 0)) == ["before\n"])
+    shutil.rmtree(logs)
+    go.touch()
+    desc = sched.wait(app_id, timeout=60)
+    assert desc is not None and desc.state == AppState.SUCCEEDED, desc.msg
+    assert list(sched.log_iter(app_id, "r", 0, streams=Stream.STDOUT)) == ["after\n"]
+    assert _supervisor_log(sched, app_id) == ""
+
+
+def test_supervisor_out_of_file_descriptors_keeps_the_job(sched: LocalScheduler, tmp_path: Path) -> None:
+    go = tmp_path / "go"
+    code = WAIT_FOR_GO + "print('lost', flush=True)\n"
+    app_id = sched.submit(py(code, str(go), name="emfile"), {})
+    eventually(lambda: ((sched.store.state(app_id) or {}).get("replicas") or [{}])[0].get("state") == "RUNNING")
+    pid = (sched.store.state(app_id) or {})["pid"]
+    used = {int(fd) for fd in os.listdir(f"/proc/{pid}/fd")}
+    lowest_free = min(set(range(len(used) + 1)) - used)
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, (lowest_free, lowest_free))  # every open() now fails
+    go.touch()
+    desc = sched.wait(app_id, timeout=60)
+    assert desc is not None and desc.state == AppState.SUCCEEDED, desc.msg
+    assert re.search(r"r/0: 5 bytes of output not stored \(EMFILE on \S+stdout.log\)", desc.msg), desc.msg
+    assert _supervisor_log(sched, app_id) == ""
