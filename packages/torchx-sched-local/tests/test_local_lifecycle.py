@@ -177,22 +177,6 @@ def test_cancel_of_an_ended_job_is_a_noop(sched: LocalScheduler) -> None:
     assert sched.describe(app_id).state == AppState.SUCCEEDED  # type: ignore[union-attr]
 
 
-def test_supervisor_death_is_reported_and_cancel_cleans_up(sched: LocalScheduler) -> None:
-    app_id = sched.submit(app("sh", "-c", "echo up; sleep 300"), {})
-    eventually(lambda: list(sched.log_iter(app_id, "r")) == ["up\n"])
-    st = sched.store.state(app_id)
-    assert st is not None
-    pgids = _replica_pids(sched, app_id)
-    os.kill(st["pid"], signal.SIGKILL)
-    eventually(lambda: not store.lock_is_held(sched.store.job_dir(app_id)))
-    desc = sched.describe(app_id)
-    assert desc is not None and desc.state == AppState.FAILED and "supervisor" in desc.msg
-    assert any(group_alive(p) for p in pgids)
-    sched._cancel_orphans(app_id)
-    assert not any(group_alive(p) for p in pgids)
-    assert sched.describe(app_id).state == AppState.CANCELLED  # type: ignore[union-attr]
-
-
 # ---------------------------------------------------------------------------------------- retries
 
 FLAKY = """

@@ -255,8 +255,13 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             return st
         st = self.store.state(app_id)  # the supervisor writes its last state before letting go
         if st is not None and st["state"] not in ("SUCCEEDED", "FAILED", "CANCELLED"):
+            from torchx_sched_local.supervisor import live_replica_pids
+
+            live = live_replica_pids(st)
             st["state"] = "FAILED"
-            st["msg"] = f"the job's supervisor (pid {st.get('pid')}) died before the job ended"
+            st["msg"] = f"the job's supervisor (pid {st.get('pid')}) and its watchdog died before the job ended" + (
+                f"; replicas still running: pids {', '.join(map(str, live))} (`torchx cancel` stops them)" if live else ""
+            )
         return st
 
     def describe(self, app_id: str) -> DescribeAppResponse | None:
@@ -362,7 +367,9 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         if st is None or st["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
             return
         pid = st.get("pid")
-        if pid and store.lock_is_held(job_dir) and proc_start_time(pid) is not None:
+        died = not store.lock_is_held(job_dir)
+        reason = (self._state(app_id) or st)["msg"] if died else ""
+        if pid and not died and proc_start_time(pid) is not None:
             import signal
 
             _kill(pid, signal.SIGKILL)  # stuck supervisor: it holds the lock, so the pid is its own
@@ -381,7 +388,10 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                 if rs.get("state") in ("PENDING", "RUNNING"):
                     rs["state"] = "CANCELLED"
             wait_groups_gone(killed, timeout=5.0)
-            st.update(state="CANCELLED", msg="cancelled (the job's supervisor had died; its replicas were killed)")
+            if died:  # the job failed when its supervisor died; cancel only cleaned up
+                st.update(state="FAILED", msg=f"{reason.split('; replicas still running')[0]}; `cancel` killed its replicas")
+            else:
+                st.update(state="CANCELLED", msg="cancelled (the job's supervisor was stuck; its replicas were killed)")
             store.write_json(os.path.join(job_dir, store.STATE_FILE), st)
 
     def _delete_existing(self, app_id: str) -> None:

@@ -85,6 +85,27 @@ def group_alive(pgid: int) -> bool:
     return False
 
 
+def live_replica_pids(state: dict[str, Any]) -> list[int]:
+    """Live processes of the replicas recorded in a job's ``state``: members of each replica's
+    session (its pid) started no earlier than the replica (so a reused pid is not counted)."""
+    sessions = {
+        rs["pid"]: rs["start_time"] for rs in state.get("replicas") or [] if rs.get("pid") and rs.get("start_time")
+    }
+    found = []
+    for entry in os.listdir("/proc") if sessions else ():
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        sid, started = int(fields[3]), int(fields[19])
+        if sid in sessions and started >= sessions[sid] and fields[0] != b"Z":
+            found.append(int(entry))
+    return sorted(found)
+
+
 def wait_groups_gone(pgids: list[int], timeout: float) -> None:
     """Waits (up to ``timeout`` s) until the killed process groups ``pgids`` have no live member."""
     deadline = time.monotonic() + timeout
@@ -161,6 +182,7 @@ class Replica:
         self.respawn = False
         self.final = False
         self.writers: dict[str, logfiles.StreamWriter] = {}
+        self.log_error_noted = False
         self.joiners = {"stdout": logfiles.LineJoiner(), "stderr": logfiles.LineJoiner()}
 
     @property
@@ -219,7 +241,6 @@ class Supervisor:
         self.msg = ""
         self._which: dict[tuple[str, str, str], str] = {}
         self.files = logfiles.FileCache(OPEN_LOG_FILES)
-        self.log_errors = 0  # replicas whose output could not all be stored (state rewritten when it grows)
         self.watchdog: Watchdog | None = None
         # a spare descriptor, given back to write the state when the process runs out of them
         self._reserve_fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
@@ -374,14 +395,13 @@ class Supervisor:
         t = time.time_ns()
         r.writers[stream].write(data, t)
         r.writers["combined"].write(r.joiners[stream].feed(data), t)
-        if r.writers[stream].error is not None or r.writers["combined"].error is not None:
-            self._note_log_error()
+        if not r.log_error_noted and (r.writers[stream].error or r.writers["combined"].error):
+            self._note_log_error(r)
 
-    def _note_log_error(self) -> None:
+    def _note_log_error(self, r: Replica) -> None:
         """Rewrites the state when a replica first loses output (so ``status`` says so at once)."""
-        count = sum(1 for r in self.replicas if r.dropped()[1] is not None)
-        if count != self.log_errors:
-            self.log_errors = count
+        if not r.log_error_noted and r.dropped()[1] is not None:
+            r.log_error_noted = True
             self.dirty = True
 
     def _close_pipe(self, r: Replica, fd: int) -> None:
@@ -426,7 +446,7 @@ class Supervisor:
             self._close_pipe(r, fd)
         for w in r.writers.values():
             w.seal(t)
-        self._note_log_error()
+        self._note_log_error(r)
         code = r.exit_code if r.exit_code is not None else -signal.SIGKILL
         self.dirty = True
         if r.respawn:

@@ -1,0 +1,72 @@
+"""Fault injection, issue 12 point 4: no orphans when the supervisor dies.
+
+A real SIGKILL of the supervisor (what the OOM killer sends): its watchdog kills every
+replica's process group (the replica and what it started) and records the job FAILED
+with the reason. If the watchdog is SIGKILLed too, ``status`` names the live replica
+processes and ``cancel`` stops them, and the job stays FAILED with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+from sched_local_helpers import app, children, eventually
+from torchx.specs import AppState
+from torchx_sched_local import store
+from torchx_sched_local.local_scheduler import LocalScheduler
+from torchx_sched_local.supervisor import live_replica_pids
+
+# the replica (sh) and two descendants in its process group
+TREE = "sleep 300 & sleep 301 & echo up; wait"
+
+
+def _started(sched: LocalScheduler, replicas: int = 2) -> tuple[str, dict]:  # type: ignore[type-arg]
+    app_id = sched.submit(app("sh", "-c", TREE, replicas=replicas), {})
+    for k in range(replicas):
+        eventually(lambda k=k: list(sched.log_iter(app_id, "r", k)) == ["up\n"])  # type: ignore[misc]
+    eventually(lambda: all(r.get("start_time") for r in (sched.store.state(app_id) or {})["replicas"]))
+    st = sched.store.state(app_id) or {}
+    assert len(live_replica_pids(st)) == 3 * replicas
+    return app_id, st
+
+
+def test_sigkill_of_the_supervisor_kills_every_replica_and_says_why(sched: LocalScheduler) -> None:
+    app_id, st = _started(sched)
+    os.kill(st["pid"], signal.SIGKILL)
+    eventually(lambda: not store.lock_is_held(sched.store.job_dir(app_id)))
+    assert live_replica_pids(st) == []  # the replicas and their children are gone
+    desc = sched.describe(app_id)
+    assert desc is not None and desc.state == AppState.FAILED
+    assert f"the job's supervisor (pid {st['pid']}) died before the job ended; its replicas" in desc.msg, desc.msg
+    sched.cancel(app_id)
+    desc = sched.describe(app_id)
+    assert desc is not None and desc.state == AppState.FAILED and "supervisor" in desc.msg
+
+
+def test_supervisor_and_watchdog_killed_status_names_the_pids_and_cancel_stops_them(sched: LocalScheduler) -> None:
+    app_id, st = _started(sched)
+    replicas = {r["pid"] for r in st["replicas"]}
+    (watchdog,) = [pid for pid in children(st["pid"]) if pid not in replicas]
+    os.kill(watchdog, signal.SIGKILL)
+    os.kill(st["pid"], signal.SIGKILL)
+    eventually(lambda: not store.lock_is_held(sched.store.job_dir(app_id)))
+    live = live_replica_pids(st)
+    assert len(live) == 6
+    desc = sched.describe(app_id)
+    assert desc is not None and desc.state == AppState.FAILED
+    assert "died before the job ended" in desc.msg and all(str(pid) in desc.msg for pid in live), desc.msg
+    sched.cancel(app_id)
+    assert live_replica_pids(st) == []
+    desc = sched.describe(app_id)
+    assert desc is not None and desc.state == AppState.FAILED
+    assert "died before the job ended" in desc.msg and "`cancel` killed its replicas" in desc.msg, desc.msg
+
+
+def test_watchdog_leaves_a_job_that_ended_alone(sched: LocalScheduler) -> None:
+    app_id = sched.submit(app("sh", "-c", "echo done"), {})
+    desc = sched.wait(app_id, timeout=30)
+    assert desc is not None and desc.state == AppState.SUCCEEDED and desc.msg == ""
+    eventually(lambda: not store.lock_is_held(sched.store.job_dir(app_id)))  # the watchdog exited too
+    desc = sched.describe(app_id)
+    assert desc is not None and desc.state == AppState.SUCCEEDED and desc.msg == ""
