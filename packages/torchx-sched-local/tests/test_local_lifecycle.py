@@ -115,7 +115,7 @@ def test_wait_reacts_at_once_and_honours_timeout(sched: LocalScheduler) -> None:
     t = time.monotonic()
     desc = sched.wait(app_id, timeout=0.1)
     assert 0.09 <= time.monotonic() - t < 0.3
-    assert desc is not None and desc.state == AppState.RUNNING
+    assert desc is not None and desc.state in (AppState.SUBMITTED, AppState.RUNNING)  # a loaded machine may lag
     desc = sched.wait(app_id, poll_interval=5)
     elapsed = time.monotonic() - t
     assert desc is not None and desc.state == AppState.SUCCEEDED

@@ -162,16 +162,6 @@ def test_runner_log_lines_accepts_time_filters_and_streams() -> None:
         ) == ["e\n"]
 
 
-def test_line_joiner_caps_pending_lines(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(logfiles, "MAX_PENDING_LINE", 10)
-    joiner = logfiles.LineJoiner()
-    assert joiner.feed(b"12345") == b""
-    assert joiner.feed(b"67890abc") == b"1234567890abc\n"
-    assert joiner.feed(b"x\ny") == b"x\n"
-    assert joiner.flush() == b"y\n"
-    assert joiner.flush() == b""
-
-
 def test_many_followers_in_threads_each_end_with_their_replica(sched: LocalScheduler) -> None:
     from torchx import specs
 

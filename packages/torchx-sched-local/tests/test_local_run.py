@@ -220,22 +220,6 @@ def test_unsafe_role_names_get_safe_log_paths(sched: LocalScheduler) -> None:
     assert os.path.isdir(os.path.join(sched.store.job_dir(app_id), "logs", "_role0", "0"))
 
 
-def test_running_out_of_file_descriptors_fails_the_job_cleanly(sched: LocalScheduler) -> None:
-    code = (
-        "import resource, sys\n"
-        "from torchx import specs\n"
-        "from torchx_sched_local.local_scheduler import LocalScheduler\n"
-        "resource.setrlimit(resource.RLIMIT_NOFILE, (48, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n"
-        "role = specs.Role('r', image='/tmp', entrypoint='sleep', args=['30'], num_replicas=40)\n"
-        "print(LocalScheduler('t').submit(specs.AppDef('fds', [role]), {'stop_grace_period': 1}))\n"
-    )
-    proc = run_python(code)
-    assert proc.returncode == 0, proc.stderr
-    desc = sched.wait(proc.stdout.strip(), timeout=20)
-    assert desc is not None and desc.state == AppState.FAILED
-    assert "cannot create its output pipes" in desc.msg and "Traceback" not in desc.msg
-
-
 def test_unwritable_log_dir_is_a_clear_error(sched: LocalScheduler, tmp_path: Path) -> None:
     blocked = tmp_path / "blocked"
     blocked.write_text("a file, not a directory")

@@ -1,15 +1,21 @@
 """Replica log files: written by the supervisor, read by ``log_iter``.
 
-Each replica directory holds three streams, ``stdout``, ``stderr`` and ``combined``, each
-as ``<stream>.log`` (the bytes) plus ``<stream>.idx`` (an index). An index entry is 16
-bytes, ``(end offset, time in ns)``: every line that ends at or before ``end offset`` (and
-after the previous entry's) was complete at that time. Entries are written only at line
-boundaries, so a reader can cut a log at any entry without splitting a line, and
-``since``/``until`` select whole index segments. Times never decrease within an index.
+Each replica directory holds the bytes of its two output streams, ``stdout.log`` and
+``stderr.log``, each byte stored once, and three indexes:
 
-The ``combined`` stream interleaves whole lines only: a partial line waits until its end
-arrives. When an attempt of a replica ends, an unterminated last line gets a ``\\n`` so
-every stored stream is a sequence of whole lines.
+* ``stdout.idx``, ``stderr.idx``: 16-byte entries ``(end offset, time in ns)``: every line
+  of that stream ending at or before ``end offset`` (and after the previous entry's) was
+  complete at that time;
+* ``combined.idx``: 32-byte entries ``(end offset, time in ns, stream number, padding)``
+  (0: stdout, 1: stderr) in the order the lines were completed: the ``combined`` stream
+  is read through it from the two logs, so it interleaves whole lines and copies nothing.
+
+Entries are written only at line boundaries, so a reader can cut a log at any entry
+without splitting a line, and ``since``/``until`` select whole index segments. Times never
+decrease within an index. A partial line is simply not indexed until its end arrives (the
+supervisor holds no output in memory, whatever the line length). When an attempt of a
+replica ends, an unterminated last line gets a ``\\n`` so every stored stream is a
+sequence of whole lines.
 
 This module imports only the standard library: the supervisor uses it too.
 """
@@ -19,17 +25,21 @@ from __future__ import annotations
 import bisect
 import codecs
 import errno
-import itertools
 import os
 import struct
 from collections.abc import Callable, Iterator
 
-STREAMS = ("stdout", "stderr", "combined")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
+
+#: the streams stored in files, by stream number; ``combined`` is an index over them
+STORED = ("stdout", "stderr")
+COMBINED = "combined"
 
 _ENTRY = struct.Struct("<qq")
+_CENTRY = struct.Struct("<qqq8x")  # 32 bytes: an entry never straddles a page (all or nothing)
 _BLOCK = 1 << 20
-#: a partial line longer than this is cut in the combined stream only (bounds supervisor memory)
-MAX_PENDING_LINE = 64 << 20
 #: characters ``str.splitlines`` treats as line breaks besides ``\n``
 _OTHER_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
@@ -101,7 +111,9 @@ class StreamWriter:
     and the stored fragment is ended, so the stream stays a sequence of whole lines.
     """
 
-    def __init__(self, base: str, files: FileCache) -> None:
+    def __init__(self, base: str, files: FileCache, combined: CombinedIndex | None = None, number: int = 0) -> None:
+        self._combined = combined
+        self._number = number
         self._log = base + ".log"
         self._idx = base + ".idx"
         self._files = files
@@ -167,43 +179,53 @@ class StreamWriter:
             self._mark(self._size, t)
 
     def _mark(self, offset: int, t: int) -> None:
-        """Indexes the lines up to ``offset`` (an entry is 16 bytes: written whole or not at all)."""
+        """Indexes the lines up to ``offset`` (an entry is written whole or not at all: entries never
+        straddle a page)."""
         self._last_t = max(t, self._last_t)
         try:
             os.write(self._files.fd(self._idx), _ENTRY.pack(offset, self._last_t))
+            if self._combined is not None:
+                self._combined.add(offset, self._last_t, self._number)
         except OSError as e:  # the lines are stored; the next entry that can be written covers them
             if self.error is None:
-                self.error = f"{errno.errorcode.get(e.errno or 0, str(e))} on {self._idx}"
+                self.error = f"{errno.errorcode.get(e.errno or 0, str(e))} on {e.filename or self._idx}"
             self._files.forget(self._idx)
             return
         self._indexed = offset
 
 
-class LineJoiner:
-    """Holds back a stream's partial line so the combined stream only gets whole lines."""
+class CombinedIndex:
+    """``combined.idx`` of one replica: which stream completed which lines, in order.
 
-    def __init__(self) -> None:
-        self._pending = bytearray()
+    An entry that cannot be written is not lost: the stream's next entry covers its lines.
+    """
 
-    def feed(self, data: bytes) -> bytes:
-        """The whole lines ``data`` completes (with what was pending); keeps the rest."""
-        newline = data.rfind(b"\n")
-        if newline < 0:
-            self._pending += data
-            if len(self._pending) <= MAX_PENDING_LINE:
-                return b""
-            return self.flush()
-        out = bytes(self._pending) + data[: newline + 1]
-        self._pending = bytearray(data[newline + 1 :])
-        return out
+    def __init__(self, path: str, files: FileCache) -> None:
+        self._path = path
+        self._files = files
+        self._last_t = 0
 
-    def flush(self) -> bytes:
-        """What is pending, ended with ``\\n`` (empty if nothing is)."""
-        if not self._pending:
-            return b""
-        out = bytes(self._pending) + b"\n"
-        self._pending.clear()
-        return out
+    def add(self, offset: int, t: int, number: int) -> None:
+        """Lines of stream ``number`` up to ``offset`` were complete at ``t``.
+
+        Raises:
+            OSError: the entry could not be written (``filename`` set)
+        """
+        self._last_t = max(t, self._last_t)
+        try:
+            os.write(self._files.fd(self._path), _CENTRY.pack(offset, self._last_t, number))
+        except OSError as e:
+            self._files.forget(self._path)
+            e.filename = self._path
+            raise
+
+
+def replica_writers(log_dir: str, files: FileCache) -> dict[str, StreamWriter]:
+    """The writers of a replica's ``stdout`` and ``stderr`` (which also index ``combined``)."""
+    combined = CombinedIndex(os.path.join(log_dir, COMBINED + ".idx"), files)
+    return {
+        name: StreamWriter(os.path.join(log_dir, name), files, combined, number) for number, name in enumerate(STORED)
+    }
 
 
 # ---------------------------------------------------------------------------------------- reading
@@ -219,8 +241,8 @@ def _split_lines(text: str) -> list[str]:
     return text.splitlines(keepends=True)
 
 
-def _read_range(path: str, start: int, end: int) -> Iterator[list[str]]:
-    """Lists of the lines in bytes ``[start, end)`` of ``path`` (both at line boundaries).
+def _read_range(f: BinaryIO, start: int, end: int) -> Iterator[list[str]]:
+    """Lists of the lines in bytes ``[start, end)`` of open file ``f`` (both at line boundaries).
 
     Linear in the bytes read whatever the line lengths: a line longer than a block is
     collected in pieces and joined once.
@@ -229,61 +251,104 @@ def _read_range(path: str, start: int, end: int) -> Iterator[list[str]]:
         return
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
     carry: list[str] = []  # pieces of a line not yet ended
-    with open(path, "rb") as f:
-        f.seek(start)
-        remaining = end - start
-        while remaining > 0:
-            block = f.read(min(_BLOCK, remaining))
-            if not block:
-                break
-            remaining -= len(block)
-            text = decoder.decode(block, final=remaining <= 0)
-            cut = text.rfind("\n") + 1
+    f.seek(start)
+    remaining = end - start
+    while remaining > 0:
+        block = f.read(min(_BLOCK, remaining))
+        if not block:
+            break
+        remaining -= len(block)
+        text = decoder.decode(block, final=remaining <= 0)
+        if carry:
+            cut = text.find("\n") + 1
             if not cut:
                 carry.append(text)
                 continue
-            if carry:
-                carry.append(text[:cut])
-                head = "".join(carry)
-                carry = []
-            else:
-                head = text[:cut]
-            if cut < len(text):
-                carry.append(text[cut:])
-            yield _split_lines(head)
+            carry.append(text[:cut])  # the long line ends here: joined once
+            yield ["".join(carry)]
+            carry = []
+            text = text[cut:]
+        cut = text.rfind("\n") + 1
+        if cut:
+            yield _split_lines(text[:cut])
+        if cut < len(text):
+            carry.append(text[cut:])
     if carry:
         yield ["".join(carry)]
 
 
-def _read_index(path: str, offset: int = 0) -> memoryview:
-    """Index entries from byte ``offset`` on, as a flat ``q`` view: off0, t0, off1, t1, ..."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(offset)
-            data = f.read()
-    except FileNotFoundError:
-        data = b""
-    data = data[: len(data) - len(data) % _ENTRY.size]
-    return memoryview(data).cast("q")
+class _Index:
+    """The index of one stream of a replica (``combined``: over both stored streams), read incrementally."""
 
+    def __init__(self, base: str) -> None:
+        directory, stream = os.path.split(base)
+        self.directory = directory
+        self.combined = stream == COMBINED
+        self.path = base + ".idx"
+        self.width = (_CENTRY.size if self.combined else _ENTRY.size) // 8
+        self.logs = STORED if self.combined else (stream,)
+        self.pos = 0  # bytes of the index consumed
+        self.starts = [0] * len(self.logs)  # per log: where its next unread line starts
 
-def _window(index: memoryview, since_ns: int | None, until_ns: int | None) -> tuple[int, int]:
-    """Positions ``[lo, hi)`` of the entries whose time is in ``[since, until)``."""
-    times = index[1::2]
-    lo = 0 if since_ns is None else bisect.bisect_left(times, since_ns)
-    hi = len(times) if until_ns is None else bisect.bisect_left(times, until_ns)
-    return lo, max(lo, hi)
+    def read(self) -> memoryview:
+        """Entries appended since the last call, as a flat ``q`` view (``width`` fields each)."""
+        size = self.width * 8
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.pos)
+                data = f.read()
+        except FileNotFoundError:
+            data = b""
+        data = data[: len(data) - len(data) % size]
+        self.pos += len(data)
+        return memoryview(data).cast("q")
+
+    def window(self, entries: memoryview, since_ns: int | None, until_ns: int | None) -> tuple[int, int]:
+        """Positions ``[lo, hi)`` of the entries whose time is in ``[since, until)``."""
+        times = entries[1 :: self.width]
+        lo = 0 if since_ns is None else bisect.bisect_left(times, since_ns)
+        hi = len(times) if until_ns is None else bisect.bisect_left(times, until_ns)
+        return lo, max(lo, hi)
+
+    def skip(self, entries: memoryview, upto: int) -> None:
+        """Marks the lines of entries ``[0, upto)`` as read without reading them."""
+        for i in range(upto):
+            self.starts[self._log(entries, i)] = entries[i * self.width]
+
+    def _log(self, entries: memoryview, i: int) -> int:
+        return entries[i * self.width + 2] if self.combined else 0
+
+    def lines(self, entries: memoryview, lo: int, hi: int) -> Iterator[str]:
+        """The lines of entries ``[lo, hi)`` (a run of entries of one log is read at once)."""
+        files: dict[int, BinaryIO] = {}
+        try:
+            i = lo
+            while i < hi:
+                log = self._log(entries, i)
+                j = i
+                while j + 1 < hi and self._log(entries, j + 1) == log:
+                    j += 1
+                end = entries[j * self.width]
+                if log not in files:
+                    files[log] = open(os.path.join(self.directory, self.logs[log] + ".log"), "rb")
+                for lines in _read_range(files[log], self.starts[log], end):
+                    yield from lines
+                self.starts[log] = end
+                i = j + 1
+        finally:
+            for f in files.values():
+                f.close()
 
 
 def read_lines(base: str, since_ns: int | None = None, until_ns: int | None = None) -> Iterator[str]:
     """Every whole line stored so far in stream ``base`` (``.../<replica>/<stream>``), optionally by time."""
-    index = _read_index(base + ".idx")
-    offsets = index[0::2]
-    lo, hi = _window(index, since_ns, until_ns)
+    index = _Index(base)
+    entries = index.read()
+    lo, hi = index.window(entries, since_ns, until_ns)
     if hi == lo:
         return iter(())
-    start = offsets[lo - 1] if lo > 0 else 0
-    return itertools.chain.from_iterable(_read_range(base + ".log", start, offsets[hi - 1]))
+    index.skip(entries, lo)
+    return index.lines(entries, lo, hi)
 
 
 def follow_lines(
@@ -302,21 +367,15 @@ def follow_lines(
         since_ns: skip lines completed before this time
         until_ns: stop at the first line completed at or after this time
     """
-    index_pos = 0
-    log_pos = 0
+    index = _Index(base)
     while True:
         done = finished()
-        index = _read_index(base + ".idx", index_pos)
-        if len(index):
-            index_pos += len(index) * 8
-            lo, hi = _window(index, since_ns, until_ns)
-            offsets = index[0::2]
-            if hi > lo:
-                start = offsets[lo - 1] if lo > 0 else log_pos
-                for lines in _read_range(base + ".log", start, offsets[hi - 1]):
-                    yield from lines
-            log_pos = offsets[-1]
-            if hi < len(offsets):  # a line at or after `until`: nothing later can match
+        entries = index.read()
+        if len(entries):
+            lo, hi = index.window(entries, since_ns, until_ns)
+            index.skip(entries, lo)
+            yield from index.lines(entries, lo, hi)
+            if hi < len(entries) // index.width:  # a line at or after `until`: nothing later can match
                 return
         elif done:
             return

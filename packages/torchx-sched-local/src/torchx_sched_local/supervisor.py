@@ -183,7 +183,6 @@ class Replica:
         self.final = False
         self.writers: dict[str, logfiles.StreamWriter] = {}
         self.log_error_noted = False
-        self.joiners = {"stdout": logfiles.LineJoiner(), "stderr": logfiles.LineJoiner()}
 
     @property
     def running(self) -> bool:
@@ -191,10 +190,10 @@ class Replica:
         return self.alive or bool(self.pipes)
 
     def dropped(self) -> tuple[int, str | None]:
-        """Bytes of its output that could not be stored in their own stream, and the first reason."""
+        """Bytes of its output that could not be stored, and the first reason."""
         count, reason = 0, None
-        for stream, w in self.writers.items():
-            count += w.dropped if stream != "combined" else 0
+        for w in self.writers.values():
+            count += w.dropped
             reason = reason or w.error
         return count, reason
 
@@ -310,9 +309,7 @@ class Supervisor:
     def _start(self, r: Replica) -> None:
         spec = r.spec
         if not r.writers:
-            r.writers = {
-                s: logfiles.StreamWriter(os.path.join(spec["log_dir"], s), self.files) for s in logfiles.STREAMS
-            }
+            r.writers = logfiles.replica_writers(spec["log_dir"], self.files)
         r.exit_code = None
         r.msg = ""
         r.error = "<NONE>"
@@ -392,10 +389,9 @@ class Supervisor:
             self._attempt_ended(r)
 
     def _write_output(self, r: Replica, stream: str, data: bytes) -> None:
-        t = time.time_ns()
-        r.writers[stream].write(data, t)
-        r.writers["combined"].write(r.joiners[stream].feed(data), t)
-        if not r.log_error_noted and (r.writers[stream].error or r.writers["combined"].error):
+        writer = r.writers[stream]
+        writer.write(data, time.time_ns())
+        if writer.error is not None and not r.log_error_noted:
             self._note_log_error(r)
 
     def _note_log_error(self, r: Replica) -> None:
@@ -405,11 +401,10 @@ class Supervisor:
             self.dirty = True
 
     def _close_pipe(self, r: Replica, fd: int) -> None:
-        stream = r.pipes.pop(fd)
+        r.pipes.pop(fd)
         self.poller.unregister(fd)
         del self.readers[fd]
         os.close(fd)
-        r.writers["combined"].write(r.joiners[stream].flush(), time.time_ns())
 
     # ------------------------------------------------------------------ exits
     def _reap(self) -> None:
