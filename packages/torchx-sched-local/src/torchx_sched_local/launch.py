@@ -1,17 +1,24 @@
-"""Starting a job's supervisor: a fresh, small interpreter that outlives the launcher.
+"""Starting a job's supervisor so that it outlives the launcher, without carrying it.
 
-The launcher ``posix_spawn``s ``python -I -S .../torchx_sched_local/_supervise.py <job dir>``
-(a ``vfork``: constant cost however much memory the launcher holds), in its own session,
-with the job's lock on fd 3, stdin/stdout on ``/dev/null`` and stderr appended to
-``<job dir>/supervisor.log``. The supervisor reads the job from disk; it shares no memory
-with the launcher (a launcher holding 1 GiB leaves a ~10 MB supervisor) and its command
-line names only the job directory (never the launcher's arguments). ``-I -S`` skips
-``site`` and the user's ``PYTHON*`` variables, which keeps the start short; the
-environment itself is passed through untouched for the replicas.
+* **fork, then a fresh interpreter** (single-threaded launcher: the CLI, most scripts):
+  one ``fork`` + ``setsid`` starts the supervisor at once, so a short job (``utils.echo``)
+  ends before a new interpreter could even have started. Once the job has run for
+  :data:`torchx_sched_local.supervisor.REEXEC_AFTER` seconds and the supervisor is idle, it
+  ``exec``\ s ``python -I -S .../_supervise.py <job dir>`` (same pid: its replicas stay its
+  children, their pipes stay open), handing over its state in a file: from then on it
+  shares no memory with the launcher (a launcher holding 1 GiB leaves a ~10 MB supervisor)
+  and its command line names only the job directory. Its watchdog is a fresh interpreter
+  from the start.
+* **a fresh interpreter at once** (multi-threaded launcher, e.g. a notebook kernel, where
+  forking is unsafe): ``posix_spawn`` of the same command (a ``vfork``: constant cost
+  however much memory the launcher holds); it reads the job from disk.
 
-The supervisor stays the launcher's child: the launcher reaps the ones that ended at its
-next submission, when its scheduler is closed, or when it waits for the job; if the
-launcher exits first, init adopts and reaps them.
+Either way the supervisor runs in its own session with the job's lock on fd 3,
+stdin/stdout on ``/dev/null`` and stderr appended to ``<job dir>/supervisor.log``, and
+stays the launcher's child: the launcher reaps the ones that ended at its next submission,
+when its scheduler is closed, or when it waits for the job; if the launcher exits first,
+init adopts and reaps them. ``-I -S`` skips ``site`` and the user's ``PYTHON*``
+variables, which keeps the start short; the environment itself is passed on untouched.
 """
 
 from __future__ import annotations
@@ -39,21 +46,66 @@ def reap_children() -> None:
             _children.discard(pid)
 
 
-def supervisor_argv(job_dir: str) -> list[str]:
-    """The supervisor's command line: the interpreter, its entry script and the job directory."""
-    return [sys.executable, "-I", "-S", _ENTRY, job_dir]
+def supervisor_argv(job_dir: str, role: str = "") -> list[str]:
+    """The supervisor's command line: the interpreter, its entry script and the job directory
+    (``role="--watchdog"``: its watchdog's)."""
+    return [sys.executable, "-I", "-S", _ENTRY, *([role] if role else []), job_dir]
+
+
+def _thread_count() -> int:
+    """Threads of this process, counting ones Python did not start (Linux); else Python's count."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Threads:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    import threading
+
+    return threading.active_count()
 
 
 def start_supervisor(job_dir: str, lock_fd: int) -> int:
     """Starts the supervisor of the job in ``job_dir``, handing it the held lock ``lock_fd``.
 
-    Returns the supervisor's pid at once (it has not necessarily started running); the
-    caller closes its copy of ``lock_fd``.
+    Returns the supervisor's pid at once; the caller closes its copy of ``lock_fd``.
 
     Raises:
         OSError: the process could not be created
     """
     reap_children()
+    if hasattr(os, "fork") and _thread_count() == 1:
+        pid = _fork(job_dir, lock_fd)
+    else:
+        pid = _spawn(job_dir, lock_fd)
+    _children.add(pid)
+    return pid
+
+
+def _fork(job_dir: str, lock_fd: int) -> int:
+    # Until the child has left the launcher's session, a signal to the launcher's process
+    # group (Ctrl-C, a terminal hang-up, a kill of the group) would hit it too: block every
+    # signal across the fork, and have the child discard what arrived before its setsid.
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _DEFAULT_SIGNALS)
+    try:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setsid()
+                for sig in signal.sigpending():
+                    signal.sigwait({sig})
+                from torchx_sched_local.supervisor import supervise_forked
+
+                supervise_forked(job_dir, lock_fd)  # unblocks once its handlers are set
+            finally:
+                os._exit(1)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+    return pid
+
+
+def _spawn(job_dir: str, lock_fd: int) -> int:
     log = os.path.join(job_dir, SUPERVISOR_LOG)
     actions: list[tuple[int, ...] | tuple[int, int, str, int, int]] = []
     if lock_fd != LOCK_FD:
@@ -78,5 +130,4 @@ def start_supervisor(job_dir: str, lock_fd: int) -> int:
     finally:
         if lock_fd == LOCK_FD:
             os.set_inheritable(lock_fd, False)
-    _children.add(pid)
     return pid

@@ -42,6 +42,10 @@ OPEN_LOG_FILES = 64
 _SPARE_FDS = 32
 #: how long the supervisor retries writing the job's final state (e.g. on a full disk)
 FINAL_STATE_RETRY = 5.0
+#: a forked supervisor replaces itself with a fresh interpreter once the job ran this long (s)
+REEXEC_AFTER = 1.0
+#: where a supervisor that re-executes itself leaves its state for its next image
+RESUME_FILE = "supervisor.resume"
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 _DEFAULT_SIGNALS = frozenset(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}
 
@@ -218,8 +222,10 @@ class Replica:
 class Supervisor:
     """Runs one job (see the module docstring)."""
 
-    def __init__(self, job_dir: str, app: dict[str, Any]) -> None:
+    def __init__(self, job_dir: str, app: dict[str, Any], forked: bool = False) -> None:
         self.job_dir = job_dir
+        #: a fork of the launcher (replaces itself with a fresh interpreter once the job runs a while)
+        self.reexec_at: float | None = time.monotonic() + REEXEC_AFTER if forked else None
         self.roles: list[dict[str, Any]] = app["roles"]
         self.replicas = [Replica(spec, self.roles[spec["role_index"]]) for spec in app["replicas"]]
         self.grace = float(app.get("stop_grace_period", 5.0))
@@ -245,10 +251,12 @@ class Supervisor:
         self._reserve_fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
 
     # ------------------------------------------------------------------ main loop
-    def run(self) -> None:
-        """Runs the job to its end; writes the final state."""
-        problem = fd_budget(len(self.replicas))
-        self.watchdog = Watchdog(self.job_dir)
+    def run(self, resume: dict[str, Any] | None = None) -> None:
+        """Runs the job to its end (``resume``: from where the previous image of this process
+        left it); writes the final state."""
+        problem = fd_budget(len(self.replicas)) if resume is None else None
+        if resume is None:
+            self.watchdog = Watchdog(self.job_dir)
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_r, False)
         os.set_blocking(wake_w, False)
@@ -257,7 +265,11 @@ class Supervisor:
         signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
         self._watch(wake_r, None)
-        if problem:
+        if resume is not None:
+            from torchx_sched_local.handover import restore
+
+            restore(self, resume)
+        elif problem:
             self.failed = self.replicas[0]
             self.msg = problem
             for r in self.replicas:
@@ -269,6 +281,8 @@ class Supervisor:
                 self._start(r)
                 if self.failed is not None:
                     break
+        if self.watchdog is not None and self.watchdog.pid is None:
+            self.watchdog.start(LOCK_FD)  # once the replicas run: not in the way of their start
         self.app_state = "RUNNING"
         self.dirty = True
         while not self._ended():
@@ -284,7 +298,18 @@ class Supervisor:
                     self._on_output(fd, replica)
             self._reap()
             self._tick()
+            if self.reexec_at is not None and time.monotonic() >= self.reexec_at and self._idle():
+                from torchx_sched_local.handover import reexec
+
+                self.reexec_at = None
+                reexec(self)  # returns only if it could not
         self._finish()
+
+    def _idle(self) -> bool:
+        """Nothing in flight (no stop, restart or drain under way): a state the handover can carry."""
+        if self.cancelling or self.failed is not None or self.pending_restart:
+            return False
+        return all(r.kill_at is None and r.drain_deadline is None and not r.respawn for r in self.replicas)
 
     def _ended(self) -> bool:
         return not self.pending_restart and all(
@@ -293,6 +318,8 @@ class Supervisor:
 
     def _timeout(self) -> float | None:
         deadlines = [d for r in self.replicas for d in (r.kill_at, r.drain_deadline) if d is not None]
+        if self.reexec_at is not None:
+            deadlines.append(self.reexec_at)
         if not deadlines:
             return None
         return max(0.0, min(deadlines) - time.monotonic())
@@ -719,20 +746,65 @@ def _record_crash(job_dir: str, text: str) -> None:
         pass
 
 
+def _detach(job_dir: str, lock_fd: int) -> None:
+    """Cuts a freshly forked supervisor loose from the launcher: the lock on fd 3, stdin/stdout on
+    /dev/null, stderr to ``supervisor.log``, every other inherited fd closed, no launcher handler."""
+    import gc
+
+    gc.freeze()  # objects of the launcher must never be finalized here
+    signal.set_wakeup_fd(-1)
+    for sig in signal.valid_signals():  # the launcher's Python handlers must not run here
+        if callable(signal.getsignal(sig)):
+            signal.signal(sig, signal.SIG_DFL)
+    if lock_fd != LOCK_FD:
+        os.dup2(lock_fd, LOCK_FD, inheritable=False)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    log = os.open(os.path.join(job_dir, SUPERVISOR_LOG), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    os.dup2(log, 2)
+    os.closerange(LOCK_FD + 1, 1 << 20)  # devnull and log too (they are >= 4: 0-3 are taken)
+
+
+def supervise_forked(job_dir: str, lock_fd: int) -> None:
+    """Runs the job in ``job_dir`` in a fork of the launcher holding the lock ``lock_fd``; never returns."""
+    code = 0
+    try:
+        _detach(job_dir, lock_fd)
+        _run(job_dir, forked=True)
+    except BaseException:
+        import traceback
+
+        code = 1
+        _record_crash(job_dir, traceback.format_exc())
+    finally:
+        os._exit(code)
+
+
+def _run(job_dir: str, forked: bool) -> None:
+    os.set_inheritable(LOCK_FD, False)  # replicas must not hold the job's lock
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # a closed pipe or a file size limit is an OSError here
+        signal.signal(sig, signal.SIG_IGN)
+    os.chdir(job_dir)
+    app = store.read_json(os.path.join(job_dir, store.APP_FILE))
+    resume = None
+    if not forked:
+        from torchx_sched_local.handover import take_resume
+
+        resume = take_resume(job_dir)
+    Supervisor(job_dir, app, forked=forked).run(resume)
+
+
 def main(argv: list[str]) -> None:
-    """Entry of the supervisor process: ``_supervise.py JOB_DIR``, the job's lock on fd 3.
+    """Entry of the fresh supervisor process: ``_supervise.py JOB_DIR``, the job's lock on fd 3
+    (and, after a handover, ``supervisor.resume`` in the job directory).
 
     Runs the job to its end and exits the process (never returns).
     """
     job_dir = os.path.abspath(argv[0])
     code = 0
     try:
-        os.set_inheritable(LOCK_FD, False)  # replicas must not hold the job's lock
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # a closed pipe or a file size limit is an OSError here
-            signal.signal(sig, signal.SIG_IGN)
-        os.chdir(job_dir)
-        app = store.read_json(os.path.join(job_dir, store.APP_FILE))
-        Supervisor(job_dir, app).run()
+        _run(job_dir, forked=False)
     except BaseException:
         import traceback
 

@@ -1,7 +1,8 @@
 """The supervisor's watchdog: if the supervisor dies, its replicas die too and the job says why.
 
-The supervisor forks the watchdog before it starts any replica (both are small: the
-supervisor is a fresh interpreter). The supervisor tells it, over a pipe, the process
+The watchdog is a fresh small interpreter (``_supervise.py --watchdog <job dir>``), started
+once the first replicas run, with the read end of a pipe on fd 4 and the job's lock on
+fd 5. The supervisor tells it, over a pipe, the process
 group of each replica it starts (``+<pgid>``) and reaps (``-<pgid>``), and ``end`` once
 the job's final state is written. If the pipe closes without ``end`` (the supervisor was
 SIGKILLed, OOM-killed or crashed), the watchdog SIGKILLs every live replica's process
@@ -19,24 +20,44 @@ from torchx_sched_local import store
 _FINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
 
 
+PIPE_FD = 4
+LOCK_COPY_FD = 5
+
+
 class Watchdog:
     """The supervisor's end of the pipe to its watchdog (messages are best effort: a dead
-    watchdog must not stop the job)."""
+    watchdog must not stop the job). Messages sent before :meth:`start` wait in the pipe."""
 
-    def __init__(self, job_dir: str) -> None:
-        read_fd, self._fd = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            code = 0
-            try:
-                os.close(self._fd)
-                watch(job_dir, read_fd, os.getppid())
-            except BaseException:
-                code = 1
-            finally:
-                os._exit(code)
-        os.close(read_fd)
+    def __init__(self, job_dir: str, fd: int = -1, pid: int | None = None) -> None:
+        self._job_dir = job_dir
+        self._read_fd = -1
+        if fd < 0:
+            self._read_fd, fd = os.pipe()
+        self._fd = fd
         self.pid = pid
+
+    @property
+    def fd(self) -> int:
+        """The write end (kept across the supervisor's exec)."""
+        return self._fd
+
+    def start(self, lock_fd: int) -> None:
+        """Starts the watchdog process (a fresh interpreter holding a copy of ``lock_fd``)."""
+        import sys
+
+        from torchx_sched_local.launch import supervisor_argv
+
+        try:
+            self.pid = os.posix_spawn(
+                sys.executable,
+                supervisor_argv(self._job_dir, "--watchdog"),
+                os.environ,
+                file_actions=[(os.POSIX_SPAWN_DUP2, self._read_fd, PIPE_FD), (os.POSIX_SPAWN_DUP2, lock_fd, LOCK_COPY_FD)],
+            )
+        except OSError:  # no watchdog: the job runs on unguarded
+            self.pid = -1
+        os.close(self._read_fd)
+        self._read_fd = -1
 
     def _send(self, message: bytes) -> None:
         if self._fd < 0:
@@ -60,8 +81,13 @@ class Watchdog:
         self._send(b"end\n")
 
 
+def main(job_dir: str) -> None:
+    """Entry of the watchdog process (see :class:`Watchdog`)."""
+    watch(job_dir, PIPE_FD, os.getppid())
+
+
 def watch(job_dir: str, fd: int, supervisor_pid: int) -> None:
-    """The watchdog process: reads the supervisor's messages until the pipe closes, then acts."""
+    """The watchdog: reads the supervisor's messages until the pipe closes, then acts."""
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # cancel is the supervisor's business
         signal.signal(sig, signal.SIG_IGN)
     groups: set[int] = set()

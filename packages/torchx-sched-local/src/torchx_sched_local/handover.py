@@ -1,0 +1,119 @@
+"""A forked supervisor replacing itself with a fresh interpreter, mid-job.
+
+The supervisor of a single-threaded launcher starts as a fork of it (fast: a short job
+ends before a new interpreter could have started). Once the job has run a while and
+nothing is in flight, it ``exec``\\ s ``_supervise.py <job dir>``: the same pid, so its
+replicas stay its children and their output pipes (made inheritable for the exec) stay
+open; it writes what it knows to ``supervisor.resume`` (``marshal``) for its next image,
+which deletes it. Signals that arrive meanwhile stay blocked, then pending, across the
+exec. If anything fails before the exec, the supervisor simply goes on as it was.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import signal
+import sys
+
+from torchx_sched_local.launch import LOCK_FD, supervisor_argv
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from torchx_sched_local.supervisor import Supervisor
+
+_REPLICA_FIELDS = ("state", "pid", "start_time", "exit_code", "restarts", "msg", "error", "alive", "final")
+_WRITER_FIELDS = ("_size", "_indexed", "_last_t", "_skipping", "_open_line", "dropped", "error")
+
+
+def snapshot(sup: Supervisor) -> dict[str, Any]:
+    """What an idle supervisor knows that its files do not say."""
+    return {
+        "replicas": [
+            {
+                **{f: getattr(r, f) for f in _REPLICA_FIELDS},
+                "pipes": dict(r.pipes),
+                "log_error_noted": r.log_error_noted,
+                "writers": {name: {f: getattr(w, f) for f in _WRITER_FIELDS} for name, w in r.writers.items()},
+                "combined_t": next(iter(r.writers.values()))._combined._last_t if r.writers else 0,  # type: ignore[union-attr]
+            }
+            for r in sup.replicas
+        ],
+        "role_restarts": sup.role_restarts,
+        "num_restarts": sup.num_restarts,
+        "msg": sup.msg,
+        "watchdog": [sup.watchdog.fd, sup.watchdog.pid] if sup.watchdog is not None else None,
+    }
+
+
+def restore(sup: Supervisor, data: dict[str, Any]) -> None:
+    """Puts a fresh supervisor back where :func:`snapshot` left it (its pipes and children are inherited)."""
+    from torchx_sched_local import logfiles
+    from torchx_sched_local.watchdog import Watchdog
+
+    for r, saved in zip(sup.replicas, data["replicas"], strict=True):
+        for f in _REPLICA_FIELDS:
+            setattr(r, f, saved[f])
+        r.log_error_noted = saved["log_error_noted"]
+        if saved["writers"]:
+            r.writers = logfiles.replica_writers(r.spec["log_dir"], sup.files)
+            for name, fields in saved["writers"].items():
+                for f, value in fields.items():
+                    setattr(r.writers[name], f, value)
+            next(iter(r.writers.values()))._combined._last_t = saved["combined_t"]  # type: ignore[union-attr]
+        for fd, stream in saved["pipes"].items():
+            os.set_inheritable(fd, False)
+            r.pipes[fd] = stream
+            sup._watch(fd, r)
+        if r.alive and r.pid is not None:
+            sup.by_pid[r.pid] = r
+    sup.role_restarts = data["role_restarts"]
+    sup.num_restarts = data["num_restarts"]
+    sup.msg = data["msg"]
+    if data["watchdog"] is not None:
+        fd, pid = data["watchdog"]
+        os.set_inheritable(fd, False)
+        sup.watchdog = Watchdog(sup.job_dir, fd, pid)
+    sup.dirty = True
+
+
+def take_resume(job_dir: str) -> dict[str, Any] | None:
+    """The state a previous image of this process left (and removes it), or None."""
+    path = os.path.join(job_dir, "supervisor.resume")
+    try:
+        with open(path, "rb") as f:
+            data: dict[str, Any] = marshal.load(f)
+    except FileNotFoundError:
+        return None
+    os.unlink(path)
+    return data
+
+
+def reexec(sup: Supervisor) -> None:
+    """Replaces the process with a fresh supervisor carrying on the job; returns only if it could not."""
+    path = os.path.join(sup.job_dir, "supervisor.resume")
+    data = snapshot(sup)
+    inherited = [fd for r in sup.replicas for fd in r.pipes] + [LOCK_FD]
+    if sup.watchdog is not None and sup.watchdog.fd >= 0:
+        inherited.append(sup.watchdog.fd)
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP})
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, marshal.dumps(data))
+        finally:
+            os.close(fd)
+        for fd in inherited:
+            os.set_inheritable(fd, True)
+        sup.files.close()
+        os.execv(sys.executable, supervisor_argv(sup.job_dir))
+    except OSError:
+        for fd in inherited:
+            os.set_inheritable(fd, False)
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
