@@ -122,6 +122,7 @@ def watch(job_dir: str, fd: int, supervisor_pid: int) -> None:
     if st.get("state") in _FINAL:  # ended (or crashed and said so) just before the pipe closed
         return
     killed = f"; its replicas (process groups {', '.join(map(str, live))}) were killed" if live else ""
+    supervisor_pid = st.get("pid") or supervisor_pid  # the parent may be gone before this process started
     st.update(state="FAILED", msg=f"the job's supervisor (pid {supervisor_pid}) died before the job ended{killed}")
     for rs in st.get("replicas") or []:
         if rs.get("state") in ("PENDING", "RUNNING"):
