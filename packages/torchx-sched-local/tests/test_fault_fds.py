@@ -61,7 +61,9 @@ def test_a_hard_limit_too_low_fails_before_anything_starts(sched: LocalScheduler
     app_id = _launch(1024, 1024, 1000)
     desc = sched.wait(app_id, timeout=60)
     assert desc is not None and desc.state == AppState.FAILED
-    assert "not started: 1000 replicas need 2096 open files" in desc.msg and "`ulimit -Hn` is 1024" in desc.msg, desc.msg
+    assert "not started: 1000 replicas need 2096 open files" in desc.msg and "`ulimit -Hn` is 1024" in desc.msg, (
+        desc.msg
+    )
     assert "Traceback" not in desc.msg and time.monotonic() - t < 30
     # nothing ran: no replica has a pid or wrote a log file
     assert all(r.get("pid") is None for r in (sched.store.state(app_id) or {})["replicas"])

@@ -12,7 +12,6 @@ from sched_local_helpers import app, py
 from torchx.runner import get_runner
 from torchx.schedulers.streams import Stream
 from torchx.specs import AppState
-from torchx_sched_local import logfiles
 from torchx_sched_local.local_scheduler import LocalScheduler
 
 

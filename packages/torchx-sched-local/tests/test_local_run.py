@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from sched_local_helpers import app, run_python
+from sched_local_helpers import app
 from torchx import specs
 from torchx.runner import get_runner
 from torchx.schedulers.streams import Stream

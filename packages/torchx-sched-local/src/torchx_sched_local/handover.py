@@ -2,7 +2,7 @@
 
 The supervisor of a single-threaded launcher starts as a fork of it (fast: a short job
 ends before a new interpreter could have started). Once the job has run a while and
-nothing is in flight, it ``exec``\\ s ``_supervise.py <job dir>``: the same pid, so its
+nothing is in flight, it ``exec``-s ``_supervise.py <job dir>``: the same pid, so its
 replicas stay its children and their output pipes (made inheritable for the exec) stay
 open; it writes what it knows to ``supervisor.resume`` (``marshal``) for its next image,
 which deletes it. Signals that arrive meanwhile stay blocked, then pending, across the

@@ -260,7 +260,9 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             live = live_replica_pids(st)
             st["state"] = "FAILED"
             st["msg"] = f"the job's supervisor (pid {st.get('pid')}) and its watchdog died before the job ended" + (
-                f"; replicas still running: pids {', '.join(map(str, live))} (`torchx cancel` stops them)" if live else ""
+                f"; replicas still running: pids {', '.join(map(str, live))} (`torchx cancel` stops them)"
+                if live
+                else ""
             )
         return st
 
@@ -389,7 +391,9 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                     rs["state"] = "CANCELLED"
             wait_groups_gone(killed, timeout=5.0)
             if died:  # the job failed when its supervisor died; cancel only cleaned up
-                st.update(state="FAILED", msg=f"{reason.split('; replicas still running')[0]}; `cancel` killed its replicas")
+                st.update(
+                    state="FAILED", msg=f"{reason.split('; replicas still running')[0]}; `cancel` killed its replicas"
+                )
             else:
                 st.update(state="CANCELLED", msg="cancelled (the job's supervisor was stuck; its replicas were killed)")
             store.write_json(os.path.join(job_dir, store.STATE_FILE), st)

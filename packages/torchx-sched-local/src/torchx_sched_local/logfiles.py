@@ -330,7 +330,7 @@ class _Index:
                     j += 1
                 end = entries[j * self.width]
                 if log not in files:
-                    files[log] = open(os.path.join(self.directory, self.logs[log] + ".log"), "rb")
+                    files[log] = open(os.path.join(self.directory, self.logs[log] + ".log"), "rb")  # noqa: SIM115 (closed below)
                 for lines in _read_range(files[log], self.starts[log], end):
                     yield from lines
                 self.starts[log] = end

@@ -282,7 +282,7 @@ class Supervisor:
                 if self.failed is not None:
                     break
         if self.watchdog is not None and self.watchdog.pid is None:
-            self.watchdog.start(LOCK_FD)  # once the replicas run: not in the way of their start
+            self.watchdog.start(LOCK_FD)
         self.app_state = "RUNNING"
         self.dirty = True
         while not self._ended():
@@ -353,6 +353,8 @@ class Supervisor:
             return
         r.pid = pid
         self.watchdog.started(pid)  # type: ignore[union-attr]
+        if self.watchdog.pid is None:  # type: ignore[union-attr]
+            self.watchdog.start(LOCK_FD)  # type: ignore[union-attr]  # right after the first replica's start
         r.start_time = None
         r.alive = True
         r.state = "RUNNING"

@@ -52,7 +52,10 @@ class Watchdog:
                 sys.executable,
                 supervisor_argv(self._job_dir, "--watchdog"),
                 os.environ,
-                file_actions=[(os.POSIX_SPAWN_DUP2, self._read_fd, PIPE_FD), (os.POSIX_SPAWN_DUP2, lock_fd, LOCK_COPY_FD)],
+                file_actions=[
+                    (os.POSIX_SPAWN_DUP2, self._read_fd, PIPE_FD),
+                    (os.POSIX_SPAWN_DUP2, lock_fd, LOCK_COPY_FD),
+                ],
             )
         except OSError:  # no watchdog: the job runs on unguarded
             self.pid = -1
