@@ -48,6 +48,7 @@ def test_supervisor_of_a_1gib_launcher_is_small_and_names_only_the_job(sched: Lo
     replica = st["replicas"][0]["pid"]
     job_dir = sched.store.job_dir(app_id)
     eventually(lambda: _argv(supervisor)[-1:] == [job_dir], timeout=REEXEC_AFTER + 10)
+    eventually(lambda: len(children(supervisor)) == 2)  # the replica and the watchdog (started after the handover)
     (watchdog,) = [pid for pid in children(supervisor) if pid != replica]
     for pid in (supervisor, watchdog):
         rss = proc_status(pid, "VmRSS")

@@ -1,6 +1,7 @@
 """Fault injection, issue 12 point 4: no orphans when the supervisor dies.
 
-A real SIGKILL of the supervisor (what the OOM killer sends): its watchdog kills every
+A real SIGKILL of the supervisor (what the OOM killer sends), once its watchdog runs (the
+job has run 1 s): the watchdog kills every
 replica's process group (the replica and what it started) and records the job FAILED
 with the reason. If the watchdog is SIGKILLed too, ``status`` names the live replica
 processes and ``cancel`` stops them, and the job stays FAILED with the reason.
@@ -15,7 +16,7 @@ from sched_local_helpers import app, children, eventually
 from torchx.specs import AppState
 from torchx_sched_local import store
 from torchx_sched_local.local_scheduler import LocalScheduler
-from torchx_sched_local.supervisor import live_replica_pids
+from torchx_sched_local.supervisor import REEXEC_AFTER, live_replica_pids
 
 # the replica (sh) and two descendants in its process group
 TREE = "sleep 300 & sleep 301 & echo up; wait"
@@ -28,6 +29,8 @@ def _started(sched: LocalScheduler, replicas: int = 2) -> tuple[str, dict]:  # t
     eventually(lambda: all(r.get("start_time") for r in (sched.store.state(app_id) or {})["replicas"]))
     st = sched.store.state(app_id) or {}
     assert len(live_replica_pids(st)) == 3 * replicas
+    # the watchdog starts once the job has run REEXEC_AFTER (after the supervisor's handover)
+    eventually(lambda: len(children(st["pid"])) == replicas + 1, timeout=REEXEC_AFTER + 10)
     return app_id, st
 
 

@@ -16,7 +16,7 @@ import os
 import signal
 import sys
 
-from torchx_sched_local.launch import LOCK_FD, supervisor_argv
+from torchx_sched_local.launch import LOCK_FD, SUPERVISOR_LOG, supervisor_argv
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,7 +44,11 @@ def snapshot(sup: Supervisor) -> dict[str, Any]:
         "role_restarts": sup.role_restarts,
         "num_restarts": sup.num_restarts,
         "msg": sup.msg,
-        "watchdog": [sup.watchdog.fd, sup.watchdog.pid] if sup.watchdog is not None else None,
+        "watchdog": (
+            [sup.watchdog.fd, sup.watchdog.pid, bytes(sup.watchdog.backlog), sup.watchdog.read_fd]
+            if sup.watchdog
+            else None
+        ),
     }
 
 
@@ -73,9 +77,11 @@ def restore(sup: Supervisor, data: dict[str, Any]) -> None:
     sup.num_restarts = data["num_restarts"]
     sup.msg = data["msg"]
     if data["watchdog"] is not None:
-        fd, pid = data["watchdog"]
-        os.set_inheritable(fd, False)
-        sup.watchdog = Watchdog(sup.job_dir, fd, pid)
+        fd, pid, backlog, read_fd = data["watchdog"]
+        for end in (fd, read_fd):
+            if end >= 0:
+                os.set_inheritable(end, False)
+        sup.watchdog = Watchdog(sup.job_dir, fd, pid, backlog, read_fd)
     sup.dirty = True
 
 
@@ -96,8 +102,8 @@ def reexec(sup: Supervisor) -> None:
     path = os.path.join(sup.job_dir, "supervisor.resume")
     data = snapshot(sup)
     inherited = [fd for r in sup.replicas for fd in r.pipes] + [LOCK_FD]
-    if sup.watchdog is not None and sup.watchdog.fd >= 0:
-        inherited.append(sup.watchdog.fd)
+    if sup.watchdog is not None:
+        inherited += [fd for fd in (sup.watchdog.fd, sup.watchdog.read_fd) if fd >= 0]
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP})
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
@@ -105,6 +111,9 @@ def reexec(sup: Supervisor) -> None:
             os.write(fd, marshal.dumps(data))
         finally:
             os.close(fd)
+        log = os.open(os.path.join(sup.job_dir, SUPERVISOR_LOG), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.dup2(log, 2)  # the next image's start-up errors, if any
+        os.close(log)
         for fd in inherited:
             os.set_inheritable(fd, True)
         sup.files.close()

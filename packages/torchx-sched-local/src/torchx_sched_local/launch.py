@@ -87,6 +87,8 @@ def _fork(job_dir: str, lock_fd: int) -> int:
     # Until the child has left the launcher's session, a signal to the launcher's process
     # group (Ctrl-C, a terminal hang-up, a kill of the group) would hit it too: block every
     # signal across the fork, and have the child discard what arrived before its setsid.
+    from torchx_sched_local.supervisor import supervise_forked  # imported here, once, not in every child
+
     old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _DEFAULT_SIGNALS)
     try:
         pid = os.fork()
@@ -95,8 +97,6 @@ def _fork(job_dir: str, lock_fd: int) -> int:
                 os.setsid()
                 for sig in signal.sigpending():
                     signal.sigwait({sig})
-                from torchx_sched_local.supervisor import supervise_forked
-
                 supervise_forked(job_dir, lock_fd)  # unblocks once its handlers are set
             finally:
                 os._exit(1)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import resource
 import select
 import signal
 import sys
@@ -226,6 +227,8 @@ class Supervisor:
         self.job_dir = job_dir
         #: a fork of the launcher (replaces itself with a fresh interpreter once the job runs a while)
         self.reexec_at: float | None = time.monotonic() + REEXEC_AFTER if forked else None
+        #: when the watchdog starts (a fresh supervisor: after as long as a forked one would hand over)
+        self.watchdog_at = time.monotonic() + REEXEC_AFTER
         self.roles: list[dict[str, Any]] = app["roles"]
         self.replicas = [Replica(spec, self.roles[spec["role_index"]]) for spec in app["replicas"]]
         self.grace = float(app.get("stop_grace_period", 5.0))
@@ -281,8 +284,6 @@ class Supervisor:
                 self._start(r)
                 if self.failed is not None:
                     break
-        if self.watchdog is not None and self.watchdog.pid is None:
-            self.watchdog.start(LOCK_FD)
         self.app_state = "RUNNING"
         self.dirty = True
         while not self._ended():
@@ -298,12 +299,22 @@ class Supervisor:
                     self._on_output(fd, replica)
             self._reap()
             self._tick()
+            self._guard()
             if self.reexec_at is not None and time.monotonic() >= self.reexec_at and self._idle():
                 from torchx_sched_local.handover import reexec
 
                 self.reexec_at = None
                 reexec(self)  # returns only if it could not
         self._finish()
+
+    def _guard(self) -> None:
+        """Starts the watchdog when due (not while forked: it starts after the handover), feeds it."""
+        wd = self.watchdog
+        if wd is None:
+            return
+        if wd.pid is None and self.reexec_at is None and time.monotonic() >= self.watchdog_at:
+            wd.start(LOCK_FD)
+        wd.flush()
 
     def _idle(self) -> bool:
         """Nothing in flight (no stop, restart or drain under way): a state the handover can carry."""
@@ -320,6 +331,8 @@ class Supervisor:
         deadlines = [d for r in self.replicas for d in (r.kill_at, r.drain_deadline) if d is not None]
         if self.reexec_at is not None:
             deadlines.append(self.reexec_at)
+        elif self.watchdog is not None and self.watchdog.pid is None:
+            deadlines.append(self.watchdog_at)
         if not deadlines:
             return None
         return max(0.0, min(deadlines) - time.monotonic())
@@ -353,8 +366,6 @@ class Supervisor:
             return
         r.pid = pid
         self.watchdog.started(pid)  # type: ignore[union-attr]
-        if self.watchdog.pid is None:  # type: ignore[union-attr]
-            self.watchdog.start(LOCK_FD)  # type: ignore[union-attr]  # right after the first replica's start
         r.start_time = None
         r.alive = True
         r.state = "RUNNING"
@@ -701,8 +712,6 @@ def _output_pipes() -> tuple[int, int, int, int]:
 def fd_budget(replicas: int) -> str | None:
     """Makes room for ``replicas`` replicas' output pipes: raises the soft ``RLIMIT_NOFILE`` as far as
     needed (up to the hard limit). Returns why the job cannot run if the hard limit is too low."""
-    import resource
-
     needed = 2 * replicas + OPEN_LOG_FILES + _SPARE_FDS
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY or soft >= needed:
@@ -749,8 +758,9 @@ def _record_crash(job_dir: str, text: str) -> None:
 
 
 def _detach(job_dir: str, lock_fd: int) -> None:
-    """Cuts a freshly forked supervisor loose from the launcher: the lock on fd 3, stdin/stdout on
-    /dev/null, stderr to ``supervisor.log``, every other inherited fd closed, no launcher handler."""
+    """Cuts a freshly forked supervisor loose from the launcher: the lock on fd 3, stdio on /dev/null
+    (stderr goes to ``supervisor.log`` at the handover), every other inherited fd closed, no
+    launcher handler."""
     import gc
 
     gc.freeze()  # objects of the launcher must never be finalized here
@@ -761,11 +771,9 @@ def _detach(job_dir: str, lock_fd: int) -> None:
     if lock_fd != LOCK_FD:
         os.dup2(lock_fd, LOCK_FD, inheritable=False)
     devnull = os.open(os.devnull, os.O_RDWR)
-    log = os.open(os.path.join(job_dir, SUPERVISOR_LOG), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
-    os.dup2(devnull, 0)
-    os.dup2(devnull, 1)
-    os.dup2(log, 2)
-    os.closerange(LOCK_FD + 1, 1 << 20)  # devnull and log too (they are >= 4: 0-3 are taken)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.closerange(LOCK_FD + 1, 1 << 20)  # devnull too (>= 4 when 0-3 are taken)
 
 
 def supervise_forked(job_dir: str, lock_fd: int) -> None:

@@ -1,8 +1,9 @@
 """The supervisor's watchdog: if the supervisor dies, its replicas die too and the job says why.
 
-The watchdog is a fresh small interpreter (``_supervise.py --watchdog <job dir>``), started
-once the first replicas run, with the read end of a pipe on fd 4 and the job's lock on
-fd 5. The supervisor tells it, over a pipe, the process
+The watchdog is a fresh small interpreter (``_supervise.py --watchdog <job dir>``) with the
+read end of a pipe on fd 4 and the job's lock on fd 5, started once the job has run
+``REEXEC_AFTER`` (1 s): a short job never pays for its start (before that, a dead
+supervisor's replicas are found and stopped by ``status``/``cancel``). The supervisor tells it, over a pipe, the process
 group of each replica it starts (``+<pgid>``) and reaps (``-<pgid>``), and ``end`` once
 the job's final state is written. If the pipe closes without ``end`` (the supervisor was
 SIGKILLed, OOM-killed or crashed), the watchdog SIGKILLs every live replica's process
@@ -28,13 +29,18 @@ class Watchdog:
     """The supervisor's end of the pipe to its watchdog (messages are best effort: a dead
     watchdog must not stop the job). Messages sent before :meth:`start` wait in the pipe."""
 
-    def __init__(self, job_dir: str, fd: int = -1, pid: int | None = None) -> None:
+    def __init__(
+        self, job_dir: str, fd: int = -1, pid: int | None = None, backlog: bytes = b"", read_fd: int = -1
+    ) -> None:
         self._job_dir = job_dir
-        self._read_fd = -1
+        self.read_fd = read_fd  # kept until the watchdog starts
         if fd < 0:
-            self._read_fd, fd = os.pipe()
+            self.read_fd, fd = os.pipe()
+            os.set_blocking(fd, False)
         self._fd = fd
         self.pid = pid
+        #: messages the pipe could not take yet (the watchdog is not reading yet)
+        self.backlog = bytearray(backlog)
 
     @property
     def fd(self) -> int:
@@ -53,23 +59,30 @@ class Watchdog:
                 supervisor_argv(self._job_dir, "--watchdog"),
                 os.environ,
                 file_actions=[
-                    (os.POSIX_SPAWN_DUP2, self._read_fd, PIPE_FD),
+                    (os.POSIX_SPAWN_DUP2, self.read_fd, PIPE_FD),
                     (os.POSIX_SPAWN_DUP2, lock_fd, LOCK_COPY_FD),
                 ],
             )
         except OSError:  # no watchdog: the job runs on unguarded
             self.pid = -1
-        os.close(self._read_fd)
-        self._read_fd = -1
+        os.close(self.read_fd)
+        self.read_fd = -1
 
     def _send(self, message: bytes) -> None:
-        if self._fd < 0:
-            return
-        try:
-            os.write(self._fd, message)
-        except OSError:
-            os.close(self._fd)
-            self._fd = -1
+        if self._fd >= 0:
+            self.backlog += message
+            self.flush()
+
+    def flush(self) -> None:
+        """Writes what the pipe takes of the backlog (never blocks)."""
+        while self.backlog and self._fd >= 0:
+            try:
+                del self.backlog[: os.write(self._fd, self.backlog)]
+            except BlockingIOError:
+                return
+            except OSError:  # the watchdog is gone
+                os.close(self._fd)
+                self._fd = -1
 
     def started(self, pgid: int) -> None:
         """Replica process group ``pgid`` exists."""
