@@ -10,8 +10,11 @@ under 20 MB RSS, and their command line names the job directory only.
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 from sched_local_helpers import children, eventually, proc_status, run_python
+from torchx.schedulers.streams import Stream
 from torchx.specs import AppState
 from torchx_sched_local.local_scheduler import LocalScheduler
 from torchx_sched_local.supervisor import REEXEC_AFTER
@@ -59,3 +62,66 @@ def test_supervisor_of_a_1gib_launcher_is_small_and_names_only_the_job(sched: Lo
     sched.cancel(app_id)
     desc = sched.describe(app_id)
     assert desc is not None and desc.state == AppState.CANCELLED
+
+
+HANDOVER = """
+import os, sys, time
+marker = os.path.join(sys.argv[1], "attempt-" + sys.argv[2])
+first = not os.path.exists(marker)
+open(marker, "a").write("x")
+print("start", sys.argv[2], flush=True)
+sys.stdout.write("partial-")
+sys.stdout.flush()
+time.sleep(1.5 + 0.2 * int(sys.argv[2]))
+print("line", flush=True)
+print("err", sys.argv[2], file=sys.stderr, flush=True)
+if first and sys.argv[2] == "0":
+    sys.exit(3)
+"""
+
+
+def test_the_handover_loses_nothing(sched: LocalScheduler, tmp_path: Path) -> None:
+    """Output, a partial line, retries and replica states carry over the supervisor's exec."""
+    from torchx import specs
+
+    role = specs.Role(
+        "r",
+        image=str(tmp_path),
+        entrypoint=sys.executable,
+        args=["-c", HANDOVER, str(tmp_path), specs.macros.replica_id],
+        num_replicas=2,
+        max_retries=1,
+        retry_policy=specs.RetryPolicy.REPLICA,
+    )
+    app_id = sched.submit(specs.AppDef("handover", [role]), {})
+    supervisor = eventually_pid(sched, app_id)
+    job_dir = sched.store.job_dir(app_id)
+    eventually(lambda: _argv(supervisor)[-1:] == [job_dir], timeout=REEXEC_AFTER + 10)  # handed over mid-job
+    desc = sched.wait(app_id, timeout=60)
+    assert desc is not None and desc.state == AppState.SUCCEEDED, desc.msg
+    st = sched.store.state(app_id) or {}
+    assert st["pid"] == supervisor
+    assert [r["restarts"] for r in st["replicas"]] == [1, 0] and st["num_restarts"] == 1
+    assert list(sched.log_iter(app_id, "r", 0, streams=Stream.STDOUT)) == ["start 0\n", "partial-line\n"] * 2
+    assert list(sched.log_iter(app_id, "r", 1, streams=Stream.STDOUT)) == ["start 1\n", "partial-line\n"]
+    assert sorted(sched.log_iter(app_id, "r", 1)) == ["err 1\n", "partial-line\n", "start 1\n"]
+    assert not os.path.exists(os.path.join(sched.store.job_dir(app_id), "supervisor.resume"))
+    assert Path(sched.store.job_dir(app_id), "supervisor.log").read_text() == ""
+
+
+def test_cancel_after_the_handover(sched: LocalScheduler) -> None:
+    from sched_local_helpers import app
+
+    app_id = sched.submit(app("sh", "-c", "echo up; sleep 300", replicas=2), {"stop_grace_period": 1})
+    supervisor_pid = eventually_pid(sched, app_id)
+    job_dir = sched.store.job_dir(app_id)
+    eventually(lambda: _argv(supervisor_pid)[-1:] == [job_dir], timeout=REEXEC_AFTER + 10)
+    sched.cancel(app_id)
+    desc = sched.describe(app_id)
+    assert desc is not None and desc.state == AppState.CANCELLED
+    assert [r.state for r in desc.roles_statuses[0].replicas] == [AppState.CANCELLED] * 2
+
+
+def eventually_pid(sched: LocalScheduler, app_id: str) -> int:
+    eventually(lambda: (sched.store.state(app_id) or {}).get("pid") is not None)
+    return int((sched.store.state(app_id) or {})["pid"])

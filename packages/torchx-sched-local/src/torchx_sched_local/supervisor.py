@@ -1,7 +1,10 @@
 """The per-job supervisor: owns a local job's replicas from start to end.
 
 One supervisor process per job, detached from the launcher (own session, stdio on
-``/dev/null``), holding the job's lock until it exits. It starts each replica in its own
+``/dev/null``), holding the job's lock until it exits: a fork of a single-threaded launcher
+that hands over to a fresh interpreter once the job has run a while (:mod:`.handover`),
+or a fresh interpreter from the start (see :mod:`.launch`), guarded by a watchdog
+(:mod:`.watchdog`). It starts each replica in its own
 session (so its whole process tree can be signalled), pumps the replicas' stdout and
 stderr into the log files, restarts failed replicas according to the retry policy,
 stops everything on cancel (SIGTERM, then SIGKILL after the grace period), records every
@@ -9,7 +12,8 @@ change in ``state.json`` and exits as soon as the job has ended.
 
 It is a single-threaded event loop over the output pipes and a signal wake-up pipe
 (SIGCHLD: a replica exited; SIGTERM/SIGINT/SIGHUP: cancel). It imports only the standard
-library and this package's stdlib-only modules, so starting it is cheap.
+library and this package's stdlib-only modules, so starting it is cheap. Errors writing
+logs or state never end it (see :class:`torchx_sched_local.logfiles.StreamWriter`).
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ import os
 import resource
 import select
 import signal
-import sys
 import time
 
 from torchx_sched_local import logfiles, store
@@ -757,7 +760,7 @@ def _record_crash(job_dir: str, text: str) -> None:
         pass
 
 
-def _detach(job_dir: str, lock_fd: int) -> None:
+def _detach(lock_fd: int) -> None:
     """Cuts a freshly forked supervisor loose from the launcher: the lock on fd 3, stdio on /dev/null
     (stderr goes to ``supervisor.log`` at the handover), every other inherited fd closed, no
     launcher handler."""
@@ -780,7 +783,7 @@ def supervise_forked(job_dir: str, lock_fd: int) -> None:
     """Runs the job in ``job_dir`` in a fork of the launcher holding the lock ``lock_fd``; never returns."""
     code = 0
     try:
-        _detach(job_dir, lock_fd)
+        _detach(lock_fd)
         _run(job_dir, forked=True)
     except BaseException:
         import traceback
@@ -822,7 +825,3 @@ def main(argv: list[str]) -> None:
         _record_crash(job_dir, traceback.format_exc())
     finally:
         os._exit(code)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
