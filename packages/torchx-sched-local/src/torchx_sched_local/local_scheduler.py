@@ -259,7 +259,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
 
             live = live_replica_pids(st)
             st["state"] = "FAILED"
-            st["msg"] = f"the job's supervisor (pid {st.get('pid')}) and its watchdog died before the job ended" + (
+            st["msg"] = _supervisor_died(st) + (
                 f"; replicas still running: pids {', '.join(map(str, live))} (`torchx cancel` stops them)"
                 if live
                 else ""
@@ -362,7 +362,9 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
 
     def _cancel_orphans(self, app_id: str) -> None:
         """The supervisor is gone (or stuck): kill the replicas it recorded and write CANCELLED."""
-        from torchx_sched_local.supervisor import proc_start_time, wait_groups_gone
+        import signal
+
+        from torchx_sched_local.supervisor import live_replica_pids, proc_start_time, wait_groups_gone
 
         job_dir = self.store.job_dir(app_id)
         st = self.store.state(app_id)
@@ -370,10 +372,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             return
         pid = st.get("pid")
         died = not store.lock_is_held(job_dir)
-        reason = (self._state(app_id) or st)["msg"] if died else ""
         if pid and not died and proc_start_time(pid) is not None:
-            import signal
-
             _kill(pid, signal.SIGKILL)  # stuck supervisor: it holds the lock, so the pid is its own
         with store.take_lock(job_dir):
             st = self.store.state(app_id) or st
@@ -383,17 +382,15 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             for rs in st.get("replicas") or []:
                 rpid, started = rs.get("pid"), rs.get("start_time")
                 if rpid and started is not None and proc_start_time(rpid) == started:
-                    import signal
-
                     _kill(-rpid, signal.SIGKILL)
                     killed.append(rpid)
                 if rs.get("state") in ("PENDING", "RUNNING"):
                     rs["state"] = "CANCELLED"
+            for rpid in live_replica_pids(st):  # what they started (even if the replica itself is gone)
+                _kill(rpid, signal.SIGKILL)
             wait_groups_gone(killed, timeout=5.0)
             if died:  # the job failed when its supervisor died; cancel only cleaned up
-                st.update(
-                    state="FAILED", msg=f"{reason.split('; replicas still running')[0]}; `cancel` killed its replicas"
-                )
+                st.update(state="FAILED", msg=f"{_supervisor_died(st)}; `cancel` killed its replicas")
             else:
                 st.update(state="CANCELLED", msg="cancelled (the job's supervisor was stuck; its replicas were killed)")
             store.write_json(os.path.join(job_dir, store.STATE_FILE), st)
@@ -495,6 +492,10 @@ def _reap() -> None:
     launch = sys.modules.get("torchx_sched_local.launch")
     if launch is not None:
         launch.reap_children()
+
+
+def _supervisor_died(st: dict[str, Any]) -> str:
+    return f"the job's supervisor (pid {st.get('pid')}) died before the job ended"
 
 
 def _to_ns(when: datetime | None) -> int | None:
