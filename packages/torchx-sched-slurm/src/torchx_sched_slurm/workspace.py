@@ -4,32 +4,17 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 from collections.abc import Mapping
 from typing import Any
 
 from torchx.specs.roles import Role
 from torchx.specs.runopts import CfgVal, runopts
 from torchx.specs.workspace import Workspace
-from torchx.workspace.api import WorkspaceMixin, project_files
+from torchx.workspace.api import WorkspaceMixin, copy_workspace
 
 from torchx_sched_slurm.opts import JobDirOpts
 
 logger: logging.Logger = logging.getLogger(__name__)
-
-
-def copy_workspace(workspace: Workspace, job_dir: str) -> None:
-    """Copies every project of ``workspace`` into ``job_dir`` at its destination.
-
-    Directories honour their ``.torchxignore``; existing files are overwritten.
-
-    Raises:
-        FileNotFoundError: a project path does not exist
-    """
-    for path, rel in project_files(workspace):
-        out = os.path.join(job_dir, rel)
-        os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
-        shutil.copy2(path, out, follow_symlinks=False)
 
 
 class JobDirWorkspaceMixin(WorkspaceMixin[None]):

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from torchx.specs.roles import AppDef, Role
 from torchx.specs.runopts import CfgVal, runopts
 from torchx.specs.workspace import Workspace
-from torchx.workspace.files import IGNORE_FILE, project_files, walk_workspace
+from torchx.workspace.files import IGNORE_FILE, copy_workspace, project_files, walk_workspace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -133,6 +133,7 @@ __all__ = [
     "Workspace",
     "WorkspaceMixin",
     "WorkspaceUnavailableError",
+    "copy_workspace",
     "get_workspace_mixin",
     "walk_workspace",
     "workspace_mixin_or_placeholder",

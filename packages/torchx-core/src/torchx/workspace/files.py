@@ -155,3 +155,18 @@ def project_files(workspace: Workspace) -> Iterator[tuple[str, str]]:
             yield src, os.path.normpath(dst or os.path.basename(src))
         else:
             raise FileNotFoundError(f"workspace project {src!r} does not exist; pass an existing directory or file")
+
+
+def copy_workspace(workspace: Workspace, target_dir: str) -> None:
+    """Copies every file ``workspace`` ships (:func:`project_files`) into ``target_dir``;
+    existing files are overwritten.
+
+    Raises:
+        FileNotFoundError: a project does not exist
+    """
+    import shutil
+
+    for path, rel in project_files(workspace):
+        out = os.path.join(target_dir, rel)
+        os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+        shutil.copy2(path, out, follow_symlinks=False)
