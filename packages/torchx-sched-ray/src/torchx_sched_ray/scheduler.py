@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -91,6 +92,9 @@ class RayScheduler(RayWorkspaceMixin, Scheduler[Mapping[str, CfgVal], AppDef, Ra
         if address not in self._clients:
             from ray.job_submission import JobSubmissionClient
 
+            # Ray logs each package upload at INFO on stderr: keep the CLI's output to torchx's own
+            for name in ("ray", "ray.dashboard.modules.dashboard_sdk"):
+                logging.getLogger(name).setLevel(logging.WARNING)
             self._clients[address] = JobSubmissionClient(address)
         return self._clients[address]
 

@@ -98,9 +98,11 @@ def describe(
             replica = ReplicaStatus(id=k, state=rstate, role=name, hostname=view.host)
             if rstate == AppState.FAILED:
                 replica.structured_error_msg = json.dumps({"exit_code": view.exit_code, "host": view.host})
-                failed.append(f"{name}/{k} exited with code {view.exit_code}")
+                if view.exit_code is not None:
+                    failed.append(f"{name}/{k} exited with code {view.exit_code}")
             replicas.append(replica)
         statuses.append(RoleStatus(name, replicas))
+    # a replica's exit code says most; else the driver's last word (e.g. placement timed out), else Ray's
     msg = "; ".join(failed[:5]) if failed else (messages[-1] if messages else message or str(status))
     return DescribeAppResponse(
         app_id=app_id,
