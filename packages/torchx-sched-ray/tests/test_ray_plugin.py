@@ -21,7 +21,10 @@ def test_registered_through_the_torchx_entry_point_group() -> None:
 
 
 def _imported(code: str) -> list[str]:
-    probe = code + "\nimport sys; print(sorted(m for m in sys.modules if m == 'ray' or m.startswith(('ray.', 'torchx_sched_ray.s'))))"
+    probe = (
+        code
+        + "\nimport sys; print(sorted(m for m in sys.modules if m == 'ray' or m.startswith(('ray.', 'torchx_sched_ray.s'))))"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     return eval(out)  # a list literal printed above
 

@@ -24,7 +24,16 @@ def test_output_record_round_trips(text: str, newline: bool) -> None:
 
 
 def test_other_lines_are_not_records() -> None:
-    for line in ["", "hello", "~tx", "~txt 0 o 1 x", "~tx x o 1 x", "~tx 0 z 1 x", "~tx 0 o nan? x", "2026 INFO worker.py"]:
+    for line in [
+        "",
+        "hello",
+        "~tx",
+        "~txt 0 o 1 x",
+        "~tx x o 1 x",
+        "~tx 0 z 1 x",
+        "~tx 0 o nan? x",
+        "2026 INFO worker.py",
+    ]:
         assert records.parse(line) is None, line
 
 

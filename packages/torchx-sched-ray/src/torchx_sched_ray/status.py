@@ -57,7 +57,7 @@ def replay(lines: Iterable[str], count: int) -> tuple[list[ReplicaView], int, li
         if rec is None:
             continue
         if rec.kind == records.STATE and 0 <= rec.index < count:
-            value, code, host = (rec.payload.split(" ") + ["-", "-"])[:3]
+            value, code, host = [*rec.payload.split(" "), "-", "-"][:3]
             view = views[rec.index]
             view.state = AppState[value] if value in AppState.__members__ else AppState.UNKNOWN
             view.exit_code = int(code) if code.lstrip("-").isdigit() else None

@@ -141,7 +141,8 @@ class Driver:
         rank0 = hosts[0]
         live: dict[Any, int] = {}
         failed = False
-        for i, ((role, k), actor) in enumerate(zip(self.replicas, actors)):
+        for i, actor in enumerate(actors):  # (no zip(strict=): the cluster's Python may be 3.9)
+            role, k = self.replicas[i]
             try:
                 ray.get(actor.start.remote(role["argv"], role["env"], k, rank0))
             except Exception as e:  # the command could not start: the attempt fails

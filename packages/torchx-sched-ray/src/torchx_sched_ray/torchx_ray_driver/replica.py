@@ -38,7 +38,7 @@ def node_ip() -> str:
     try:
         import ray.util
 
-        return str(ray.util.get_node_ip_address())
+        return str(ray.util.get_node_ip_address())  # type: ignore[no-untyped-call]
     except ImportError:
         return socket.gethostbyname(socket.gethostname())
 
@@ -156,7 +156,12 @@ class ReplicaProcess:
             return
         self._stopped = True
         _signal_group(proc.pid, signal.SIGTERM)
-        timer = threading.Timer(grace, lambda: proc.poll() is None and _signal_group(proc.pid, signal.SIGKILL))
+
+        def kill() -> None:
+            if proc.poll() is None:
+                _signal_group(proc.pid, signal.SIGKILL)
+
+        timer = threading.Timer(grace, kill)
         timer.daemon = True
         timer.start()
 
