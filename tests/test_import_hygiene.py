@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-HEAVY = ("docker", "kubernetes", "boto3", "botocore", "fsspec", "yaml", "torch")
+HEAVY = ("docker", "kubernetes", "boto3", "botocore", "fsspec", "yaml", "torch", "ray")
 
 PROBE = """
 import sys

@@ -18,7 +18,7 @@ from bench.timing import Cmd, Runs, Sandbox, Stats, run_once, run_probe, time_co
 LOCAL = "torchx-sched-local"
 COMPONENTS = "torchx-components"
 #: modules ``torchx --help`` / ``torchx runopts local_cwd`` must not import
-HEAVY_MODULES = ("docker", "kubernetes", "boto3", "botocore", "fsspec", "yaml")
+HEAVY_MODULES = ("docker", "kubernetes", "boto3", "botocore", "fsspec", "yaml", "ray")
 #: a line of ``torchx run ... utils.echo --msg hi`` output that is the echoed ``hi``
 _HI_LINE = re.compile(r"(?m)(^|\s)hi\s*$")
 
@@ -470,6 +470,7 @@ REMOTE_SCHEDULERS: dict[str, tuple[str, list[str], str]] = {
     "slurm": ("torchx-sched-slurm", [], ""),
     "kubernetes": ("torchx-sched-k8s", ["queue=default"], "ghcr.io/example/trainer:1.0"),
     "aws_batch": ("torchx-sched-aws", ["queue=default"], "ghcr.io/example/trainer:1.0"),
+    "ray": ("torchx-sched-ray", [], ""),
 }
 
 
