@@ -18,7 +18,7 @@ import nox
 
 ROOT = Path(__file__).parent
 PACKAGES = sorted(p.name for p in (ROOT / "packages").iterdir() if (p / "pyproject.toml").is_file())
-LIVE_MARKERS = "slurm or docker or k8s or aws or torch"
+LIVE_MARKERS = "slurm or docker or k8s or aws or ray or torch"
 SERVICES_ENV = Path(os.environ.get("TORCHX_SERVICES_ENV", "/tmp/torchx-services/env.sh"))
 
 nox.options.sessions = [
@@ -30,6 +30,7 @@ nox.options.sessions = [
     "integration-slurm",
     "integration-k8s",
     "integration-aws",
+    "integration-ray",
     "ddp",
 ]
 nox.options.reuse_existing_virtualenvs = True
@@ -137,6 +138,19 @@ def integration_aws(session: nox.Session) -> None:
         [pkg("torchx-sched-aws"), pkg("torchx-components")],
         "aws and not torch",
         "packages/torchx-sched-aws/tests",
+    )
+
+
+@nox.session(name="integration-ray")
+def integration_ray(session: nox.Session) -> None:
+    """ray against the live Ray cluster, including dist.ddp 2x1 with the CPU PyTorch wheel (the
+    replicas run this session's torchrun; the cluster's own venv has no torch)."""
+    live(
+        session,
+        [pkg("torchx-sched-ray"), pkg("torchx-components")],
+        "ray",
+        "packages/torchx-sched-ray/tests",
+        extra=["torch==2.13.0"],
     )
 
 

@@ -26,6 +26,23 @@ GPORT=${RAY_GCS_PORT:-6389}
 EP=http://127.0.0.1:$DPORT
 T0=$EPOCHREALTIME
 
+up() { curl -sf --max-time 5 "$EP/api/version" >/dev/null 2>&1; }
+write_env() {
+    cat > "$STATE_DIR/env.sh.tmp" <<ENV
+export TORCHX_TEST_RAY=1
+export TORCHX_TEST_RAY_ADDRESS=$EP
+export TORCHX_TEST_RAY_PYTHON=$1
+ENV
+    mv "$STATE_DIR/env.sh.tmp" "$STATE_DIR/env.sh"
+    log "ready in $(since "$T0")s; use: source $STATE_DIR/env.sh"
+}
+# fast path: ours is up (its env.sh exists and the Jobs API answers)
+if [ -s "$STATE_DIR/env.sh" ] && up; then
+    log "already running ($EP answers)"
+    write_env "$(. "$STATE_DIR/env.sh"; echo "$TORCHX_TEST_RAY_PYTHON")"
+    exit 0
+fi
+
 apt_install curl
 if [ -n "${RAY_PYTHON:-}" ]; then
     PY=$RAY_PYTHON
@@ -44,7 +61,6 @@ fi
 BIN=$(dirname "$PY")
 [ -x "$BIN/ray" ] || die "$BIN/ray not found (RAY_PYTHON must be a Python with ray[default] installed)"
 
-up() { curl -sf --max-time 5 "$EP/api/version" >/dev/null 2>&1; }
 if up; then
     log "already running ($EP answers)"
 else
@@ -65,10 +81,5 @@ else
     log "head started in $(since "$t")s"
 fi
 
-cat > "$STATE_DIR/env.sh.tmp" <<ENV
-export TORCHX_TEST_RAY=1
-export TORCHX_TEST_RAY_ADDRESS=$EP
-export TORCHX_TEST_RAY_PYTHON=$PY
-ENV
-mv "$STATE_DIR/env.sh.tmp" "$STATE_DIR/env.sh"
-log "ready in $(since "$T0")s; use: source $STATE_DIR/env.sh"
+mkdir -p "$STATE_DIR"
+write_env "$PY"

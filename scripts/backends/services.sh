@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # services.sh - start/stop the real test backends and write one env file for the tests.
 #
-#   services.sh up   <docker|slurm|k8s|moto|all>...   start (idempotent), then write the env file
-#   services.sh down <docker|slurm|k8s|moto|all>...   stop, then rewrite the env file
+#   services.sh up   <docker|slurm|k8s|moto|ray|all>...   start (idempotent), then write the env file
+#   services.sh down <docker|slurm|k8s|moto|ray|all>...   stop, then rewrite the env file
 #   services.sh env                                    rewrite the env file from what is up; print its path
 #   services.sh status                                 one line per backend
 #   services.sh smoke <names|all>                      quick end-to-end check (smoke.sh)
@@ -25,8 +25,9 @@ DIR=${TORCHX_SERVICES_DIR:-/tmp/torchx-services}
 ENV_FILE=$DIR/env.sh
 K8S_STATE=${K8S_STATE_DIR:-/tmp/torchx-k8s}
 MOTO_STATE=${MOTO_STATE_DIR:-/tmp/torchx-moto}
-ORDER=(docker slurm k8s moto)
-declare -A TIMEOUT=([docker]=900 [slurm]=600 [k8s]=1800 [moto]=900)   # cold starts: ~3, ~0.5, ~8, ~1 min
+RAY_STATE=${RAY_STATE_DIR:-/tmp/torchx-ray}
+ORDER=(docker slurm k8s moto ray)
+declare -A TIMEOUT=([docker]=900 [slurm]=600 [k8s]=1800 [moto]=900 [ray]=900)   # cold starts: ~3, ~0.5, ~8, ~1, ~1.5 min
 mkdir -p "$DIR/logs"
 
 usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0" >&2; exit 2; }
@@ -50,6 +51,7 @@ is_up() {
         k8s) [ -s "$K8S_STATE/env.sh" ] && curl -sf --max-time 5 -k "$(. "$K8S_STATE/env.sh"; echo "$TORCHX_TEST_K8S_API")/readyz" \
                  -H "Authorization: Bearer $(. "$K8S_STATE/env.sh"; echo "$TORCHX_TEST_K8S_TOKEN")" 2>/dev/null | grep -qx ok ;;
         moto) [ -s "$MOTO_STATE/env.sh" ] && curl -sf --max-time 5 "$(. "$MOTO_STATE/env.sh"; echo "$AWS_ENDPOINT_URL")/moto-api/config" >/dev/null 2>&1 ;;
+        ray) [ -s "$RAY_STATE/env.sh" ] && curl -sf --max-time 5 "$(. "$RAY_STATE/env.sh"; echo "$TORCHX_TEST_RAY_ADDRESS")/api/version" >/dev/null 2>&1 ;;
     esac
 }
 
@@ -82,6 +84,11 @@ write_env() {
             grep -v '^#' "$MOTO_STATE/env.sh"
         else
             echo "unset TORCHX_TEST_AWS AWS_ENDPOINT_URL TORCHX_TEST_AWS_BATCH_QUEUE TORCHX_TEST_AWS_BATCH_DOCKER TORCHX_TEST_AWS_IMAGE"
+        fi
+        if is_up ray; then
+            grep -v '^#' "$RAY_STATE/env.sh"
+        else
+            echo "unset TORCHX_TEST_RAY TORCHX_TEST_RAY_ADDRESS TORCHX_TEST_RAY_PYTHON"
         fi
     } > "$tmp"
     mv "$tmp" "$ENV_FILE"

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# smoke.sh <docker|slurm|k8s|moto|all>... - quick end-to-end check of running backends
+# smoke.sh <docker|slurm|k8s|moto|ray|all>... - quick end-to-end check of running backends
 # (also: services.sh smoke ...). Reads /tmp/torchx-services/env.sh; needs no extra packages.
 #   docker: busybox and python containers print hello
 #   slurm:  a 2-component hetjob completes and sacct shows both components COMPLETED
 #   k8s:    a batch/v1 Job on $TORCHX_TEST_K8S_IMAGE completes and its pod log is readable
 #   moto:   a Batch job SUCCEEDs (as a container in docker mode) and, in docker mode, its output
 #           is in CloudWatch Logs /aws/batch/job
+#   ray:    a job submitted through the Jobs API SUCCEEDs and its log has its output
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 LOG_TAG=smoke
@@ -90,9 +91,24 @@ sys.exit(0 if j["status"] == "SUCCEEDED" and (not docker_mode or out == ["hello 
 PY
 }
 
-names=" $* "; [[ $names == *" all "* ]] && names=" docker slurm k8s moto "
+smoke_ray() {
+    "${TORCHX_TEST_RAY_PYTHON:-/var/cache/torchx-ray/venv/bin/python}" - <<'PY'
+import os, sys, time
+from ray.job_submission import JobSubmissionClient
+c = JobSubmissionClient(os.environ["TORCHX_TEST_RAY_ADDRESS"])
+sub, t0 = c.submit_job(entrypoint="python -c 'import ray; ray.init(); print(\"hello\", ray.get(ray.remote(lambda: 42).remote()))'"), time.time()
+while (st := str(c.get_job_status(sub))) not in ("SUCCEEDED", "FAILED", "STOPPED") and time.time() - t0 < 120:
+    time.sleep(0.2)
+logs = c.get_job_logs(sub)
+print(f"[smoke] ray job {sub}: {st} in {time.time() - t0:.1f}s, hello 42 in log: {'hello 42' in logs}", file=sys.stderr)
+c.delete_job(sub)
+sys.exit(0 if st == "SUCCEEDED" and "hello 42" in logs else 1)
+PY
+}
+
+names=" $* "; [[ $names == *" all "* ]] && names=" docker slurm k8s moto ray "
 fail=()
-for n in docker slurm k8s moto; do
+for n in docker slurm k8s moto ray; do
     [[ $names == *" $n "* ]] || continue
     t=$EPOCHREALTIME
     marker=TORCHX_TEST_${n^^}; [ "$n" = moto ] && marker=TORCHX_TEST_AWS
