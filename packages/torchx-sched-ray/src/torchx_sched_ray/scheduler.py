@@ -95,7 +95,13 @@ class RayScheduler(RayWorkspaceMixin, Scheduler[Mapping[str, CfgVal], AppDef, Ra
             # Ray logs each package upload at INFO on stderr: keep the CLI's output to torchx's own
             for name in ("ray", "ray.dashboard.modules.dashboard_sdk"):
                 logging.getLogger(name).setLevel(logging.WARNING)
-            self._clients[address] = JobSubmissionClient(address)
+            try:
+                self._clients[address] = JobSubmissionClient(address)
+            except ConnectionError as e:
+                raise ConnectionError(
+                    f"{e} Is the cluster's dashboard (Jobs API) up there? Point -cfg address=http://HOST:PORT"
+                    " or $RAY_API_SERVER_ADDRESS at it."
+                ) from e
         return self._clients[address]
 
     # ------------------------------------------------------------------ submitting
