@@ -36,6 +36,7 @@ KNOWN_SCHEDULER_PACKAGES: dict[str, str] = {
     "kubernetes_mcad": "torchx-sched-k8s",
     "aws_batch": "torchx-sched-aws",
     "aws_sagemaker": "torchx-sched-aws",
+    "ray": "torchx-sched-ray",
 }
 
 
