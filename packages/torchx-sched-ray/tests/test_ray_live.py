@@ -222,3 +222,14 @@ def test_delete_forgets_the_job(runner: Runner, ray_cluster: RayCluster) -> None
 def test_unknown_app(runner: Runner, ray_cluster: RayCluster) -> None:
     netloc = ray_cluster.address.split("://", 1)[1]
     assert runner.status(f"ray://raytest/{netloc}-no-such-job") is None
+
+
+@pytest.mark.slow
+def test_requirements_are_installed_into_the_job_env(runner: Runner, ray_cluster: RayCluster, tmp_path: Path) -> None:
+    # tomli-w (a tiny pure-Python wheel) is not in the cluster's venv: Ray's pip runtime env installs it
+    req = tmp_path / "requirements.txt"
+    req.write_text("tomli-w\n")
+    code = "import tomli_w; print(tomli_w.dumps({'a': 1}), end='')"
+    handle = run(runner, ray_cluster, app("req", role("p", "python", ["-c", code])), requirements=str(req))
+    assert wait(runner, handle, timeout=300).state == specs.AppState.SUCCEEDED
+    assert log(runner, handle, "p") == "a = 1\n"
