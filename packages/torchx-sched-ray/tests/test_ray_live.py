@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import RayCluster
+from conftest import RayCluster, alive
 from torchx import specs
 from torchx.runner import Runner
 from torchx.schedulers.streams import Stream
@@ -167,7 +167,7 @@ def test_cancel_then_list_shows_both(runner: Runner, ray_cluster: RayCluster) ->
     assert status.state == specs.AppState.CANCELLED
     assert {r.state for rs in status.roles for r in rs.replicas} == {specs.AppState.CANCELLED}
     time.sleep(1)
-    assert [p for p in pids if os.path.exists(f"/proc/{p}")] == [], "the replicas' processes must be gone"
+    assert [p for p in pids if alive(p)] == [], "the replicas' processes must be gone"
     listed = {a.app_handle: a.state for a in runner.list("ray", {"address": ray_cluster.address})}
     assert listed[handle] == specs.AppState.CANCELLED and listed[done] == specs.AppState.SUCCEEDED
 
@@ -233,3 +233,21 @@ def test_requirements_are_installed_into_the_job_env(runner: Runner, ray_cluster
     handle = run(runner, ray_cluster, app("req", role("p", "python", ["-c", code])), requirements=str(req))
     assert wait(runner, handle, timeout=300).state == specs.AppState.SUCCEEDED
     assert log(runner, handle, "p") == "a = 1\n"
+
+
+def test_sigkilled_actor_fails_its_replica_and_takes_no_orphan_along(runner: Runner, ray_cluster: RayCluster) -> None:
+    script = 'echo "$$$$ $PPID"; exec sleep 300'  # the replica's pid and its actor's (the Ray worker)
+    handle = run(runner, ray_cluster, app("killed", role("k", "bash", ["-c", script]), role("other", "sleep", ["300"])))
+    wait_running(runner, handle)
+    deadline = time.monotonic() + 30
+    while not (text := log(runner, handle, "k").strip()):
+        assert time.monotonic() < deadline
+        time.sleep(0.3)
+    pid, actor = (int(w) for w in text.split())
+    os.kill(actor, 9)
+    status = wait(runner, handle, timeout=60)
+    assert status.state == specs.AppState.FAILED, status
+    states = {r.role: r.state for rs in status.roles for r in rs.replicas}
+    assert states == {"k": specs.AppState.FAILED, "other": specs.AppState.CANCELLED}
+    time.sleep(1)
+    assert not alive(pid), "the replica's process must die with its actor"

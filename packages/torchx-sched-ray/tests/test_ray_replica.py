@@ -7,6 +7,7 @@ import sys
 import time
 
 import pytest
+from conftest import alive
 from torchx_sched_ray.torchx_ray_driver.placeholders import IMG_ROOT, RANK0_HOST, REPLICA_ID
 from torchx_sched_ray.torchx_ray_driver.replica import ReplicaProcess
 
@@ -53,15 +54,6 @@ def test_stop_terminates_the_process_group() -> None:
     assert stopped and exit_code == -signal.SIGTERM
     time.sleep(0.2)
     assert not alive(pid) and not alive(child)
-
-
-def alive(pid: int) -> bool:
-    """The process exists and is not a zombie (this container's PID 1 may not reap orphans)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except FileNotFoundError:
-        return False
 
 
 def test_a_command_that_cannot_start() -> None:
