@@ -65,9 +65,7 @@ class Driver:
                 ok = self.attempt()
             except Stopped:
                 return 0
-            if ok:
-                return 0
-            if self.stopping:
+            if ok or self.stopping:
                 return 0
             if number < retries:
                 self.emit(records.message(time.time(), f"attempt {number} failed; retrying the app"))
