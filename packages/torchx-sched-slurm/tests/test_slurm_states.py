@@ -6,7 +6,7 @@ import pytest
 from torchx.specs import AppState
 from torchx_sched_slurm.parse import Component
 from torchx_sched_slurm.scheduler import replica_state
-from torchx_sched_slurm.states import SLURM_STATES, aggregate, slurm_state_name, to_app_state
+from torchx_sched_slurm.states import SLURM_STATES, slurm_state_name, to_app_state
 
 
 @pytest.mark.parametrize(
@@ -74,22 +74,6 @@ def test_every_documented_state_is_mapped() -> None:
 def test_state_name() -> None:
     assert slurm_state_name("CANCELLED by 0") == "CANCELLED"
     assert slurm_state_name(" running ") == "RUNNING"
-
-
-@pytest.mark.parametrize(
-    ("states", "app"),
-    [
-        ([AppState.RUNNING, AppState.PENDING], AppState.RUNNING),
-        ([AppState.PENDING, AppState.SUCCEEDED], AppState.PENDING),
-        ([AppState.FAILED, AppState.SUCCEEDED], AppState.FAILED),
-        ([AppState.FAILED, AppState.CANCELLED], AppState.CANCELLED),
-        ([AppState.SUCCEEDED, AppState.SUCCEEDED], AppState.SUCCEEDED),
-        ([AppState.UNKNOWN, AppState.SUCCEEDED], AppState.UNKNOWN),
-        ([], AppState.UNKNOWN),
-    ],
-)
-def test_aggregate(states: list[AppState], app: AppState) -> None:
-    assert aggregate(states) == app
 
 
 def comp(state: str, **kw: object) -> Component:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from torchx.schedulers.structured_opts import StructuredOpts
 from torchx.specs.runopts import InvalidRunConfigException
+from torchx.workspace.job_dir import JobDirOpts
 
 #: values ``--mail-type`` accepts (Slurm 22.05 and later)
 MAIL_TYPES = frozenset(
@@ -30,14 +30,6 @@ MAIL_TYPES = frozenset(
 # minutes | minutes:seconds | hours:minutes:seconds | days-hours | days-hours:minutes | days-hours:minutes:seconds
 _TIME_RE = re.compile(r"\d+(:\d{1,2}){0,2}|\d+-\d{1,2}(:\d{1,2}){0,2}")
 _UNLIMITED = frozenset({"UNLIMITED", "INFINITE"})
-
-
-@dataclass
-class JobDirOpts(StructuredOpts):
-    """The option of the job-dir workspace."""
-
-    job_dir: str | None = None
-    """Directory the job runs in and writes its logs to (created if missing); a workspace is copied into it. Default: the current directory."""
 
 
 @dataclass

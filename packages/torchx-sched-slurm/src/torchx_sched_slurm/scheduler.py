@@ -19,21 +19,23 @@ import json
 import logging
 import os
 import re
-import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
 from torchx.schedulers.capabilities import SchedulerCapabilities, UnsupportedFeatureError
+from torchx.schedulers.commands import CommandError
+from torchx.schedulers.logfiles import ended_checker, read_lines
+from torchx.schedulers.shell import validate_shell_app
 from torchx.schedulers.streams import Stream, filter_regex
 from torchx.specs.dryrun import AppDryRunInfo
 from torchx.specs.roles import AppDef, RetryPolicy, Role
 from torchx.specs.runopts import CfgVal, runopts
-from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, is_terminal
+from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, aggregate_states, is_terminal
+from torchx.workspace.job_dir import JobDirWorkspaceMixin
 
 from torchx_sched_slurm import commands, script
-from torchx_sched_slurm.logs import read_lines
 from torchx_sched_slurm.opts import SlurmOpts
 from torchx_sched_slurm.parse import (
     SEP,
@@ -43,15 +45,12 @@ from torchx_sched_slurm.parse import (
     sacct_format,
     squeue_format,
 )
-from torchx_sched_slurm.states import aggregate, slurm_state_name, to_app_state
-from torchx_sched_slurm.workspace import JobDirWorkspaceMixin
+from torchx_sched_slurm.states import slurm_state_name, to_app_state
 
 logger: logging.Logger = logging.getLogger(__name__)
 
 #: how far back ``list`` looks in the accounting database
 LIST_WINDOW = "now-7days"
-#: seconds between job-state checks while following a log
-TAIL_STATE_INTERVAL = 1.0
 _JOB_ID = re.compile(r"\d+")
 #: signals the script (or Slurm) stops replicas with after another one failed
 _STOP_SIGNALS = frozenset({9, 15})
@@ -115,7 +114,7 @@ def describe_components(app_id: str, comps: list[Component]) -> DescribeAppRespo
             failed.append(comp)
         roles.setdefault(comp.role, []).append(replica)
         workdirs.setdefault(comp.role, comp.workdir)
-    app_state = aggregate(to_app_state(c.state) for c in comps)
+    app_state = aggregate_states(to_app_state(c.state) for c in comps)
     first = comps[0]
     if app_state == AppState.FAILED and failed:
         msg = "; ".join(_failure_text(c) for c in failed[:5]) + (" ..." if len(failed) > 5 else "")
@@ -149,7 +148,7 @@ def list_apps(accounted: list[Component], live: list[Component]) -> list[ListApp
         fresh.setdefault(comp.app_id, []).append(comp)
     jobs.update(fresh)
     return [
-        ListAppResponse(app_id=app_id, state=aggregate(to_app_state(c.state) for c in comps), name=comps[0].role)
+        ListAppResponse(app_id=app_id, state=aggregate_states(to_app_state(c.state) for c in comps), name=comps[0].role)
         for app_id, comps in sorted(jobs.items(), key=lambda kv: int(kv[0]))
         if comps[0].offset == 0 and comps[0].replica_id == 0
     ]
@@ -188,7 +187,7 @@ class SlurmScheduler(JobDirWorkspaceMixin, Scheduler[Mapping[str, CfgVal], AppDe
     def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[script.SbatchRequest]:
         opts: SlurmOpts = SlurmOpts.from_cfg(cfg)
         opts.validate()
-        script.validate_app(app)
+        validate_shell_app(app)
         return AppDryRunInfo(script.build_script(app, opts), str)
 
     def schedule(self, dryrun_info: AppDryRunInfo[script.SbatchRequest]) -> str:
@@ -199,7 +198,7 @@ class SlurmScheduler(JobDirWorkspaceMixin, Scheduler[Mapping[str, CfgVal], AppDe
         out = commands.run(["sbatch", "--parsable"], input=req.script, cwd=req.workdir).stdout.strip()
         job_id = out.split(";", 1)[0]
         if not _JOB_ID.fullmatch(job_id):
-            raise commands.SlurmCommandError(["sbatch", "--parsable"], 0, f"unexpected output {out!r}")
+            raise CommandError(["sbatch", "--parsable"], 0, f"unexpected output {out!r}")
         return job_id
 
     # ------------------------------------------------------------------ state
@@ -208,7 +207,7 @@ class SlurmScheduler(JobDirWorkspaceMixin, Scheduler[Mapping[str, CfgVal], AppDe
         if proc.returncode != 0:
             if "Invalid job id" in proc.stderr:
                 return []  # slurmctld no longer holds it
-            raise commands.SlurmCommandError(["squeue", "-j", app_id], proc.returncode, proc.stderr)
+            raise CommandError(["squeue", "-j", app_id], proc.returncode, proc.stderr)
         return [c for c in parse_squeue(proc.stdout) if c.app_id == app_id]
 
     def _sacct(self, args: list[str]) -> str | None:
@@ -236,6 +235,10 @@ class SlurmScheduler(JobDirWorkspaceMixin, Scheduler[Mapping[str, CfgVal], AppDe
             if acct and (not comps or settled):
                 return describe_components(app_id, acct)
         return describe_components(app_id, comps) if comps else None
+
+    def _state(self, app_id: str) -> AppState | None:
+        desc = self.describe(app_id)
+        return desc.state if desc else None
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """This user's torchx jobs: those slurmctld holds, plus the last week's from ``sacct``."""
@@ -289,21 +292,8 @@ class SlurmScheduler(JobDirWorkspaceMixin, Scheduler[Mapping[str, CfgVal], AppDe
                 f"log file {path} of slurm job {app_id} does not exist: the job's directory must be visible"
                 " from this host (a shared filesystem)"
             )
-        lines = read_lines(path, should_tail, self._ended_checker(app_id, desc.state))
+        lines = read_lines(path, should_tail, ended_checker(lambda: self._state(app_id), desc.state))
         return filter_regex(regex, lines) if regex else lines
-
-    def _ended_checker(self, app_id: str, state: AppState) -> Callable[[], bool]:
-        """A callable telling if the job ended, asking Slurm at most once per :data:`TAIL_STATE_INTERVAL`."""
-        last = {"at": time.monotonic(), "ended": is_terminal(state)}
-
-        def ended() -> bool:
-            if not last["ended"] and time.monotonic() - float(last["at"]) >= TAIL_STATE_INTERVAL:
-                desc = self.describe(app_id)
-                last["at"] = time.monotonic()
-                last["ended"] = desc is None or is_terminal(desc.state)
-            return bool(last["ended"])
-
-        return ended
 
 
 def create_scheduler(session_name: str, **kwargs: Any) -> SlurmScheduler:

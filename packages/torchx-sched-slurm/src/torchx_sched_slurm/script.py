@@ -18,22 +18,20 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from torchx.specs.macros import RANK0_ENV, macros
+from torchx.schedulers.shell import argv_renderer, placeholder, wait_for_replicas
+from torchx.schedulers.shell import shell_word as _quote
+from torchx.specs.macros import RANK0_ENV
 from torchx.specs.roles import AppDef, Role
 
 from torchx_sched_slurm.opts import SlurmOpts
 
 #: stand for the Slurm job id and the replica id until the script is rendered (NUL cannot occur in argv or env)
-_JOB_ID = "\0app_id\0"
-_REPLICA = "\0replica_id\0"
-_JOB_ID_SHELL = '"$SLURM_JOB_ID"'
+_JOB_ID = placeholder("app_id")
+_EXPANSIONS = {_JOB_ID: '"$SLURM_JOB_ID"'}
 _SAFE_SBATCH = re.compile(r"[A-Za-z0-9_.,:/=@%+-]+")
 _FILE_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def job_name(role: str, replica_id: int) -> str:
@@ -55,9 +53,7 @@ def sbatch_quote(value: str) -> str:
 
 def shell_word(value: str) -> str:
     """One shell word for ``value``, quoted, with the job-id placeholder expanded at run time."""
-    if value == "":
-        return "''"
-    return _JOB_ID_SHELL.join(shlex.quote(part) if part else "" for part in value.split(_JOB_ID))
+    return _quote(value, _EXPANSIONS)
 
 
 @dataclass
@@ -69,27 +65,6 @@ class SbatchRequest:
 
     def __str__(self) -> str:
         return self.script
-
-
-def validate_app(app: AppDef) -> None:
-    """Checks what the script cannot carry.
-
-    Raises:
-        ValueError: a role name, env name or value that cannot be passed to Slurm, and how to fix it
-    """
-    for role in app.roles:
-        if any(ord(c) < 32 or c == "\x7f" for c in role.name):
-            raise ValueError(f"role name {role.name!r} has control characters; use printable names")
-        for key, value in role.env.items():
-            if not _ENV_NAME.fullmatch(key):
-                raise ValueError(
-                    f"role {role.name!r}: env name {key!r} is not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)"
-                )
-            if "\0" in value:
-                raise ValueError(f"role {role.name!r}: env {key} contains a NUL byte, which no process can receive")
-        for arg in [role.entrypoint, *role.args]:
-            if "\0" in arg:
-                raise ValueError(f"role {role.name!r}: argument {arg!r} contains a NUL byte, which exec cannot pass")
 
 
 def _resource_opts(role: Role, opts: SlurmOpts) -> list[tuple[str, str | None]]:
@@ -137,23 +112,6 @@ def _max_retries(app: AppDef) -> int:
     return min(role.max_retries for role in app.roles)
 
 
-def _argv_renderer(role: Role) -> Callable[[int], str]:
-    """Renders the shell words of a replica's argv (``env -- K=V ... entrypoint args``).
-
-    The macros are filled once per role; only words that use ``replica_id`` are quoted per replica.
-    """
-    values = macros.Values(img_root=role.image, app_id=_JOB_ID, replica_id=_REPLICA, rank0_env=RANK0_ENV)
-    resolved = values.apply(role)
-    words = ["env", "--", *(f"{k}={v}" for k, v in resolved.env.items()), resolved.entrypoint, *resolved.args]
-    parts = [(w, "") if _REPLICA in w else ("", shell_word(w)) for w in words]
-
-    def render(replica_id: int) -> str:
-        k = str(replica_id)
-        return " ".join(quoted or shell_word(word.replace(_REPLICA, k)) for word, quoted in parts)
-
-    return render
-
-
 def build_script(app: AppDef, opts: SlurmOpts) -> SbatchRequest:
     """The sbatch script (and submit directory) of ``app`` under ``opts``."""
     workdir = os.path.abspath(opts.job_dir) if opts.job_dir else None
@@ -180,7 +138,7 @@ def build_script(app: AppDef, opts: SlurmOpts) -> SbatchRequest:
     ]
     i = 0
     for role in app.roles:
-        render = _argv_renderer(role)
+        render = argv_renderer(role, _EXPANSIONS[_JOB_ID])
         for k in range(role.num_replicas):
             lines += [f"# {role.name}/{k}", f"replica_{i}=({render(k)})"]
             i += 1
@@ -192,20 +150,7 @@ def build_script(app: AppDef, opts: SlurmOpts) -> SbatchRequest:
         out = shell_word(log_file(_JOB_ID, role.name, k, "out"))
         err = shell_word(log_file(_JOB_ID, role.name, k, "err"))
         lines.append(f'srun{group} --output={out} --error={err}{mode} bash -c "exec ${{replica_{i}[*]@Q}}" &')
-    lines += [
-        "",
-        "# wait for every replica; the first failure stops the others and is the job's exit code",
-        "rc=0",
-        f"for ((n = 0; n < {len(replicas)}; n++)); do",
-        "    wait -n",
-        "    code=$?",
-        '    if [ "$code" -ne 0 ] && [ "$rc" -eq 0 ]; then',
-        "        rc=$code",
-        '        echo "torchx: a replica exited with code $code; stopping the others" >&2',
-        "        kill $(jobs -p) 2>/dev/null",
-        "    fi",
-        "done",
-    ]
+    lines += ["", *wait_for_replicas(len(replicas))]
     if retries > 0:
         lines += [
             f'if [ "$rc" -ne 0 ] && [ "${{SLURM_RESTART_COUNT:-0}}" -lt {retries} ]; then',

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from torchx.specs.status import AppState
 
 #: every Slurm job/step state (``squeue``/``sacct`` long names) -> AppState
@@ -46,21 +44,3 @@ def slurm_state_name(raw: str) -> str:
 def to_app_state(raw: str) -> AppState:
     """AppState of a raw Slurm state (``"RUNNING"``, ``"CANCELLED by 1000"`` ...); UNKNOWN if unknown."""
     return SLURM_STATES.get(slurm_state_name(raw), AppState.UNKNOWN)
-
-
-def aggregate(states: Iterable[AppState]) -> AppState:
-    """The app's state from its replicas': running while any runs, pending while any waits,
-    then CANCELLED over FAILED over SUCCEEDED. No replicas or only unknown ones: UNKNOWN."""
-    seen = set(states)
-    for state in (
-        AppState.RUNNING,
-        AppState.PENDING,
-        AppState.SUBMITTED,
-        AppState.UNKNOWN,
-        AppState.CANCELLED,
-        AppState.FAILED,
-        AppState.SUCCEEDED,
-    ):
-        if state in seen:
-            return state
-    return AppState.UNKNOWN

@@ -9,6 +9,7 @@ from torchx.util.record import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
 
@@ -45,6 +46,25 @@ def is_terminal(state: AppState) -> bool:
 def is_started(state: AppState) -> bool:
     """True once the job runs or has ended."""
     return state == AppState.RUNNING or state in _TERMINAL
+
+
+#: which replica state the app takes when its replicas differ, most telling first
+_ROLLUP_ORDER = (
+    AppState.RUNNING,
+    AppState.PENDING,
+    AppState.SUBMITTED,
+    AppState.UNKNOWN,
+    AppState.CANCELLED,
+    AppState.FAILED,
+    AppState.SUCCEEDED,
+)
+
+
+def aggregate_states(states: Iterable[AppState]) -> AppState:
+    """An app's state from its replicas': running while any runs, pending while any waits,
+    then CANCELLED over FAILED over SUCCEEDED. No replicas or only unknown ones: UNKNOWN."""
+    seen = set(states)
+    return next((state for state in _ROLLUP_ORDER if state in seen), AppState.UNKNOWN)
 
 
 @record

@@ -1,4 +1,8 @@
-"""Reads a replica's output file, optionally following it while the job runs."""
+"""Reading a replica's output file, optionally following it while the job runs.
+
+For schedulers whose jobs write their output to files torchx can read (Slurm, LSF, ...):
+:func:`read_lines` reads or follows one file, :func:`ended_checker` tells it when to stop.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,12 @@ import os
 import time
 from collections.abc import Callable, Iterator
 
+from torchx.specs.status import AppState, is_terminal
+
 #: seconds between reads when following a file that has no new data
 POLL_INTERVAL = 0.2
+#: seconds between job-state checks while following a file
+STATE_INTERVAL = 1.0
 
 
 def read_lines(path: str, should_tail: bool, ended: Callable[[], bool], poll: float = POLL_INTERVAL) -> Iterator[str]:
@@ -39,3 +47,27 @@ def read_lines(path: str, should_tail: bool, ended: Callable[[], bool], poll: fl
                 time.sleep(poll)
         if pending:
             yield pending.decode("utf-8", errors="replace")
+
+
+def ended_checker(
+    current_state: Callable[[], AppState | None], state: AppState, interval: float = STATE_INTERVAL
+) -> Callable[[], bool]:
+    """A callable telling if a job ended, calling ``current_state`` at most once per ``interval``.
+
+    Args:
+        current_state: the job's state now (None: the scheduler no longer knows it, so it ended)
+        state: the state last seen
+        interval: seconds between two calls of ``current_state``
+    """
+    last_at = time.monotonic()
+    ended = is_terminal(state)
+
+    def check() -> bool:
+        nonlocal last_at, ended
+        if not ended and time.monotonic() - last_at >= interval:
+            now = current_state()
+            last_at = time.monotonic()
+            ended = now is None or is_terminal(now)
+        return ended
+
+    return check

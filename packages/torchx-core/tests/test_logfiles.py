@@ -1,4 +1,4 @@
-"""Reading and following a replica's output file."""
+"""torchx.schedulers.logfiles: reading and following a replica's output file."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 import threading
 import time
 
-from torchx_sched_slurm.logs import read_lines
+from torchx.schedulers.logfiles import read_lines
 
 
 def test_reads_whole_lines_and_a_last_partial_one(tmp_path: object) -> None:

@@ -1,20 +1,29 @@
-"""The ``job_dir`` workspace: copy the workspace into the job's directory and run from there."""
+"""The ``job_dir`` workspace of batch schedulers (Slurm, LSF, ...): the workspace is copied
+into the job's directory on a shared filesystem and the job runs from there."""
 
 from __future__ import annotations
 
 import logging
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from torchx.schedulers.structured_opts import StructuredOpts
 from torchx.specs.roles import Role
 from torchx.specs.runopts import CfgVal, runopts
 from torchx.specs.workspace import Workspace
 from torchx.workspace.api import WorkspaceMixin, copy_workspace
 
-from torchx_sched_slurm.opts import JobDirOpts
-
 logger: logging.Logger = logging.getLogger(__name__)
+
+
+@dataclass
+class JobDirOpts(StructuredOpts):
+    """The option of the job-dir workspace."""
+
+    job_dir: str | None = None
+    """Directory the job runs in and writes its logs to (created if missing); a workspace is copied into it. Default: the current directory."""
 
 
 class JobDirWorkspaceMixin(WorkspaceMixin[None]):

@@ -1,0 +1,108 @@
+"""Quoting an app's words for the shell scripts batch schedulers run (Slurm, LSF, ...).
+
+A role's argv and env reach the process unchanged: every word is :func:`shlex.quote` d,
+except placeholders (strings with NUL bytes, which no argv or env value can hold) that
+stand for a shell expansion such as ``"$SLURM_JOB_ID"``.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable, Mapping
+
+from torchx.specs.macros import RANK0_ENV, macros
+from torchx.specs.roles import AppDef, Role
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PLACEHOLDER = re.compile(r"\0[^\0]*\0")
+
+
+def placeholder(name: str) -> str:
+    """A placeholder for :func:`shell_word` (``name`` must not contain NUL)."""
+    return f"\0{name}\0"
+
+
+def shell_word(value: str, expansions: Mapping[str, str]) -> str:
+    """One shell word for ``value``: quoted, with each placeholder replaced by its raw expansion.
+
+    Args:
+        value: the word; may contain placeholders made by :func:`placeholder`
+        expansions: placeholder -> shell text put in unquoted (e.g. ``'"$LSB_JOBID"'``)
+    """
+    if value == "":
+        return "''"
+    if "\0" not in value:
+        return shlex.quote(value)
+    out: list[str] = []
+    pos = 0
+    for m in _PLACEHOLDER.finditer(value):
+        if m.start() > pos:
+            out.append(shlex.quote(value[pos : m.start()]))
+        out.append(expansions[m.group()])
+        pos = m.end()
+    if pos < len(value):
+        out.append(shlex.quote(value[pos:]))
+    return "".join(out)
+
+
+def validate_shell_app(app: AppDef) -> None:
+    """Checks what a shell script cannot carry: control characters in role names, bad env
+    names, NUL bytes in values.
+
+    Raises:
+        ValueError: what cannot be passed, and how to fix it
+    """
+    for role in app.roles:
+        if any(ord(c) < 32 or c == "\x7f" for c in role.name):
+            raise ValueError(f"role name {role.name!r} has control characters; use printable names")
+        for key, value in role.env.items():
+            if not _ENV_NAME.fullmatch(key):
+                raise ValueError(
+                    f"role {role.name!r}: env name {key!r} is not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)"
+                )
+            if "\0" in value:
+                raise ValueError(f"role {role.name!r}: env {key} contains a NUL byte, which no process can receive")
+        for arg in [role.entrypoint, *role.args]:
+            if "\0" in arg:
+                raise ValueError(f"role {role.name!r}: argument {arg!r} contains a NUL byte, which exec cannot pass")
+
+
+def argv_renderer(role: Role, app_id: str) -> Callable[[int], str]:
+    """Renders the shell words of a replica's argv: ``env -- K=V ... entrypoint args``.
+
+    Macros are filled: ``app_id`` with the shell text ``app_id`` (e.g. ``'"$LSB_JOBID"'``,
+    expanded when the script runs), ``replica_id`` per replica, ``img_root`` with the role's
+    image and ``rank0_env`` with :data:`~torchx.specs.macros.RANK0_ENV`. The macros are
+    filled once per role; only words that use ``replica_id`` are quoted per replica.
+    """
+    job, replica = placeholder("app_id"), placeholder("replica_id")
+    expansions = {job: app_id}
+    values = macros.Values(img_root=role.image, app_id=job, replica_id=replica, rank0_env=RANK0_ENV)
+    resolved = values.apply(role)
+    words = ["env", "--", *(f"{k}={v}" for k, v in resolved.env.items()), resolved.entrypoint, *resolved.args]
+    parts = [(w, "") if replica in w else ("", shell_word(w, expansions)) for w in words]
+
+    def render(replica_id: int) -> str:
+        k = str(replica_id)
+        return " ".join(quoted or shell_word(word.replace(replica, k), expansions) for word, quoted in parts)
+
+    return render
+
+
+def wait_for_replicas(count: int) -> list[str]:
+    """Bash lines that wait for ``count`` background replicas; the first that fails stops the
+    others and its exit code is left in ``$rc`` (0 when all succeeded)."""
+    return [
+        "# wait for every replica; the first failure stops the others and is the job's exit code",
+        "rc=0",
+        f"for ((n = 0; n < {count}; n++)); do",
+        "    wait -n",
+        "    code=$?",
+        '    if [ "$code" -ne 0 ] && [ "$rc" -eq 0 ]; then',
+        "        rc=$code",
+        '        echo "torchx: a replica exited with code $code; stopping the others" >&2',
+        "        kill $(jobs -p) 2>/dev/null",
+        "    fi",
+        "done",
+    ]
