@@ -4,6 +4,7 @@
     nox -s "tests(package='torchx-sched-local')"
     nox -s e2e lint typecheck
     nox -s integration-slurm       # needs: bash scripts/backends/services.sh up slurm
+    nox -s integration-lsf         # needs: bash scripts/backends/services.sh up lsf
 
 Live sessions set TORCHX_REQUIRE_LIVE=1: a missing backend fails them instead of skipping.
 `bash scripts/test-all.sh` starts every backend and runs all sessions.
@@ -18,7 +19,7 @@ import nox
 
 ROOT = Path(__file__).parent
 PACKAGES = sorted(p.name for p in (ROOT / "packages").iterdir() if (p / "pyproject.toml").is_file())
-LIVE_MARKERS = "slurm or docker or k8s or aws or ray or torch"
+LIVE_MARKERS = "slurm or lsf or docker or k8s or aws or ray or torch"
 SERVICES_ENV = Path(os.environ.get("TORCHX_SERVICES_ENV", "/tmp/torchx-services/env.sh"))
 
 nox.options.sessions = [
@@ -28,6 +29,7 @@ nox.options.sessions = [
     "e2e",
     "integration-docker",
     "integration-slurm",
+    "integration-lsf",
     "integration-k8s",
     "integration-aws",
     "integration-ray",
@@ -116,6 +118,17 @@ def integration_slurm(session: nox.Session) -> None:
         [pkg("torchx-sched-slurm"), pkg("torchx-components")],
         "slurm and not torch",
         "packages/torchx-sched-slurm/tests",
+    )
+
+
+@nox.session(name="integration-lsf")
+def integration_lsf(session: nox.Session) -> None:
+    """lsf against the live OpenLava cluster."""
+    live(
+        session,
+        [pkg("torchx-sched-lsf"), pkg("torchx-components")],
+        "lsf and not torch",
+        "packages/torchx-sched-lsf/tests",
     )
 
 

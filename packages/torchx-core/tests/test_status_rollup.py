@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from torchx.specs.status import AppState, aggregate_states
 
 

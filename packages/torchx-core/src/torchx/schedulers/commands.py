@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Mapping
 
 #: seconds one client command may take by default (a healthy controller answers in milliseconds)
 TIMEOUT = 60.0
@@ -26,6 +27,7 @@ def run_command(
     timeout_hint: str,
     input: str | None = None,
     cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
     check: bool = True,
     timeout: float = TIMEOUT,
 ) -> subprocess.CompletedProcess[str]:
@@ -34,6 +36,7 @@ def run_command(
     Args:
         missing_hint: said when the command is not on PATH (what to install)
         timeout_hint: said when it does not answer within ``timeout`` (what to check)
+        env: the command's whole environment (default: this process's)
 
     Raises:
         FileNotFoundError: the command is not on PATH
@@ -44,6 +47,7 @@ def run_command(
             cmd,
             input=input,
             cwd=cwd,
+            env=env,
             capture_output=True,
             text=True,
             encoding="utf-8",

@@ -90,9 +90,10 @@ def argv_renderer(role: Role, app_id: str) -> Callable[[int], str]:
     return render
 
 
-def wait_for_replicas(count: int) -> list[str]:
-    """Bash lines that wait for ``count`` background replicas; the first that fails stops the
-    others and its exit code is left in ``$rc`` (0 when all succeeded)."""
+def wait_for_replicas(count: int, stop: str = "kill $(jobs -p) 2>/dev/null") -> list[str]:
+    """Bash lines that wait for ``count`` background replicas (jobs of the script); the first
+    that fails stops the others (shell command ``stop``) and its exit code is left in ``$rc``
+    (0 when all succeeded)."""
     return [
         "# wait for every replica; the first failure stops the others and is the job's exit code",
         "rc=0",
@@ -102,7 +103,7 @@ def wait_for_replicas(count: int) -> list[str]:
         '    if [ "$code" -ne 0 ] && [ "$rc" -eq 0 ]; then',
         "        rc=$code",
         '        echo "torchx: a replica exited with code $code; stopping the others" >&2',
-        "        kill $(jobs -p) 2>/dev/null",
+        f"        {stop}",
         "    fi",
         "done",
     ]

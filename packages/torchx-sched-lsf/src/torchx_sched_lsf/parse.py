@@ -1,0 +1,170 @@
+"""Parses what ``bjobs`` prints (pure: no LSF calls).
+
+Two forms, one result (:class:`LsfJob`):
+
+* ``bjobs -o "<fields>" -json`` (IBM Spectrum LSF 10.1 and later): :func:`parse_json`;
+* ``bjobs -UF`` (unformatted long output; every LSF, and the only detailed form OpenLava
+  has): :func:`parse_unformatted`. ``bjobs -a -w`` (one line per job) is read by
+  :func:`parse_wide` for ``list`` where there is no JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+#: ``bjobs -o`` fields asked for with ``-json``, in the order :func:`parse_json` reads them
+JSON_FIELDS = (
+    "jobid",
+    "stat",
+    "job_name",
+    "exit_code",
+    "exec_host",
+    "exec_cwd",
+    "sub_cwd",
+    "pend_reason",
+    "exit_reason",
+)
+
+_STATUS = re.compile(r"Status <(\w+)>")
+_JOB = re.compile(r"^Job <(\d+(?:\[\d+\])?)>")
+_NAME = re.compile(r"Job Name <([^>]*)>")
+_EXEC_CWD = re.compile(r"Execution CWD <([^>]*)>")
+_SUB_CWD = re.compile(r"(?<!Execution )CWD <([^>]*)>")
+_STARTED = re.compile(r"Started (?:on|\d+ Task\(s\) on)(?: \d+ Hosts/Processors)?(?: Host\(s\))? ((?:<[^>]*> ?)+)")
+_EXIT = re.compile(r"Exited with exit code (\d+)")
+_SIGNAL = re.compile(r"Exited by (?:LSF )?signal (\d+)")
+_KILLED = ("TERM_OWNER", "killed by owner", "TERM_ADMIN", "killed by root or LSF administrator")
+
+
+@dataclass
+class LsfJob:
+    """One LSF job as ``bjobs`` reports it.
+
+    Args:
+        job_id: the job id
+        name: the job name
+        stat: LSF's state word (PEND, RUN, DONE, EXIT ...)
+        exit_code: the job's exit code once it exited (0 for DONE), None if unknown
+        hosts: execution hosts, one entry per slot (empty while pending)
+        cwd: the job's working directory (where its files are), ``""`` if unknown
+        reason: why it is pending or why it ended, ``""`` if none given
+        killed: LSF says its owner or an administrator killed it
+    """
+
+    job_id: str
+    name: str
+    stat: str
+    exit_code: int | None = None
+    hosts: list[str] = field(default_factory=list)
+    cwd: str = ""
+    reason: str = ""
+    killed: bool = False
+
+
+def _hosts(text: str) -> list[str]:
+    """Slot hosts from ``hostA:hostA``, ``2*hostA:hostB``, ``<2*hostA> <hostB>`` or ``-``."""
+    out: list[str] = []
+    for part in re.split(r"[:\s<>]+", text):
+        if not part or part == "-":
+            continue
+        count, star, host = part.partition("*")
+        if star and count.isdigit():
+            out += [host] * int(count)
+        else:
+            out.append(part)
+    return out
+
+
+def parse_unformatted(text: str) -> list[LsfJob]:
+    """Jobs from ``bjobs -UF`` output (records start with ``Job <id>``)."""
+    jobs: list[LsfJob] = []
+    for record in re.split(r"\n(?=Job <\d)", "\n" + text):
+        record = record.strip("\n-")
+        m = _JOB.match(record)
+        status = _STATUS.search(record)
+        if not m or not status:
+            continue
+        name = _NAME.search(record)
+        cwd = _EXEC_CWD.search(record) or _SUB_CWD.search(record)
+        started = _STARTED.search(record)
+        exit_code: int | None = None
+        if "Done successfully" in record:
+            exit_code = 0
+        elif (code := _EXIT.search(record)) is not None:
+            exit_code = int(code.group(1))
+        elif (sig := _SIGNAL.search(record)) is not None:
+            exit_code = 128 + int(sig.group(1))
+        reason = ""
+        if "PENDING REASONS:" in record:
+            reason = record.split("PENDING REASONS:", 1)[1].strip().split("\n\n", 1)[0].strip()
+        jobs.append(
+            LsfJob(
+                job_id=m.group(1),
+                name=name.group(1) if name else "",
+                stat=status.group(1),
+                exit_code=exit_code,
+                hosts=_hosts(started.group(1)) if started else [],
+                cwd=cwd.group(1) if cwd else "",
+                reason=" ".join(reason.split()),
+                killed=any(k in record for k in _KILLED),
+            )
+        )
+    return jobs
+
+
+def parse_json(text: str) -> tuple[list[LsfJob], list[str]]:
+    """Jobs and per-job errors from ``bjobs -o "<JSON_FIELDS>" -json`` output.
+
+    Raises:
+        ValueError: the output is not bjobs JSON
+    """
+    try:
+        doc = json.loads(text)
+        records = doc["RECORDS"]
+    except (json.JSONDecodeError, KeyError, TypeError) as e:
+        raise ValueError(f"bjobs -json printed something else: {text[:200]!r}") from e
+    jobs: list[LsfJob] = []
+    errors: list[str] = []
+    for rec in records:
+        if rec.get("ERROR"):
+            errors.append(str(rec["ERROR"]))
+            continue
+        stat = str(rec.get("STAT", ""))
+        code = str(rec.get("EXIT_CODE", "")).strip()
+        exit_reason = str(rec.get("EXIT_REASON", "")).strip()
+        jobs.append(
+            LsfJob(
+                job_id=str(rec.get("JOBID", "")),
+                name=str(rec.get("JOB_NAME", "")),
+                stat=stat,
+                exit_code=int(code) if code.isdigit() else (0 if stat == "DONE" else None),
+                hosts=_hosts(str(rec.get("EXEC_HOST", ""))),
+                cwd=str(rec.get("EXEC_CWD") or rec.get("SUB_CWD") or ""),
+                reason=str(rec.get("PEND_REASON", "")).strip() or exit_reason,
+                killed=any(k in exit_reason for k in _KILLED),
+            )
+        )
+    return jobs, errors
+
+
+def parse_wide(text: str) -> list[LsfJob]:
+    """Jobs from ``bjobs -w`` output (JOBID USER STAT QUEUE FROM_HOST EXEC_HOST JOB_NAME SUBMIT_TIME).
+
+    The name is what lies between EXEC_HOST and the three words of SUBMIT_TIME; a pending
+    job's EXEC_HOST is ``-`` or blank.
+    """
+    jobs: list[LsfJob] = []
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) < 8 or not words[0].isdigit():
+            continue
+        job_id, _user, stat, _queue, _from = words[:5]
+        rest = words[5:-3]
+        if stat in ("PEND", "PSUSP") and (not rest or rest[0] != "-"):
+            hosts, name = [], rest
+        else:
+            hosts, name = _hosts(rest[0]), rest[1:]
+        jobs.append(LsfJob(job_id=job_id, name=" ".join(name), stat=stat, hosts=hosts))
+    return jobs

@@ -1,0 +1,291 @@
+"""The ``lsf`` scheduler: submits with ``bsub``, tracks with ``bjobs``, stops with ``bkill``.
+
+* **submit**: one job per app (see :mod:`torchx_sched_lsf.script`); the app id is the LSF
+  job id, and the job name carries the app's name and layout (roles and replica counts).
+* **describe**: one ``bjobs`` call: ``bjobs -o ... -json`` where LSF has it (IBM LSF 10.1),
+  else ``bjobs -UF`` (OpenLava, older LSF); the form is found on the first call.
+* **logs**: the per-replica files ``lsf-<job>-<role>-<k>.out|.err|.log`` in the job's
+  working directory, which LSF itself reports.
+* **retries**: the script starts the replicas again, in the same allocation.
+"""
+
+from __future__ import annotations
+
+import getpass
+import glob
+import logging
+import os
+import re
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
+from torchx.schedulers.capabilities import SchedulerCapabilities, UnsupportedFeatureError
+from torchx.schedulers.commands import CommandError
+from torchx.schedulers.logfiles import ended_checker, read_lines
+from torchx.schedulers.shell import validate_shell_app
+from torchx.schedulers.streams import Stream, filter_regex
+from torchx.specs.dryrun import AppDryRunInfo
+from torchx.specs.roles import AppDef, RetryPolicy, Role
+from torchx.specs.runopts import CfgVal, runopts
+from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, is_terminal
+from torchx.workspace.job_dir import JobDirWorkspaceMixin
+
+from torchx_sched_lsf import commands, script
+from torchx_sched_lsf.opts import LsfOpts
+from torchx_sched_lsf.parse import JSON_FIELDS, LsfJob, parse_json, parse_unformatted, parse_wide
+from torchx_sched_lsf.states import to_app_state
+
+logger: logging.Logger = logging.getLogger(__name__)
+
+_JOB_ID = re.compile(r"\d+")
+_SUBMITTED = re.compile(r"Job <(\d+)> is submitted")
+_STREAM_FILES = {Stream.STDOUT: "out", Stream.STDERR: "err", Stream.COMBINED: "log"}
+#: what an LSF client prints when it lacks an option (OpenLava: no -o / -json)
+_NO_OPTION = ("invalid option", "illegal option", "Usage:")
+
+
+def cancelled_file(app_id: str) -> str:
+    """The marker (in the job's directory) that torchx cancelled the job."""
+    return f"lsf-{app_id}.cancelled"
+
+
+def app_state(job: LsfJob) -> AppState:
+    """The app's state: LSF's, where an EXIT that was a kill (LSF says so, torchx marked it,
+    or the job never started) is CANCELLED."""
+    state = to_app_state(job.stat)
+    if state == AppState.FAILED and job.stat == "EXIT":
+        marked = bool(job.cwd) and os.path.exists(os.path.join(job.cwd, cancelled_file(job.job_id)))
+        if job.killed or marked or not job.hosts:
+            return AppState.CANCELLED
+    return state
+
+
+def _restarts(job: LsfJob) -> int:
+    try:
+        with open(os.path.join(job.cwd, script.restarts_file(job.job_id))) as f:
+            return int(f.read().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def describe_job(job: LsfJob) -> DescribeAppResponse:
+    """The :class:`DescribeAppResponse` of an LSF job (every replica takes the job's state)."""
+    parsed = script.parse_job_name(job.name)
+    app_name, layout = parsed if parsed else (job.name, [(job.name or "job", 1)])
+    state = app_state(job)
+    replicas = sum(n for _, n in layout)
+    per = max(1, len(job.hosts) // replicas) if job.hosts else 1
+    roles_statuses: list[RoleStatus] = []
+    roles: list[Role] = []
+    i = 0
+    for role, count in layout:
+        statuses = []
+        for k in range(count):
+            host = job.hosts[i * per] if i * per < len(job.hosts) else ""
+            statuses.append(ReplicaStatus(id=k, state=state, role=role, hostname=host))
+            i += 1
+        roles_statuses.append(RoleStatus(role, statuses))
+        roles.append(Role(name=role, image=job.cwd, num_replicas=count))
+    if state == AppState.FAILED:
+        msg = f"{job.stat}: exit code {job.exit_code}" + (f" ({job.reason})" if job.reason else "")
+    elif state == AppState.PENDING and job.reason:
+        msg = f"{job.stat}: {job.reason}"
+    else:
+        msg = job.stat
+    error = f'{{"lsf_state": "{job.stat}", "exit_code": {job.exit_code}}}' if state == AppState.FAILED else "<NONE>"
+    return DescribeAppResponse(
+        app_id=job.job_id,
+        state=state,
+        num_restarts=_restarts(job) if job.cwd else 0,
+        msg=msg,
+        structured_error_msg=error,
+        metadata={"workdir": job.cwd, "lsf_state": job.stat, "app_name": app_name},
+        roles_statuses=roles_statuses,
+        roles=roles,
+    )
+
+
+class LsfScheduler(JobDirWorkspaceMixin, Scheduler[Mapping[str, CfgVal], AppDef, script.BsubRequest]):
+    """Runs apps on IBM Spectrum LSF or OpenLava, one ``bsub`` job per app.
+
+    Needs the LSF client commands on PATH and a filesystem shared between this host and the
+    execution hosts for the logs (the job's working directory).
+    """
+
+    capabilities = SchedulerCapabilities(
+        log_tail=True,
+        log_since_until=False,
+        log_streams=frozenset({"stdout", "stderr", "combined"}),
+        logs=True,
+        list=True,
+        cancel=True,
+        delete=True,
+        workspace=True,
+        retry_policies=frozenset({RetryPolicy.APPLICATION}),
+        elastic=False,
+        mounts=frozenset(),
+        attach=False,
+    )
+
+    def __init__(self, session_name: str) -> None:
+        super().__init__("lsf", session_name)
+        self._json: bool | None = None  # bjobs -o -json works here (found on first use)
+        self._gpu_flag: bool | None = None  # bsub -gpu exists here
+
+    # ------------------------------------------------------------------ submitting
+    def _run_opts(self) -> runopts:
+        return LsfOpts.as_runopts()
+
+    def has_gpu_flag(self) -> bool:
+        """Whether ``bsub -gpu`` exists: not on OpenLava (``lsid`` says which); assumed when
+        ``lsid`` cannot tell (a dry run away from the cluster)."""
+        if self._gpu_flag is None:
+            try:
+                out = commands.run(["lsid"], check=False).stdout
+            except (FileNotFoundError, CommandError):
+                out = ""
+            self._gpu_flag = "openlava" not in out.lower()
+        return self._gpu_flag
+
+    def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[script.BsubRequest]:
+        opts: LsfOpts = LsfOpts.from_cfg(cfg)
+        opts.validate(sum(role.num_replicas for role in app.roles))
+        validate_shell_app(app)
+        gpus = any(role.resource.gpu > 0 for role in app.roles)
+        return AppDryRunInfo(script.build_request(app, opts, gpu_flag=gpus and self.has_gpu_flag()), str)
+
+    def schedule(self, dryrun_info: AppDryRunInfo[script.BsubRequest]) -> str:
+        """Submits the script with ``bsub``; returns the job id."""
+        req = dryrun_info.request
+        if req.workdir:
+            os.makedirs(req.workdir, exist_ok=True)
+        proc = commands.run(req.command(), input=req.script, cwd=req.workdir)
+        m = _SUBMITTED.search(proc.stdout)
+        if not m:
+            raise CommandError(["bsub", *req.args[:2]], 0, f"unexpected output {proc.stdout.strip()!r}")
+        return m.group(1)
+
+    # ------------------------------------------------------------------ state
+    def _bjobs_json(self, args: list[str]) -> tuple[list[LsfJob], list[str]] | None:
+        """``bjobs -o ... -json`` results, or None where LSF has no JSON output (remembered)."""
+        if self._json is False:
+            return None
+        proc = commands.run(["bjobs", "-o", " ".join(JSON_FIELDS), "-json", *args], check=False)
+        if proc.returncode != 0 and any(s in proc.stderr for s in _NO_OPTION):
+            self._json = False
+            return None
+        self._json = True
+        if not proc.stdout.strip():
+            return [], [proc.stderr.strip()] if proc.stderr.strip() else []
+        return parse_json(proc.stdout)
+
+    def _job(self, app_id: str) -> LsfJob | None:
+        found = self._bjobs_json(["-a", app_id])
+        if found is not None:
+            jobs = found[0]
+        else:
+            proc = commands.run(["bjobs", "-a", "-UF", app_id], check=False)
+            if proc.returncode != 0 and "not found" not in proc.stderr:
+                raise CommandError(["bjobs", "-UF", app_id], proc.returncode, proc.stderr)
+            jobs = parse_unformatted(proc.stdout)
+        return next((j for j in jobs if j.job_id == app_id), None)
+
+    def describe(self, app_id: str) -> DescribeAppResponse | None:
+        """The job's state from one ``bjobs`` call; None if LSF does not know it."""
+        if not _JOB_ID.fullmatch(app_id):
+            return None
+        job = self._job(app_id)
+        return describe_job(job) if job else None
+
+    def _state(self, app_id: str) -> AppState | None:
+        job = self._job(app_id)
+        return app_state(job) if job else None
+
+    def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
+        """This user's torchx jobs that LSF still knows (finished ones until its CLEAN_PERIOD)."""
+        user = getpass.getuser()
+        found = self._bjobs_json(["-a", "-u", user])
+        if found is not None:
+            jobs = found[0]
+        else:
+            proc = commands.run(["bjobs", "-a", "-w", "-u", user], check=False)
+            if proc.returncode != 0 and "No " not in proc.stderr:
+                raise CommandError(["bjobs", "-a", "-w"], proc.returncode, proc.stderr)
+            jobs = parse_wide(proc.stdout)
+        out = []
+        for job in sorted(jobs, key=lambda j: int(j.job_id) if j.job_id.isdigit() else 0):
+            parsed = script.parse_job_name(job.name)
+            if parsed is not None:
+                out.append(ListAppResponse(app_id=job.job_id, state=app_state(job), name=parsed[0]))
+        return out
+
+    # ------------------------------------------------------------------ stopping
+    def _cancel_existing(self, app_id: str) -> None:
+        desc = self.describe(app_id)
+        workdir = str(desc.metadata.get("workdir") or "") if desc else ""
+        if workdir and desc is not None and not is_terminal(desc.state):
+            try:
+                with open(os.path.join(workdir, cancelled_file(app_id)), "w"):
+                    pass
+            except OSError as e:  # the job's directory is not visible here: LSF's own word must do
+                logger.debug("cannot mark %s cancelled: %s", app_id, e)
+        commands.run(["bkill", app_id], check=False)
+
+    def _delete_existing(self, app_id: str) -> None:
+        """Stops the job and removes the files torchx made for it (LSF keeps its record)."""
+        desc = self.describe(app_id)
+        if desc is not None and not is_terminal(desc.state):
+            self._cancel_existing(app_id)
+        workdir = str(desc.metadata.get("workdir") or "") if desc else ""
+        if workdir:
+            for path in glob.glob(os.path.join(glob.escape(workdir), f"lsf-{app_id}[-.]*")):
+                os.remove(path)
+
+    # ------------------------------------------------------------------ logs
+    def log_iter(
+        self,
+        app_id: str,
+        role_name: str,
+        k: int = 0,
+        regex: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        should_tail: bool = False,
+        streams: Stream | None = None,
+    ) -> Iterable[str]:
+        """Lines of the replica's output: all of it by default (``lsf-<job>-<role>-<k>.log``),
+        or stdout (``.out``) or stderr (``.err``) alone; no time filter (no timestamps).
+
+        Raises:
+            UnsupportedFeatureError: ``since``/``until`` was asked for
+            ValueError: the app or the replica is unknown
+            FileNotFoundError: the replica ran but its file is not visible from this host
+        """
+        if since is not None or until is not None:
+            raise UnsupportedFeatureError(
+                "the lsf scheduler cannot filter logs by time: its log files have no timestamps"
+            )
+        stream = Stream(streams) if streams is not None else Stream.COMBINED
+        desc = self.describe(app_id)
+        if desc is None:
+            raise ValueError(f"lsf job {app_id} is unknown to bjobs")
+        if not any(r.role == role_name and r.id == k for rs in desc.roles_statuses for r in rs.replicas):
+            raise ValueError(f"lsf job {app_id} has no replica {role_name}/{k}")
+        workdir = str(desc.metadata.get("workdir") or "")
+        path = os.path.join(workdir, script.log_file(app_id, role_name, k, _STREAM_FILES[stream]))
+        if not should_tail and not os.path.exists(path):
+            if desc.state in (AppState.PENDING, AppState.SUBMITTED, AppState.CANCELLED):
+                return iter(())
+            raise FileNotFoundError(
+                f"log file {path} of lsf job {app_id} does not exist: the job's directory must be visible"
+                " from this host (a shared filesystem)"
+            )
+        lines = read_lines(path, should_tail, ended_checker(lambda: self._state(app_id), desc.state))
+        return filter_regex(regex, lines) if regex else lines
+
+
+def create_scheduler(session_name: str, **kwargs: Any) -> LsfScheduler:
+    """The ``lsf`` scheduler (no constructor options)."""
+    return LsfScheduler(session_name)
