@@ -1,0 +1,50 @@
+"""Fixtures: the live OpenLava/LSF cluster (from scripts/backends/services.sh) and the scheduler."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+from torchx.testing import live_backend_env, unavailable
+
+
+@pytest.fixture(scope="session")
+def lsf_cluster() -> dict[str, str]:
+    """The cluster's env (PATH, LSF_ENVDIR ...) from the services env file, applied to this process;
+    skips (or fails under TORCHX_REQUIRE_LIVE=1) without a cluster."""
+    env = live_backend_env("TORCHX_TEST_LSF", "lsf")
+    # the scheduler runs bsub/bjobs from PATH and they find the cluster through LSF_ENVDIR
+    os.environ["LSF_ENVDIR"] = env.get("LSF_ENVDIR", os.environ.get("LSF_ENVDIR", ""))
+    bindir = env.get("TORCHX_TEST_LSF_BINDIR", "")
+    if bindir and bindir not in os.environ["PATH"].split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ["PATH"]
+    try:
+        lsid = subprocess.run(["lsid"], capture_output=True, text=True, timeout=15)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        unavailable(f"lsid failed: {e}")
+    if lsid.returncode != 0:
+        unavailable(f"the LSF cluster does not answer: {lsid.stderr.strip() or lsid.stdout.strip()}")
+    return env
+
+
+@pytest.fixture
+def job_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A fresh directory under /tmp for one job (the execution host shares this machine's filesystem)."""
+    return str(tmp_path_factory.mktemp("lsf-job"))
+
+
+@pytest.fixture
+def runner() -> Iterator[object]:
+    """A torchx Runner (session ``lsftest``)."""
+    from torchx.runner import get_runner
+
+    with get_runner("lsftest") as r:
+        yield r
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Declares the markers these tests use (also when run outside the monorepo)."""
+    for marker in ("lsf: needs the live LSF (OpenLava) cluster", "slow: takes a while"):
+        config.addinivalue_line("markers", marker)

@@ -1,0 +1,119 @@
+"""Parsing bjobs output: recorded from OpenLava (fixtures/record.sh) and IBM's documented samples."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from torchx.specs.status import AppState
+from torchx_sched_lsf.parse import LsfJob, parse_json, parse_unformatted, parse_wide
+from torchx_sched_lsf.scheduler import app_state, describe_job
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def one(name: str) -> LsfJob:
+    jobs = parse_unformatted((FIXTURES / name).read_text())
+    assert len(jobs) == 1, jobs
+    return jobs[0]
+
+
+@pytest.mark.parametrize(
+    ("fixture", "stat", "exit_code", "hosts", "state"),
+    [
+        ("openlava_done.uf.txt", "DONE", 0, ["vm"], AppState.SUCCEEDED),
+        ("openlava_exit.uf.txt", "EXIT", 3, ["vm"], AppState.FAILED),
+        ("openlava_run.uf.txt", "RUN", None, ["vm"], AppState.RUNNING),
+        ("openlava_held.uf.txt", "PSUSP", None, [], AppState.PENDING),
+        ("openlava_pend.uf.txt", "PEND", None, [], AppState.PENDING),
+        ("openlava_stop.uf.txt", "USUSP", None, ["vm"], AppState.PENDING),
+        ("openlava_kill.uf.txt", "EXIT", None, [], AppState.CANCELLED),  # killed before it started
+        ("openlava_killrun.uf.txt", "EXIT", 130, ["vm"], AppState.FAILED),  # bkill outside torchx: no marker
+    ],
+)
+def test_openlava_unformatted(
+    fixture: str, stat: str, exit_code: int | None, hosts: list[str], state: AppState
+) -> None:
+    job = one(fixture)
+    assert (job.stat, job.exit_code, job.hosts) == (stat, exit_code, hosts)
+    assert job.cwd.startswith("/tmp/torchx-lsf-record.")
+    assert job.name.endswith("@r:1")
+    assert app_state(job) == state
+
+
+def test_openlava_pending_reason() -> None:
+    assert one("openlava_pend.uf.txt").reason == "Job slot limit reached: 1 host;"
+    assert one("openlava_held.uf.txt").reason == "The job was suspended by the user while pending: 1 host;"
+
+
+def test_openlava_unknown_job_prints_no_record() -> None:
+    assert parse_unformatted((FIXTURES / "openlava_unknown.uf.txt").read_text()) == []
+
+
+def test_openlava_multi_slot_start_line() -> None:
+    text = (
+        "Job <224>, Job Name <run@r:2>, User <root>, Project <default>, Status <RUN>, Queue <normal>, Command <sleep 60>\n"
+        "Tue Nov 24 15:29:46: Submitted from host <vm>, CWD </tmp/x>, Output File </dev/null>, 2 Processors Requested;\n"
+        "Tue Nov 24 15:29:49: Started on 2 Hosts/Processors <vm> <vm>, Execution Home </root>, Execution CWD </tmp/x>;\n"
+    )
+    [job] = parse_unformatted(text)
+    assert job.hosts == ["vm", "vm"] and job.cwd == "/tmp/x"
+
+
+def test_openlava_wide_listing() -> None:
+    jobs = {j.job_id: j for j in parse_wide((FIXTURES / "openlava_all.w.txt").read_text())}
+    assert len(jobs) >= 8
+    assert all(j.name for j in jobs.values())
+    pend = [j for j in jobs.values() if j.stat in ("PEND", "PSUSP")]
+    assert pend and all(j.hosts == [] for j in pend)
+    assert any(j.stat == "USUSP" and j.hosts == ["vm"] for j in jobs.values())
+    assert any(j.name == "my job" for j in jobs.values())  # a name with a blank (not torchx's) stays whole
+
+
+def test_ibm_unformatted_sample() -> None:
+    job = one("ibm_bjobs_uf.txt")
+    assert (job.job_id, job.stat, job.hosts, job.cwd) == ("1", "RUN", ["hostB"], "/home/lsfuser")
+    assert app_state(job) == AppState.RUNNING
+
+
+def test_ibm_wide_sample() -> None:
+    [job] = parse_wide((FIXTURES / "ibm_bjobs_wide.txt").read_text())
+    assert (job.job_id, job.stat, job.hosts, job.name) == ("111", "RUN", ["hostB"], "myjob")
+
+
+def test_ibm_json() -> None:
+    jobs, errors = parse_json((FIXTURES / "ibm_bjobs_json.txt").read_text())
+    assert errors == ["Job <123> is not found"]
+    by_id = {j.job_id: j for j in jobs}
+    run, bad, killed, pend = by_id["5100"], by_id["5101"], by_id["5102"], by_id["5103"]
+    assert run.hosts == ["hostA", "hostA", "hostB"] and run.cwd == "/gpfs/jobs/x"
+    assert (bad.exit_code, app_state(bad)) == (3, AppState.FAILED)
+    assert killed.killed and app_state(killed) == AppState.CANCELLED
+    assert (pend.cwd, pend.reason, app_state(pend)) == (
+        "/home/user1",
+        "New job is waiting for scheduling;",
+        AppState.PENDING,
+    )
+    desc = describe_job(run)
+    assert [(r.role, len(r.replicas)) for r in desc.roles_statuses] == [("trainer", 2), ("ps", 1)]
+    assert [r.hostname for rs in desc.roles_statuses for r in rs.replicas] == ["hostA", "hostA", "hostB"]
+    assert desc.metadata["app_name"] == "train"
+
+
+def test_json_garbage_is_an_error() -> None:
+    with pytest.raises(ValueError, match="bjobs -json printed something else"):
+        parse_json("No job found")
+
+
+@pytest.mark.parametrize(
+    ("text", "hosts"),
+    [("hostA:hostA", ["hostA", "hostA"]), ("2*hostA:hostB", ["hostA", "hostA", "hostB"]), ("-", []), ("", [])],
+)
+def test_exec_host_forms(text: str, hosts: list[str]) -> None:
+    line = f"1 u RUN q h {text or '-'} n Jan 1 00:00"
+    assert parse_wide(line)[0].hosts == hosts
+
+
+def test_describe_a_job_that_is_not_torchx_s() -> None:
+    desc = describe_job(LsfJob(job_id="9", name="my job", stat="DONE", exit_code=0, hosts=["h"]))
+    assert [(r.role, [x.hostname for x in r.replicas]) for r in desc.roles_statuses] == [("my job", ["h"])]
