@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # services.sh - start/stop the real test backends and write one env file for the tests.
 #
-#   services.sh up   <docker|slurm|k8s|moto|ray|all>...   start (idempotent), then write the env file
-#   services.sh down <docker|slurm|k8s|moto|ray|all>...   stop, then rewrite the env file
+#   services.sh up   <docker|slurm|lsf|k8s|moto|ray|all>...   start (idempotent), then write the env file
+#   services.sh down <docker|slurm|lsf|k8s|moto|ray|all>...   stop, then rewrite the env file
 #   services.sh env                                    rewrite the env file from what is up; print its path
 #   services.sh status                                 one line per backend
 #   services.sh smoke <names|all>                      quick end-to-end check (smoke.sh)
 #
-# `up` starts in the order docker, slurm, k8s, moto whatever the order given, so that k8s can use
+# `up` starts in the order docker, slurm, lsf, k8s, moto, ray whatever the order given, so that k8s can use
 # the real kubelet on Docker and moto can run Batch jobs as real containers. It exits non-zero
 # if any requested backend failed (each failure is reported with the end of its log); the others
 # are still started. Env file: $TORCHX_SERVICES_DIR/env.sh (default /tmp/torchx-services/env.sh),
@@ -25,9 +25,10 @@ DIR=${TORCHX_SERVICES_DIR:-/tmp/torchx-services}
 ENV_FILE=$DIR/env.sh
 K8S_STATE=${K8S_STATE_DIR:-/tmp/torchx-k8s}
 MOTO_STATE=${MOTO_STATE_DIR:-/tmp/torchx-moto}
+LSF_STATE=${OPENLAVA_WORKDIR:-/tmp/torchx-lsf}
 RAY_STATE=${RAY_STATE_DIR:-/tmp/torchx-ray}
-ORDER=(docker slurm k8s moto ray)
-declare -A TIMEOUT=([docker]=900 [slurm]=600 [k8s]=1800 [moto]=900 [ray]=900)   # cold starts: ~3, ~0.5, ~8, ~1, ~1.5 min
+ORDER=(docker slurm lsf k8s moto ray)
+declare -A TIMEOUT=([docker]=900 [slurm]=600 [lsf]=900 [k8s]=1800 [moto]=900 [ray]=900)   # cold starts: ~3, ~0.5, ~4, ~8, ~1, ~1.5 min
 mkdir -p "$DIR/logs"
 
 usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0" >&2; exit 2; }
@@ -48,6 +49,8 @@ is_up() {
         docker) docker_ping ;;
         slurm) command -v scontrol >/dev/null && timeout 10 scontrol ping 2>/dev/null | grep -q 'is UP' \
                    && [ -n "$(timeout 10 sinfo -h -r -N -o %N 2>/dev/null)" ] ;;
+        lsf) [ -s "$LSF_STATE/env.sh" ] && (. "$LSF_STATE/env.sh" && timeout 10 lsid >/dev/null 2>&1 \
+                 && timeout 10 bhosts 2>/dev/null | awk '$2 == "ok" { f = 1 } END { exit !f }') ;;
         k8s) [ -s "$K8S_STATE/env.sh" ] && curl -sf --max-time 5 -k "$(. "$K8S_STATE/env.sh"; echo "$TORCHX_TEST_K8S_API")/readyz" \
                  -H "Authorization: Bearer $(. "$K8S_STATE/env.sh"; echo "$TORCHX_TEST_K8S_TOKEN")" 2>/dev/null | grep -qx ok ;;
         moto) [ -s "$MOTO_STATE/env.sh" ] && curl -sf --max-time 5 "$(. "$MOTO_STATE/env.sh"; echo "$AWS_ENDPOINT_URL")/moto-api/config" >/dev/null 2>&1 ;;
@@ -72,6 +75,12 @@ write_env() {
             echo "export TORCHX_TEST_SLURM_NODES=$(sinfo -h -r -N -o %N 2>/dev/null | sort -u | wc -l)"
         else
             echo "unset TORCHX_TEST_SLURM TORCHX_TEST_SLURM_PARTITION TORCHX_TEST_SLURM_NODES"
+        fi
+        if is_up lsf; then
+            echo "export TORCHX_TEST_LSF=1"
+            grep -v '^#' "$LSF_STATE/services.env"
+        else
+            echo "unset TORCHX_TEST_LSF LSF_ENVDIR TORCHX_TEST_LSF_BINDIR"
         fi
         if is_up k8s; then
             echo "export TORCHX_TEST_K8S=1"

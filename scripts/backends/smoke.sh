@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# smoke.sh <docker|slurm|k8s|moto|ray|all>... - quick end-to-end check of running backends
+# smoke.sh <docker|slurm|lsf|k8s|moto|ray|all>... - quick end-to-end check of running backends
 # (also: services.sh smoke ...). Reads /tmp/torchx-services/env.sh; needs no extra packages.
 #   docker: busybox and python containers print hello
 #   slurm:  a 2-component hetjob completes and sacct shows both components COMPLETED
+#   lsf:    a 2-slot bsub job completes (bsub -K) and its output file says hello twice
 #   k8s:    a batch/v1 Job on $TORCHX_TEST_K8S_IMAGE completes and its pod log is readable
 #   moto:   a Batch job SUCCEEDs (as a container in docker mode) and, in docker mode, its output
 #           is in CloudWatch Logs /aws/batch/job
@@ -36,6 +37,19 @@ smoke_slurm() {
     fi
     out=$(sacct -P -X -j "$jid" -o JobID,JobName,State,NodeList); log "sacct: $(tr '\n' ' ' <<<"$out")"
     log "outputs: $(cat "$d"/slurm-*.out 2>/dev/null | tr '\n' ' ')"
+    rm -rf "$d"
+    return $rc
+}
+
+smoke_lsf() {
+    local d rc=1 out
+    d=$(mktemp -d /tmp/torchx-smoke-lsf.XXXXXX)
+    if (cd "$d" && PATH=$TORCHX_TEST_LSF_BINDIR:$PATH timeout 60 bsub -K -n 2 -o out.txt \
+            'for h in $LSB_HOSTS; do echo hello; done' >/dev/null 2>&1); then
+        out=$(grep -c '^hello$' "$d/out.txt" 2>/dev/null)
+        [ "$out" = 2 ] && rc=0
+    fi
+    log "lsf: $(head -n 2 "$d/out.txt" 2>/dev/null | tr '\n' ' ')"
     rm -rf "$d"
     return $rc
 }
@@ -106,9 +120,9 @@ sys.exit(0 if st == "SUCCEEDED" and "hello 42" in logs else 1)
 PY
 }
 
-names=" $* "; [[ $names == *" all "* ]] && names=" docker slurm k8s moto ray "
+names=" $* "; [[ $names == *" all "* ]] && names=" docker slurm lsf k8s moto ray "
 fail=()
-for n in docker slurm k8s moto ray; do
+for n in docker slurm lsf k8s moto ray; do
     [[ $names == *" $n "* ]] || continue
     t=$EPOCHREALTIME
     marker=TORCHX_TEST_${n^^}; [ "$n" = moto ] && marker=TORCHX_TEST_AWS

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from torchx.specs.status import AppState
-from torchx_sched_lsf.parse import LsfJob, parse_json, parse_unformatted, parse_wide
+from torchx_sched_lsf.parse import LsfJob, _hosts, parse_json, parse_unformatted
 from torchx_sched_lsf.scheduler import app_state, describe_job
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -60,25 +60,10 @@ def test_openlava_multi_slot_start_line() -> None:
     assert job.hosts == ["vm", "vm"] and job.cwd == "/tmp/x"
 
 
-def test_openlava_wide_listing() -> None:
-    jobs = {j.job_id: j for j in parse_wide((FIXTURES / "openlava_all.w.txt").read_text())}
-    assert len(jobs) >= 8
-    assert all(j.name for j in jobs.values())
-    pend = [j for j in jobs.values() if j.stat in ("PEND", "PSUSP")]
-    assert pend and all(j.hosts == [] for j in pend)
-    assert any(j.stat == "USUSP" and j.hosts == ["vm"] for j in jobs.values())
-    assert any(j.name == "my job" for j in jobs.values())  # a name with a blank (not torchx's) stays whole
-
-
 def test_ibm_unformatted_sample() -> None:
     job = one("ibm_bjobs_uf.txt")
     assert (job.job_id, job.stat, job.hosts, job.cwd) == ("1", "RUN", ["hostB"], "/home/lsfuser")
     assert app_state(job) == AppState.RUNNING
-
-
-def test_ibm_wide_sample() -> None:
-    [job] = parse_wide((FIXTURES / "ibm_bjobs_wide.txt").read_text())
-    assert (job.job_id, job.stat, job.hosts, job.name) == ("111", "RUN", ["hostB"], "myjob")
 
 
 def test_ibm_json() -> None:
@@ -110,10 +95,18 @@ def test_json_garbage_is_an_error() -> None:
     [("hostA:hostA", ["hostA", "hostA"]), ("2*hostA:hostB", ["hostA", "hostA", "hostB"]), ("-", []), ("", [])],
 )
 def test_exec_host_forms(text: str, hosts: list[str]) -> None:
-    line = f"1 u RUN q h {text or '-'} n Jan 1 00:00"
-    assert parse_wide(line)[0].hosts == hosts
+    assert _hosts(text) == hosts
 
 
 def test_describe_a_job_that_is_not_torchx_s() -> None:
     desc = describe_job(LsfJob(job_id="9", name="my job", stat="DONE", exit_code=0, hosts=["h"]))
     assert [(r.role, [x.hostname for x in r.replicas]) for r in desc.roles_statuses] == [("my job", ["h"])]
+
+
+def test_many_records_as_one_bjobs_call_prints_them() -> None:
+    names = sorted(p.name for p in FIXTURES.glob("openlava_*.uf.txt") if "unknown" not in p.name)
+    text = ("-" * 78 + "\n").join((FIXTURES / n).read_text() for n in names)
+    jobs = parse_unformatted(text)
+    assert [j.name.split("@")[0] for j in jobs] == [
+        n.split("_")[1].split(".")[0].replace("killrun", "run") for n in names
+    ]

@@ -4,8 +4,7 @@ Two forms, one result (:class:`LsfJob`):
 
 * ``bjobs -o "<fields>" -json`` (IBM Spectrum LSF 10.1 and later): :func:`parse_json`;
 * ``bjobs -UF`` (unformatted long output; every LSF, and the only detailed form OpenLava
-  has): :func:`parse_unformatted`. ``bjobs -a -w`` (one line per job) is read by
-  :func:`parse_wide` for ``list`` where there is no JSON.
+  has): :func:`parse_unformatted`.
 """
 
 from __future__ import annotations
@@ -147,24 +146,3 @@ def parse_json(text: str) -> tuple[list[LsfJob], list[str]]:
             )
         )
     return jobs, errors
-
-
-def parse_wide(text: str) -> list[LsfJob]:
-    """Jobs from ``bjobs -w`` output (JOBID USER STAT QUEUE FROM_HOST EXEC_HOST JOB_NAME SUBMIT_TIME).
-
-    The name is what lies between EXEC_HOST and the three words of SUBMIT_TIME; a pending
-    job's EXEC_HOST is ``-`` or blank.
-    """
-    jobs: list[LsfJob] = []
-    for line in text.splitlines():
-        words = line.split()
-        if len(words) < 8 or not words[0].isdigit():
-            continue
-        job_id, _user, stat, _queue, _from = words[:5]
-        rest = words[5:-3]
-        if stat in ("PEND", "PSUSP") and (not rest or rest[0] != "-"):
-            hosts, name = [], rest
-        else:
-            hosts, name = _hosts(rest[0]), rest[1:]
-        jobs.append(LsfJob(job_id=job_id, name=" ".join(name), stat=stat, hosts=hosts))
-    return jobs

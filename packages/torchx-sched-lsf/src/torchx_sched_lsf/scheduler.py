@@ -34,7 +34,7 @@ from torchx.workspace.job_dir import JobDirWorkspaceMixin
 
 from torchx_sched_lsf import commands, script
 from torchx_sched_lsf.opts import LsfOpts
-from torchx_sched_lsf.parse import JSON_FIELDS, LsfJob, parse_json, parse_unformatted, parse_wide
+from torchx_sched_lsf.parse import JSON_FIELDS, LsfJob, parse_json, parse_unformatted
 from torchx_sched_lsf.states import to_app_state
 
 logger: logging.Logger = logging.getLogger(__name__)
@@ -210,10 +210,10 @@ class LsfScheduler(JobDirWorkspaceMixin, Scheduler[Mapping[str, CfgVal], AppDef,
         if found is not None:
             jobs = found[0]
         else:
-            proc = commands.run(["bjobs", "-a", "-w", "-u", user], check=False)
+            proc = commands.run(["bjobs", "-a", "-UF", "-u", user], check=False)
             if proc.returncode != 0 and "No " not in proc.stderr:
-                raise CommandError(["bjobs", "-a", "-w"], proc.returncode, proc.stderr)
-            jobs = parse_wide(proc.stdout)
+                raise CommandError(["bjobs", "-a", "-UF"], proc.returncode, proc.stderr)
+            jobs = parse_unformatted(proc.stdout)
         out = []
         for job in sorted(jobs, key=lambda j: int(j.job_id) if j.job_id.isdigit() else 0):
             parsed = script.parse_job_name(job.name)
