@@ -107,6 +107,5 @@ def test_many_records_as_one_bjobs_call_prints_them() -> None:
     names = sorted(p.name for p in FIXTURES.glob("openlava_*.uf.txt") if "unknown" not in p.name)
     text = ("-" * 78 + "\n").join((FIXTURES / n).read_text() for n in names)
     jobs = parse_unformatted(text)
-    assert [j.name.split("@")[0] for j in jobs] == [
-        n.split("_")[1].split(".")[0].replace("killrun", "run") for n in names
-    ]
+    assert [j.job_id for j in jobs] == [one(n).job_id for n in names]
+    assert [j.stat for j in jobs] == [one(n).stat for n in names]
