@@ -129,6 +129,16 @@ def test_failing_replica_fails_the_app_with_its_exit_code(
     assert log(runner, handle, "bad", stream=Stream.STDERR) == "oops\n"
 
 
+def test_log_shows_all_output_by_default(runner: Runner, slurm_cluster: SlurmCluster, job_dir: str) -> None:
+    script = "echo out1; sleep 0.3; echo err1 >&2; sleep 0.3; echo out2"
+    handle = run(runner, slurm_cluster, job_dir, app("both", role("s", "bash", ["-c", script])))
+    assert wait(runner, handle).state == specs.AppState.SUCCEEDED
+    assert "".join(runner.log_lines(handle, "s", 0)) == "out1\nerr1\nout2\n"  # no streams: everything, in order
+    assert log(runner, handle, "s", stream=Stream.COMBINED) == "out1\nerr1\nout2\n"
+    assert log(runner, handle, "s", stream=Stream.STDOUT) == "out1\nout2\n"
+    assert log(runner, handle, "s", stream=Stream.STDERR) == "err1\n"
+
+
 @pytest.mark.slow
 def test_max_retries_recovers_a_failed_first_attempt(runner: Runner, slurm_cluster: SlurmCluster, job_dir: str) -> None:
     marker = os.path.join(job_dir, "attempted")

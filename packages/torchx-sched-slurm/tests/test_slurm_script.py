@@ -7,6 +7,8 @@ import random
 import re
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 from torchx import specs
@@ -66,9 +68,14 @@ def sections(script: str) -> list[list[str]]:
 def run_replicas(script: str, count: int) -> list[str]:
     """Runs each replica's command in bash exactly as the script's srun lines do; returns their stdouts."""
     body = script[script.index("# host of the first replica") : script.index("\nsrun")]
-    cmds = "\n".join(f'bash -c "exec ${{replica_{i}[*]@Q}}"' for i in range(count))
+    cmds = "\n".join(f'bash -c "$split; run_split r{i} ${{replica_{i}[*]@Q}}"' for i in range(count))
     env = {"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": "4242", "SLURM_JOB_NODELIST": "node7"}
-    proc = subprocess.run(["bash", "-c", body + "\n" + cmds], env=env, capture_output=True, text=True, check=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.run(
+            ["bash", "-c", body + "\n" + cmds], cwd=tmp, env=env, capture_output=True, text=True, check=True
+        )
+        outs = [Path(tmp, f"r{i}.out").read_text(encoding="utf-8") for i in range(count)]
+    assert "".join(outs) == proc.stdout  # run_split copied each replica's stdout to its .out file
     return proc.stdout.splitlines()
 
 
@@ -85,7 +92,8 @@ def test_single_replica_is_a_plain_job() -> None:
     script = dryrun(specs.AppDef("app", [role()]))
     assert "hetjob" not in script
     assert "--het-group" not in script
-    assert re.search(r"^srun --output=slurm-\"\$SLURM_JOB_ID\"-trainer-0\.out ", script, re.M)
+    assert re.search(r"^srun --output=slurm-\"\$SLURM_JOB_ID\"-trainer-0\.log bash -c ", script, re.M)
+    assert "run_split slurm-${SLURM_JOB_ID}-trainer-0 ${replica_0[*]@Q}" in script
 
 
 def test_het_groups_and_exit_code_handling() -> None:

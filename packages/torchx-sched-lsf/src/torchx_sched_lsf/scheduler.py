@@ -23,9 +23,9 @@ from typing import Any
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
 from torchx.schedulers.capabilities import SchedulerCapabilities, UnsupportedFeatureError
 from torchx.schedulers.commands import CommandError
-from torchx.schedulers.logfiles import ended_checker, read_lines
+from torchx.schedulers.logfiles import STREAM_SUFFIXES, replica_log
 from torchx.schedulers.shell import validate_shell_app
-from torchx.schedulers.streams import Stream, filter_regex
+from torchx.schedulers.streams import Stream
 from torchx.specs.dryrun import AppDryRunInfo
 from torchx.specs.roles import AppDef, RetryPolicy, Role
 from torchx.specs.runopts import CfgVal, runopts
@@ -41,7 +41,6 @@ logger: logging.Logger = logging.getLogger(__name__)
 
 _JOB_ID = re.compile(r"\d+")
 _SUBMITTED = re.compile(r"Job <(\d+)> is submitted")
-_STREAM_FILES = {Stream.STDOUT: "out", Stream.STDERR: "err", Stream.COMBINED: "log"}
 #: what an LSF client prints when it lacks an option (OpenLava: no -o / -json)
 _NO_OPTION = ("invalid option", "illegal option", "Usage:")
 
@@ -274,16 +273,9 @@ class LsfScheduler(JobDirWorkspaceMixin, Scheduler[Mapping[str, CfgVal], AppDef,
         if not any(r.role == role_name and r.id == k for rs in desc.roles_statuses for r in rs.replicas):
             raise ValueError(f"lsf job {app_id} has no replica {role_name}/{k}")
         workdir = str(desc.metadata.get("workdir") or "")
-        path = os.path.join(workdir, script.log_file(app_id, role_name, k, _STREAM_FILES[stream]))
-        if not should_tail and not os.path.exists(path):
-            if desc.state in (AppState.PENDING, AppState.SUBMITTED, AppState.CANCELLED):
-                return iter(())
-            raise FileNotFoundError(
-                f"log file {path} of lsf job {app_id} does not exist: the job's directory must be visible"
-                " from this host (a shared filesystem)"
-            )
-        lines = read_lines(path, should_tail, ended_checker(lambda: self._state(app_id), desc.state))
-        return filter_regex(regex, lines) if regex else lines
+        path = os.path.join(workdir, script.log_file(app_id, role_name, k, STREAM_SUFFIXES[stream]))
+        not_started = desc.state in (AppState.PENDING, AppState.SUBMITTED, AppState.CANCELLED)
+        return replica_log(path, desc.state, should_tail, lambda: self._state(app_id), regex, missing_ok=not_started)
 
 
 def create_scheduler(session_name: str, **kwargs: Any) -> LsfScheduler:

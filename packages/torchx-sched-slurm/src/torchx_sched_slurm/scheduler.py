@@ -26,9 +26,9 @@ from typing import Any
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
 from torchx.schedulers.capabilities import SchedulerCapabilities, UnsupportedFeatureError
 from torchx.schedulers.commands import CommandError
-from torchx.schedulers.logfiles import ended_checker, read_lines
+from torchx.schedulers.logfiles import STREAM_SUFFIXES, replica_log
 from torchx.schedulers.shell import validate_shell_app
-from torchx.schedulers.streams import Stream, filter_regex
+from torchx.schedulers.streams import Stream
 from torchx.specs.dryrun import AppDryRunInfo
 from torchx.specs.roles import AppDef, RetryPolicy, Role
 from torchx.specs.runopts import CfgVal, runopts
@@ -165,7 +165,7 @@ class SlurmScheduler(JobDirWorkspaceMixin, Scheduler[Mapping[str, CfgVal], AppDe
     capabilities = SchedulerCapabilities(
         log_tail=True,
         log_since_until=False,
-        log_streams=frozenset({"stdout", "stderr"}),
+        log_streams=frozenset({"stdout", "stderr", "combined"}),
         logs=True,
         list=True,
         cancel=True,
@@ -263,11 +263,11 @@ class SlurmScheduler(JobDirWorkspaceMixin, Scheduler[Mapping[str, CfgVal], AppDe
         should_tail: bool = False,
         streams: Stream | None = None,
     ) -> Iterable[str]:
-        """Lines of the replica's output file: stderr by default (``slurm-<job>-<role>-<k>.err``)
-        or stdout (``.out``); no combined stream and no time filter (the files have no timestamps).
+        """Lines of the replica's output: all of it by default (``slurm-<job>-<role>-<k>.log``),
+        or stdout (``.out``) or stderr (``.err``) alone; no time filter (the files have no timestamps).
 
         Raises:
-            UnsupportedFeatureError: ``since``/``until`` or the combined stream was asked for
+            UnsupportedFeatureError: ``since``/``until`` was asked for
             ValueError: the app or the replica is unknown
             FileNotFoundError: the replica ran but its file is not visible from this host
         """
@@ -275,25 +275,16 @@ class SlurmScheduler(JobDirWorkspaceMixin, Scheduler[Mapping[str, CfgVal], AppDe
             raise UnsupportedFeatureError(
                 "the slurm scheduler cannot filter logs by time: its log files have no timestamps"
             )
-        stream = Stream(streams) if streams is not None else Stream.STDERR
-        if stream == Stream.COMBINED:
-            raise UnsupportedFeatureError("the slurm scheduler keeps stdout and stderr apart: ask for stdout or stderr")
+        stream = Stream(streams) if streams is not None else Stream.COMBINED
         desc = self.describe(app_id)
         if desc is None:
             raise ValueError(f"slurm job {app_id} is unknown (neither squeue nor sacct knows it)")
         if not any(r.role == role_name and r.id == k for rs in desc.roles_statuses for r in rs.replicas):
             raise ValueError(f"slurm job {app_id} has no replica {role_name}/{k}")
         workdir = str(desc.metadata.get("workdir") or "")
-        path = os.path.join(workdir, script.log_file(app_id, role_name, k, "out" if stream == Stream.STDOUT else "err"))
-        if not should_tail and not os.path.exists(path):
-            if desc.state in (AppState.PENDING, AppState.SUBMITTED):
-                return iter(())
-            raise FileNotFoundError(
-                f"log file {path} of slurm job {app_id} does not exist: the job's directory must be visible"
-                " from this host (a shared filesystem)"
-            )
-        lines = read_lines(path, should_tail, ended_checker(lambda: self._state(app_id), desc.state))
-        return filter_regex(regex, lines) if regex else lines
+        path = os.path.join(workdir, script.log_file(app_id, role_name, k, STREAM_SUFFIXES[stream]))
+        not_started = desc.state in (AppState.PENDING, AppState.SUBMITTED)
+        return replica_log(path, desc.state, should_tail, lambda: self._state(app_id), regex, missing_ok=not_started)
 
 
 def create_scheduler(session_name: str, **kwargs: Any) -> SlurmScheduler:

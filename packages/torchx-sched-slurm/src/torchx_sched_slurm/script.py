@@ -3,13 +3,16 @@
 Shape: a heterogeneous job with one component per replica (roles in order, replicas in
 order), each a single task on one node. One ``srun --het-group=i`` per component runs in
 the background; the script waits for all of them, stops the others when one fails and
-exits with the failing replica's code (so the job's exit code is that replica's). Every
-value from the app reaches the process unchanged:
+exits with the failing replica's code (so the job's exit code is that replica's). A
+replica's stdout and stderr go, as they come, to ``slurm-<job>-<role>-<k>.log`` (srun's
+``--output``), and each also to its own file (``.out``, ``.err``; split on the node by
+``run_split``). Every value from the app reaches the process unchanged:
 
 * ``#SBATCH`` values are double-quoted with backslash escapes (sbatch's own syntax);
 * each replica's argv (``env -- K=V ... entrypoint args``) is a bash array of
-  :func:`shlex.quote` d words; ``srun`` gets it as ``bash -c "exec ${argv[*]@Q}"`` so that
-  no argument is ever a bare ``:`` (srun splits het groups at every ``:`` it sees);
+  :func:`shlex.quote` d words; ``srun`` gets it inside one ``bash -c`` string
+  (``${argv[*]@Q}``) so that no argument is ever a bare ``:`` (srun splits het groups at
+  every ``:`` it sees);
 * the ``app_id`` macro becomes ``"$SLURM_JOB_ID"``, expanded by the batch shell.
 """
 
@@ -39,8 +42,17 @@ def job_name(role: str, replica_id: int) -> str:
     return f"{role}-{replica_id}"
 
 
+#: bash function the replicas run under: runs "$@" with its stdout also to $1.out and its
+#: stderr also to $1.err, and waits until both copies are written
+_RUN_SPLIT = (
+    "run_split() { local b=$1 o e po pe rc; shift;"
+    ' exec {o}> >(exec tee -a "$b.out"); po=$!; exec {e}> >(exec tee -a "$b.err" >&2); pe=$!;'
+    ' "$@" >&"$o" 2>&"$e" {o}>&- {e}>&-; rc=$?; exec {o}>&- {e}>&-; wait "$po" "$pe"; return "$rc"; }'
+)
+
+
 def log_file(app_id: str, role: str, replica_id: int, stream: str) -> str:
-    """A replica's output file, relative to the job's working directory (``stream``: out or err)."""
+    """A replica's output file, relative to the job's working directory (``stream``: out, err, or log for both)."""
     return f"slurm-{app_id}-{_FILE_UNSAFE.sub('_', role)}-{replica_id}.{stream}"
 
 
@@ -142,14 +154,18 @@ def build_script(app: AppDef, opts: SlurmOpts) -> SbatchRequest:
         for k in range(role.num_replicas):
             lines += [f"# {role.name}/{k}", f"replica_{i}=({render(k)})"]
             i += 1
-    lines.append("")
+    lines += [
+        "",
+        "# replicas run under run_split: stdout also to .out, stderr also to .err",
+        f"split={shell_word(_RUN_SPLIT)}",
+    ]
     het = len(replicas) > 1
     mode = " --open-mode=append" if retries > 0 else ""
     for i, (role, k) in enumerate(replicas):
         group = f" --het-group={i}" if het else ""
-        out = shell_word(log_file(_JOB_ID, role.name, k, "out"))
-        err = shell_word(log_file(_JOB_ID, role.name, k, "err"))
-        lines.append(f'srun{group} --output={out} --error={err}{mode} bash -c "exec ${{replica_{i}[*]@Q}}" &')
+        both = shell_word(log_file(_JOB_ID, role.name, k, "log"))
+        base = log_file("${SLURM_JOB_ID}", role.name, k, "")[:-1]  # safe characters only
+        lines.append(f'srun{group} --output={both}{mode} bash -c "$split; run_split {base} ${{replica_{i}[*]@Q}}" &')
     lines += ["", *wait_for_replicas(len(replicas))]
     if retries > 0:
         lines += [

@@ -44,7 +44,7 @@ class CmdLog(SubCommand):
             "--streams",
             choices=["stdout", "stderr", "combined"],
             default=None,
-            help="which output (default: the scheduler's)",
+            help="only this output (default: all of it, stdout and stderr as they came)",
         )
 
     def run(self, args: argparse.Namespace) -> None:

@@ -194,7 +194,8 @@ class Scheduler(abc.ABC, Generic[T, A, D]):
             since: only lines written at or after it
             until: only lines written before it
             should_tail: keep following until the replica ends
-            streams: which output (None: the scheduler's default)
+            streams: which output; None: all of it, stdout and stderr together (every
+                scheduler; see the README's "Logs"), like ``Stream.COMBINED``
         """
         raise UnsupportedFeatureError(f"scheduler {self.backend!r} cannot read logs")
 

@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
+from torchx.schedulers.streams import Stream, filter_regex
 from torchx.specs.status import AppState, is_terminal
 
 #: seconds between reads when following a file that has no new data
 POLL_INTERVAL = 0.2
 #: seconds between job-state checks while following a file
 STATE_INTERVAL = 1.0
+#: the file suffix of each stream where a replica's output is kept in ``<base>.out|.err|.log``
+#: (``log``: stdout and stderr together, as they came; what ``torchx log`` shows by default)
+STREAM_SUFFIXES = {Stream.STDOUT: "out", Stream.STDERR: "err", Stream.COMBINED: "log"}
 
 
 def read_lines(path: str, should_tail: bool, ended: Callable[[], bool], poll: float = POLL_INTERVAL) -> Iterator[str]:
@@ -71,3 +75,32 @@ def ended_checker(
         return ended
 
     return check
+
+
+def replica_log(
+    path: str,
+    state: AppState,
+    should_tail: bool,
+    current_state: Callable[[], AppState | None],
+    regex: str | None = None,
+    missing_ok: bool = False,
+) -> Iterable[str]:
+    """The lines of a replica's output file for ``log_iter``: read, or followed until the job ends.
+
+    Args:
+        path: the file
+        state: the job's state now
+        should_tail: follow the file (waiting for it to appear) until the job ends
+        current_state: asks the scheduler for the job's state (see :func:`ended_checker`)
+        regex: only lines it matches
+        missing_ok: a missing file means no output yet (the replica has not started)
+
+    Raises:
+        FileNotFoundError: the file is missing, not ``missing_ok`` and not following
+    """
+    if not should_tail and not missing_ok and not os.path.exists(path):
+        raise FileNotFoundError(
+            f"log file {path} does not exist: the job's directory must be visible from this host (a shared filesystem)"
+        )
+    lines = read_lines(path, should_tail, ended_checker(current_state, state))
+    return filter_regex(regex, lines) if regex else lines
