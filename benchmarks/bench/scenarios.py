@@ -468,6 +468,7 @@ def s_list(ctx: Ctx) -> list[Row]:
 #: scheduler -> (our distribution, run options, image)
 REMOTE_SCHEDULERS: dict[str, tuple[str, list[str], str]] = {
     "slurm": ("torchx-sched-slurm", [], ""),
+    "lsf": ("torchx-sched-lsf", [], ""),
     "kubernetes": ("torchx-sched-k8s", ["queue=default"], "ghcr.io/example/trainer:1.0"),
     "aws_batch": ("torchx-sched-aws", ["queue=default"], "ghcr.io/example/trainer:1.0"),
     "ray": ("torchx-sched-ray", [], ""),

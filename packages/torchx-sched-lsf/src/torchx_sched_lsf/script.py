@@ -196,10 +196,10 @@ def build_request(app: AppDef, opts: LsfOpts, gpu_flag: bool = True) -> BsubRequ
     i = 0
     for role in app.roles:
         render = argv_renderer(role, _EXPANSIONS[_JOB_ID])
+        base = log_file("$LSB_JOBID", role.name, 0, "")[: -len("0.")]  # the role part is made of safe characters
         for k in range(role.num_replicas):
             lines += [f"# {role.name}/{k}", f"replica_{i}=({render(k)})"]
-            base = shell_word(log_file(_JOB_ID, role.name, k, "x")[:-2], _EXPANSIONS)
-            starts.append(f'start_replica "${{hosts[{i * per}]}}" {base} "${{replica_{i}[@]}}"')
+            starts.append(f'start_replica "${{hosts[{i * per}]}}" "{base}{k}" "${{replica_{i}[@]}}"')
             i += 1
     run = [*starts, *wait_for_replicas(replicas, "kill_tree $(jobs -p)")]
     lines.append("")

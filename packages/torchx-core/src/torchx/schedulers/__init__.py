@@ -32,6 +32,7 @@ KNOWN_SCHEDULER_PACKAGES: dict[str, str] = {
     "local_cwd": "torchx-sched-local",
     "local_docker": "torchx-sched-local[docker]",
     "slurm": "torchx-sched-slurm",
+    "lsf": "torchx-sched-lsf",
     "kubernetes": "torchx-sched-k8s",
     "kubernetes_mcad": "torchx-sched-k8s",
     "aws_batch": "torchx-sched-aws",

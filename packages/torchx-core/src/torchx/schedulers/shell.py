@@ -81,6 +81,9 @@ def argv_renderer(role: Role, app_id: str) -> Callable[[int], str]:
     values = macros.Values(img_root=role.image, app_id=job, replica_id=replica, rank0_env=RANK0_ENV)
     resolved = values.apply(role)
     words = ["env", "--", *(f"{k}={v}" for k, v in resolved.env.items()), resolved.entrypoint, *resolved.args]
+    if not any(replica in w for w in words):
+        same = " ".join(shell_word(w, expansions) for w in words)
+        return lambda replica_id: same
     parts = [(w, "") if replica in w else ("", shell_word(w, expansions)) for w in words]
 
     def render(replica_id: int) -> str:
