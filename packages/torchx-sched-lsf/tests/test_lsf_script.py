@@ -166,3 +166,13 @@ def test_control_characters_in_role_names_are_refused() -> None:
     app = specs.AppDef("e", [role("a\nb")])
     with pytest.raises(ValueError, match="control characters"):
         LsfScheduler("s").submit_dryrun(app, {})
+
+
+def test_fast_replicas_are_each_waited_for_once(tmp_path: Any) -> None:
+    """Replicas that end at once (with their copying tee processes) must not confuse the wait loop."""
+    app = specs.AppDef("fast", [role("f", ["-c", "print('x')"], replicas=8)])
+    for attempt in range(5):
+        d = tmp_path / str(attempt)
+        d.mkdir()
+        assert run_script(str(d), app) == 0
+        assert [read(str(d), "f", k, "log") for k in range(8)] == ["x\n"] * 8

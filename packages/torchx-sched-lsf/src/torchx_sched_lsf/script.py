@@ -4,8 +4,9 @@ Shape: one LSF job per app with one slot per replica (or the ``slots`` option). 
 runs on the first execution host; it starts every replica in the background (roles in
 order, replicas in order) on the host of its slot, directly when that is this host, else
 with ``blaunch -z HOST`` (``lsrun -m HOST`` where there is no ``blaunch``, as on OpenLava).
-Each replica's stdout goes to ``lsf-<job>-<role>-<k>.out``, its stderr to ``.err`` and
-both, in the order they arrive, to ``.log``. The script waits for all of them; the first
+Each replica runs under ``run_split`` (:data:`torchx.schedulers.shell.RUN_SPLIT`): its
+stdout goes to ``lsf-<job>-<role>-<k>.out``, its stderr to ``.err`` and both, in the order
+they arrive, to ``.log``. The script waits for all of them; the first
 that fails stops the others and its exit code is the job's. With ``max_retries`` the
 whole set is started again, up to that many times, in the same allocation.
 
@@ -21,7 +22,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from torchx.schedulers.shell import argv_renderer, placeholder, shell_word, wait_for_replicas
+from torchx.schedulers.shell import RUN_SPLIT, argv_renderer, placeholder, shell_word, wait_for_replicas
 from torchx.specs.macros import RANK0_ENV
 from torchx.specs.roles import AppDef
 
@@ -163,20 +164,17 @@ kill_tree() {{
 }}
 # bkill sends SIGINT first, which background commands ignore: pass it on to the replicas
 trap 'stopping=1; kill_tree $(jobs -p)' INT TERM
+pids=()
 
 # start_replica HOST LOG_BASE ARGV...: starts ARGV in the background (on HOST unless that is
 # this host); stdout to LOG_BASE.out, stderr to LOG_BASE.err, both to LOG_BASE.log
-tees=()
+{RUN_SPLIT}
 start_replica() {{
-    local host=$1 base=$2 o e
+    local host=$1 base=$2
     shift 2
     if [ "$host" != "${{hosts[0]}}" ]; then set -- "${{launch[@]}}" "$host" "$@"; fi
-    exec {{o}}> >(exec tee -a "$base.out" >>"$base.log")
-    tees+=($!)
-    exec {{e}}> >(exec tee -a "$base.err" >>"$base.log")
-    tees+=($!)
-    "$@" >&"$o" 2>&"$e" {{o}}>&- {{e}}>&- &
-    exec {{o}}>&- {{e}}>&-
+    run_split "$base" "$@" >>"$base.log" 2>&1 &
+    pids+=($!)
 }}
 """
 
@@ -201,7 +199,7 @@ def build_request(app: AppDef, opts: LsfOpts, gpu_flag: bool = True) -> BsubRequ
             lines += [f"# {role.name}/{k}", f"replica_{i}=({render(k)})"]
             starts.append(f'start_replica "${{hosts[{i * per}]}}" "{base}{k}" "${{replica_{i}[@]}}"')
             i += 1
-    run = [*starts, *wait_for_replicas(replicas, "kill_tree $(jobs -p)")]
+    run = [*starts, *wait_for_replicas("kill_tree $(jobs -p)")]
     lines.append("")
     if retries > 0:
         restarts = shell_word(restarts_file(_JOB_ID), _EXPANSIONS)
@@ -217,11 +215,6 @@ def build_request(app: AppDef, opts: LsfOpts, gpu_flag: bool = True) -> BsubRequ
         ]
     else:
         lines += run
-    lines += [
-        "",
-        "# the replicas' output is complete once their tee processes are done",
-        'wait "${tees[@]}"',
-        'exit "$rc"',
-    ]
+    lines += ["", 'exit "$rc"']
     args = bsub_args(app, opts, replicas, gpu_flag)
     return BsubRequest(args=args, script="\n".join(lines) + "\n", workdir=workdir)

@@ -19,16 +19,14 @@ import json
 import logging
 import os
 import re
-from collections.abc import Iterable, Mapping
-from datetime import datetime
+from collections.abc import Mapping
 from typing import Any
 
-from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
-from torchx.schedulers.capabilities import SchedulerCapabilities, UnsupportedFeatureError
+from torchx.schedulers.api import DescribeAppResponse, ListAppResponse
+from torchx.schedulers.capabilities import SchedulerCapabilities
 from torchx.schedulers.commands import CommandError
-from torchx.schedulers.logfiles import STREAM_SUFFIXES, replica_log
+from torchx.schedulers.logfiles import FileLogsScheduler
 from torchx.schedulers.shell import validate_shell_app
-from torchx.schedulers.streams import Stream
 from torchx.specs.dryrun import AppDryRunInfo
 from torchx.specs.roles import AppDef, RetryPolicy, Role
 from torchx.specs.runopts import CfgVal, runopts
@@ -154,7 +152,7 @@ def list_apps(accounted: list[Component], live: list[Component]) -> list[ListApp
     ]
 
 
-class SlurmScheduler(JobDirWorkspaceMixin, Scheduler[Mapping[str, CfgVal], AppDef, script.SbatchRequest]):
+class SlurmScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal], AppDef, script.SbatchRequest]):
     """Runs apps on Slurm as heterogeneous jobs, one component per replica.
 
     Needs the Slurm client commands on PATH and a filesystem shared between this host and
@@ -236,10 +234,6 @@ class SlurmScheduler(JobDirWorkspaceMixin, Scheduler[Mapping[str, CfgVal], AppDe
                 return describe_components(app_id, acct)
         return describe_components(app_id, comps) if comps else None
 
-    def _state(self, app_id: str) -> AppState | None:
-        desc = self.describe(app_id)
-        return desc.state if desc else None
-
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """This user's torchx jobs: those slurmctld holds, plus the last week's from ``sacct``."""
         user = getpass.getuser()
@@ -252,39 +246,9 @@ class SlurmScheduler(JobDirWorkspaceMixin, Scheduler[Mapping[str, CfgVal], AppDe
         commands.run(["scancel", app_id])
 
     # ------------------------------------------------------------------ logs
-    def log_iter(
-        self,
-        app_id: str,
-        role_name: str,
-        k: int = 0,
-        regex: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        should_tail: bool = False,
-        streams: Stream | None = None,
-    ) -> Iterable[str]:
-        """Lines of the replica's output: all of it by default (``slurm-<job>-<role>-<k>.log``),
-        or stdout (``.out``) or stderr (``.err``) alone; no time filter (the files have no timestamps).
-
-        Raises:
-            UnsupportedFeatureError: ``since``/``until`` was asked for
-            ValueError: the app or the replica is unknown
-            FileNotFoundError: the replica ran but its file is not visible from this host
-        """
-        if since is not None or until is not None:
-            raise UnsupportedFeatureError(
-                "the slurm scheduler cannot filter logs by time: its log files have no timestamps"
-            )
-        stream = Stream(streams) if streams is not None else Stream.COMBINED
-        desc = self.describe(app_id)
-        if desc is None:
-            raise ValueError(f"slurm job {app_id} is unknown (neither squeue nor sacct knows it)")
-        if not any(r.role == role_name and r.id == k for rs in desc.roles_statuses for r in rs.replicas):
-            raise ValueError(f"slurm job {app_id} has no replica {role_name}/{k}")
-        workdir = str(desc.metadata.get("workdir") or "")
-        path = os.path.join(workdir, script.log_file(app_id, role_name, k, STREAM_SUFFIXES[stream]))
-        not_started = desc.state in (AppState.PENDING, AppState.SUBMITTED)
-        return replica_log(path, desc.state, should_tail, lambda: self._state(app_id), regex, missing_ok=not_started)
+    def log_file(self, app_id: str, role: str, replica_id: int, suffix: str) -> str:
+        """The replica's output file (see :func:`script.log_file`)."""
+        return script.log_file(app_id, role, replica_id, suffix)
 
 
 def create_scheduler(session_name: str, **kwargs: Any) -> SlurmScheduler:

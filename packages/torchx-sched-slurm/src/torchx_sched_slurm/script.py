@@ -23,7 +23,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from torchx.schedulers.shell import argv_renderer, placeholder, wait_for_replicas
+from torchx.schedulers.shell import RUN_SPLIT, argv_renderer, placeholder, wait_for_replicas
 from torchx.schedulers.shell import shell_word as _quote
 from torchx.specs.macros import RANK0_ENV
 from torchx.specs.roles import AppDef, Role
@@ -40,15 +40,6 @@ _FILE_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 def job_name(role: str, replica_id: int) -> str:
     """The Slurm job name of a replica's component: ``<role>-<replica id>``."""
     return f"{role}-{replica_id}"
-
-
-#: bash function the replicas run under: runs "$@" with its stdout also to $1.out and its
-#: stderr also to $1.err, and waits until both copies are written
-_RUN_SPLIT = (
-    "run_split() { local b=$1 o e po pe rc; shift;"
-    ' exec {o}> >(exec tee -a "$b.out"); po=$!; exec {e}> >(exec tee -a "$b.err" >&2); pe=$!;'
-    ' "$@" >&"$o" 2>&"$e" {o}>&- {e}>&-; rc=$?; exec {o}>&- {e}>&-; wait "$po" "$pe"; return "$rc"; }'
-)
 
 
 def log_file(app_id: str, role: str, replica_id: int, stream: str) -> str:
@@ -157,7 +148,7 @@ def build_script(app: AppDef, opts: SlurmOpts) -> SbatchRequest:
     lines += [
         "",
         "# replicas run under run_split: stdout also to .out, stderr also to .err",
-        f"split={shell_word(_RUN_SPLIT)}",
+        f"split={shell_word(RUN_SPLIT)}",
     ]
     het = len(replicas) > 1
     mode = " --open-mode=append" if retries > 0 else ""
@@ -166,7 +157,8 @@ def build_script(app: AppDef, opts: SlurmOpts) -> SbatchRequest:
         both = shell_word(log_file(_JOB_ID, role.name, k, "log"))
         base = log_file("${SLURM_JOB_ID}", role.name, k, "")[:-1]  # safe characters only
         lines.append(f'srun{group} --output={both}{mode} bash -c "$split; run_split {base} ${{replica_{i}[*]@Q}}" &')
-    lines += ["", *wait_for_replicas(len(replicas))]
+        lines.append("pids+=($!)")
+    lines += ["", *wait_for_replicas()]
     if retries > 0:
         lines += [
             f'if [ "$rc" -ne 0 ] && [ "${{SLURM_RESTART_COUNT:-0}}" -lt {retries} ]; then',

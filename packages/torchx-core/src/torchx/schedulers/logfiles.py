@@ -1,17 +1,27 @@
 """Reading a replica's output file, optionally following it while the job runs.
 
 For schedulers whose jobs write their output to files torchx can read (Slurm, LSF, ...):
-:func:`read_lines` reads or follows one file, :func:`ended_checker` tells it when to stop.
+:class:`FileLogsScheduler` gives them ``log_iter``; :func:`read_lines` reads or follows one
+file, :func:`ended_checker` tells it when to stop.
 """
 
 from __future__ import annotations
 
+import abc
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
+from typing import ClassVar, TypeVar
 
+from torchx.schedulers.api import Scheduler
+from torchx.schedulers.capabilities import UnsupportedFeatureError
 from torchx.schedulers.streams import Stream, filter_regex
 from torchx.specs.status import AppState, is_terminal
+
+T = TypeVar("T")  # run config
+A = TypeVar("A")  # app
+D = TypeVar("D")  # dryrun request
 
 #: seconds between reads when following a file that has no new data
 POLL_INTERVAL = 0.2
@@ -77,30 +87,62 @@ def ended_checker(
     return check
 
 
-def replica_log(
-    path: str,
-    state: AppState,
-    should_tail: bool,
-    current_state: Callable[[], AppState | None],
-    regex: str | None = None,
-    missing_ok: bool = False,
-) -> Iterable[str]:
-    """The lines of a replica's output file for ``log_iter``: read, or followed until the job ends.
-
-    Args:
-        path: the file
-        state: the job's state now
-        should_tail: follow the file (waiting for it to appear) until the job ends
-        current_state: asks the scheduler for the job's state (see :func:`ended_checker`)
-        regex: only lines it matches
-        missing_ok: a missing file means no output yet (the replica has not started)
-
-    Raises:
-        FileNotFoundError: the file is missing, not ``missing_ok`` and not following
+class FileLogsScheduler(Scheduler[T, A, D]):
+    """A scheduler whose replicas write their output to files in the job's directory that this
+    host can read (a shared filesystem): ``<workdir>/<log_file(app_id, role, k, suffix)>`` with
+    the suffixes of :data:`STREAM_SUFFIXES`. ``describe`` puts the directory in
+    ``metadata["workdir"]``. Gives ``log_iter``: all output by default, one stream on request,
+    regex, tail (until the job ends); no ``since``/``until`` (the files have no timestamps).
     """
-    if not should_tail and not missing_ok and not os.path.exists(path):
-        raise FileNotFoundError(
-            f"log file {path} does not exist: the job's directory must be visible from this host (a shared filesystem)"
+
+    #: job states in which a missing file means "no output yet" (else it is an error)
+    no_output_states: ClassVar[frozenset[AppState]] = frozenset({AppState.PENDING, AppState.SUBMITTED})
+
+    @abc.abstractmethod
+    def log_file(self, app_id: str, role: str, replica_id: int, suffix: str) -> str:
+        """A replica's file for ``suffix`` (out, err, log), relative to the job's directory."""
+
+    def app_state(self, app_id: str) -> AppState | None:
+        """The job's state now (None: unknown)."""
+        desc = self.describe(app_id)
+        return desc.state if desc else None
+
+    def log_iter(
+        self,
+        app_id: str,
+        role_name: str,
+        k: int = 0,
+        regex: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        should_tail: bool = False,
+        streams: Stream | None = None,
+    ) -> Iterable[str]:
+        """Lines of the replica's file: all output (stdout and stderr as they came) by default,
+        or the one stream asked for.
+
+        Raises:
+            UnsupportedFeatureError: ``since``/``until`` was asked for
+            ValueError: the app or the replica is unknown
+            FileNotFoundError: the replica wrote output but its file is not visible from this host
+        """
+        if since is not None or until is not None:
+            raise UnsupportedFeatureError(
+                f"the {self.backend} scheduler cannot filter logs by time: its log files have no timestamps"
+            )
+        stream = Stream(streams) if streams is not None else Stream.COMBINED
+        desc = self.describe(app_id)
+        if desc is None:
+            raise ValueError(f"{self.backend} job {app_id} is unknown")
+        if not any(r.role == role_name and r.id == k for rs in desc.roles_statuses for r in rs.replicas):
+            raise ValueError(f"{self.backend} job {app_id} has no replica {role_name}/{k}")
+        path = os.path.join(
+            str(desc.metadata.get("workdir") or ""), self.log_file(app_id, role_name, k, STREAM_SUFFIXES[stream])
         )
-    lines = read_lines(path, should_tail, ended_checker(current_state, state))
-    return filter_regex(regex, lines) if regex else lines
+        if not should_tail and desc.state not in self.no_output_states and not os.path.exists(path):
+            raise FileNotFoundError(
+                f"log file {path} of {self.backend} job {app_id} does not exist: the job's directory must be"
+                " visible from this host (a shared filesystem)"
+            )
+        lines = read_lines(path, should_tail, ended_checker(lambda: self.app_state(app_id), desc.state))
+        return filter_regex(regex, lines) if regex else lines

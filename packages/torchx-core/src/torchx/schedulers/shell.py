@@ -15,6 +15,16 @@ from torchx.specs.macros import RANK0_ENV, macros
 from torchx.specs.roles import AppDef, Role
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+#: A bash function (one line) that batch scripts run replicas under: ``run_split BASE CMD...``
+#: runs CMD with its stdout copied to ``BASE.out`` and its stderr to ``BASE.err`` (appending),
+#: passes both on (stdout to stdout, stderr to stderr) for a file of all output, waits until
+#: the copies are written and returns CMD's exit code.
+RUN_SPLIT = (
+    "run_split() { local b=$1 o e po pe rc; shift;"
+    ' exec {o}> >(exec tee -a "$b.out"); po=$!; exec {e}> >(exec tee -a "$b.err" >&2); pe=$!;'
+    ' "$@" >&"$o" 2>&"$e" {o}>&- {e}>&-; rc=$?; exec {o}>&- {e}>&-; wait "$po" "$pe"; return "$rc"; }'
+)
 _PLACEHOLDER = re.compile(r"\0[^\0]*\0")
 
 
@@ -93,20 +103,30 @@ def argv_renderer(role: Role, app_id: str) -> Callable[[int], str]:
     return render
 
 
-def wait_for_replicas(count: int, stop: str = "kill $(jobs -p) 2>/dev/null") -> list[str]:
-    """Bash lines that wait for ``count`` background replicas (jobs of the script); the first
-    that fails stops the others (shell command ``stop``) and its exit code is left in ``$rc``
-    (0 when all succeeded)."""
+def wait_for_replicas(stop: str = "kill $(jobs -p) 2>/dev/null") -> list[str]:
+    """Bash lines that wait for the background replicas whose pids are in the array ``pids``;
+    the first that fails stops the others (shell command ``stop``) and its exit code is left
+    in ``$rc`` (0 when all succeeded).
+
+    Each pid's status is read with ``wait PID`` once it is gone: a bare ``wait -n`` loses the
+    status of jobs that end at the same moment (bash 5.2 returns 127 for them).
+    """
     return [
         "# wait for every replica; the first failure stops the others and is the job's exit code",
         "rc=0",
-        f"for ((n = 0; n < {count}; n++)); do",
-        "    wait -n",
-        "    code=$?",
-        '    if [ "$code" -ne 0 ] && [ "$rc" -eq 0 ]; then',
-        "        rc=$code",
-        '        echo "torchx: a replica exited with code $code; stopping the others" >&2',
-        f"        {stop}",
-        "    fi",
+        "while [ ${#pids[@]} -gt 0 ]; do",
+        "    wait -n 2>/dev/null || sleep 0.1",
+        "    left=()",
+        '    for p in "${pids[@]}"; do',
+        '        if kill -0 "$p" 2>/dev/null; then left+=("$p"); continue; fi',
+        '        wait "$p"',
+        "        code=$?",
+        '        if [ "$code" -ne 0 ] && [ "$rc" -eq 0 ]; then',
+        "            rc=$code",
+        '            echo "torchx: a replica exited with code $code; stopping the others" >&2',
+        f"            {stop}",
+        "        fi",
+        "    done",
+        '    pids=("${left[@]}")',
         "done",
     ]
