@@ -9,6 +9,22 @@ from collections.abc import Iterator
 import pytest
 from torchx.testing import live_backend_env, unavailable
 
+#: words that break naive quoting (each must reach the process unchanged)
+HOSTILE = [
+    ":",
+    "$(touch /tmp/torchx-pwned-lsf)",
+    "`id`",
+    "a; echo injected",
+    'it\'s "quoted"',
+    "two\nlines",
+    "ünïcödé €𝄞",
+    "back\\slash",
+    "--",
+    "%J %I",
+    "*",
+    "",
+]
+
 
 @pytest.fixture(scope="session")
 def lsf_cluster() -> dict[str, str]:

@@ -12,25 +12,12 @@ import time
 from typing import Any
 
 import pytest
+from conftest import HOSTILE
 from torchx import specs
 from torchx.runner import Runner
 from torchx.schedulers.streams import Stream
 
 pytestmark = pytest.mark.lsf
-
-HOSTILE = [
-    ":",
-    "$(touch /tmp/torchx-pwned-lsf)",
-    "`id`",
-    "a; echo injected",
-    'it\'s "quoted"',
-    "two\nlines",
-    "ünïcödé €𝄞",
-    "back\\slash",
-    "--",
-    "%J %I",
-    "*",
-]
 
 
 def role(name: str, entrypoint: str, args: list[str], replicas: int = 1, **kw: Any) -> specs.Role:

@@ -11,25 +11,12 @@ import sys
 from typing import Any
 
 import pytest
+from conftest import HOSTILE
 from torchx import specs
 from torchx.specs.runopts import InvalidRunConfigException
 from torchx_sched_lsf.opts import LsfOpts
 from torchx_sched_lsf.scheduler import LsfScheduler
 from torchx_sched_lsf.script import build_request, job_name, log_file, parse_job_name
-
-HOSTILE = [
-    ":",
-    "$(touch /tmp/torchx-pwned-lsf)",
-    "`id`",
-    "a; echo injected",
-    'it\'s "quoted"',
-    "two\nlines",
-    "ünï €",
-    "\\",
-    "%J",
-    "--",
-    "",
-]
 
 
 def role(name: str = "r", args: list[str] | None = None, replicas: int = 1, **kw: Any) -> specs.Role:

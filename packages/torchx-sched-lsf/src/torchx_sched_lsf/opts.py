@@ -38,11 +38,7 @@ class LsfOpts(JobDirOpts):
         Raises:
             InvalidRunConfigException: which option is wrong and what it expects
         """
-        for key, value in self._items().items():
-            if isinstance(value, str) and (not value.strip() or any(c in value for c in "\n\r\0")):
-                raise InvalidRunConfigException(
-                    f"run option {key!r} must be a non-empty single line, got {value!r}", key
-                )
+        self.check_single_lines()
         for key in ("queue", "project", "user_group"):
             value = getattr(self, key)
             if value is not None and not _NAME_RE.fullmatch(value):

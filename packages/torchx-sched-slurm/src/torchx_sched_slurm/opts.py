@@ -63,11 +63,7 @@ class SlurmOpts(JobDirOpts):
         Raises:
             InvalidRunConfigException: which option is wrong and what it expects
         """
-        for key, value in self._items().items():
-            if isinstance(value, str) and (not value.strip() or any(c in value for c in "\n\r\0")):
-                raise InvalidRunConfigException(
-                    f"run option {key!r} must be a non-empty single line, got {value!r}", key
-                )
+        self.check_single_lines()
         if self.time is not None and self.time.upper() not in _UNLIMITED and not _TIME_RE.fullmatch(self.time):
             raise InvalidRunConfigException(
                 f"run option 'time' is not a Slurm time limit: {self.time!r}; use minutes (30), MM:SS,"

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator, Mapping
 
-from torchx.specs.runopts import CfgVal, runopts
+from torchx.specs.runopts import CfgVal, InvalidRunConfigException, runopts
 from torchx.util.annotations import type_hints, union_members
 from torchx.util.record import MISSING, Field, declares_fields, fields_of
 
@@ -101,6 +101,19 @@ class StructuredOpts(Mapping[str, CfgVal]):
 
     def _items(self) -> dict[str, Any]:
         return {_field_key(f): getattr(self, f.name) for f in fields_of(self)}
+
+    def check_single_lines(self) -> None:
+        """Checks that every text option is one non-empty line (what a batch script or a
+        command-line flag can carry).
+
+        Raises:
+            InvalidRunConfigException: the option and its value
+        """
+        for key, value in self._items().items():
+            if isinstance(value, str) and (not value.strip() or any(c in value for c in "\n\r\0")):
+                raise InvalidRunConfigException(
+                    f"run option {key!r} must be a non-empty single line, got {value!r}", key
+                )
 
     def __getitem__(self, key: str) -> CfgVal:
         items = self._items()
