@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -158,3 +159,27 @@ def test_job_dir_workspace_and_delete(runner: Runner, lsf_cluster: dict[str, str
 def test_unknown_app(runner: Runner, lsf_cluster: dict[str, str]) -> None:
     assert runner.status("lsf://lsftest/999999999") is None
     assert runner.status("lsf://lsftest/not-a-job") is None
+
+
+def test_cli_log_shows_all_output_by_default(lsf_cluster: dict[str, str], job_dir: str) -> None:
+    """`torchx log` without --streams prints what the replica wrote to stdout and to stderr."""
+    pytest.importorskip("torchx_components")
+    torchx = [sys.executable, "-m", "torchx"]
+    script = "echo to-stdout; echo to-stderr >&2"
+    run_cli = subprocess.run(
+        [*torchx, "run", "-s", "lsf", "-cfg", f"job_dir={job_dir}", "utils.sh", "bash", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run_cli.returncode == 0, run_cli.stderr
+    handle = run_cli.stdout.strip().splitlines()[-1]
+    waited = subprocess.run([*torchx, "wait", handle, "--timeout", "90"], capture_output=True, text=True, timeout=120)
+    assert waited.returncode == 0, waited.stdout + waited.stderr
+    logged = subprocess.run([*torchx, "log", handle], capture_output=True, text=True, timeout=60)
+    assert logged.returncode == 0, logged.stderr
+    assert logged.stdout.splitlines() == ["sh/0 to-stdout", "sh/0 to-stderr"]
+    only_err = subprocess.run(
+        [*torchx, "log", "--streams", "stderr", handle], capture_output=True, text=True, timeout=60
+    )
+    assert only_err.stdout.splitlines() == ["sh/0 to-stderr"]
