@@ -73,6 +73,18 @@ def test_lifecycle_echo_sleep_cancel_list(runner: Runner, lsf_cluster: dict[str,
     assert (listed[sleeper].state, listed[sleeper].name) == (specs.AppState.CANCELLED, "sleeper")
 
 
+def test_failing_replica_fails_the_app_and_stops_the_others(
+    runner: Runner, lsf_cluster: dict[str, str], job_dir: str
+) -> None:
+    handle = run(runner, job_dir, role("ok", "sleep", ["60"]), role("bad", "bash", ["-c", "sleep 1; exit 3"]))
+    status = wait(runner, handle)
+    assert status.state == specs.AppState.FAILED and "bad/0 exit code 3" in status.msg, status
+    states = {r.role: r for rs in status.roles for r in rs.replicas}
+    assert states["bad"].state == specs.AppState.FAILED
+    assert json.loads(states["bad"].structured_error_msg) == {"exit_code": 3}
+    assert states["ok"].state == specs.AppState.CANCELLED  # stopped because "bad" failed
+
+
 def test_stdout_and_stderr_apart_and_together(runner: Runner, lsf_cluster: dict[str, str], job_dir: str) -> None:
     script = "echo out1; sleep 0.2; echo err1 >&2; sleep 0.2; echo out2; exit 3"
     handle = run(runner, job_dir, role("s", "bash", ["-c", script]))

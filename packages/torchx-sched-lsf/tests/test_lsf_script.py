@@ -77,6 +77,8 @@ def test_first_failure_stops_the_others_and_is_the_exit_code(tmp_path: Any) -> N
         [role("ok", ["-c", "import time; time.sleep(60)"]), role("bad", ["-c", "import sys; sys.exit(3)"])],
     )
     assert run_script(str(tmp_path), app) == 3
+    assert (tmp_path / "lsf-42-bad-0.exit").read_text() == "3\n"
+    assert not (tmp_path / "lsf-42-ok-0.exit").exists()  # stopped by the script: no exit code of its own
 
 
 def test_retries_start_the_replicas_again_and_count(tmp_path: Any) -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from torchx.specs.status import AppState
 from torchx_sched_lsf.parse import LsfJob
-from torchx_sched_lsf.scheduler import app_state, cancelled_file
+from torchx_sched_lsf.scheduler import app_state, cancelled_file, describe_job, replica_state
 from torchx_sched_lsf.states import LSF_STATES, to_app_state
 
 
@@ -48,3 +50,30 @@ def test_exit_is_failed_unless_killed(tmp_path: object) -> None:
     (tmp_path / cancelled_file("7")).write_text("")  # type: ignore[operator]
     assert app_state(job(cwd=str(tmp_path))) == AppState.CANCELLED  # torchx cancelled it
     assert app_state(job(stat="DONE", exit_code=0, cwd=str(tmp_path))) == AppState.SUCCEEDED
+
+
+def test_replicas_take_their_own_outcome_once_the_job_ended(tmp_path: Path) -> None:
+    for name, code in (("lsf-7-a-0.exit", "0\n"), ("lsf-7-b-0.exit", "3\n")):
+        (tmp_path / name).write_text(code)
+    done = LsfJob(job_id="7", name="x@a:2,b:1", stat="EXIT", exit_code=3, hosts=["h"] * 3, cwd=str(tmp_path))
+    desc = describe_job(done)
+    states = {(r.role, r.id): r.state for rs in desc.roles_statuses for r in rs.replicas}
+    assert states == {("a", 0): AppState.SUCCEEDED, ("a", 1): AppState.CANCELLED, ("b", 0): AppState.FAILED}
+    assert desc.state == AppState.FAILED and desc.msg == "EXIT: b/0 exit code 3"
+    running = describe_job(LsfJob(job_id="7", name="x@a:2,b:1", stat="RUN", hosts=["h"] * 3, cwd=str(tmp_path)))
+    assert {r.state for rs in running.roles_statuses for r in rs.replicas} == {AppState.RUNNING}
+
+
+@pytest.mark.parametrize(
+    ("app", "code", "state"),
+    [
+        (AppState.RUNNING, None, AppState.RUNNING),
+        (AppState.SUCCEEDED, 0, AppState.SUCCEEDED),
+        (AppState.FAILED, 0, AppState.SUCCEEDED),
+        (AppState.FAILED, 2, AppState.FAILED),
+        (AppState.FAILED, None, AppState.CANCELLED),
+        (AppState.CANCELLED, None, AppState.CANCELLED),
+    ],
+)
+def test_replica_state(app: AppState, code: int | None, state: AppState) -> None:
+    assert replica_state(app, code) == state

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import getpass
 import glob
+import json
 import logging
 import os
 import re
@@ -67,31 +68,66 @@ def _restarts(job: LsfJob) -> int:
         return 0
 
 
+def _exit_codes(job: LsfJob, layout: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """The exit codes the replicas of an ended job recorded (``.exit`` files in its directory)."""
+    codes: dict[tuple[str, int], int] = {}
+    for role, count in layout:
+        for k in range(count):
+            try:
+                with open(os.path.join(job.cwd, script.log_file(job.job_id, role, k, "exit"))) as f:
+                    codes[(role, k)] = int(f.read().strip())
+            except (OSError, ValueError):
+                continue
+    return codes
+
+
+def replica_state(app: AppState, code: int | None) -> AppState:
+    """A replica's state: the job's while it runs; once it ended, the replica's own exit code
+    (0: SUCCEEDED, else FAILED), and a replica without one was stopped by the script or by a
+    cancel (CANCELLED)."""
+    if not is_terminal(app):
+        return app
+    if code is None:
+        return AppState.CANCELLED if app in (AppState.FAILED, AppState.CANCELLED) else app
+    return AppState.SUCCEEDED if code == 0 else AppState.FAILED
+
+
 def describe_job(job: LsfJob) -> DescribeAppResponse:
-    """The :class:`DescribeAppResponse` of an LSF job (every replica takes the job's state)."""
+    """The :class:`DescribeAppResponse` of an LSF job. Replicas take the job's state, or their
+    own once it ended, where their exit codes are readable (see :func:`replica_state`)."""
     parsed = script.parse_job_name(job.name)
     app_name, layout = parsed if parsed else (job.name, [(job.name or "job", 1)])
     state = app_state(job)
+    codes = _exit_codes(job, layout) if parsed and job.cwd and is_terminal(state) else {}
     replicas = sum(n for _, n in layout)
     per = max(1, len(job.hosts) // replicas) if job.hosts else 1
     roles_statuses: list[RoleStatus] = []
     roles: list[Role] = []
+    failed: list[str] = []
     i = 0
     for role, count in layout:
         statuses = []
         for k in range(count):
             host = job.hosts[i * per] if i * per < len(job.hosts) else ""
-            statuses.append(ReplicaStatus(id=k, state=state, role=role, hostname=host))
+            code = codes.get((role, k))
+            replica = ReplicaStatus(
+                id=k, state=replica_state(state, code) if codes else state, role=role, hostname=host
+            )
+            if replica.state == AppState.FAILED and code is not None:
+                replica.structured_error_msg = json.dumps({"exit_code": code})
+                failed.append(f"{role}/{k} exit code {code}")
+            statuses.append(replica)
             i += 1
         roles_statuses.append(RoleStatus(role, statuses))
         roles.append(Role(name=role, image=job.cwd, num_replicas=count))
     if state == AppState.FAILED:
-        msg = f"{job.stat}: exit code {job.exit_code}" + (f" ({job.reason})" if job.reason else "")
+        what = "; ".join(failed[:5]) + (" ..." if len(failed) > 5 else "") if failed else f"exit code {job.exit_code}"
+        msg = f"{job.stat}: {what}" + (f" ({job.reason})" if job.reason else "")
     elif state == AppState.PENDING and job.reason:
         msg = f"{job.stat}: {job.reason}"
     else:
         msg = job.stat
-    error = f'{{"lsf_state": "{job.stat}", "exit_code": {job.exit_code}}}' if state == AppState.FAILED else "<NONE>"
+    error = json.dumps({"lsf_state": job.stat, "exit_code": job.exit_code}) if state == AppState.FAILED else "<NONE>"
     return DescribeAppResponse(
         app_id=job.job_id,
         state=state,

@@ -6,7 +6,7 @@ order, replicas in order) on the host of its slot, directly when that is this ho
 with ``blaunch -z HOST`` (``lsrun -m HOST`` where there is no ``blaunch``, as on OpenLava).
 Each replica runs under ``run_split`` (:data:`torchx.schedulers.shell.RUN_SPLIT`): its
 stdout goes to ``lsf-<job>-<role>-<k>.out``, its stderr to ``.err`` and both, in the order
-they arrive, to ``.log``. The script waits for all of them; the first
+they arrive, to ``.log``; its exit code goes to ``.exit`` when it ends by itself. The script waits for all of them; the first
 that fails stops the others and its exit code is the job's. With ``max_retries`` the
 whole set is started again, up to that many times, in the same allocation.
 
@@ -167,13 +167,15 @@ trap 'stopping=1; kill_tree $(jobs -p)' INT TERM
 pids=()
 
 # start_replica HOST LOG_BASE ARGV...: starts ARGV in the background (on HOST unless that is
-# this host); stdout to LOG_BASE.out, stderr to LOG_BASE.err, both to LOG_BASE.log
+# this host); stdout to LOG_BASE.out, stderr to LOG_BASE.err, both to LOG_BASE.log, and its
+# exit code to LOG_BASE.exit once it ends by itself (a replica stopped by the script has none)
 {RUN_SPLIT}
 start_replica() {{
     local host=$1 base=$2
     shift 2
     if [ "$host" != "${{hosts[0]}}" ]; then set -- "${{launch[@]}}" "$host" "$@"; fi
-    run_split "$base" "$@" >>"$base.log" 2>&1 &
+    rm -f "$base.exit"
+    {{ run_split "$base" "$@"; rc=$?; echo "$rc" >"$base.exit"; exit "$rc"; }} >>"$base.log" 2>&1 &
     pids+=($!)
 }}
 """
