@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: starts every backend the live tests need (Docker engine,
-# Slurm cluster, Kubernetes control plane, moto AWS endpoint, Ray head; needs root and Debian's
-# apt), then every nox session. Extra arguments go to nox (e.g. `-s e2e`).
+# Slurm cluster, OpenLava (LSF) cluster, Kubernetes control plane, moto AWS endpoint, Ray
+# head; needs root and Debian's apt), then every nox session. Extra arguments go to nox (e.g. `-s e2e`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
