@@ -165,3 +165,27 @@ def test_fast_replicas_are_each_waited_for_once(tmp_path: Any) -> None:
         d.mkdir()
         assert run_script(str(d), app) == 0
         assert [read(str(d), "f", k, "log") for k in range(8)] == ["x\n"] * 8
+
+
+@pytest.mark.parametrize("launcher", ["blaunch", "lsrun"])
+def test_replicas_on_other_hosts_go_through_the_launcher(tmp_path: Any, launcher: str) -> None:
+    """blaunch -z HOST (real LSF) or lsrun -m HOST (OpenLava) gets the replica's exact argv;
+    stand-ins record their arguments and run the command here."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    flag = "-z" if launcher == "blaunch" else "-m"
+    stub = bindir / launcher
+    stub.write_text(f'#!/bin/bash\n[ "$1" = {flag} ] || exit 99\necho "$2" >> {bindir}/hosts\nshift 2\nexec "$@"\n')
+    stub.chmod(0o755)
+    path = f"{bindir}:/usr/bin:/bin"  # no LSF client here but the stand-in
+    code = "import json, sys; print(json.dumps(sys.argv[1:]))"
+    app = specs.AppDef("remote", [role("p", ["-c", code, *HOSTILE], replicas=3)])
+    req = build_request(app, LsfOpts())
+    here = socket.gethostname()
+    env = {"PATH": path, "LSB_JOBID": "5", "LSB_MCPU_HOSTS": f"{here} 1 nodeB 1 nodeC 1"}
+    work = tmp_path / "job"
+    work.mkdir()
+    assert subprocess.run(["bash", "-c", req.script], cwd=work, env=env, timeout=60).returncode == 0
+    assert sorted((bindir / "hosts").read_text().split()) == ["nodeB", "nodeC"]  # replica 0 ran here
+    for k in range(3):
+        assert json.loads(read(str(work), "p", k, "out", "5")) == HOSTILE
