@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -189,3 +191,24 @@ def test_replicas_on_other_hosts_go_through_the_launcher(tmp_path: Any, launcher
     assert sorted((bindir / "hosts").read_text().split()) == ["nodeB", "nodeC"]  # replica 0 ran here
     for k in range(3):
         assert json.loads(read(str(work), "p", k, "out", "5")) == HOSTILE
+
+
+def test_sigint_like_bkill_stops_the_replicas_and_no_retry_starts(tmp_path: Any) -> None:
+    """bkill sends SIGINT first (which background replicas ignore): the script passes it on and
+    does not start the next attempt."""
+    code = "import os, time; open(os.environ['MARK'], 'a').write('started\\n'); time.sleep(60)"
+    mark = tmp_path / "started"
+    app = specs.AppDef("k", [role("w", ["-c", code], replicas=2, env={"MARK": str(mark)}, max_retries=3)])
+    req = build_request(app, LsfOpts())
+    env = {**os.environ, "LSB_JOBID": "9", "LSB_MCPU_HOSTS": f"{socket.gethostname()} 2"}
+    proc = subprocess.Popen(["bash", "-c", req.script], cwd=tmp_path, env=env)
+    deadline = time.monotonic() + 30
+    while not (mark.exists() and mark.read_text().count("started") == 2):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=30) != 0
+    assert time.monotonic() - started < 10  # the replicas (sleeping 60 s) were stopped
+    assert mark.read_text() == "started\n" * 2  # and not started again
+    assert not (tmp_path / "lsf-9.restarts").exists()
