@@ -45,9 +45,9 @@ print("LOADED", sorted(m for m in sys.modules if m.split(".")[0] in {packages!r}
 @pytest.mark.parametrize("args", [["--help"], ["run", "--dryrun", "utils.echo"]])
 def test_no_unused_scheduler_package_imported(args: list[str]) -> None:
     """Not even the plugin module of an installed scheduler that is not used (the plugin cache
-    answers discovery): `torchx --help` loads nothing of torchx-sched-lsf or torchx-sched-slurm."""
+    answers discovery): `torchx --help` loads nothing of torchx-sched-lsf, -ray or -slurm."""
     pytest.importorskip("torchx_sched_lsf")
-    packages = ("torchx_sched_lsf", "torchx_sched_slurm")
+    packages = ("torchx_sched_lsf", "torchx_sched_ray", "torchx_sched_slurm")
     for _ in range(2):  # the first run may discover plugins
         proc = subprocess.run(
             [sys.executable, "-c", BACKEND_PROBE.format(args=args, packages=packages)],
