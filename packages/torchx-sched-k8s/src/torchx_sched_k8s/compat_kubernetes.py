@@ -1,0 +1,10 @@
+"""``torchx.schedulers.kubernetes_scheduler``: upstream TorchX's module path for ``kubernetes``.
+
+Code written for TorchX imports from here (through core's import hook) unchanged.
+"""
+
+from torchx_sched_k8s.opts import KubernetesOpts
+from torchx_sched_k8s.request import KubernetesRequest as KubernetesJob
+from torchx_sched_k8s.scheduler import KubernetesScheduler, create_scheduler
+
+__all__ = ["KubernetesJob", "KubernetesOpts", "KubernetesScheduler", "create_scheduler"]
