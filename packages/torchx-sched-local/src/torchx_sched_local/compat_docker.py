@@ -15,6 +15,7 @@ from torchx_sched_local.docker_scheduler import (
 )
 from torchx_sched_local.docker_workspace import LABEL_VERSION, docker_client
 
+
 def has_docker() -> bool:
     """True when the docker SDK is installed and the engine it finds answers."""
     try:
