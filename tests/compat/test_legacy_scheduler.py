@@ -9,7 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from compat_cli import torchx
+
+from compat.compat_cli import torchx
 
 pytest.importorskip("torchx_components")
 
