@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import subprocess
 import sys
 
@@ -121,7 +122,6 @@ def test_component_test_case_runs_a_component() -> None:
             assert status is not None
             self.assertEqual(status.state, AppState.SUCCEEDED)
 
-    result = unittest.TextTestRunner(stream=open("/dev/null", "w")).run(
-        unittest.defaultTestLoader.loadTestsFromTestCase(EchoTest)
-    )
+    with open(os.devnull, "w") as sink:
+        result = unittest.TextTestRunner(stream=sink).run(unittest.defaultTestLoader.loadTestsFromTestCase(EchoTest))
     assert result.wasSuccessful(), result.failures + result.errors
