@@ -20,7 +20,9 @@ from torchx.util.record import field, record
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
-    from typing import Any, ClassVar, Generic, TypeVar
+    from typing import Any, ClassVar, Generic
+
+    from typing_extensions import TypeVar  # type variables with defaults (PEP 696)
 
     from torchx.workspace.api import WorkspaceMixin
 else:
@@ -77,8 +79,8 @@ UNDECLARED_CAPABILITIES = SchedulerCapabilities(
 )
 
 T = TypeVar("T")  # run config
-A = TypeVar("A")  # app
-D = TypeVar("D")  # dryrun request
+A = TypeVar("A", default=AppDef)  # app; ``Scheduler[Cfg]`` (one argument, as upstream) type-checks too
+D = TypeVar("D", default=Any)  # dryrun request
 
 
 @record
