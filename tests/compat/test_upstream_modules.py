@@ -28,6 +28,7 @@ MODULES = {
     "torchx.schedulers.aws_sagemaker_scheduler": ("torchx_sched_aws", "AWSSageMakerScheduler create_scheduler"),
     "torchx.tracker.backend.fsspec": ("torchx_tracker", "FsspecTracker create"),
     "torchx.cli.cmd_tracker": ("torchx_tracker", "CmdTracker"),
+    "torchx.tracker.mlflow": ("mlflow", "MLflowTracker create_tracker"),
     "torchx.runtime.tracking": ("torchx_tracker", "ResultTracker FsspecResultTracker"),
     "torchx.components.component_test_base": ("torchx_components", "ComponentTestCase"),
     "torchx.runner.events": ("torchx", "log_event record TorchxEvent SourceType"),

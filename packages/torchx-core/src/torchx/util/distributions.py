@@ -14,6 +14,7 @@ SCHEDULER_DISTRIBUTIONS: dict[str, str] = {
     "aws_batch": "torchx-sched-aws",
     "aws_sagemaker": "torchx-sched-aws",
     "lsf": "torchx-sched-lsf",
+    "ray": "torchx-sched-ray",
 }
 
 #: upstream TorchX module path -> the distribution whose plugin provides it (a
@@ -29,7 +30,9 @@ LEGACY_MODULE_DISTRIBUTIONS: dict[str, str] = {
     "torchx.schedulers.aws_batch_scheduler": "torchx-sched-aws",
     "torchx.schedulers.aws_sagemaker_scheduler": "torchx-sched-aws",
     "torchx.schedulers.lsf_scheduler": "torchx-sched-lsf",
+    "torchx.schedulers.ray_scheduler": "torchx-sched-ray",
     "torchx.tracker.backend.fsspec": "torchx-tracker",
+    "torchx.tracker.mlflow": "torchx-tracker",
     "torchx.runtime.tracking": "torchx-tracker",
     "torchx.cli.cmd_tracker": "torchx-tracker",
     "torchx.components": "torchx-components",
