@@ -59,6 +59,8 @@ def test_cli_lifecycle(isolated: Path) -> None:
 
     log = torchx("log", f"{handle}/sh/0")
     assert "from-legacy" in log.stdout, log.stdout + log.stderr
+    described = torchx("describe", handle)
+    assert described.returncode == 0, described.stderr
     listed = torchx("list", "-s", "legacy_proc", "--json")
     assert handle in {a["app_handle"] for a in json.loads(listed.stdout)}, listed.stdout + listed.stderr
 
@@ -116,6 +118,8 @@ def test_runner_lifecycle(isolated: Path) -> None:
         app_id = handle.rsplit("/", 1)[1]
         assert f"replica 1 of {app_id}" in lines
         assert handle in {a.app_handle for a in runner.list("legacy_proc")}
+        assert runner.describe(handle) is not None
+        assert runner.status(handle).roles[0].replicas[1].state == specs.AppState.SUCCEEDED  # type: ignore[union-attr]
 
         sleeper = specs.AppDef(
             name="sleeper",
