@@ -10,7 +10,7 @@ import sys
 import pytest
 import torchx.plugins
 from conftest import run_cli
-from torchx.plugins.registry import Registry
+from torchx.plugins.registry import PluginInfo, Registry
 from torchx.schedulers.api import call_declared
 from torchx.specs.finder import get_components
 
@@ -93,6 +93,20 @@ def test_known_path_without_its_plugin_names_the_distribution(monkeypatch: pytes
     with pytest.raises(ModuleNotFoundError, match="No module named 'torchx.no_such_module'"):
         importlib.import_module("torchx.no_such_module")
     _forget("torchx.runtime")
+
+
+def test_known_path_whose_plugin_failed_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    broken = PluginInfo(
+        "lsf", "torchx-sched-lsf", "0.1", "torchx", "torchx_sched_lsf.plugin", errors=["ImportError: boom"]
+    )
+    monkeypatch.setattr(torchx.plugins, "_registry", Registry(plugins=[broken]))
+    _forget("torchx.schedulers.lsf_scheduler")
+    with pytest.raises(ModuleNotFoundError) as info:
+        importlib.import_module("torchx.schedulers.lsf_scheduler")
+    assert str(info.value) == (
+        "torchx.schedulers.lsf_scheduler is provided by torchx-sched-lsf, which is installed but failed to load:"
+        " ImportError: boom (see `torchx plugins`)"
+    )
 
 
 def test_importing_torchx_looks_up_no_plugin() -> None:

@@ -94,13 +94,22 @@ class LegacyModuleFinder:
         if resolved is not None:
             return ModuleSpec(fullname, _AliasLoader(resolved))  # type: ignore[arg-type]  # a Loader by protocol
         if dist is not None:
-            pip = f"'{dist}'" if "[" in dist else dist
-            raise ModuleNotFoundError(f"{fullname} is provided by {dist}: pip install {pip}", name=fullname)
+            raise ModuleNotFoundError(_missing(fullname, dist, registry), name=fullname)
         below = fullname + "."
         registered = registry.legacy_modules if registry is not None else {}
         if any(name.startswith(below) for name in [*LEGACY_MODULE_DISTRIBUTIONS, *registered]):
             return ModuleSpec(fullname, None, is_package=True)  # an empty parent package upstream has
         return None
+
+
+def _missing(fullname: str, dist: str, registry: Registry | None) -> str:
+    """Why ``fullname`` cannot be imported: its distribution is not installed, or it is and failed."""
+    name = dist.partition("[")[0]
+    broken = [e for p in (registry.plugins if registry is not None else []) if p.dist == name for e in p.errors]
+    if broken:
+        return f"{fullname} is provided by {name}, which is installed but failed to load: {broken[0]} (see `torchx plugins`)"
+    pip = f"'{dist}'" if "[" in dist else dist
+    return f"{fullname} is provided by {name}: pip install {pip}"
 
 
 def _registry() -> Registry | None:
