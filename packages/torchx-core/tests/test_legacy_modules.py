@@ -76,6 +76,35 @@ def test_registered_path_is_the_plugins_module(make_dist) -> None:  # type: igno
         _forget("torchx.schedulers.alpha_scheduler", "torchx.contrib")
 
 
+def test_threads_import_legacy_paths_at_once(make_dist) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    make_dist(
+        "torchx-alpha-compat",
+        {"torchx": {"alpha": "alpha_shim_plugin"}},
+        {"alpha_shim_plugin.py": SHIM_PLUGIN, "alpha_compat.py": "class AlphaScheduler: pass\n"},
+    )
+    errors: list[BaseException] = []
+
+    def load(name: str) -> None:
+        try:
+            importlib.import_module(name)
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [
+        threading.Thread(target=load, args=(n,)) for n in ("torchx.schedulers.alpha_scheduler", "torchx.contrib.alpha")
+    ]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+    finally:
+        _forget("torchx.schedulers.alpha_scheduler", "torchx.contrib")
+
+
 def test_known_path_without_its_plugin_names_the_distribution(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(torchx.plugins, "_registry", Registry())
     _forget("torchx.schedulers.slurm_scheduler", "torchx.components", "torchx.runtime")

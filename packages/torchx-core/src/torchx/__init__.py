@@ -9,9 +9,10 @@ import through :mod:`torchx.util.legacy_import`.
 """
 
 from torchx.util import legacy_import as _legacy_import
-from torchx.version import TORCHX_IMAGE as IMAGE
-from torchx.version import __version__
+
+_legacy_import.install()  # first: a thread importing torchx.<upstream path> meanwhile must see the finders
+
+from torchx.version import TORCHX_IMAGE as IMAGE  # noqa: E402
+from torchx.version import __version__  # noqa: E402
 
 __all__ = ["IMAGE", "__version__"]
-
-_legacy_import.install()

@@ -22,6 +22,7 @@ plugin is looked up until such an import happens):
 from __future__ import annotations
 
 import sys
+from _thread import get_ident
 
 from torchx.util.distributions import LEGACY_MODULE_DISTRIBUTIONS
 
@@ -71,7 +72,8 @@ class LegacyModuleFinder:
         tail: True for the finder placed after the regular ones
     """
 
-    _resolving = False
+    #: threads that are building the registry (a plugin module they import must not start it again)
+    _resolving: set[int] = set()
 
     def __init__(self, tail: bool) -> None:
         self.tail = tail
@@ -115,15 +117,16 @@ def _missing(fullname: str, dist: str, registry: Registry | None) -> str:
 def _registry() -> Registry | None:
     """The plugin registry, or None while it is being built (a plugin's hook module importing a
     legacy path must not start discovery again)."""
-    if LegacyModuleFinder._resolving:
+    me = get_ident()
+    if me in LegacyModuleFinder._resolving:
         return None
-    LegacyModuleFinder._resolving = True
+    LegacyModuleFinder._resolving.add(me)
     try:
         from torchx.plugins import get_registry
 
         return get_registry()
     finally:
-        LegacyModuleFinder._resolving = False
+        LegacyModuleFinder._resolving.discard(me)
 
 
 def install() -> None:
