@@ -94,7 +94,9 @@ def tests(session: nox.Session, package: str) -> None:
 @nox.session
 def e2e(session: nox.Session) -> None:
     """Every package together: the cross-package tests in tests/ and each package's tests again
-    (the ones that need a sibling package, e.g. components running on local_cwd, run here)."""
+    (the ones that need a sibling package, e.g. components running on local_cwd, run here).
+    tests/compat pip-installs its test plugins (tests/compat/plugins/*) into directories of
+    their own and puts one on the path per test, so they never change what the others see."""
     extras = {"torchx-tracker": "test,mlflow", "torchx-sched-local": "test,docker"}
     session.install(pkg("torchx-core"), *(pkg(p, extras.get(p, "test")) for p in PACKAGES if p != "torchx-core"))
     for path in ["tests", *(f"packages/{p}/tests" for p in PACKAGES if p != "torchx-core")]:

@@ -25,11 +25,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from torchx.schedulers.devices import DEVICE_PATHS
 from torchx.schedulers.ids import make_unique, sanitize_name
 from torchx.schedulers.structured_opts import StructuredOpts
 from torchx.specs.macros import RANK0_ENV, macros
 from torchx.specs.mounts import BindMount, DeviceMount, VolumeMount
-from torchx.specs.named_resources_aws import EFA_DEVICE, K8S_ITYPE, NEURON_DEVICE
+from torchx.specs.named_resources_aws import K8S_ITYPE
 from torchx.specs.roles import AppDef, Role
 
 from torchx_sched_aws import _shell
@@ -41,7 +42,6 @@ MAIN_NODE_ADDR_ENV = "AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS"
 MAX_ATTEMPTS = 10
 _REPLICA_TOKEN = "\x00torchx-replica-id\x00"  # cannot occur in a real argument
 _REPLICA_VAR = "${TORCHX_REPLICA_IDX}"
-_DEVICE_PATHS = {EFA_DEVICE: "/dev/infiniband/uverbs{}", NEURON_DEVICE: "/dev/neuron{}"}
 _PERMISSIONS = {"r": "READ", "w": "WRITE", "m": "MKNOD"}
 
 
@@ -209,11 +209,11 @@ def _devices(role: Role) -> list[dict[str, Any]]:
         if isinstance(m, DeviceMount)
     ]
     for name, count in role.resource.devices.items():
-        pattern = _DEVICE_PATHS.get(name)
+        pattern = DEVICE_PATHS.get(name)
         if pattern is None:
             raise ValueError(
                 f"aws_batch: role {role.name!r} asks for device {name!r}, which Batch cannot map;"
-                f" known: {', '.join(sorted(_DEVICE_PATHS))}"
+                f" known: {', '.join(sorted(DEVICE_PATHS))}"
             )
         devices += [
             {

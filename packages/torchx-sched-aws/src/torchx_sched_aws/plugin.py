@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from torchx.plugins import SchedulerPlugin, hookimpl
+from torchx.plugins import LegacyModule, SchedulerPlugin, hookimpl
 
 
 @hookimpl
@@ -23,3 +23,10 @@ def torchx_schedulers() -> Iterator[SchedulerPlugin]:
         "torchx_sched_aws.sagemaker:create_scheduler",
         "Amazon SageMaker training jobs (single role), logs from CloudWatch",
     )
+
+
+@hookimpl
+def torchx_legacy_modules() -> Iterator[LegacyModule]:
+    """Upstream's module paths of the AWS schedulers."""
+    yield LegacyModule("torchx.schedulers.aws_batch_scheduler", "torchx_sched_aws.compat_batch")
+    yield LegacyModule("torchx.schedulers.aws_sagemaker_scheduler", "torchx_sched_aws.compat_sagemaker")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from torchx.plugins import SchedulerPlugin, hookimpl
+from torchx.plugins import LegacyModule, SchedulerPlugin, hookimpl
 
 
 @hookimpl  # type: ignore[untyped-decorator]
@@ -20,3 +20,10 @@ def torchx_schedulers() -> Iterator[SchedulerPlugin]:
         "torchx_sched_k8s.scheduler:create_mcad_scheduler",
         "Kubernetes: an MCAD AppWrapper (workload.codeflare.dev/v1beta1) of pods + service",
     )
+
+
+@hookimpl  # type: ignore[untyped-decorator]
+def torchx_legacy_modules() -> Iterator[LegacyModule]:
+    """Upstream's module paths of the two Kubernetes schedulers."""
+    yield LegacyModule("torchx.schedulers.kubernetes_scheduler", "torchx_sched_k8s.compat_kubernetes")
+    yield LegacyModule("torchx.schedulers.kubernetes_mcad_scheduler", "torchx_sched_k8s.compat_kubernetes_mcad")

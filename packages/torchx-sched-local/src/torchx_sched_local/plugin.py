@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from torchx.plugins import SchedulerPlugin, WorkspacePlugin, hookimpl
+from torchx.plugins import LegacyModule, SchedulerPlugin, WorkspacePlugin, hookimpl
 
 
 @hookimpl
@@ -30,3 +30,11 @@ def torchx_workspaces() -> Iterator[WorkspacePlugin]:
         "torchx_sched_local.docker_workspace:DockerWorkspaceMixin",
         "builds an image FROM role.image with the workspace copied in (needs torchx-sched-local[docker])",
     )
+
+
+@hookimpl
+def torchx_legacy_modules() -> Iterator[LegacyModule]:
+    """Upstream's module paths of the local schedulers and the docker workspace."""
+    yield LegacyModule("torchx.schedulers.local_scheduler", "torchx_sched_local.compat_local")
+    yield LegacyModule("torchx.schedulers.docker_scheduler", "torchx_sched_local.compat_docker")
+    yield LegacyModule("torchx.workspace.docker_workspace", "torchx_sched_local.docker_workspace")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from torchx.plugins import CliCommand, TrackerPlugin, hookimpl
+from torchx.plugins import CliCommand, LegacyModule, TrackerPlugin, hookimpl
 
 
 @hookimpl
@@ -20,3 +20,12 @@ def torchx_cli_commands() -> Iterator[CliCommand]:
     yield CliCommand(
         "tracker", "torchx_tracker.cli:CmdTracker", "list the runs, metadata, artifacts and lineage a tracker recorded"
     )
+
+
+@hookimpl
+def torchx_legacy_modules() -> Iterator[LegacyModule]:
+    """Upstream's module paths of the fsspec and MLflow backends, ``torchx tracker`` and the result tracker."""
+    yield LegacyModule("torchx.tracker.backend.fsspec", "torchx_tracker.fsspec_backend")
+    yield LegacyModule("torchx.cli.cmd_tracker", "torchx_tracker.cli")
+    yield LegacyModule("torchx.runtime.tracking", "torchx_tracker.result_tracker")
+    yield LegacyModule("torchx.tracker.mlflow", "torchx_tracker.compat_mlflow")

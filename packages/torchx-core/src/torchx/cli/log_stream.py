@@ -31,6 +31,9 @@ def replicas_of(
     if app is None:
         raise UnknownAppException(app_handle)
     roles = {r.name: r.num_replicas for r in app.roles}
+    if not roles:  # the scheduler reports replica states only (as many written for upstream TorchX do)
+        status = runner.status(app_handle)
+        roles = {r.role: len(r.replicas) for r in (status.roles if status is not None else [])}
     if role_filter is not None and role_filter not in roles:
         raise ValueError(f"app {app_handle} has no role {role_filter!r}; its roles: {', '.join(roles)}")
     pairs = []

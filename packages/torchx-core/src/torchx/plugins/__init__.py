@@ -1,5 +1,5 @@
 """torchx plugins: pluggy hooks that register schedulers, named resources, components,
-trackers, workspaces and CLI commands, plus submit-time event hooks.
+trackers, workspaces, CLI commands and upstream module paths (``LegacyModule``), plus submit-time event hooks.
 
 Plugin authors need only::
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 from torchx.plugins.records import (
     CliCommand,
     ComponentSource,
+    LegacyModule,
     NamedResourcePlugin,
     SchedulerPlugin,
     TrackerPlugin,
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CliCommand",
     "ComponentSource",
+    "LegacyModule",
     "NamedResourcePlugin",
     "PluginInfo",
     "PluginLoadError",

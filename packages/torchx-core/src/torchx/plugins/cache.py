@@ -20,7 +20,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-_FORMAT = 2
+_FORMAT = 3
 
 
 def caching_enabled() -> bool:

@@ -17,7 +17,7 @@ import pluggy
 from torchx.plugins import hookspecs
 from torchx.plugins.legacy import LEGACY_GROUPS, legacy_record
 from torchx.plugins.records import EVENT_HOOKS, RECORD_TYPES
-from torchx.plugins.registry import GROUP, PluginInfo, Registry
+from torchx.plugins.registry import GROUP, Conflict, PluginInfo, Registry
 
 logger: logging.Logger = logging.getLogger(__name__)
 
@@ -99,10 +99,33 @@ def _collect(pm: pluggy.PluginManager, info: PluginInfo, registry: Registry, lev
         info.event_hooks.append(hook_name)
 
 
+def _add_legacy_components(registry: Registry, entries: list[tuple[PluginInfo, Any]]) -> None:
+    """Applies the ``torchx.components`` entry points the way upstream TorchX does (see
+    :mod:`torchx.plugins.legacy`): when there is any, the builtin components are no longer
+    listed unless an entry names their package; each entry is a prefixed source of its own."""
+    if not entries:
+        return
+    builtin = registry.legacy_target("torchx.components")
+    if builtin is not None:
+        for source in [c for c in registry.components if c.module == builtin]:
+            registry.components.remove(source)
+            owner = registry.origin.get(("components", source.prefix + "|" + source.module), "?")
+            registry.conflicts.append(
+                Conflict("components", builtin, entries[0][0].ident, owner, "torchx.components entry points", builtin)
+            )
+    plugin_sources = registry.components
+    registry.components = []
+    for info, record in entries:
+        module = registry.legacy_target(record.module) or record.module
+        registry.add(info, type(record)(record.prefix, module), LEVEL_LEGACY, {})
+    registry.components += [c for c in plugin_sources if c not in registry.components]
+
+
 def discover() -> Registry:
     """Loads every installed plugin's registrations (imports only the plugins' hook modules)."""
     registry = Registry()
     levels: dict[str, int] = {}
+    legacy_components: list[tuple[PluginInfo, Any]] = []
     pm = new_plugin_manager()
     for ep, dist, version in _entry_points():
         info = PluginInfo(name=ep.name, dist=dist, version=version, group=ep.group, value=ep.value)
@@ -124,7 +147,11 @@ def discover() -> Registry:
             except ValueError as e:
                 info.errors.append(str(e))
                 continue
+            if ep.group == "torchx.components":
+                legacy_components.append((info, record))
+                continue
             registry.add(info, record, LEVEL_LEGACY, levels)
+    _add_legacy_components(registry, legacy_components)
     for conflict in registry.conflicts:
         logger.debug(
             "%s %r registered by %s and %s; using %s",

@@ -38,6 +38,7 @@ import pluggy
 from torchx.plugins.records import (
     CliCommand,
     ComponentSource,
+    LegacyModule,
     NamedResourcePlugin,
     SchedulerPlugin,
     TrackerPlugin,
@@ -119,6 +120,24 @@ def torchx_cli_commands() -> Iterable[CliCommand]:
         @hookimpl
         def torchx_cli_commands():
             yield CliCommand("tracker", "my_pkg.cli:CmdTracker", "query experiment trackers")
+    """
+
+
+@hookspec
+def torchx_legacy_modules() -> Iterable[LegacyModule]:
+    """Upstream TorchX module paths this plugin provides, so code written for TorchX imports unchanged.
+
+    ``name`` is the upstream path, ``target`` the plugin's module that holds upstream's public
+    names (usually a small module of re-exports). Core resolves ``import name`` to ``target``
+    lazily, with an import hook: nothing is imported until the user imports ``name``. When no
+    installed plugin provides a path core knows (see ``torchx.util.legacy_import``), the
+    import fails with the distribution to install.
+
+    Example::
+
+        @hookimpl
+        def torchx_legacy_modules():
+            yield LegacyModule("torchx.schedulers.slurm_scheduler", "torchx_sched_slurm.compat_slurm")
     """
 
 

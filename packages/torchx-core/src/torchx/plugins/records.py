@@ -95,6 +95,23 @@ class CliCommand(NamedTuple):
     help: str = ""
 
 
+class LegacyModule(NamedTuple):
+    """An upstream TorchX module path this plugin provides (``import torchx.schedulers.slurm_scheduler``).
+
+    Core installs an import hook that resolves ``name`` to the module ``target`` on import
+    (the same module object, nothing is copied), so code written for upstream TorchX imports
+    unchanged. A ``name`` that is a package aliases its submodules too: ``torchx.components``
+    -> ``torchx_components`` makes ``torchx.components.dist`` load ``torchx_components.dist``.
+
+    Args:
+        name: the upstream module path, under ``torchx.``
+        target: importable name of the module that provides its public names
+    """
+
+    name: str
+    target: str
+
+
 #: registration hook name -> record type it yields
 RECORD_TYPES: dict[str, type] = {
     "torchx_schedulers": SchedulerPlugin,
@@ -103,6 +120,7 @@ RECORD_TYPES: dict[str, type] = {
     "torchx_trackers": TrackerPlugin,
     "torchx_workspaces": WorkspacePlugin,
     "torchx_cli_commands": CliCommand,
+    "torchx_legacy_modules": LegacyModule,
 }
 
 #: hooks called on events (they need the plugin module imported)

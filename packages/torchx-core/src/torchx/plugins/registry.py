@@ -14,6 +14,7 @@ from torchx.plugins.records import (
     RECORD_TYPES,
     CliCommand,
     ComponentSource,
+    LegacyModule,
     NamedResourcePlugin,
     SchedulerPlugin,
     TrackerPlugin,
@@ -110,6 +111,8 @@ class Registry:
         self.trackers: dict[str, TrackerPlugin] = {}
         self.workspaces: dict[str, WorkspacePlugin] = {}
         self.cli_commands: dict[str, CliCommand] = {}
+        #: upstream module path (``torchx.schedulers.slurm_scheduler``) -> the plugin module providing it
+        self.legacy_modules: dict[str, LegacyModule] = {}
         #: (kind, name) -> ident of the plugin that provides the winning registration
         self.origin: dict[tuple[str, str], str] = {}
         self.conflicts: list[Conflict] = []
@@ -143,6 +146,20 @@ class Registry:
             self.origin[(kind, name)] = plugin.ident
         elif current != record:
             self.conflicts.append(Conflict(kind, name, owner, plugin.ident, current[1], record[1]))
+
+    def legacy_target(self, module: str) -> str | None:
+        """The module that provides the upstream module path ``module``, or None.
+
+        A registered package path covers its submodules: with ``torchx.components`` ->
+        ``torchx_components``, ``torchx.components.dist`` resolves to ``torchx_components.dist``.
+        """
+        name = module
+        while "." in name:
+            record = self.legacy_modules.get(name)
+            if record is not None:
+                return record.target + module[len(name) :]
+            name = name.rpartition(".")[0]
+        return None
 
     @property
     def errors(self) -> list[tuple[str, str]]:

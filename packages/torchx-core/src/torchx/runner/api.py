@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from torchx.schedulers import get_scheduler_factories
-from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler, workspace_of
+from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler, call_declared, workspace_of
 from torchx.schedulers.capabilities import UnsupportedFeatureError
 from torchx.schedulers.streams import Stream
 from torchx.specs.dryrun import AppDryRunInfo
@@ -297,10 +297,10 @@ class Runner:
         if builder is not None:
             if workspace is not None and app.roles[0].workspace is None:
                 app.roles[0].workspace = Workspace.from_str(workspace) if isinstance(workspace, str) else workspace
-            sched._pre_build_validate(app, scheduler, resolved)
+            call_declared(sched._pre_build_validate, app, scheduler, resolved)
             builder.build_workspaces(app.roles, resolved)
 
-        sched._validate(app, scheduler, resolved)
+        call_declared(sched._validate, app, scheduler, resolved)
         info = sched.submit_dryrun(app, resolved)
         info._scheduler = scheduler
         info._parent_run_id = parent_run_id
@@ -379,7 +379,7 @@ class Runner:
         sched = self._scheduler(scheduler)
         if not sched.capabilities.list:
             raise UnsupportedFeatureError(f"scheduler {scheduler!r} cannot list apps")
-        apps = sched.list(cfg) if cfg is not None else sched.list()
+        apps = call_declared(sched.list, cfg) if cfg is not None else sched.list()
         for app in apps:
             app.app_handle = make_app_handle(scheduler, self._name, app.app_id)
         return apps

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler, Stream
 from torchx.schedulers.capabilities import SchedulerCapabilities, UnsupportedFeatureError
+from torchx.util.distributions import SCHEDULER_DISTRIBUTIONS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -28,17 +29,7 @@ __all__ = [
 ]
 
 #: schedulers the core knows the package of, for "install X" hints
-KNOWN_SCHEDULER_PACKAGES: dict[str, str] = {
-    "local_cwd": "torchx-sched-local",
-    "local_docker": "torchx-sched-local[docker]",
-    "slurm": "torchx-sched-slurm",
-    "lsf": "torchx-sched-lsf",
-    "kubernetes": "torchx-sched-k8s",
-    "kubernetes_mcad": "torchx-sched-k8s",
-    "aws_batch": "torchx-sched-aws",
-    "aws_sagemaker": "torchx-sched-aws",
-    "ray": "torchx-sched-ray",
-}
+KNOWN_SCHEDULER_PACKAGES: dict[str, str] = SCHEDULER_DISTRIBUTIONS
 
 
 class _LazyFactory:

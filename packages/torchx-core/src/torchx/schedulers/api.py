@@ -11,7 +11,7 @@ from torchx.schedulers.capabilities import SchedulerCapabilities, UnsupportedFea
 from torchx.schedulers.streams import Stream, filter_regex, split_lines, split_lines_iterator
 from torchx.schedulers.structured_opts import StructuredOpts
 from torchx.specs.dryrun import AppDryRunInfo
-from torchx.specs.roles import NONE, NULL_RESOURCE, AppDef, Role
+from torchx.specs.roles import NONE, NULL_RESOURCE, AppDef, RetryPolicy, Role
 from torchx.specs.runopts import CfgVal, runopts
 from torchx.specs.status import AppState, RoleStatus, is_terminal
 from torchx.specs.workspace import Workspace
@@ -20,7 +20,9 @@ from torchx.util.record import field, record
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
-    from typing import Any, ClassVar, Generic, TypeVar
+    from typing import Any, ClassVar, Generic
+
+    from typing_extensions import TypeVar  # type variables with defaults (PEP 696)
 
     from torchx.workspace.api import WorkspaceMixin
 else:
@@ -51,9 +53,34 @@ def workspace_of(scheduler: object) -> WorkspaceMixin[Any] | None:
     return scheduler if api is not None and isinstance(scheduler, api.WorkspaceMixin) else None
 
 
+def call_declared(method: Any, *args: object) -> Any:
+    """Calls ``method`` with as many of ``args`` as it declares positional parameters for.
+
+    Extension points gained parameters over TorchX's history (``_validate(app, scheduler)``
+    became ``_validate(app, scheduler, cfg)``; ``list()`` became ``list(cfg)``); a scheduler
+    written for an older TorchX keeps its override, and is called the way it declared it.
+    """
+    func = getattr(method, "__func__", method)
+    code = getattr(func, "__code__", None)
+    if code is None or code.co_flags & 0x04:  # not plain Python, or takes *args: pass everything
+        return method(*args)
+    declared = code.co_argcount - (1 if getattr(method, "__self__", None) is not None else 0)
+    return method(*args[: max(declared, 0)])
+
+
+#: what a scheduler that declares no ``capabilities`` (one written for upstream TorchX, which has
+#: no such declaration) is trusted with: every request is passed on, as upstream does
+UNDECLARED_CAPABILITIES = SchedulerCapabilities(
+    log_since_until=True,
+    log_streams=frozenset({"stdout", "stderr", "combined"}),
+    retry_policies=frozenset(RetryPolicy),
+    elastic=True,
+    mounts=frozenset({"bind", "volume", "device"}),
+)
+
 T = TypeVar("T")  # run config
-A = TypeVar("A")  # app
-D = TypeVar("D")  # dryrun request
+A = TypeVar("A", default=AppDef)  # app; ``Scheduler[Cfg]`` (one argument, as upstream) type-checks too
+D = TypeVar("D", default=Any)  # dryrun request
 
 
 @record
@@ -91,10 +118,15 @@ class Scheduler(abc.ABC, Generic[T, A, D]):
     Implement ``_submit_dryrun``, ``schedule``, ``describe``, ``list`` and
     ``_cancel_existing``; optionally ``_run_opts``, ``log_iter``, ``wait``, ``close``,
     ``_validate``, ``_pre_build_validate`` and ``_delete_existing``. Declare what the
-    backend supports in the class attribute ``capabilities``.
+    backend supports in the class attribute ``capabilities`` (a scheduler that declares
+    nothing, as one written for upstream TorchX, is handed every request).
+
+    Schedulers written for TorchX 0.7 run unchanged: ``Scheduler[CfgType]`` with one type
+    argument, ``list(self)`` without ``cfg`` and ``_validate(self, app, scheduler)`` without
+    ``cfg`` are called as declared (see :func:`call_declared`).
     """
 
-    capabilities: ClassVar[SchedulerCapabilities] = SchedulerCapabilities()
+    capabilities: ClassVar[SchedulerCapabilities] = UNDECLARED_CAPABILITIES
 
     def __init__(self, backend: str, session_name: str) -> None:
         self.backend = backend

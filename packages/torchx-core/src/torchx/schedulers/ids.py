@@ -32,3 +32,16 @@ def sanitize_name(name: str, max_length: int = 63, allowed: str = r"a-z0-9\-") -
     cleaned = re.sub(f"[^{allowed}]+", "-", name.lower()).strip("-_.")
     cleaned = cleaned[:max_length].rstrip("-_.")
     return cleaned or "app"
+
+
+def random_uint64() -> int:
+    """A random 64-bit unsigned integer."""
+    return int.from_bytes(os.urandom(8), "big")
+
+
+def get_len_random_id(string_length: int) -> str:
+    """A random id of exactly ``string_length`` characters (lowercase letters and digits)."""
+    out = ""
+    while len(out) < string_length:
+        out += random_id()
+    return out[:string_length]

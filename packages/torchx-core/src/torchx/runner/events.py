@@ -1,0 +1,125 @@
+"""Upstream TorchX's ``torchx.runner.events``: usage events of the runner API.
+
+``with log_event("run", "local_cwd") as ctx: ...`` times the block and, when it ends, logs a
+:class:`TorchxEvent` (JSON) to the ``torchx.runner.events`` logger; the exception that left
+the block, if any, is recorded in it. The logger has no handler unless you attach one, so
+events cost a few microseconds and go nowhere by default.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import logging
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import TracebackType
+
+__all__ = ["SourceType", "TorchxEvent", "log_event", "record"]
+
+logger: logging.Logger = logging.getLogger(__name__)
+logger.addHandler(logging.NullHandler())
+
+
+class SourceType(str, enum.Enum):
+    """Who called the API."""
+
+    UNKNOWN = "UNKNOWN"
+    EXTERNAL = "EXTERNAL"
+
+
+class TorchxEvent:
+    """One call of a runner API (field names as upstream's)."""
+
+    def __init__(
+        self,
+        session: str,
+        scheduler: str,
+        api: str,
+        app_id: str | None = None,
+        app_image: str | None = None,
+        runcfg: str | None = None,
+        raw_exception: str | None = None,
+        source: SourceType = SourceType.UNKNOWN,
+        cpu_time_usec: int | None = None,
+        wall_time_usec: int | None = None,
+        start_epoch_time_usec: int | None = None,
+        workspace: str | None = None,
+    ) -> None:
+        self.session = session
+        self.scheduler = scheduler
+        self.api = api
+        self.app_id = app_id
+        self.app_image = app_image
+        self.runcfg = runcfg
+        self.raw_exception = raw_exception
+        self.source = source
+        self.cpu_time_usec = cpu_time_usec
+        self.wall_time_usec = wall_time_usec
+        self.start_epoch_time_usec = start_epoch_time_usec
+        self.workspace = workspace
+
+    def serialize(self) -> str:
+        """The event as a JSON object."""
+        return json.dumps({k: (v.value if isinstance(v, SourceType) else v) for k, v in vars(self).items()})
+
+    @staticmethod
+    def deserialize(data: str | TorchxEvent) -> TorchxEvent:
+        """Inverse of :meth:`serialize` (an event is returned as is)."""
+        if isinstance(data, TorchxEvent):
+            return data
+        fields = json.loads(data)
+        fields["source"] = SourceType(fields.get("source", "UNKNOWN"))
+        return TorchxEvent(**fields)
+
+    def __str__(self) -> str:
+        return self.serialize()
+
+
+def record(event: TorchxEvent, destination: str = "null") -> None:
+    """Logs ``event`` (``destination`` is accepted as upstream's; the logger's handlers decide)."""
+    logger.info(event.serialize())
+
+
+class log_event:
+    """Context manager that records one :class:`TorchxEvent` for the block it wraps."""
+
+    def __init__(
+        self,
+        api: str,
+        scheduler: str | None = None,
+        app_id: str | None = None,
+        app_image: str | None = None,
+        runcfg: str | None = None,
+        workspace: str | None = None,
+    ) -> None:
+        self._torchx_event = TorchxEvent(
+            session=app_id or "",
+            scheduler=scheduler or "",
+            api=api,
+            app_id=app_id,
+            app_image=app_image,
+            runcfg=runcfg,
+            workspace=workspace,
+        )
+        self._start_cpu = 0.0
+        self._start_wall = 0.0
+
+    def __enter__(self) -> log_event:
+        self._start_cpu = time.process_time()
+        self._start_wall = time.perf_counter()
+        self._torchx_event.start_epoch_time_usec = int(time.time() * 1e6)
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        event = self._torchx_event
+        event.cpu_time_usec = int((time.process_time() - self._start_cpu) * 1e6)
+        event.wall_time_usec = int((time.perf_counter() - self._start_wall) * 1e6)
+        if exc is not None:
+            event.raw_exception = f"{type(exc).__name__}: {exc}"
+        record(event)
+        return None

@@ -1,0 +1,12 @@
+"""``torchx.schedulers.kubernetes_mcad_scheduler``: upstream TorchX's module path for
+``kubernetes_mcad``.
+
+Code written for TorchX imports from here (through core's import hook) unchanged.
+"""
+
+from torchx_sched_k8s.opts import MCADOpts as KubernetesMCADOpts
+from torchx_sched_k8s.request import KubernetesRequest as KubernetesMCADJob
+from torchx_sched_k8s.scheduler import KubernetesMCADScheduler
+from torchx_sched_k8s.scheduler import create_mcad_scheduler as create_scheduler
+
+__all__ = ["KubernetesMCADJob", "KubernetesMCADOpts", "KubernetesMCADScheduler", "create_scheduler"]

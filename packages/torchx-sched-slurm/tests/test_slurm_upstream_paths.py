@@ -1,0 +1,13 @@
+"""``torchx.schedulers.slurm_scheduler`` and ``torchx.workspace.dir_workspace`` are this package's."""
+
+from __future__ import annotations
+
+
+def test_upstream_paths() -> None:
+    from torchx.schedulers.slurm_scheduler import SlurmOpts, SlurmScheduler, create_scheduler
+    from torchx.workspace.dir_workspace import DirWorkspaceMixin
+    from torchx_sched_slurm import opts, scheduler, workspace
+
+    assert (SlurmScheduler, SlurmOpts) == (scheduler.SlurmScheduler, opts.SlurmOpts)
+    assert isinstance(create_scheduler("s"), scheduler.SlurmScheduler)
+    assert DirWorkspaceMixin is workspace.JobDirWorkspaceMixin
