@@ -113,7 +113,7 @@ def test_parse_mounts_errors(opts: list[str], message: str) -> None:
 
 
 def test_named_resources_builtin_tables() -> None:
-    assert specs.resource(h="gpu.small") == Resource(8, 1, 32 * 1024, tags={"torchx/named_resource": "gpu.small"})
+    assert specs.resource(h="gpu.small") == Resource(8, 1, 32 * 1024)
     assert specs.get_named_resources("cpu.nano").memMB == 512
     p4 = specs.named_resources["aws_p4d.24xlarge"]
     assert (p4.cpu, p4.gpu) == (96, 8)

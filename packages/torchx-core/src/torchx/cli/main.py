@@ -38,7 +38,11 @@ torchx: define a training job once, launch it anywhere.
 
 
 def _debug_enabled(argv: list[str]) -> bool:
-    return bool(os.environ.get("TORCHX_DEBUG")) or "--verbose" in argv or "-v" in argv[:1]
+    """``TORCHX_DEBUG`` set, or ``-v``/``--verbose`` given before the verb (what follows the
+    verb belongs to it, and after a component name to the component)."""
+    verb = _find_verb(argv)
+    torchx_args = argv[: argv.index(verb)] if verb is not None else argv
+    return bool(os.environ.get("TORCHX_DEBUG")) or "--verbose" in torchx_args or "-v" in torchx_args
 
 
 def _commands() -> tuple[dict[str, tuple[str, str]], str | None]:
@@ -85,7 +89,11 @@ def _make_parser(
     from torchx.util.help_format import HelpFormatter
     from torchx.version import __version__
 
-    parser = argparse.ArgumentParser(prog="torchx", description=DESCRIPTION, formatter_class=HelpFormatter)
+    # no abbreviations: `run --log` must not match `--log_level`, and nothing after the
+    # component name may be read as a torchx option (`utils.python s.py --ver`)
+    parser = argparse.ArgumentParser(
+        prog="torchx", description=DESCRIPTION, formatter_class=HelpFormatter, allow_abbrev=False
+    )
     parser.add_argument("--version", action="version", version=f"torchx {__version__}")
     parser.add_argument(
         "--log_level",
@@ -99,7 +107,7 @@ def _make_parser(
     sub = parser.add_subparsers(dest="verb", metavar="{" + ",".join(commands) + "}")
     chosen = {only: commands[only]} if only else commands
     subparsers = {
-        name: sub.add_parser(name, help=text, description=text, formatter_class=HelpFormatter)
+        name: sub.add_parser(name, help=text, description=text, formatter_class=HelpFormatter, allow_abbrev=False)
         for name, (_, text) in chosen.items()
     }
     return parser, subparsers
