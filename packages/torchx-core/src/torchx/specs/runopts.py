@@ -27,12 +27,11 @@ class InvalidRunConfigException(Exception):
 
 
 def get_type_name(tp: Any) -> str:
-    """``int`` -> ``"int"``, ``List[str]`` -> ``"List[str]"``."""
-    if _is_list_type(tp) and tp is not list:
-        return "List[str]"
-    if _is_dict_type(tp) and tp is not dict:
-        return "Dict[str, str]"
-    return getattr(tp, "__name__", None) or str(tp)
+    """A type's name as TorchX prints it: ``int`` -> ``"int"``, ``List[str]`` ->
+    ``"typing.List[str]"`` (``__name__`` for classes, ``str(tp)`` for ``typing`` generics)."""
+    if getattr(tp, "__module__", None) != "typing" and hasattr(tp, "__name__"):
+        return str(tp.__name__)
+    return str(tp)
 
 
 # typing.List[str] and list[str] both have __origin__ list; comparing origins keeps typing unimported
