@@ -176,9 +176,7 @@ def convert(opt: runopt, value: str) -> CfgVal:
     return opt.cast_to_type(value)
 
 
-def fill(
-    scheduler: str, opts: runopts, cfg: dict[str, CfgVal], parser: configparser.ConfigParser, source: str
-) -> None:
+def fill(scheduler: str, opts: runopts, cfg: dict[str, CfgVal], parser: configparser.ConfigParser, source: str) -> None:
     """Adds the ``[scheduler]`` values of one parsed file to ``cfg`` for keys it lacks."""
     if not parser.has_section(scheduler):
         return

@@ -90,7 +90,7 @@ def _load_function(module: str, fn_name: str, component: str) -> Callable[..., A
 
 #: (function name, summary, descriptions of the linter's errors) of each component of a file
 ScanResult = list[tuple[str, str, list[str]]]
-_SCAN_CACHE_FORMAT = 1
+_SCAN_CACHE_FORMAT = 2
 _scan_cache: dict[str, tuple[tuple[int, int], ScanResult]] | None = None
 
 
