@@ -87,14 +87,13 @@ def _make_parser(
     import argparse
 
     from torchx.util.help_format import HelpFormatter
-    from torchx.version import __version__
 
     # no abbreviations: `run --log` must not match `--log_level`, and nothing after the
     # component name may be read as a torchx option (`utils.python s.py --ver`)
     parser = argparse.ArgumentParser(
         prog="torchx", description=DESCRIPTION, formatter_class=HelpFormatter, allow_abbrev=False
     )
-    parser.add_argument("--version", action="version", version=f"torchx {__version__}")
+    parser.add_argument("--version", action=_version_action(), nargs=0, help="show the version and exit")
     parser.add_argument(
         "--log_level",
         "--log-level",
@@ -111,6 +110,21 @@ def _make_parser(
         for name, (_, text) in chosen.items()
     }
     return parser, subparsers
+
+
+def _version_action() -> type:
+    import argparse
+
+    class Version(argparse.Action):
+        """Prints ``torchx <API level> (torchx-core <release>)``; the release is looked up only here."""
+
+        def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+            from torchx.version import __version__, distribution_version
+
+            print(f"torchx {__version__} (torchx-core {distribution_version()})")
+            parser.exit()
+
+    return Version
 
 
 def _load_command(path: str) -> Any:
