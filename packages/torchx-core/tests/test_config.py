@@ -146,7 +146,15 @@ def test_dump_all_required_only_and_round_trip(typed: str) -> None:
     assert "nodes = 1\nshare = 0.5\nexclusive = False\ntags = a;b\nmounts = None\nlabels = None\n" in text
     cfg: dict = {"queue": "q"}
     config.load(typed, io.StringIO(text), cfg)
-    assert cfg == {"queue": "q", "nodes": 1, "share": 0.5, "exclusive": False, "tags": ["a", "b"], "mounts": None}
+    assert cfg == {
+        "queue": "q",
+        "nodes": 1,
+        "share": 0.5,
+        "exclusive": False,
+        "tags": ["a", "b"],
+        "mounts": None,
+        "labels": None,
+    }
     everything = io.StringIO()
     config.dump(everything)  # no schedulers: every installed one
     assert "[typed]\n" in everything.getvalue() and "[fake]" not in everything.getvalue()
