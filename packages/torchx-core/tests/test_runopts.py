@@ -124,3 +124,9 @@ def test_structured_opts_as_runopts_and_from_cfg() -> None:
     parsed = MyOpts.from_cfg(resolved)
     assert parsed.mail_user == "a@b" and parsed.max_nodes == 8 and parsed.cluster == "default"
     assert dict(parsed) == {"cluster": "default", "mail-user": "a@b", "max_nodes": 8, "tags": []}
+
+
+def test_cfg_from_json_repr_drops_unknown_keys_and_stringifies_collections() -> None:
+    opts = make_opts()
+    parsed = opts.cfg_from_json_repr('{"cluster_id": "3", "queues": [1, "b"], "labels": {"k": 2}, "nope": 1}')
+    assert parsed == {"cluster_id": 3, "queues": ["1", "b"], "labels": {"k": "2"}}

@@ -317,15 +317,22 @@ class runopts:
         return out
 
     def cfg_from_json_repr(self, json_repr: str) -> dict[str, CfgVal]:
-        """Parses a JSON object of option values, converting strings as :meth:`cfg_from_str` does."""
+        """Parses a JSON object of option values, converting strings as :meth:`cfg_from_str`
+        does; keys that name no option are left out (as TorchX does)."""
         import json
 
         data = json.loads(json_repr)
         out: dict[str, CfgVal] = {}
         for key, value in data.items():
             opt = self.get(key)
-            if opt is not None and isinstance(value, str) and opt.opt_type is not str:
+            if opt is None:
+                continue
+            if isinstance(value, str) and opt.opt_type is not str:
                 value = opt.cast_to_type(value)
+            elif isinstance(value, list):
+                value = [str(v) for v in value]
+            elif isinstance(value, dict):
+                value = {str(k): str(v) for k, v in value.items()}
             out[key] = value
         return out
 
