@@ -52,6 +52,7 @@ def test_app_state_and_status_text() -> None:
         "AppStatus:\n  msg: ''\n  num_restarts: 0\n  roles: []\n  state: SUCCEEDED (4)\n"
         "  structured_error_msg:\n    a: 1\n  ui_url: http://x\n"
     )
+    assert "  structured_error_msg: not json\n" in repr(AppStatus(AppState.FAILED, structured_error_msg="not json"))
     text = repr(status)
     assert "  roles:\n  - replicas:\n    - hostname: h1\n      id: 1\n      role: trainer\n" in text
     assert "  state: FAILED (5)\n" in text
@@ -183,8 +184,11 @@ def test_serve_and_metrics_appdefs() -> None:
         "1",
         "--dryrun",
     ]
+    assert role.args[:2] == ["-m", "torchx_components.apps.torchserve"]  # docs/compatibility.md
     tb = metrics.tensorboard("/logs")
     role = tb.roles[0]
+    assert role.args[:2] == ["-m", "torchx_components.apps.process_monitor"]
+    assert (role.resource.cpu, role.resource.memMB) == (1, 1024)  # TorchX: NULL_RESOURCE
     assert (tb.name, role.name, role.entrypoint, role.port_map) == (
         "tensorboard",
         "tensorboard",
@@ -218,6 +222,8 @@ def test_aws_named_resources_are_torchx_07s() -> None:
         assert {**got, "devices": res.devices} == fields, name
         factory = getattr(named_resources_aws, name.replace(".", "_"))
         assert factory() == res
+    extras = {"aws_c5.18xlarge", "aws_g6e.48xlarge", "aws_inf2.xlarge", "aws_p5en.48xlarge"}
+    assert extras <= set(named_resources_aws.NAMED_RESOURCES) and len(named_resources_aws.NAMED_RESOURCES) == 40
     assert named_resources_aws.GiB == 983 and named_resources_aws.aws_p3_2xlarge().memMB == 61 * 983
     assert specs.resource(h="aws_p3.2xlarge") == named_resources_aws.aws_p3_2xlarge()
     assert named_resources_aws.instance_type_from_resource(named_resources_aws.aws_g5_xlarge()) == "g5.xlarge"

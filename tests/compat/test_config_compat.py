@@ -142,3 +142,11 @@ def test_torchxconfig_variable(isolated: Path) -> None:
     assert "from TORCHXCONFIG" in proc.stdout, proc.stderr
     missing = torchx("run", "-s", "local_cwd", "utils.echo", env={"TORCHXCONFIG": str(isolated / "nope")})
     assert missing.returncode == 1 and "TORCHXCONFIG" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_percent_and_typos_in_values(isolated: Path) -> None:
+    write(isolated / ".torchxconfig", "[component:utils.echo]\nmsg = 100% done\n")
+    proc = torchx("run", "-s", "local_cwd", "utils.echo")
+    assert proc.returncode == 0 and "100% done" in proc.stdout, proc.stderr
+    typo = torchx("run", "--dryrun", "-s", "local_cwd", "-cfg", "prepend_cwd=ture", "utils.echo")
+    assert typo.returncode == 1 and "prepend_cwd" in typo.stderr  # TorchX would silently read False

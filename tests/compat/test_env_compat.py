@@ -108,3 +108,23 @@ def test_app_run_in_the_job_records_to_the_configured_tracker(isolated: Path) ->
     assert f"RUN {handle}" in proc.stdout
     listed = torchx("tracker", "list", "jobs", "--parent-run-id", "exp-7")
     assert handle in listed.stdout, listed.stderr
+
+
+def test_module_function_tracker_names_give_valid_variable_names(isolated: Path) -> None:
+    proc = script(
+        isolated / "launch.py",
+        """\
+        import os
+        import torchx.specs as specs
+        from torchx.runner import get_runner
+
+        os.environ["TORCHX_TRACKERS"] = "my_pkg.tracking:create"
+        os.environ["TORCHX_TRACKER_MY_PKG.TRACKING:CREATE_CONFIG"] = "c1"  # TorchX's spelling
+        role = specs.Role("r", image="/tmp", entrypoint="true", resource=specs.Resource(cpu=1, gpu=0, memMB=64))
+        with get_runner() as runner:
+            env = runner.dryrun(specs.AppDef("t", roles=[role]), "local_cwd")._app.roles[0].env
+        print(env["TORCHX_TRACKERS"], env["TORCHX_TRACKER_MY_PKG_TRACKING_CREATE_CONFIG"])
+        """,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["my_pkg.tracking:create", "c1"]
