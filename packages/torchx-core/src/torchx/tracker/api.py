@@ -37,6 +37,7 @@ __all__ = [
     "app_run_from_env",
     "build_trackers",
     "tracker_config_env_var_name",
+    "tracker_configs_from_environ",
     "tracker_names_from_environ",
     "trackers_from_environ",
 ]
@@ -201,11 +202,16 @@ def build_trackers(entrypoint_and_config: Mapping[str, str | None]) -> Iterable[
 
 def trackers_from_environ() -> Iterable[TrackerBase]:
     """The trackers named in ``TORCHX_TRACKERS`` with configs from ``TORCHX_TRACKER_<NAME>_CONFIG``."""
-    return build_trackers({n: _config_from_environ(n) for n in tracker_names_from_environ()})
+    return build_trackers(tracker_configs_from_environ())
 
 
-def _config_from_environ(name: str) -> str | None:
-    return next((os.environ[v] for v in tracker_config_env_var_names(name) if v in os.environ), None)
+def tracker_configs_from_environ() -> dict[str, str | None]:
+    """``{name: config}`` of the trackers in ``TORCHX_TRACKERS``, each config from
+    ``TORCHX_TRACKER_<NAME>_CONFIG`` (either spelling, see :func:`tracker_config_env_var_names`)."""
+    return {
+        name: next((os.environ[v] for v in tracker_config_env_var_names(name) if v in os.environ), None)
+        for name in tracker_names_from_environ()
+    }
 
 
 def tracker_names_from_environ() -> list[str]:
