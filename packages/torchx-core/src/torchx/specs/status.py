@@ -133,23 +133,16 @@ class AppStatus:
             )
 
     def to_json(self, filter_roles: list[str] | None = None) -> dict[str, Any]:
-        """Plain-data form, limited to ``filter_roles`` when given."""
+        """Plain-data form (TorchX's keys, ``url`` also as ``ui_url``), limited to ``filter_roles`` when given."""
         roles = [r for r in self.roles if not filter_roles or r.role in filter_roles]
-        error: Any = self.structured_error_msg
-        if error not in (NONE, ""):
-            import json
-
-            try:
-                error = json.loads(error)
-            except ValueError:
-                pass
         return {
             "state": self.state.name,
             "num_restarts": self.num_restarts,
-            "msg": self.msg,
-            "structured_error_msg": error,
-            "ui_url": self.ui_url,
             "roles": [r.to_json() for r in roles],
+            "msg": self.msg,
+            "structured_error_msg": self.structured_error_msg,
+            "url": self.ui_url,
+            "ui_url": self.ui_url,
         }
 
     def format(self, filter_roles: list[str] | None = None) -> str:
