@@ -182,8 +182,15 @@ def dump_all(documents: Iterable[Any]) -> str:
 # PyYAML's implicit types: a plain string that reads as one of these must be quoted
 _IMPLICIT = re.compile(
     r"(?:[-+]?(?:0|[1-9][0-9_]*|0b[01_]+|0[0-7_]+|0x[0-9a-fA-F_]+|[1-9][0-9_]*(?::[0-5]?[0-9])+)"
-    r"|[-+]?(?:[0-9][0-9_]*)?\.[0-9_]*(?:[eE][-+][0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*"
+    r"|[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9_]+(?:[eE][-+][0-9]+)?"
+    r"|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*"
     r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)|[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?.*|<<|=|~)\Z"
+)
+
+
+#: the words PyYAML reads as booleans or null (only these spellings)
+_PYYAML_WORDS = frozenset(
+    w for word in ("yes", "no", "true", "false", "on", "off", "null") for w in (word, word.title(), word.upper())
 )
 
 
@@ -202,7 +209,7 @@ def _pyyaml_scalar(value: Any) -> str:
         and " #" not in text
         and not text.endswith(":")
         and text.isprintable()
-        and text.lower() not in _RESERVED
+        and text not in _PYYAML_WORDS
         and not _IMPLICIT.match(text)
     )
     if plain:
