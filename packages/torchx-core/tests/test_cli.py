@@ -216,3 +216,16 @@ def test_status_leads_with_the_state(cli_env: dict[str, str]) -> None:
     with contextlib.redirect_stdout(out):
         command.run(parser.parse_args([handle]))
     assert out.getvalue().splitlines()[0] == f"SUCCEEDED  {handle}"
+
+
+def test_run_flags_are_never_abbreviated_or_repeated(cli_env: dict[str, str]) -> None:
+    code, out, err = run_cli("run", "--log", "-s", "fake", "utils.echo", "--msg", "hi", env=cli_env)
+    assert code == 0 and "ambiguous" not in err, err
+    code, _, err = run_cli("run", "--dry", "-s", "fake", "utils.echo", env=cli_env)
+    assert code == 2 and "--dry" in err  # no prefix matching: --dry is not --dryrun
+    code, _, err = run_cli("run", "-s", "fake", "-s", "fake", "utils.echo", env=cli_env)
+    assert code == 2 and "given twice" in err
+    code, _, err = run_cli("run", "-s", "fake", "-cfg", "clustr=a", "-cfg", "clustr=b", "utils.echo", env=cli_env)
+    assert code == 0 and err.count("'clustr'") == 1 and "did you mean 'cluster'" in err
+    code, _, err = run_cli("run", "-s", "fake", "utils.echo", "--msg", "x", "--verbose", env=cli_env)
+    assert "Traceback" not in err and "--verbose" in err  # the component's error, not torchx's debug mode
