@@ -40,6 +40,8 @@ class CmdRun(SubCommand):
         subparser.add_argument("--detach", action="store_true", help="return at once, even on local schedulers")
         subparser.add_argument(
             "--workspace",
+            "--buck-target",  # TorchX's alias
+            dest="workspace",
             default=None,
             help="directory to ship with the job on schedulers with workspaces (default: CWD; '' for none)",
         )
