@@ -26,6 +26,7 @@ def test_run_log_is_torchx_flag_not_log_level(isolated: Path) -> None:
         ["--ver"],  # a prefix of torchx's --version / --verbose
         ["--log", "--dryrun", "-s", "x", "-cfg", "k=v"],  # torchx run's own flags
         ["--verbose", "-v", "--log_level", "DEBUG", "--help"],  # torchx's global flags
+        ["--w", "--dry", "--sched", "x"],  # prefixes of torchx run's flags
     ],
 )
 def test_nothing_after_the_component_is_a_torchx_option(isolated: Path, script_args: list[str]) -> None:
@@ -36,6 +37,12 @@ def test_nothing_after_the_component_is_a_torchx_option(isolated: Path, script_a
     proc = torchx("run", "-s", "local_cwd", "utils.python", "args.py", *script_args)
     assert proc.returncode == 0, proc.stderr
     assert f"ARGS {script_args!r}" in proc.stdout and "Traceback" not in proc.stderr
+
+
+def test_run_flags_may_be_abbreviated_before_the_component(isolated: Path) -> None:
+    proc = torchx("run", "--dry", "--parent", "p1", "-s", "local_cwd", "utils.echo", "--msg", "abbreviated")
+    assert proc.returncode == 0 and "abbreviated" in proc.stdout, proc.stderr
+    assert torchx("run", "--s", "local_cwd", "utils.echo").returncode == 2  # --scheduler or --scheduler_args?
 
 
 def test_scheduler_twice_is_an_error(isolated: Path) -> None:

@@ -40,8 +40,8 @@ torchx: define a training job once, launch it anywhere.
 def _debug_enabled(argv: list[str]) -> bool:
     """``TORCHX_DEBUG`` set, or ``-v``/``--verbose`` given before the verb (what follows the
     verb belongs to it, and after a component name to the component)."""
-    verb = _find_verb(argv)
-    torchx_args = argv[: argv.index(verb)] if verb is not None else argv
+    at = _verb_index(argv)
+    torchx_args = argv[:at] if at is not None else argv
     return bool(os.environ.get("TORCHX_DEBUG")) or "--verbose" in torchx_args or "-v" in torchx_args
 
 
@@ -64,9 +64,10 @@ def _commands() -> tuple[dict[str, tuple[str, str]], str | None]:
     return commands, note
 
 
-def _find_verb(argv: list[str]) -> str | None:
+def _verb_index(argv: list[str]) -> int | None:
+    """Where the verb is in ``argv`` (the first argument that is neither an option nor its value)."""
     skip = False
-    for arg in argv:
+    for i, arg in enumerate(argv):
         if skip:
             skip = False
             continue
@@ -75,8 +76,13 @@ def _find_verb(argv: list[str]) -> str | None:
             continue
         if arg.startswith("-"):
             continue
-        return arg
+        return i
     return None
+
+
+def _find_verb(argv: list[str]) -> str | None:
+    at = _verb_index(argv)
+    return None if at is None else argv[at]
 
 
 def _make_parser(
@@ -88,8 +94,8 @@ def _make_parser(
 
     from torchx.util.help_format import HelpFormatter
 
-    # no abbreviations: `run --log` must not match `--log_level`, and nothing after the
-    # component name may be read as a torchx option (`utils.python s.py --ver`)
+    # no abbreviations of the global options: `run --log` must not match `--log_level`/`--log-level`
+    # (a verb's own options may be abbreviated, as in TorchX: `run --dry`)
     parser = argparse.ArgumentParser(
         prog="torchx", description=DESCRIPTION, formatter_class=HelpFormatter, allow_abbrev=False
     )
@@ -106,6 +112,7 @@ def _make_parser(
     sub = parser.add_subparsers(dest="verb", metavar="{" + ",".join(commands) + "}")
     chosen = {only: commands[only]} if only else commands
     subparsers = {
+        # abbreviations of a verb's options are expanded by torchx.cli.abbrev, which stops at a component
         name: sub.add_parser(name, help=text, description=text, formatter_class=HelpFormatter, allow_abbrev=False)
         for name, (_, text) in chosen.items()
     }
@@ -159,6 +166,10 @@ def run_cli(argv: list[str]) -> int:
     if verb is not None:
         command = _load_command(commands[verb][0])
         command.add_arguments(subparsers[verb])
+        from torchx.cli.abbrev import expand_abbreviations
+
+        at = (_verb_index(argv) or 0) + 1
+        argv = argv[:at] + expand_abbreviations(subparsers[verb], argv[at:])
     args = parser.parse_args(argv)
     if note and verb != "plugins":  # `torchx plugins` shows every error itself
         print(f"torchx: warning: {note}", file=sys.stderr)
