@@ -245,6 +245,7 @@ def test_torchserve_component() -> None:
     )
     validate_app(app)
     role = app.roles[0]
+    assert (app.name, role.name) == ("torchx-torchserve", "worker")
     assert role.args == [
         "-m",
         "torchx_components.apps.torchserve",
@@ -254,13 +255,15 @@ def test_torchserve_component() -> None:
         "http://ts:8081",
         "--port",
         "9000",
-        "--param",
-        "model_name=m",
-        "--param",
-        "initial_workers=2",
+        "--model_name",
+        "m",
+        "--initial_workers",
+        "2",
         "--dryrun",
     ]
     assert role.port_map == {"model-download": 9000}
+    default = serve.torchserve("m.mar", "http://ts:8081").roles[0]
+    assert "--port" not in default.args and default.port_map == {"model-download": 8222}
 
 
 def test_torchserve_registers_model(tmp_path: Path, management_api: tuple[str, list[dict[str, object]]]) -> None:

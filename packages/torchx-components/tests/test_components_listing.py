@@ -89,7 +89,8 @@ def test_builtins_cli_lists_one_line_each(capsys: pytest.CaptureFixture[str]) ->
     assert set(listed) >= BUILTINS
     assert "Distributed data parallel training" in listed["dist.ddp"]
     assert run_cli(["builtins", "--print", "utils.echo"]) == 0
-    assert capsys.readouterr().out.startswith("def echo(")
+    source = capsys.readouterr().out
+    assert "\ndef echo(" in source and "from torchx.version import TORCHX_IMAGE\n" in source  # runs when saved
 
 
 @pytest.mark.parametrize("name", sorted(BUILTINS))

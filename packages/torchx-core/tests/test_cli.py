@@ -55,8 +55,8 @@ def test_help_and_version() -> None:
         (["run", "-s", "fake", "utils.ecoh"], "unknown component 'utils.ecoh'. Did you mean 'utils.echo'", 1),
         (["run", "-s", "fake", "utils.echo", "--n", "x"], "argument --n/-n: invalid int value 'x'", 1),
         (
-            ["run", "-s", "fake", "-cfg", "clustr=a", "utils.echo"],
-            "unknown run option 'clustr'. Did you mean 'cluster'?",
+            ["run", "-s", "fake", "-cfg", "cluster=a,retries=x", "utils.echo"],
+            "'retries' expects int",
             1,
         ),
         (["run", "-s", "fake", "nofile.py:fn"], "component file 'nofile.py' does not exist", 1),
@@ -117,7 +117,7 @@ def test_builtins_and_runopts_json(cli_env: dict[str, str]) -> None:
     ours = [c for c in json.loads(out) if c["module"].startswith("mycomps")]
     assert ours == [{"name": "utils.echo", "description": "Echoes a message.", "module": "mycomps.utils"}]
     code, out, _ = run_cli("builtins", "--print", "utils.echo", env=cli_env)
-    assert code == 0 and out.startswith("def echo(")
+    assert code == 0 and out.startswith("import torchx.specs as specs\n") and "\ndef echo(" in out
     code, out, _ = run_cli("runopts", "fake", "--json", env=cli_env)
     assert json.loads(out)["fake"]["cluster"] == {
         "type": "str",
@@ -216,3 +216,16 @@ def test_status_leads_with_the_state(cli_env: dict[str, str]) -> None:
     with contextlib.redirect_stdout(out):
         command.run(parser.parse_args([handle]))
     assert out.getvalue().splitlines()[0] == f"SUCCEEDED  {handle}"
+
+
+def test_run_flags_global_options_not_abbreviated_scheduler_once(cli_env: dict[str, str]) -> None:
+    code, out, err = run_cli("run", "--log", "-s", "fake", "utils.echo", "--msg", "hi", env=cli_env)
+    assert code == 0 and "ambiguous" not in err, err
+    code, out, err = run_cli("run", "--dry", "-s", "fake", "utils.echo", env=cli_env)
+    assert code == 0 and "FAKE" in out, err  # a verb's options may be abbreviated, as in TorchX
+    code, _, err = run_cli("run", "-s", "fake", "-s", "fake", "utils.echo", env=cli_env)
+    assert code == 2 and "given twice" in err
+    code, _, err = run_cli("run", "-s", "fake", "-cfg", "clustr=a", "-cfg", "clustr=b", "utils.echo", env=cli_env)
+    assert code == 0 and err.count("'clustr'") == 1 and "did you mean 'cluster'" in err
+    code, _, err = run_cli("run", "-s", "fake", "utils.echo", "--msg", "x", "--verbose", env=cli_env)
+    assert "Traceback" not in err and "--verbose" in err  # the component's error, not torchx's debug mode

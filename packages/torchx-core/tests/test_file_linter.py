@@ -3,7 +3,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from torchx.specs.file_linter import parse_docstring, validate
+from torchx.specs.file_linter import LinterMessage, parse_docstring, validate
 
 GOOD = '''
 import torchx.specs as specs
@@ -53,13 +53,34 @@ def test_valid_component(tmp_path: Path) -> None:
     assert lint(tmp_path, "good") == []
 
 
-def test_errors(tmp_path: Path) -> None:
-    assert any("missing docstring" in m for m in lint(tmp_path, "nodoc"))
-    errors = lint(tmp_path, "untyped")
-    assert any("'a' is not annotated" in m for m in errors) and any("unsupported type 'object'" in m for m in errors)
+def test_errors_use_torchx_texts(tmp_path: Path) -> None:
+    assert lint(tmp_path, "nodoc") == []  # a docstring is recommended (a warning), not required
+    assert lint(tmp_path, "untyped")[0] == "Arg a missing type annotation"
+    assert "unsupported type 'object'" in lint(tmp_path, "untyped")[1]
     assert any("**kwargs is not supported" in m for m in lint(tmp_path, "kw"))
-    assert any("return AppDef" in m for m in lint(tmp_path, "noreturn"))
-    assert any("not found" in m for m in lint(tmp_path, "missing"))
+    assert lint(tmp_path, "noreturn") == [
+        "Function: noreturn missing return annotation or has unknown annotations. Supported return annotation: AppDef"
+    ]
+    path = tmp_path / "comp.py"
+    assert validate(str(path), "missing") == [LinterMessage("TorchXValidator", "Function missing not found", 0, 0)]
+    path.write_text("def f(:\n")
+    assert validate(str(path), "f")[0].name == "TorchXValidator"
+
+
+def test_complex_type_messages(tmp_path: Path) -> None:
+    path = tmp_path / "c.py"
+    path.write_text(
+        "from typing import Dict, List, Tuple\n"
+        "def f(a: Tuple[int, int], b: List[List[str]], c: Dict[str, List[str]]) -> AppDef:\n"
+        '    """F."""\n'
+    )
+    errors = [m for m in validate(str(path), "f") if m.severity == "error"]
+    assert [m.description for m in errors] == [
+        "`f` allows only Dict, List as complex types.Argument `a` has: Tuple",
+        "List can only have primitive types",
+        "Dict can only have primitive types",
+    ]
+    assert {(m.name, m.line, m.char) for m in errors} == {("TorchxFunctionValidator", 2, 0)}
 
 
 def test_parse_docstring() -> None:

@@ -46,16 +46,19 @@ def test_resolve_casts_strings_from_config_files() -> None:
     "cfg, message",
     [
         ({}, "required run option 'cluster_id' is missing"),
-        ({"cluster_id": 1, "prio": 1.0}, "unknown run option 'prio'. Did you mean 'priority'"),
         ({"cluster_id": "x"}, "'cluster_id' expects int"),
         ({"cluster_id": 1, "preemptible": "maybe"}, "expects bool"),
-        ({"cluster_id": 1, "queues": 5}, "expects List\\[str\\], got int"),
+        ({"cluster_id": 1, "queues": 5}, "expects typing.List\\[str\\], got int"),
         ({"cluster_id": True}, "expects int, got bool"),
     ],
 )
 def test_resolve_errors(cfg: dict, message: str) -> None:
     with pytest.raises(InvalidRunConfigException, match=message):
         make_opts().resolve(cfg)
+
+
+def test_resolve_passes_unknown_keys_through() -> None:
+    assert make_opts().resolve({"cluster_id": 1, "prio": 1.0})["prio"] == 1.0
 
 
 def test_alias_resolves_to_canonical_key() -> None:
@@ -71,8 +74,9 @@ def test_cfg_from_str() -> None:
         "labels": {"k": "v", "k2": "v2"},
     }
     assert opts.cfg_from_str("") == {}
-    with pytest.raises(InvalidRunConfigException, match="Did you mean 'cluster_id'"):
-        opts.cfg_from_str("clusterid=1")
+    assert opts.cfg_from_str("clusterid=1,user=me") == {"user": "me"}  # unknown keys dropped, as in TorchX
+    assert opts.parse_cfg_str("clusterid=1") == ({}, ["clusterid"])
+    assert "did you mean 'cluster_id'" in opts.unknown_keys_message(["clusterid"])
     with pytest.raises(InvalidRunConfigException, match="expected key=value"):
         opts.cfg_from_str("justaword")
     with pytest.raises(InvalidRunConfigException, match="unterminated quote"):
@@ -120,3 +124,9 @@ def test_structured_opts_as_runopts_and_from_cfg() -> None:
     parsed = MyOpts.from_cfg(resolved)
     assert parsed.mail_user == "a@b" and parsed.max_nodes == 8 and parsed.cluster == "default"
     assert dict(parsed) == {"cluster": "default", "mail-user": "a@b", "max_nodes": 8, "tags": []}
+
+
+def test_cfg_from_json_repr_drops_unknown_keys_and_stringifies_collections() -> None:
+    opts = make_opts()
+    parsed = opts.cfg_from_json_repr('{"cluster_id": "3", "queues": [1, "b"], "labels": {"k": 2}, "nope": 1}')
+    assert parsed == {"cluster_id": 3, "queues": ["1", "b"], "labels": {"k": "2"}}

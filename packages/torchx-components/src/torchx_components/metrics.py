@@ -14,7 +14,7 @@ from torchx.version import TORCHX_IMAGE
 def tensorboard(
     logdir: str,
     image: str = TORCHX_IMAGE,
-    timeout: float = 3600.0,
+    timeout: float = 60 * 60,
     port: int = 6006,
     start_on_file: str = "",
     exit_on_file: str = "",

@@ -4,12 +4,18 @@ Example::
 
     torchx run serve.torchserve --model_path s3://bucket/model.mar \\
         --management_api http://torchserve:8081 --params initial_workers=1,synchronous=true
+
+The app definition is TorchX's (app ``torchx-torchserve``, role ``worker``, each parameter
+passed as ``--<name> <value>``); the job runs ``torchx_components.apps.torchserve``.
 """
 
 from __future__ import annotations
 
 from torchx import specs
 from torchx.version import TORCHX_IMAGE
+
+#: port the job serves the model archive on while TorchServe downloads it
+DEFAULT_PORT = 8222
 
 
 def torchserve(
@@ -35,25 +41,18 @@ def torchserve(
         dryrun: fetch the archive and print the request without registering
         port: port the archive is served on while TorchServe downloads it
     """
-    args = [
-        "-m",
-        "torchx_components.apps.torchserve",
-        "--model_path",
-        model_path,
-        "--management_api",
-        management_api,
-        "--port",
-        str(port),
-    ]
+    args = ["-m", "torchx_components.apps.torchserve", "--model_path", model_path, "--management_api", management_api]
+    if port != DEFAULT_PORT:
+        args += ["--port", str(port)]
     for key, value in (params or {}).items():
-        args += ["--param", f"{key}={value}"]
+        args += [f"--{key}", str(value)]
     if dryrun:
         args.append("--dryrun")
     return specs.AppDef(
-        name="torchx-serve-torchserve",
+        name="torchx-torchserve",
         roles=[
             specs.Role(
-                name="torchx-serve-torchserve",
+                name="worker",
                 image=image,
                 entrypoint="python",
                 args=args,

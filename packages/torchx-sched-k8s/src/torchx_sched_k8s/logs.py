@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
 
-from torchx.schedulers.streams import split_lines_iterator
+from torchx.schedulers.streams import lines_from_chunks
 
 _FRACTION = re.compile(r"\.(\d+)")
 
@@ -76,7 +76,7 @@ def log_lines(
         until: keep lines written before it
         regex: keep lines it matches (``re.search``)
     """
-    lines: Iterator[str] = split_lines_iterator(decode_chunks(chunks))
+    lines: Iterator[str] = lines_from_chunks(decode_chunks(chunks))
     if timestamps:
         lines = strip_timestamps(lines, since, until)
     if regex:

@@ -11,9 +11,7 @@
 
 from __future__ import annotations
 
-import os
-
-from torchx.tracker.api import ENV_TORCHX_TRACKERS, TrackerBase, tracker_config_env_var_name
+from torchx.tracker.api import TrackerBase, tracker_configs_from_environ
 
 NO_TRACKER_HELP = (
     "no tracker configured: add `[torchx:tracker]` with a line `fsspec =` and `[tracker:fsspec]` with"
@@ -31,8 +29,7 @@ def configured_trackers() -> dict[str, str | None]:
 
 def environ_trackers() -> dict[str, str | None]:
     """``{name: config}`` from ``TORCHX_TRACKERS`` and ``TORCHX_TRACKER_<NAME>_CONFIG`` (as a job sees them)."""
-    names = [n.strip() for n in os.environ.get(ENV_TORCHX_TRACKERS, "").split(",") if n.strip()]
-    return {n: os.environ.get(tracker_config_env_var_name(n)) for n in names}
+    return tracker_configs_from_environ()
 
 
 def create_tracker(name: str, config: str | None) -> TrackerBase:

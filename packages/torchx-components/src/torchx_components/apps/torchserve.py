@@ -45,6 +45,17 @@ def routable_address(url: str) -> str:
         return str(s.getsockname()[0])
 
 
+def parse_flag_params(items: list[str]) -> dict[str, str]:
+    """``["--initial_workers", "1", ...]`` (how TorchX's component passes parameters) as a dict.
+
+    Raises:
+        ValueError: an item is not a ``--name value`` pair
+    """
+    if len(items) % 2 or not all(flag.startswith("--") and len(flag) > 2 for flag in items[::2]):
+        raise ValueError(f"unexpected arguments {' '.join(items)!r}: expected --name value pairs")
+    return {flag[2:]: value for flag, value in zip(items[::2], items[1::2], strict=True)}
+
+
 def parse_params(items: list[str]) -> dict[str, str]:
     """``["k=v", ...]`` -> dict.
 
@@ -106,9 +117,9 @@ def main(argv: list[str] | None = None) -> int:
         help="registration parameter (model_name, initial_workers, synchronous, ...)",
     )
     parser.add_argument("--dryrun", action="store_true", help="print the registration request, do not send it")
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
     try:
-        params = parse_params(args.param)
+        params = {**parse_params(args.param), **parse_flag_params(extra)}
         answer = register(args.model_path, args.management_api, params, args.port, args.timeout, args.dryrun)
     except urllib.error.HTTPError as e:
         body = e.read().decode("utf-8", "replace").strip()

@@ -19,13 +19,11 @@ class CmdConfigure(SubCommand):
         subparser.add_argument("-a", "--all", action="store_true", help="every option, not only the required ones")
 
     def run(self, args: argparse.Namespace) -> None:
-        from torchx.runner import config, get_runner
+        from torchx.runner import config
 
-        with get_runner() as runner:
-            names = [s for s in (args.schedulers or "").split(",") if s] or runner.scheduler_backends()
-            opts = {name: runner.scheduler_run_opts(name) for name in names}
+        names = [s for s in (args.schedulers or "").split(",") if s]
         buf = io.StringIO()
-        config.dump(buf, opts, required_only=not args.all)
+        config.dump(buf, names or None, required_only=not args.all)
         if args.print_only:
             print(buf.getvalue(), end="")
             return

@@ -21,7 +21,11 @@ class CmdRun(SubCommand):
 
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         subparser.add_argument(
-            "-s", "--scheduler", default=None, help="where to run (default: [cli:run] scheduler, else local_cwd)"
+            "-s",
+            "--scheduler",
+            default=None,
+            action=_Once,
+            help="where to run (default: [cli:run] scheduler, else local_cwd)",
         )
         subparser.add_argument(
             "-cfg",
@@ -36,6 +40,8 @@ class CmdRun(SubCommand):
         subparser.add_argument("--detach", action="store_true", help="return at once, even on local schedulers")
         subparser.add_argument(
             "--workspace",
+            "--buck-target",  # TorchX's alias
+            dest="workspace",
             default=None,
             help="directory to ship with the job on schedulers with workspaces (default: CWD; '' for none)",
         )
@@ -72,9 +78,7 @@ class CmdRun(SubCommand):
                 import os
 
                 workspace = os.getcwd()
-            cfg: dict[str, Any] = {}
-            for literal in args.scheduler_args:
-                cfg.update(runner.cfg_from_str(scheduler, literal))
+            cfg = _parse_cfg(runner.scheduler_run_opts(scheduler), scheduler, args.scheduler_args)
             info = runner.dryrun_component(
                 component, component_args, scheduler, cfg, workspace=workspace or None, parent_run_id=args.parent_run_id
             )
@@ -89,6 +93,30 @@ class CmdRun(SubCommand):
                 return 0
             local = runner._scheduler(scheduler).capabilities.attach
             return _follow(runner, handle, logs=attach or args.log, local=local, quiet=args.quiet)
+
+
+class _Once(argparse.Action):
+    """Stores an option's value; giving the option twice is an error (not "the last one wins")."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None
+    ) -> None:
+        if getattr(namespace, self.dest, None) is not None:
+            parser.error(f"{'/'.join(self.option_strings)} given twice; give it once")
+        setattr(namespace, self.dest, values)
+
+
+def _parse_cfg(opts: Any, scheduler: str, literals: list[str]) -> dict[str, Any]:
+    """The ``-cfg`` options; keys the scheduler does not know are dropped with one warning."""
+    cfg: dict[str, Any] = {}
+    unknown: list[str] = []
+    for literal in literals:
+        parsed, bad = opts.parse_cfg_str(literal)
+        cfg.update(parsed)
+        unknown += [key for key in bad if key not in unknown]
+    if unknown:
+        print(f"torchx: warning: {opts.unknown_keys_message(unknown, scheduler)}", file=sys.stderr)
+    return cfg
 
 
 def _builds_workspaces(scheduler: Any) -> bool:

@@ -38,7 +38,11 @@ torchx: define a training job once, launch it anywhere.
 
 
 def _debug_enabled(argv: list[str]) -> bool:
-    return bool(os.environ.get("TORCHX_DEBUG")) or "--verbose" in argv or "-v" in argv[:1]
+    """``TORCHX_DEBUG`` set, or ``-v``/``--verbose`` given before the verb (what follows the
+    verb belongs to it, and after a component name to the component)."""
+    at = _verb_index(argv)
+    torchx_args = argv[:at] if at is not None else argv
+    return bool(os.environ.get("TORCHX_DEBUG")) or "--verbose" in torchx_args or "-v" in torchx_args
 
 
 def _commands() -> tuple[dict[str, tuple[str, str]], str | None]:
@@ -60,9 +64,10 @@ def _commands() -> tuple[dict[str, tuple[str, str]], str | None]:
     return commands, note
 
 
-def _find_verb(argv: list[str]) -> str | None:
+def _verb_index(argv: list[str]) -> int | None:
+    """Where the verb is in ``argv`` (the first argument that is neither an option nor its value)."""
     skip = False
-    for arg in argv:
+    for i, arg in enumerate(argv):
         if skip:
             skip = False
             continue
@@ -71,8 +76,13 @@ def _find_verb(argv: list[str]) -> str | None:
             continue
         if arg.startswith("-"):
             continue
-        return arg
+        return i
     return None
+
+
+def _find_verb(argv: list[str]) -> str | None:
+    at = _verb_index(argv)
+    return None if at is None else argv[at]
 
 
 def _make_parser(
@@ -83,10 +93,13 @@ def _make_parser(
     import argparse
 
     from torchx.util.help_format import HelpFormatter
-    from torchx.version import __version__
 
-    parser = argparse.ArgumentParser(prog="torchx", description=DESCRIPTION, formatter_class=HelpFormatter)
-    parser.add_argument("--version", action="version", version=f"torchx {__version__}")
+    # no abbreviations of the global options: `run --log` must not match `--log_level`/`--log-level`
+    # (a verb's own options may be abbreviated, as in TorchX: `run --dry`)
+    parser = argparse.ArgumentParser(
+        prog="torchx", description=DESCRIPTION, formatter_class=HelpFormatter, allow_abbrev=False
+    )
+    parser.add_argument("--version", action=_version_action(), nargs=0, help="show the version and exit")
     parser.add_argument(
         "--log_level",
         "--log-level",
@@ -99,10 +112,26 @@ def _make_parser(
     sub = parser.add_subparsers(dest="verb", metavar="{" + ",".join(commands) + "}")
     chosen = {only: commands[only]} if only else commands
     subparsers = {
-        name: sub.add_parser(name, help=text, description=text, formatter_class=HelpFormatter)
+        # abbreviations of a verb's options are expanded by torchx.cli.abbrev, which stops at a component
+        name: sub.add_parser(name, help=text, description=text, formatter_class=HelpFormatter, allow_abbrev=False)
         for name, (_, text) in chosen.items()
     }
     return parser, subparsers
+
+
+def _version_action() -> type:
+    import argparse
+
+    class Version(argparse.Action):
+        """Prints ``torchx <API level> (torchx-core <release>)``; the release is looked up only here."""
+
+        def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+            from torchx.version import __version__, distribution_version
+
+            print(f"torchx {__version__} (torchx-core {distribution_version()})")
+            parser.exit()
+
+    return Version
 
 
 def _load_command(path: str) -> Any:
@@ -137,6 +166,10 @@ def run_cli(argv: list[str]) -> int:
     if verb is not None:
         command = _load_command(commands[verb][0])
         command.add_arguments(subparsers[verb])
+        from torchx.cli.abbrev import expand_abbreviations
+
+        at = (_verb_index(argv) or 0) + 1
+        argv = argv[:at] + expand_abbreviations(subparsers[verb], argv[at:])
     args = parser.parse_args(argv)
     if note and verb != "plugins":  # `torchx plugins` shows every error itself
         print(f"torchx: warning: {note}", file=sys.stderr)

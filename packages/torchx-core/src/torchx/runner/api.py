@@ -104,20 +104,48 @@ def _check_capabilities(app: AppDef, scheduler: Scheduler[Any, Any, Any]) -> Non
             )
 
 
-def _tracker_env(parent_run_id: str | None) -> dict[str, str]:
+def configured_trackers() -> dict[str, str | None]:
+    """Tracker name -> config the launched job gets, as TorchX computes them.
+
+    Names: the keys of ``[torchx:tracker]``, replaced by ``$TORCHX_TRACKERS`` (comma-separated)
+    when that is set in the launcher's environment. Config of each: ``[tracker:<name>] config``,
+    replaced by ``$TORCHX_TRACKER_<NAME>_CONFIG`` when set.
+    """
+    import os
+
     from torchx.runner import config
+    from torchx.tracker.env import ENV_TORCHX_TRACKERS, tracker_config_env_var_names
+
+    names = list(config.get_configs("torchx", "tracker"))
+    if ENV_TORCHX_TRACKERS in os.environ:
+        names = os.environ[ENV_TORCHX_TRACKERS].split(",")
+    trackers: dict[str, str | None] = {}
+    for name in names:
+        value = config.get_config("tracker", name, "config")
+        for var in tracker_config_env_var_names(name):
+            if var in os.environ:
+                value = os.environ[var]
+                break
+        trackers[name] = value
+    return trackers
+
+
+def _tracker_env(parent_run_id: str | None) -> dict[str, str]:
+    """The tracking variables every role of a submitted app gets (they override the role's own)."""
+    import os
+
     from torchx.tracker.env import ENV_TORCHX_PARENT_RUN_ID, ENV_TORCHX_TRACKERS, tracker_config_env_var_name
 
     env: dict[str, str] = {}
-    trackers = config.load_sections("torchx").get("tracker", {})
-    if trackers:
-        env[ENV_TORCHX_TRACKERS] = ",".join(trackers)
-        for name in trackers:
-            cfg = config.get_config("tracker", name, "config")
-            if cfg:
-                env[tracker_config_env_var_name(name)] = cfg
+    parent_run_id = os.environ.get(ENV_TORCHX_PARENT_RUN_ID, parent_run_id)
     if parent_run_id:
         env[ENV_TORCHX_PARENT_RUN_ID] = parent_run_id
+    trackers = configured_trackers()
+    if trackers:
+        env[ENV_TORCHX_TRACKERS] = ",".join(trackers)
+    for name, value in trackers.items():
+        if value:
+            env[tracker_config_env_var_name(name)] = value
     return env
 
 
@@ -278,15 +306,11 @@ class Runner:
         sched = self._scheduler(scheduler)
         app = deep_copy(app)
         merged_cfg: dict[str, CfgVal] = dict(cfg or {})
-        config.apply(scheduler, merged_cfg)
+        config.apply_files(scheduler, sched.run_opts(), merged_cfg)
 
-        env = {
-            ENV_JOB_ID: make_app_handle(scheduler, self._name, "${app_id}"),
-            ENV_SESSION_ID: self._name,
-            **_tracker_env(parent_run_id),
-        }
+        env = {ENV_JOB_ID: make_app_handle(scheduler, self._name, "${app_id}"), **_tracker_env(parent_run_id)}
         for role in app.roles:
-            role.env = {**env, **role.env}
+            role.env = {ENV_SESSION_ID: self._name, **role.env, **env}
 
         app = run_pre_submit(app, scheduler, merged_cfg)
         validate_app(app)

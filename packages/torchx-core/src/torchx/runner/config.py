@@ -7,49 +7,76 @@ Files read, in order of precedence (a key set in an earlier file wins):
 
 Explicit values (``-cfg`` on the CLI, ``cfg=`` in the API) beat every file. Sections:
 
-* ``[<scheduler>]``: run options (``list`` values ``;``-separated, ``dict`` ``k:v;k:v``)
+* ``[<scheduler>]``: run options, converted to each option's type (``bool``: true/false,
+  yes/no, on/off, 1/0; ``List[str]``: ``;``-separated; ``Dict[str, str]``: ``k:v;k:v``;
+  ``None``: no value). Keys the scheduler does not know are skipped with a warning.
 * ``[component:<name>]``: component argument defaults
 * ``[cli:<verb>]``: CLI defaults (``[cli:run] scheduler=..., component=...``)
 * ``[torchx:tracker]`` / ``[tracker:<name>]``: trackers (see :mod:`torchx.tracker`)
+
+Programmatic use, as in TorchX::
+
+    from torchx.runner.config import apply
+    cfg = {"log_dir": "/tmp/logs"}          # explicit values win
+    apply("local_cwd", cfg, dirs=["/home/bob"])
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from torchx.specs.runopts import CfgVal, get_type_name, runopts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import configparser
-    from typing import IO, Any
+    from typing import IO
+
+    from torchx.specs.runopts import runopt
 
 CONFIG_FILE = ".torchxconfig"
+CONFIG_PREFIX_DELIM = ":"
 ENV_TORCHXCONFIG = "TORCHXCONFIG"
+_NONE = "None"
 
 _parsed: dict[tuple[str, int], configparser.ConfigParser] = {}
 
 
-class ConfigError(Exception):
-    """A ``.torchxconfig`` file is malformed or missing."""
+class ConfigError(ValueError):
+    """A ``.torchxconfig`` file is malformed, or holds a value of the wrong type."""
+
+
+class ConfigNotFoundError(ConfigError, FileNotFoundError):
+    """``$TORCHXCONFIG`` names a file that does not exist."""
+
+
+def _configparser() -> configparser.ConfigParser:
+    """The parser for ``.torchxconfig``: keys keep their case; ``%`` is a plain character."""
+    import configparser
+
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    return parser
 
 
 def find_configs(dirs: Iterable[str] | None = None) -> list[str]:
     """The config files in effect, highest precedence first.
 
+    ``$TORCHXCONFIG`` alone when set; else ``.torchxconfig`` in each of ``dirs`` that has
+    one (default, also for an empty ``dirs``: ``[$HOME, $CWD]``).
+
     Raises:
-        ConfigError: ``$TORCHXCONFIG`` names a file that does not exist
+        ConfigNotFoundError: ``$TORCHXCONFIG`` names a file that does not exist
     """
     explicit = os.environ.get(ENV_TORCHXCONFIG)
     if explicit is not None:
         if not explicit:
             return []
         if not os.path.isfile(explicit):
-            raise ConfigError(f"TORCHXCONFIG={explicit} does not exist; unset it or point it at a file")
+            raise ConfigNotFoundError(f"TORCHXCONFIG={explicit} does not exist; unset it or point it at a file")
         return [explicit]
-    if dirs is None:
-        dirs = [os.path.expanduser("~"), os.getcwd()]
+    dirs = list(dirs or ()) or [os.path.expanduser("~"), os.getcwd()]
     found: list[str] = []
     for d in dirs:
         path = os.path.abspath(os.path.join(d, CONFIG_FILE))
@@ -66,30 +93,44 @@ def _parse(path: str) -> configparser.ConfigParser:
     key = (path, mtime)
     parser = _parsed.get(key)
     if parser is None:
-        import configparser
-
-        parser = configparser.ConfigParser(interpolation=None, delimiters=("=",))
-        parser.optionxform = str  # type: ignore[assignment,method-assign]
         try:
             with open(path) as f:
-                parser.read_file(f, source=path)
-        except configparser.Error as e:
-            first = str(e).strip().splitlines()[0]
-            raise ConfigError(f"malformed {path}: {first}") from None
+                parser = _read(f, path)
         except (OSError, UnicodeDecodeError) as e:
             raise ConfigError(f"cannot read {path}: {e}") from None
         _parsed[key] = parser
     return parser
 
 
+def _read(f: IO[str], source: str) -> configparser.ConfigParser:
+    import configparser
+
+    parser = _configparser()
+    try:
+        parser.read_file(f, source=source)
+    except configparser.Error as e:
+        first = str(e).strip().splitlines()[0]
+        raise ConfigError(f"malformed {source}: {first}") from None
+    return parser
+
+
+def _section_name(section: str, prefix: str) -> str | None:
+    """``name`` of section ``prefix:name`` (None for other sections, ``prefix:`` and ``:name``)."""
+    head, sep, name = section.partition(CONFIG_PREFIX_DELIM)
+    return name if sep and head == prefix and name else None
+
+
 def load_sections(prefix: str, dirs: Iterable[str] | None = None) -> dict[str, dict[str, str]]:
-    """``{name: {key: value}}`` of every ``[prefix:name]`` section (earlier files win per key)."""
+    """``{name: {key: value}}`` of every ``[prefix:name]`` section (earlier files win per key).
+
+    An empty section gives an empty dict.
+    """
     out: dict[str, dict[str, str]] = {}
     for path in find_configs(dirs):
         parser = _parse(path)
         for section in parser.sections():
-            head, sep, name = section.partition(":")
-            if sep and head == prefix:
+            name = _section_name(section, prefix)
+            if name is not None:
                 target = out.setdefault(name, {})
                 for key, value in parser.items(section):
                     target.setdefault(key, value)
@@ -97,8 +138,8 @@ def load_sections(prefix: str, dirs: Iterable[str] | None = None) -> dict[str, d
 
 
 def get_configs(prefix: str, name: str, dirs: Iterable[str] | None = None) -> dict[str, str]:
-    """``{key: value}`` of section ``[prefix:name]``."""
-    return _section(f"{prefix}:{name}", dirs)
+    """``{key: value}`` of section ``[prefix:name]`` (empty if there is none)."""
+    return load_sections(prefix, dirs).get(name, {})
 
 
 def get_config(prefix: str, name: str, key: str, dirs: Iterable[str] | None = None) -> str | None:
@@ -106,61 +147,126 @@ def get_config(prefix: str, name: str, key: str, dirs: Iterable[str] | None = No
     return get_configs(prefix, name, dirs).get(key)
 
 
-def _section(section: str, dirs: Iterable[str] | None = None) -> dict[str, str]:
-    out: dict[str, str] = {}
+def _run_opts(scheduler: str) -> runopts:
+    """The run options of an installed scheduler (made with session name ``_``)."""
+    from torchx.schedulers import get_scheduler_factories
+
+    factories = get_scheduler_factories()
+    if scheduler not in factories:
+        raise ValueError(
+            f"`{scheduler}` is not a registered scheduler. Valid scheduler names: {', '.join(factories) or 'none'}"
+        )
+    sched = factories[scheduler](session_name="_")
+    try:
+        return sched.run_opts()
+    finally:
+        sched.close()
+
+
+def convert(opt: runopt, value: str) -> CfgVal:
+    """A config-file string as a value of ``opt``'s type.
+
+    Raises:
+        ValueError: the string is not a value of that type
+    """
+    if value == _NONE:
+        return None
+    if opt.is_type_list_of_str:
+        return value.split(";")
+    return opt.cast_to_type(value)
+
+
+def fill(scheduler: str, opts: runopts, cfg: dict[str, CfgVal], parser: configparser.ConfigParser, source: str) -> None:
+    """Adds the ``[scheduler]`` values of one parsed file to ``cfg`` for keys it lacks."""
+    if not parser.has_section(scheduler):
+        return
+    import logging
+
+    for key, value in parser.items(scheduler):
+        if key in cfg:
+            continue
+        opt = opts.get(key)
+        if opt is None:
+            logging.getLogger(__name__).warning(
+                "`%s = %s` in the [%s] section of %s is not a run option of scheduler `%s`;"
+                " remove it to silence this warning",
+                key,
+                value,
+                scheduler,
+                source,
+                scheduler,
+            )
+            continue
+        try:
+            cfg[key] = convert(opt, value)
+        except ValueError as e:
+            raise ConfigError(
+                f"{source} [{scheduler}] {key} = {value}: expected {get_type_name(opt.opt_type)} ({e})"
+            ) from None
+
+
+def apply_files(scheduler: str, opts: runopts, cfg: dict[str, CfgVal], dirs: Iterable[str] | None = None) -> None:
+    """:func:`apply` with the scheduler's run options already at hand."""
     for path in find_configs(dirs):
-        parser = _parse(path)
-        if parser.has_section(section):
-            for key, value in parser.items(section):
-                out.setdefault(key, value)
-    return out
+        fill(scheduler, opts, cfg, _parse(path), path)
 
 
 def apply(scheduler: str, cfg: dict[str, CfgVal], dirs: Iterable[str] | None = None) -> None:
-    """Fills ``cfg`` with the ``[scheduler]`` section's values for keys ``cfg`` lacks."""
-    for key, value in _section(scheduler, dirs).items():
-        if cfg.get(key) is None:
-            cfg[key] = None if value == "None" else value
+    """Adds the ``[scheduler]`` run options of the config files to ``cfg``, converted to each
+    option's type; keys already in ``cfg`` are kept, and earlier files win.
+
+    Raises:
+        ValueError: ``scheduler`` is not installed
+        ConfigError: a file is malformed or a value is not of its option's type
+    """
+    apply_files(scheduler, _run_opts(scheduler), cfg, dirs)
 
 
 def load(scheduler: str, f: IO[str], cfg: dict[str, CfgVal]) -> None:
-    """Fills ``cfg`` from the ``[scheduler]`` section of the open config file ``f``."""
-    import configparser
-
-    parser = configparser.ConfigParser(interpolation=None, delimiters=("=",))
-    parser.optionxform = str  # type: ignore[assignment,method-assign]
-    parser.read_file(f)
-    if parser.has_section(scheduler):
-        for key, value in parser.items(scheduler):
-            if cfg.get(key) is None:
-                cfg[key] = None if value == "None" else value
+    """Adds the ``[scheduler]`` run options of the open INI file ``f`` to ``cfg`` (keys
+    already in ``cfg`` are kept), converted to each option's type."""
+    source = getattr(f, "name", "<config>")
+    fill(scheduler, _run_opts(scheduler), cfg, _read(f, str(source)), str(source))
 
 
-def _format_value(value: Any) -> str:
+def _fixme(opt: runopt, max_len: int = 60) -> str:
+    text = f"#FIXME:({get_type_name(opt.opt_type)}) {opt.help}"
+    return text if len(text) <= max_len else f"{text[:max_len]}..."
+
+
+def _format_default(opt: runopt) -> str:
+    value = opt.default
     if isinstance(value, list):
-        return ";".join(str(v) for v in value)
+        return ";".join(value) if value else _NONE
     if isinstance(value, dict):
-        return ";".join(f"{k}:{v}" for k, v in value.items())
+        return ";".join(f"{k}:{v}" for k, v in value.items()) if value else _NONE
     return str(value)
 
 
-def dump(f: IO[str], schedulers: Mapping[str, runopts], required_only: bool = False) -> None:
-    """Writes a config template with a section per scheduler.
+def dump(f: IO[str], schedulers: Iterable[str] | None = None, required_only: bool = False) -> None:
+    """Writes a ``.torchxconfig`` template: a ``[name]`` section per scheduler.
 
-    Required options without a value are written as ``#FIXME:(type) help`` lines.
+    No ``schedulers`` (None or empty) means every installed one; a scheduler whose
+    dependencies are missing is left out. Required options are written as
+    ``#FIXME:(type) help`` placeholders, optional ones with their default (unless
+    ``required_only``), so a scheduler without required options gets an empty section.
+
+    Raises:
+        ValueError: a named scheduler is not installed
     """
-    for name, opts in sorted(schedulers.items()):
-        lines = []
+    from torchx.schedulers import get_scheduler_factories
+
+    names = list(schedulers or ()) or list(get_scheduler_factories())
+    parser = _configparser()
+    for name in names:
+        try:
+            opts = _run_opts(name)
+        except ModuleNotFoundError:
+            continue
+        parser.add_section(name)
         for key, opt in opts:
-            if required_only and not opt.is_required:
-                continue
             if opt.is_required:
-                lines.append(f"{key} = #FIXME:({get_type_name(opt.opt_type)}) {opt.help}")
-            elif opt.default is not None:
-                lines.append(f"{key} = {_format_value(opt.default)}")
-            else:
-                lines.append(f"#{key} = ")
-        f.write(f"[{name}]\n")
-        for line in lines:
-            f.write(line + "\n")
-        f.write("\n")
+                parser.set(name, key, _fixme(opt))
+            elif not required_only:
+                parser.set(name, key, _format_default(opt))
+    parser.write(f, space_around_delimiters=True)

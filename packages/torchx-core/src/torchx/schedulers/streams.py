@@ -26,12 +26,24 @@ def filter_regex(regex: str, data: Iterable[str]) -> Iterator[str]:
 
 
 def split_lines(text: str) -> list[str]:
-    """Splits text into lines, each keeping its ``\\n`` (the last may lack one)."""
-    return text.splitlines(keepends=True)
+    """Splits text at each ``\n``, keeping it (the last piece may lack one); only ``\n``
+    ends a line, as in TorchX."""
+    lines = text.split("\n")
+    out = [line + "\n" for line in lines[:-1]]
+    if lines[-1]:
+        out.append(lines[-1])
+    return out
 
 
 def split_lines_iterator(chunks: Iterable[str]) -> Iterator[str]:
-    """Re-chunks a stream of text pieces into whole lines (keeping ``\\n``)."""
+    """Splits each chunk with :func:`split_lines`, as TorchX does: a line cut across two
+    chunks comes out as two pieces. Use :func:`lines_from_chunks` to get whole lines."""
+    for chunk in chunks:
+        yield from split_lines(chunk)
+
+
+def lines_from_chunks(chunks: Iterable[str]) -> Iterator[str]:
+    """Re-chunks a stream of text pieces into whole lines (keeping ``\n``)."""
     buffer = ""
     for chunk in chunks:
         buffer += chunk

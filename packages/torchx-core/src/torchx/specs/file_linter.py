@@ -2,7 +2,8 @@
 
 A component function must
 
-1. have a google-style docstring (a description, and ``Args:`` entries for its parameters),
+1. (should: a warning otherwise) have a google-style docstring (a description, and ``Args:``
+   entries for its parameters),
 2. annotate every parameter with a supported type (``str``, ``int``, ``float``, ``bool``,
    ``Optional[...]``/``... | None`` of those, ``List[...]``/``list[...]`` and
    ``Dict[..., ...]``/``dict[..., ...]`` of primitives); ``*args`` must be ``str``;
@@ -91,9 +92,12 @@ def parse_docstring(doc: str | None) -> ParsedDocstring:
 def get_fn_docstring(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
     """(description, {param: help}) of a component function; missing help gets a generic text."""
     parsed = parse_docstring(fn.__doc__)
-    description = parsed.short_description or f"{getattr(fn, '__name__', 'component')} (no docstring)"
+    description = parsed.short_description or (
+        f"{getattr(fn, '__name__', 'component')} TIP: improve this help string by adding a docstring\n"
+        "to your component (see: https://pytorch.org/torchx/latest/component_best_practices.html)"
+    )
     if parsed.long_description:
-        description += "\n\n" + parsed.long_description
+        description += "\n" + parsed.long_description
     params = dict(parsed.params)
     for name in inspect.signature(fn).parameters:
         params.setdefault(name, " ")
@@ -114,33 +118,41 @@ def _is_none(node: ast.expr) -> bool:
     return (isinstance(node, ast.Constant) and node.value is None) or _dotted(node) == "None"
 
 
-def annotation_error(node: ast.expr | None) -> str | None:
-    """Why an annotation is not a supported component argument type (None if it is)."""
+def annotation_error(node: ast.expr | None, fn: str = "", arg: str = "") -> str | None:
+    """Why an annotation is not a supported component argument type (None if it is); the
+    texts of TorchX's linter where it reports the same problem."""
     if node is None:
-        return "is not annotated"
+        return f"Arg {arg} missing type annotation"
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         text = node.value
         try:
             node = ast.parse(text, mode="eval").body
         except SyntaxError:
-            return f"has an unparsable annotation {text!r}"
+            return f"Arg {arg} has an unparsable annotation {text!r}"
     if _dotted(node) in _PRIMITIVES:
         return None
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
         other = node.right if _is_none(node.left) else node.left if _is_none(node.right) else None
-        return annotation_error(other) if other is not None else "uses a union other than `T | None`"
+        return (
+            annotation_error(other, fn, arg) if other is not None else f"Arg {arg} uses a union other than `T | None`"
+        )
     if isinstance(node, ast.Subscript):
         head = _dotted(node.value)
         args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if head in _OPTIONAL and len(args) == 1:
-            return annotation_error(args[0])
-        if head in _LISTS and len(args) == 1 and _dotted(args[0]) in _PRIMITIVES:
-            return None
-        if head in _DICTS and len(args) == 2 and all(_dotted(a) in _PRIMITIVES for a in args):
-            return None
+            return annotation_error(args[0], fn, arg)
         if head in ("Union", "typing.Union") and len(args) == 2 and any(_is_none(a) for a in args):
-            return annotation_error(next(a for a in args if not _is_none(a)))
-    return f"has unsupported type {ast.unparse(node)!r} (use str, int, float, bool, Optional, List or Dict of those)"
+            return annotation_error(next(a for a in args if not _is_none(a)), fn, arg)
+        if head in _LISTS:
+            return None if len(args) == 1 and _dotted(args[0]) in _PRIMITIVES else "List can only have primitive types"
+        if head in _DICTS:
+            ok = len(args) == 2 and all(_dotted(a) in _PRIMITIVES for a in args)
+            return None if ok else "Dict can only have primitive types"
+        return f"`{fn}` allows only Dict, List as complex types.Argument `{arg}` has: {head.split('.')[-1]}"
+    return (
+        f"Arg {arg} has unsupported type {ast.unparse(node)!r}"
+        " (use str, int, float, bool, Optional, List or Dict of those)"
+    )
 
 
 def returns_appdef(fn: ast.FunctionDef) -> bool:
@@ -149,40 +161,60 @@ def returns_appdef(fn: ast.FunctionDef) -> bool:
     return name.split(".")[-1] == "AppDef"
 
 
+#: ``LinterMessage.name`` of problems in a component function (as TorchX names them)
+FUNCTION_VALIDATOR = "TorchxFunctionValidator"
+#: ``LinterMessage.name`` of problems with the file (as TorchX names them)
+FILE_VALIDATOR = "TorchXValidator"
+
+
 def validate_function(fn: ast.FunctionDef) -> list[LinterMessage]:
-    """Lints one parsed function definition."""
+    """Lints one parsed function definition.
+
+    Errors: an argument without a supported type annotation, ``**kwargs``, a return type
+    other than ``AppDef``. Warnings (the component still works, with generic help): no
+    docstring, an argument not documented under ``Args:``.
+    """
     msgs: list[LinterMessage] = []
 
-    def error(text: str, node: ast.AST = fn) -> None:
-        msgs.append(LinterMessage(fn.name, text, getattr(node, "lineno", fn.lineno), getattr(node, "col_offset", 0)))
+    def report(text: str, line: int, severity: str = "error") -> None:
+        msgs.append(LinterMessage(FUNCTION_VALIDATOR, text, line, 0, severity))
 
     doc = ast.get_docstring(fn)
     parsed = parse_docstring(doc)
-    if not doc or not parsed.short_description:
-        error(f"{fn.name}: missing docstring (a google-style description with Args: for each parameter)")
-    if not returns_appdef(fn):
-        error(f"{fn.name}: must be annotated to return AppDef (-> specs.AppDef)")
+    documented = bool(doc and parsed.short_description)
     args = fn.args
-    for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
-        reason = annotation_error(arg.annotation)
+    for arg in [*args.posonlyargs, *args.args]:
+        reason = annotation_error(arg.annotation, fn.name, arg.arg)
         if reason:
-            error(f"{fn.name}: parameter {arg.arg!r} {reason}", arg)
-        elif doc and parsed.short_description and arg.arg not in parsed.params:
-            msgs.append(
-                LinterMessage(
-                    fn.name,
-                    f"{fn.name}: parameter {arg.arg!r} is not documented under Args:",
-                    arg.lineno,
-                    arg.col_offset,
-                    "warning",
-                )
-            )
+            report(reason, arg.lineno)
     if args.vararg is not None:
         ann = args.vararg.annotation
-        if ann is None or _dotted(ann) != "str":
-            error(f"{fn.name}: *{args.vararg.arg} must be annotated as str", args.vararg)
+        if ann is None:
+            report(f"Arg {args.vararg.arg} missing type annotation", args.vararg.lineno)
+        elif _dotted(ann) != "str":
+            report(f"Arg {args.vararg.arg}: *{args.vararg.arg} must be annotated as str", args.vararg.lineno)
+    for arg in args.kwonlyargs:
+        reason = annotation_error(arg.annotation, fn.name, arg.arg)
+        if reason:
+            report(reason, arg.lineno)
     if args.kwarg is not None:
-        error(f"{fn.name}: **{args.kwarg.arg} is not supported in components", args.kwarg)
+        report(f"Function: {fn.name}: **{args.kwarg.arg} is not supported in components", args.kwarg.lineno)
+    if fn.returns is None or not _dotted(fn.returns):
+        report(
+            f"Function: {fn.name} missing return annotation or has unknown annotations."
+            " Supported return annotation: AppDef",
+            fn.lineno,
+        )
+    elif not returns_appdef(fn):
+        report(f"Function: {fn.name} has incorrect return annotation, supported annotation: AppDef", fn.lineno)
+    if not documented:
+        report(
+            f"Function: {fn.name} has no docstring (google-style, with Args: for each parameter)", fn.lineno, "warning"
+        )
+    else:
+        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+            if arg.arg not in parsed.params:
+                report(f"Arg {arg.arg} is not documented under Args: in {fn.name}'s docstring", arg.lineno, "warning")
     return msgs
 
 
@@ -199,10 +231,14 @@ def validate(path: str, component_function: str, validators: Any = None) -> list
     """
     try:
         with open(path, encoding="utf-8") as f:
-            tree = ast.parse(f.read(), filename=path)
-    except (OSError, SyntaxError, ValueError) as e:
-        return [LinterMessage(component_function, f"cannot read {path}: {e}", getattr(e, "lineno", 0) or 0, 0)]
+            source = f.read()
+    except (OSError, ValueError) as e:
+        return [LinterMessage(FILE_VALIDATOR, f"cannot read {path}: {e}", 0, 0)]
+    try:
+        tree = ast.parse(source, filename=path)
+    except SyntaxError as e:
+        return [LinterMessage(FILE_VALIDATOR, e.msg, e.lineno or 0, e.offset or 0)]
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == component_function:
             return validate_function(node)
-    return [LinterMessage(component_function, f"function {component_function!r} not found in {path}", 0, 0)]
+    return [LinterMessage(FILE_VALIDATOR, f"Function {component_function} not found", 0, 0)]

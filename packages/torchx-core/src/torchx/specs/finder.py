@@ -21,6 +21,7 @@ from torchx.util.suggest import did_you_mean
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import ast
     from typing import Any
 
     from torchx.specs.file_linter import LinterMessage
@@ -89,7 +90,7 @@ def _load_function(module: str, fn_name: str, component: str) -> Callable[..., A
 
 #: (function name, summary, descriptions of the linter's errors) of each component of a file
 ScanResult = list[tuple[str, str, list[str]]]
-_SCAN_CACHE_FORMAT = 1
+_SCAN_CACHE_FORMAT = 2
 _scan_cache: dict[str, tuple[tuple[int, int], ScanResult]] | None = None
 
 
@@ -262,16 +263,51 @@ def get_component(name: str) -> _Component:
 
 
 def get_builtin_source(name: str) -> str:
-    """The source code of the component ``name`` (for ``torchx builtins --print``)."""
+    """The source of component ``name`` as a file that runs on its own (for ``torchx builtins
+    --print``): the module's imports (relative ones made absolute), the module-level names the
+    function uses, then the function. Save it as ``my.py`` and ``torchx run ./my.py:<fn>`` runs.
+    """
     import ast
 
     component = get_component(name)
     with open(component.path, encoding="utf-8") as f:
-        tree = ast.parse(f.read())
-    with open(component.path, encoding="utf-8") as f:
-        lines = f.read().splitlines()
+        source = f.read()
+    tree = ast.parse(source)
+    lines = source.splitlines()
+
+    def text(node: ast.stmt) -> str:
+        first = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno])
+        return "\n".join(lines[first - 1 : node.end_lineno])
+
+    defined: dict[str, ast.stmt] = {}
+    imports: list[str] = []
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == component.fn_name:
-            start = min([d.lineno for d in node.decorator_list] + [node.lineno]) - 1
-            return "\n".join(lines[start : node.end_lineno]) + "\n"
-    raise ComponentNotFoundException(f"cannot find the source of {name!r}")
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports.append(_absolute_import(node, component.module) if isinstance(node, ast.ImportFrom) else text(node))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined[node.name] = node
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    defined[target.id] = node
+    target_fn = defined.get(component.fn_name)
+    if target_fn is None:
+        raise ComponentNotFoundException(f"cannot find the source of {name!r}")
+    needed: list[ast.stmt] = []
+    todo = [target_fn]
+    while todo:
+        node = todo.pop()
+        if node in needed:
+            continue
+        needed.append(node)
+        todo += [defined[n.id] for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in defined]
+    body = [text(node) for node in tree.body if node in needed]
+    return "\n".join(imports) + "\n\n\n" + "\n\n\n".join(body) + "\n"
+
+
+def _absolute_import(node: ast.ImportFrom, module: str) -> str:
+    """``from .x import y`` in ``module`` as ``from pkg.x import y``."""
+    names = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in node.names)
+    source = importlib.util.resolve_name("." * node.level + (node.module or ""), module) if node.level else node.module
+    return f"from {source} import {names}"

@@ -40,7 +40,7 @@ SIZES: dict[str, tuple[int, int, int]] = {
 
 def _make(name: str) -> Resource:
     cpu, gpu, mem = SIZES[name]
-    return Resource(cpu=cpu, gpu=gpu, memMB=mem, tags={"torchx/named_resource": name})
+    return Resource(cpu=cpu, gpu=gpu, memMB=mem)
 
 
 #: name -> zero-argument factory

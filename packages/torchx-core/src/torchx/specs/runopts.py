@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from torchx.util.suggest import did_you_mean
 
@@ -27,12 +27,11 @@ class InvalidRunConfigException(Exception):
 
 
 def get_type_name(tp: Any) -> str:
-    """``int`` -> ``"int"``, ``List[str]`` -> ``"List[str]"``."""
-    if _is_list_type(tp) and tp is not list:
-        return "List[str]"
-    if _is_dict_type(tp) and tp is not dict:
-        return "Dict[str, str]"
-    return getattr(tp, "__name__", None) or str(tp)
+    """A type's name as TorchX prints it: ``int`` -> ``"int"``, ``List[str]`` ->
+    ``"typing.List[str]"`` (``__name__`` for classes, ``str(tp)`` for ``typing`` generics)."""
+    if getattr(tp, "__module__", None) != "typing" and hasattr(tp, "__name__"):
+        return str(tp.__name__)
+    return str(tp)
 
 
 # typing.List[str] and list[str] both have __origin__ list; comparing origins keeps typing unimported
@@ -222,25 +221,22 @@ class runopts:
                 return name
         return None
 
-    def _unknown(self, key: str, cfg: Mapping[str, CfgVal] | None = None) -> InvalidRunConfigException:
-        accepted = ", ".join(sorted(self._opts)) or "(none)"
-        return InvalidRunConfigException(
-            f"unknown run option {key!r}.{did_you_mean(key, self._opts)} Accepted: {accepted}", key, cfg
-        )
-
     def resolve(self, cfg: Mapping[str, CfgVal]) -> dict[str, CfgVal]:
         """Checks ``cfg`` and returns a new dict with every option, defaults filled in.
 
-        String values given to non-string options are converted (as from a config file).
+        Keys this ``runopts`` does not know are passed through unchanged (one ``cfg`` may
+        serve several schedulers). String values given to non-string options are converted
+        (as from a config file).
 
         Raises:
-            InvalidRunConfigException: an option is unknown, required and missing, or of the wrong type
+            InvalidRunConfigException: an option is required and missing, or of the wrong type
         """
         resolved: dict[str, CfgVal] = {}
         for key, value in cfg.items():
             name = self._canonical_key(key)
             if name is None:
-                raise self._unknown(key, cfg)
+                resolved[key] = value
+                continue
             opt = self._opts[name]
             if value is not None and not runopts.is_type(value, opt.opt_type):
                 if isinstance(value, str):
@@ -270,37 +266,73 @@ class runopts:
                 resolved[name] = opt.default
         return resolved
 
-    def cfg_from_str(self, cfg_str: str) -> dict[str, CfgVal]:
-        """Parses ``"k1=v1,k2=a;b,k3='x,y'"`` into typed values.
+    def unknown_keys(self, cfg: Mapping[str, CfgVal] | Iterable[str]) -> list[str]:
+        """The keys of ``cfg`` that name no option (nor alias) of this ``runopts``."""
+        return [key for key in cfg if self._canonical_key(key) is None]
 
-        A value may hold ``,`` when its items are ``;``-separated or the value is quoted.
+    def unknown_keys_message(self, keys: Iterable[str], scheduler: str = "") -> str:
+        """One line naming unknown option keys, each with a "did you mean" when one is close."""
+        where = f" of scheduler {scheduler!r}" if scheduler else ""
+        parts = []
+        for key in keys:
+            hint = did_you_mean(key, self._opts).strip()
+            parts.append(f"{key!r}" + (f" ({hint[0].lower()}{hint[1:]})" if hint else ""))
+        return f"ignoring unknown run option(s){where}: {', '.join(parts)}; `torchx runopts {scheduler or 'SCHEDULER'}` lists them"
+
+    def parse_cfg_str(self, cfg_str: str) -> tuple[dict[str, CfgVal], list[str]]:
+        """Parses ``"k1=v1,k2=a;b"`` into typed values; returns them and the unknown keys (dropped).
 
         Raises:
-            InvalidRunConfigException: an unknown key or a malformed value
+            InvalidRunConfigException: a malformed string or value
         """
         out: dict[str, CfgVal] = {}
+        unknown: list[str] = []
         for key, raw in _split_cfg_str(cfg_str):
             name = self._canonical_key(key)
             if name is None:
-                raise self._unknown(key)
+                unknown.append(key)
+                continue
             try:
                 out[name] = self._opts[name].cast_to_type(raw)
             except ValueError as e:
                 raise InvalidRunConfigException(
                     f"run option {name!r} expects {get_type_name(self._opts[name].opt_type)}: {e}", name
                 ) from None
+        return out, unknown
+
+    def cfg_from_str(self, cfg_str: str) -> dict[str, CfgVal]:
+        """Parses ``"k1=v1,k2=a;b,k3='x,y'"`` into typed values.
+
+        A value may hold ``,`` when its items are ``;``-separated or the value is quoted.
+        Unknown keys are left out of the result, with a logged warning (as upstream TorchX).
+
+        Raises:
+            InvalidRunConfigException: a malformed string or value
+        """
+        out, unknown = self.parse_cfg_str(cfg_str)
+        if unknown:
+            import logging
+
+            logging.getLogger(__name__).warning(self.unknown_keys_message(unknown))
         return out
 
     def cfg_from_json_repr(self, json_repr: str) -> dict[str, CfgVal]:
-        """Parses a JSON object of option values, converting strings as :meth:`cfg_from_str` does."""
+        """Parses a JSON object of option values, converting strings as :meth:`cfg_from_str`
+        does; keys that name no option are left out (as TorchX does)."""
         import json
 
         data = json.loads(json_repr)
         out: dict[str, CfgVal] = {}
         for key, value in data.items():
             opt = self.get(key)
-            if opt is not None and isinstance(value, str) and opt.opt_type is not str:
+            if opt is None:
+                continue
+            if isinstance(value, str) and opt.opt_type is not str:
                 value = opt.cast_to_type(value)
+            elif isinstance(value, list):
+                value = [str(v) for v in value]
+            elif isinstance(value, dict):
+                value = {str(k): str(v) for k, v in value.items()}
             out[key] = value
         return out
 

@@ -32,6 +32,9 @@ class AppState(int, Enum):
     def __str__(self) -> str:
         return self.name
 
+    def __repr__(self) -> str:
+        return f"{self.name} ({self.value})"
+
 
 ReplicaState = AppState
 
@@ -150,44 +153,126 @@ class AppStatus:
             )
 
     def to_json(self, filter_roles: list[str] | None = None) -> dict[str, Any]:
-        """Plain-data form, limited to ``filter_roles`` when given."""
+        """Plain-data form (TorchX's keys, ``url`` also as ``ui_url``), limited to ``filter_roles`` when given."""
         roles = [r for r in self.roles if not filter_roles or r.role in filter_roles]
-        error: Any = self.structured_error_msg
-        if error not in (NONE, ""):
-            import json
-
-            try:
-                error = json.loads(error)
-            except ValueError:
-                pass
         return {
             "state": self.state.name,
             "num_restarts": self.num_restarts,
-            "msg": self.msg,
-            "structured_error_msg": error,
-            "ui_url": self.ui_url,
             "roles": [r.to_json() for r in roles],
+            "msg": self.msg,
+            "structured_error_msg": self.structured_error_msg,
+            "url": self.ui_url,
+            "ui_url": self.ui_url,
         }
 
     def format(self, filter_roles: list[str] | None = None) -> str:
-        """A human-readable, multi-line rendering."""
-        lines = [f"State: {self.state.name}; Num Restarts: {self.num_restarts}"]
-        if self.msg:
-            lines.append(f"Msg: {self.msg}")
-        if self.ui_url:
-            lines.append(f"UI: {self.ui_url}")
-        for role in self.roles:
-            if filter_roles and role.role not in filter_roles:
-                continue
-            lines.append(f"Role {role.role}:")
-            for r in role.replicas:
-                host = f" on {r.hostname}" if r.hostname else ""
-                lines.append(f"  {role.role}/{r.id}: {r.state.name}{host}")
-                if r.structured_error_msg not in (NONE, ""):
-                    lines.append(f"    error: {r.structured_error_msg}")
-        return "\n".join(lines)
+        """A human-readable, multi-line rendering (the layout of TorchX's ``AppStatus.format``)."""
+        roles = "".join(
+            _format_replica(replica)
+            for role in self.roles
+            if not filter_roles or role.role in filter_roles
+            for replica in sorted(role.replicas, key=lambda r: r.id)
+        )
+        return (
+            f"AppStatus:\n    State: {self.state}\n    Num Restarts: {self.num_restarts}\n"
+            f"    Roles: {roles}\n    Msg: {self.msg}\n    Structured Error Msg: {self.structured_error_msg}\n"
+            f"    UI URL: {self.ui_url}\n    "
+        )
 
     def __repr__(self) -> str:
-        from torchx.util.yaml import dump
+        """YAML of the fields (sorted), with states as ``NAME (value)``, as TorchX prints it."""
+        data = {
+            "msg": self.msg,
+            "num_restarts": self.num_restarts,
+            "roles": [
+                {
+                    "replicas": [
+                        {
+                            "hostname": r.hostname,
+                            "id": r.id,
+                            "role": r.role,
+                            "state": repr(r.state),
+                            "structured_error_msg": r.structured_error_msg,
+                        }
+                        for r in role.replicas
+                    ],
+                    "role": role.role,
+                }
+                for role in self.roles
+            ],
+            "state": repr(self.state),
+            "structured_error_msg": _parsed_error(self.structured_error_msg),
+            "ui_url": self.ui_url,
+        }
+        return _yaml_dump({"AppStatus": data})
 
-        return "AppStatus:\n" + "".join("  " + line + "\n" for line in dump(self.to_json()).splitlines())
+
+def _parsed_error(text: str) -> Any:
+    """A structured error message as data (its text if it is not JSON)."""
+    if text == NONE:
+        return text
+    import json
+
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _yaml_dump(data: dict[str, Any]) -> str:
+    from torchx.util.yaml import safe_dump
+
+    return safe_dump(data)
+
+
+def _format_replica(replica: ReplicaStatus) -> str:
+    """One replica's line(s) in :meth:`AppStatus.format` (a torchelastic error file's
+    message, exit code and time when it reported one)."""
+    if replica.structured_error_msg != NONE:
+        import json
+
+        try:
+            error = json.loads(replica.structured_error_msg)
+        except ValueError:
+            return replica.structured_error_msg  # as TorchX: the text alone
+        try:
+            message = error["message"]
+            detail = _wrap_error(str(message["message"]), "    error_msg: ")
+            timestamp = int(message["extraInfo"]["timestamp"])
+            exitcode = message.get("errorCode") or "<N/A>"
+        except (KeyError, TypeError, ValueError, AttributeError):  # not torchelastic's shape (TorchX crashes)
+            data = f"{replica.state} {replica.structured_error_msg}"
+        else:
+            from datetime import datetime
+
+            data = (
+                f"{replica.state} (exitcode: {exitcode})\n        timestamp: {datetime.fromtimestamp(timestamp)}\n"
+                f"        hostname: {replica.hostname}\n    {detail}"
+            )
+    else:
+        data = str(replica.state)
+        if replica.state in (AppState.CANCELLED, AppState.FAILED):
+            data += " (no reply file)"
+    mark = "*" if replica.id == 0 else " "  # marks where each role's replicas start
+    return f"\n {mark}{replica.role}[{replica.id}]:{data}"
+
+
+def _wrap_error(msg: str, header: str, width: int = 80) -> str:
+    """The essential part of an error message, wrapped at spaces past ``width`` characters,
+    the first line prefixed by ``header`` and the rest indented as deep."""
+    import re
+
+    rpc = re.search(r"(?P<exception_type>\w*)\('On WorkerInfo\(.+\):\n(.*\n)*'\)", msg)
+    if rpc:
+        msg = msg[rpc.start() : rpc.end()]
+    embedded = re.search(r"(?P<msg>.+)\nException.*", msg)
+    if embedded:
+        msg = embedded.group("msg")
+    lines = []
+    start = 0
+    for i in range(len(msg) + 1):
+        if i == len(msg) or (msg[i] == " " and i - start >= width):
+            lines.append(header + msg[start:i])
+            header = " " * len(header)
+            start = i
+    return "\n".join(lines)

@@ -20,6 +20,7 @@ from torchx.tracker.env import (
     ENV_TORCHX_PARENT_RUN_ID,
     ENV_TORCHX_TRACKERS,
     tracker_config_env_var_name,
+    tracker_config_env_var_names,
 )
 from torchx.util.record import field, record
 
@@ -36,6 +37,7 @@ __all__ = [
     "app_run_from_env",
     "build_trackers",
     "tracker_config_env_var_name",
+    "tracker_configs_from_environ",
     "tracker_names_from_environ",
     "trackers_from_environ",
 ]
@@ -60,9 +62,12 @@ class TrackerSource:
 
 @record
 class Lineage:
-    """A run and the runs it descends from (recursively)."""
+    """A run and the runs it descends from (recursively).
 
-    run_id: str
+    Every field has a default, so ``Lineage()`` works as TorchX's (field-less) ``Lineage`` does.
+    """
+
+    run_id: str = ""
     sources: list[TrackerSource] = field(default_factory=list)
     parents: list[Lineage] = field(default_factory=list)
 
@@ -197,7 +202,16 @@ def build_trackers(entrypoint_and_config: Mapping[str, str | None]) -> Iterable[
 
 def trackers_from_environ() -> Iterable[TrackerBase]:
     """The trackers named in ``TORCHX_TRACKERS`` with configs from ``TORCHX_TRACKER_<NAME>_CONFIG``."""
-    return build_trackers({n: os.environ.get(tracker_config_env_var_name(n)) for n in tracker_names_from_environ()})
+    return build_trackers(tracker_configs_from_environ())
+
+
+def tracker_configs_from_environ() -> dict[str, str | None]:
+    """``{name: config}`` of the trackers in ``TORCHX_TRACKERS``, each config from
+    ``TORCHX_TRACKER_<NAME>_CONFIG`` (either spelling, see :func:`tracker_config_env_var_names`)."""
+    return {
+        name: next((os.environ[v] for v in tracker_config_env_var_names(name) if v in os.environ), None)
+        for name in tracker_names_from_environ()
+    }
 
 
 def tracker_names_from_environ() -> list[str]:

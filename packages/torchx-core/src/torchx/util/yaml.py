@@ -5,6 +5,8 @@ Kubernetes Jobs; this one writes the same block style (``kubectl`` layout) in te
 milliseconds. NaN and the infinities are written as ``.nan``/``.inf``/``-.inf``. Strings are written plain only when
 no YAML reader could take them for anything else; all others are double-quoted with
 every non-printable character escaped, so ``yaml.safe_load`` gives back the exact data.
+:func:`safe_dump` writes what PyYAML's ``yaml.safe_dump`` writes instead (sorted keys,
+PyYAML's quoting), for output TorchX printed with PyYAML.
 """
 
 from __future__ import annotations
@@ -173,5 +175,67 @@ def dump_all(documents: Iterable[Any]) -> str:
         if idx:
             emitter.out.append("---")
         emitter.document(doc)
+    emitter.out.append("")
+    return "\n".join(emitter.out)
+
+
+# PyYAML's implicit types: a plain string that reads as one of these must be quoted
+_IMPLICIT = re.compile(
+    r"(?:[-+]?(?:0|[1-9][0-9_]*|0b[01_]+|0[0-7_]+|0x[0-9a-fA-F_]+|[1-9][0-9_]*(?::[0-5]?[0-9])+)"
+    r"|[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9_]+(?:[eE][-+][0-9]+)?"
+    r"|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)|[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?.*|<<|=|~)\Z"
+)
+
+
+#: the words PyYAML reads as booleans or null (only these spellings)
+_PYYAML_WORDS = frozenset(
+    w for word in ("yes", "no", "true", "false", "on", "off", "null") for w in (word, word.title(), word.upper())
+)
+
+
+def _pyyaml_scalar(value: Any) -> str:
+    """One scalar as PyYAML writes it: plain when it reads back as the same string, else
+    single-quoted (double-quoted with escapes when it has unprintable characters)."""
+    if not isinstance(value, str):
+        return scalar(value)
+    text = str.__str__(value)
+    plain = (
+        text
+        and text == text.strip()
+        and text[0] not in "#,[]{}&*!|>'\"%@`"
+        and not (text[0] in "-?:" and (len(text) == 1 or text[1] == " "))
+        and ": " not in text
+        and " #" not in text
+        and not text.endswith(":")
+        and text.isprintable()
+        and text not in _PYYAML_WORDS
+        and not _IMPLICIT.match(text)
+    )
+    if plain:
+        return text
+    if not text.isprintable():
+        return scalar(text)
+    return "'" + text.replace("'", "''") + "'"
+
+
+class _PyYAMLEmitter(_Emitter):
+    def text(self, value: Any) -> str:
+        return _pyyaml_scalar(value)
+
+
+def _sorted(data: Any) -> Any:
+    if isinstance(data, dict):
+        return {k: _sorted(data[k]) for k in sorted(data)}
+    if isinstance(data, (list, tuple)):
+        return [_sorted(item) for item in data]
+    return data
+
+
+def safe_dump(data: Any) -> str:
+    """``data`` as PyYAML's ``yaml.safe_dump(data)`` writes it (block style, sorted keys;
+    long strings are not folded)."""
+    emitter = _PyYAMLEmitter()
+    emitter.document(_sorted(data))
     emitter.out.append("")
     return "\n".join(emitter.out)
