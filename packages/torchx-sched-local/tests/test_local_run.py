@@ -42,7 +42,7 @@ def test_args_reach_the_process_byte_identical(sched: LocalScheduler) -> None:
     assert json.loads(_output(sched, app_id)) == args
 
 
-def test_env_and_macros(tmp_path: Path) -> None:
+def test_env_and_macros(tmp_path: Path, isolated: Path) -> None:
     code = (
         "import json, os, sys; keys = ['TORCHX_RANK0_HOST', 'TORCHX_ROLE_NAME', 'TORCHX_REPLICA_IDX', 'TORCHX_JOB_ID',"
         " 'PET_LOG_DIR', 'TORCHELASTIC_ERROR_FILE', 'MINE', 'PYTHONUNBUFFERED'];"
@@ -64,8 +64,9 @@ def test_env_and_macros(tmp_path: Path) -> None:
         app_id = handle.rsplit("/", 1)[1]
         for k in (0, 1):
             out = json.loads("".join(runner.log_lines(handle, "trainer", k, streams=Stream.STDOUT)))
-            assert out["argv"] == [app_id, str(k), str(image), "TORCHX_RANK0_HOST"]
-            assert out["cwd"] == str(image)
+            # local_cwd: the image is the launcher's working directory, whatever role.image says
+            assert out["argv"] == [app_id, str(k), str(isolated), "TORCHX_RANK0_HOST"]
+            assert out["cwd"] == str(isolated)
             env = out["env"]
             assert env["TORCHX_RANK0_HOST"] == "localhost"
             assert env["TORCHX_ROLE_NAME"] == "trainer"
@@ -77,40 +78,21 @@ def test_env_and_macros(tmp_path: Path) -> None:
             assert env["PYTHONUNBUFFERED"] == "1"
 
 
-def test_runs_from_cwd_when_image_is_not_a_directory(sched: LocalScheduler, isolated: Path) -> None:
-    app_id = sched.submit(app("pwd", image="ghcr.io/pytorch/torchx:latest"), {})
-    assert sched.wait(app_id).state == AppState.SUCCEEDED  # type: ignore[union-attr]
-    assert _output(sched, app_id) == f"{isolated}\n"
-
-
-def test_prepend_cwd_finds_executables_in_the_image_dir(sched: LocalScheduler, tmp_path: Path) -> None:
-    script = tmp_path / "only-here.sh"
-    script.write_text("#!/bin/sh\necho found me\n")
-    script.chmod(0o755)
-    without = sched.submit(app("only-here.sh", image=str(tmp_path)), {})
-    desc = sched.wait(without)
-    assert desc is not None and desc.state == AppState.FAILED and "not found on PATH" in desc.msg
-    with_cwd = sched.submit(app("only-here.sh", image=str(tmp_path)), {"prepend_cwd": True})
-    assert sched.wait(with_cwd).state == AppState.SUCCEEDED  # type: ignore[union-attr]
-    assert _output(sched, with_cwd) == "found me\n"
-
-
 @pytest.mark.parametrize(
     "make, expected",
     [
-        (lambda tmp: app("no-such-command-xyz"), "entrypoint 'no-such-command-xyz' not found on PATH"),
-        (lambda tmp: app("./missing.sh", image=str(tmp)), "not found"),
-        (lambda tmp: app("/bin/true", image=str(tmp / "nope")), "does not exist"),
-        (lambda tmp: app("./plain.txt", image=str(tmp)), "is not executable"),
-        (lambda tmp: app("./noshebang", image=str(tmp)), "Exec format error"),
+        (lambda: app("no-such-command-xyz"), "entrypoint 'no-such-command-xyz' not found on PATH"),
+        (lambda: app("./missing.sh"), "not found"),
+        (lambda: app("./plain.txt"), "is not executable"),
+        (lambda: app("./noshebang"), "Exec format error"),
     ],
-    ids=["not-on-path", "missing-path", "missing-image-dir", "not-executable", "exec-format"],
+    ids=["not-on-path", "missing-path", "not-executable", "exec-format"],
 )
-def test_bad_input_fails_the_job_with_a_reason(sched: LocalScheduler, tmp_path: Path, make, expected: str) -> None:  # type: ignore[no-untyped-def]
-    (tmp_path / "plain.txt").write_text("hello\n")
-    (tmp_path / "noshebang").write_bytes(b"\x00\x01binary")
-    (tmp_path / "noshebang").chmod(0o755)
-    app_id = sched.submit(make(tmp_path), {})
+def test_bad_input_fails_the_job_with_a_reason(sched: LocalScheduler, isolated: Path, make, expected: str) -> None:  # type: ignore[no-untyped-def]
+    (isolated / "plain.txt").write_text("hello\n")
+    (isolated / "noshebang").write_bytes(b"\x00\x01binary")
+    (isolated / "noshebang").chmod(0o755)
+    app_id = sched.submit(make(), {})
     desc = sched.wait(app_id, timeout=10)
     assert desc is not None
     assert desc.state == AppState.FAILED
@@ -220,12 +202,10 @@ def test_unsafe_role_names_get_safe_log_paths(sched: LocalScheduler) -> None:
     assert os.path.isdir(os.path.join(sched.store.job_dir(app_id), "logs", "_role0", "0"))
 
 
-def test_unwritable_log_dir_is_a_clear_error(sched: LocalScheduler, tmp_path: Path) -> None:
+def test_unwritable_log_dir_is_a_clear_error_and_leaves_nothing(sched: LocalScheduler, tmp_path: Path) -> None:
     blocked = tmp_path / "blocked"
     blocked.write_text("a file, not a directory")
-    with pytest.raises(OSError, match=r"cannot start local_cwd app .*blocked"):
+    with pytest.raises(OSError, match=r"^cannot record local_cwd app t-\S+: Not a directory: .*blocked$"):
         sched.submit(app("/bin/true"), {"log_dir": str(blocked)})
-    (listed,) = sched.list()
-    assert listed.state == AppState.FAILED
-    desc = sched.describe(listed.app_id)
-    assert desc is not None and desc.state == AppState.FAILED and "blocked" in desc.msg
+    assert sched.list() == []
+    assert os.listdir(sched.store.root) == []

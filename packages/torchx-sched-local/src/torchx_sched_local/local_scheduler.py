@@ -7,6 +7,8 @@ Jobs outlive the process that submitted them; their state lives on disk (see
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
 import functools
 import os
@@ -14,7 +16,7 @@ import select
 import shlex
 import sys
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
 from torchx.schedulers.capabilities import SchedulerCapabilities
@@ -70,7 +72,6 @@ class ReplicaParams:
     cwd: str
     image: str
     log_dir: str
-    prepend_cwd: bool = False
 
 
 @record
@@ -92,17 +93,6 @@ class LocalRequest:
             lines.append(f"# {r.role}/{r.replica_id}")
             lines.append(f"cd {shlex.quote(r.cwd)} && env {env} {shlex.join(r.cmd)}")
         return "\n".join(lines)
-
-
-def _looks_like_path(image: str) -> bool:
-    return image.startswith(("/", "./", "../", "~")) or image in (".", "..")
-
-
-def image_dir(image: str) -> str:
-    """The directory a replica starts in: ``image`` if it is (or names) a directory, else the CWD."""
-    if image and (_looks_like_path(image) or os.path.isdir(image)):
-        return os.path.abspath(os.path.expanduser(image))
-    return os.getcwd()
 
 
 def _role_dir(role: Role, index: int) -> str:
@@ -154,6 +144,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
 
     def _submit_dryrun(self, app: AppDef, cfg: LocalOpts) -> AppDryRunInfo[LocalRequest]:
         opts = LocalOpts.from_cfg(cfg)
+        check_replica_count(app)
         app_id = make_unique(sanitize_name(app.name, max_length=60, allowed=r"a-z0-9_\-"))
         log_root = (
             os.path.join(os.path.abspath(os.path.expanduser(opts.log_dir)), app_id)
@@ -171,8 +162,11 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             roles=[role_to_dict(r) for r in app.roles],
             metadata=dict(app.metadata),
         )
+        # local_cwd runs every replica in the launcher's working directory, whatever role.image
+        # says (it is the "image": ${img_root}); that directory ends the PATH, so a program
+        # there is found when PATH has none by its name (first with prepend_cwd)
+        cwd = os.getcwd()
         for index, role in enumerate(app.roles):
-            cwd = image_dir(role.image)
             for k in range(role.num_replicas):
                 replica_log = os.path.join(log_root, _role_dir(role, index), str(k))
                 values = macros.Values(img_root=cwd, app_id=app_id, replica_id=str(k), rank0_env=RANK0_ENV)
@@ -189,6 +183,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                 if devices is not None and devices[index][k]:
                     env["CUDA_VISIBLE_DEVICES"] = devices[index][k]
                 env.update(filled.env)
+                env["PATH"] = _path_with(cwd, env.get("PATH", os.environ.get("PATH", os.defpath)), opts.prepend_cwd)
                 request.replicas.append(
                     ReplicaParams(
                         role=role.name,
@@ -199,7 +194,6 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                         cwd=cwd,
                         image=role.image,
                         log_dir=replica_log,
-                        prepend_cwd=bool(opts.prepend_cwd),
                     )
                 )
         return AppDryRunInfo(request, str)
@@ -207,53 +201,104 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
     def schedule(self, dryrun_info: AppDryRunInfo[LocalRequest]) -> str:
         """Records the job and starts its supervisor; returns at once with the app id.
 
+        The job's directory is assembled under a hidden name (files fsync'ed, mode 0600,
+        directories 0700) and renamed into place once complete, so a failure (a full disk)
+        leaves nothing behind and readers never see a half-made job.
+
         Raises:
             ValueError: this request was already scheduled (dry-run again for a new app id)
+            OSError: the job cannot be recorded or started (the message names the path)
         """
         from torchx_sched_local.launch import start_supervisor
 
         req = dryrun_info.request
+        external_logs = not req.log_root.startswith(self.store.job_dir(req.app_id) + os.sep)
+        staging = ""
+        lock_fd = -1
+        made_logs = False
         try:
-            job_dir = self.store.reserve(req.app_id)
-        except FileExistsError:
-            raise ValueError(
-                f"app {req.app_id!r} already exists: this dry run was scheduled before; dry-run again for a new app id"
-            ) from None
-        lock_fd = os.open(os.path.join(job_dir, store.LOCK_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
+            staging = self.store.staging_dir(req.app_id)
+            lock_fd = os.open(
+                os.path.join(staging, store.LOCK_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600
+            )
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
             created = time.time()
             store.write_json(
-                os.path.join(job_dir, store.APP_FILE),
+                os.path.join(staging, store.APP_FILE),
                 {"created": created, **vars(req), "replicas": [vars(r) for r in req.replicas]},
             )
             store.write_json(
-                os.path.join(job_dir, store.STATE_FILE),
+                os.path.join(staging, store.STATE_FILE),
                 {"app_id": req.app_id, "name": req.name, "created": created, "state": "SUBMITTED", "msg": ""},
             )
-            _make_log_dirs(req)
+            if external_logs:
+                parent = os.path.dirname(req.log_root)
+                if os.path.exists(parent) and not os.path.isdir(parent):
+                    raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), parent)
+                os.makedirs(parent, exist_ok=True)
+                store.make_private_dir(req.log_root)  # fails if it exists: never write into someone else's tree
+                made_logs = True
+                _make_log_dirs(req, req.log_root)
+            else:
+                logs = os.path.join(staging, "logs")
+                store.make_private_dir(logs)
+                _make_log_dirs(req, logs)
+            job_dir = self.store.publish(staging, req.app_id)
+            staging = ""
+        except BaseException as e:
+            if lock_fd >= 0:
+                os.close(lock_fd)
+            if staging:
+                _remove_tree(staging)
+            if made_logs:
+                _remove_tree(req.log_root)
+            if isinstance(e, FileExistsError) and e.filename == self.store.job_dir(req.app_id):
+                raise ValueError(
+                    f"app {req.app_id!r} already exists: this dry run was scheduled before;"
+                    " dry-run again for a new app id"
+                ) from None
+            if isinstance(e, OSError):
+                raise _os_error(e, f"cannot record local_cwd app {req.app_id}") from None
+            raise
+        try:
             pid = start_supervisor(job_dir, lock_fd)
             if pid is not None:
                 self._pids[req.app_id] = pid
         except OSError as e:
-            store.write_json(
-                os.path.join(job_dir, store.STATE_FILE),
-                {"app_id": req.app_id, "name": req.name, "created": time.time(), "state": "FAILED", "msg": str(e)},
-            )
-            raise OSError(f"cannot start local_cwd app {req.app_id}: {e}") from e
+            with contextlib.suppress(OSError):
+                store.write_json(
+                    os.path.join(job_dir, store.STATE_FILE),
+                    {"app_id": req.app_id, "name": req.name, "created": time.time(), "state": "FAILED", "msg": str(e)},
+                )
+            raise _os_error(e, f"cannot start local_cwd app {req.app_id}") from None
         finally:
             os.close(lock_fd)
         return req.app_id
 
     # ------------------------------------------------------------------ state
+    def _handle(self, app_id: str) -> str:
+        return f"local_cwd://{self.session_name}/{app_id}"
+
+    def _read(self, read: Callable[[str], dict[str, Any] | None], app_id: str) -> dict[str, Any] | None:
+        """``read(app_id)``; an unreadable file raises naming the job's handle (for the hint to delete it)."""
+        try:
+            return read(app_id)
+        except store.UnreadableJobError as e:
+            e.handle = self._handle(app_id)
+            raise
+
     def _state(self, app_id: str) -> dict[str, Any] | None:
-        """The job's state, with a dead supervisor's unfinished job reported FAILED."""
-        st = self.store.state(app_id)
+        """The job's state, with a dead supervisor's unfinished job reported FAILED.
+
+        Raises:
+            UnreadableJobError: its ``state.json`` cannot be read
+        """
+        st = self._read(self.store.state, app_id)
         if st is None or st["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
             return st
         if store.lock_is_held(self.store.job_dir(app_id)):
             return st
-        st = self.store.state(app_id)  # the supervisor writes its last state before letting go
+        st = self._read(self.store.state, app_id)  # the supervisor writes its last state before letting go
         if st is not None and st["state"] not in ("SUCCEEDED", "FAILED", "CANCELLED"):
             from torchx_sched_local.supervisor import live_replica_pids
 
@@ -266,13 +311,27 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             )
         return st
 
+    def exists(self, app_id: str) -> bool:
+        """True if the job is recorded, even if its files cannot be read (so ``delete`` removes it)."""
+        return self.store.exists(app_id)
+
     def describe(self, app_id: str) -> DescribeAppResponse | None:
-        """The job's state, per-replica states and submitted roles; None if unknown."""
-        app = self.store.app(app_id)
+        """The job's state, per-replica states and submitted roles; None if unknown.
+
+        Raises:
+            UnreadableJobError: a file of the job cannot be read (the message names it)
+        """
+        app = self._read(self.store.app, app_id)
         st = self._state(app_id) if app is not None else None
         if app is None or st is None:
             return None
-        roles = [role_from_dict(r) for r in app["roles"]]
+        try:
+            roles = [role_from_dict(r) for r in app["roles"]]
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            path = os.path.join(self.store.job_dir(app_id), store.APP_FILE)
+            raise store.UnreadableJobError(
+                path, f"wrong shape: a role cannot be read ({e!r})", self._handle(app_id)
+            ) from None
         states = st.get("replicas") or [{} for _ in app["replicas"]]
         statuses = [RoleStatus(r.name, []) for r in roles]
         for spec, rs in zip(app["replicas"], states, strict=False):
@@ -291,22 +350,36 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         return DescribeAppResponse(
             app_id=app_id,
             state=AppState[st["state"]],
-            num_restarts=int(st.get("num_restarts", 0)),
+            num_restarts=int(st.get("num_restarts") or 0),
             msg=st.get("msg") or "",
             structured_error_msg=st.get("error", "<NONE>"),
             ui_url=f"file://{app['log_root']}",
-            metadata=dict(app.get("metadata", {})),
+            metadata=dict(app.get("metadata") or {}),
             roles_statuses=statuses,
             roles=roles,
         )
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
-        """Every job of this user, newest first."""
+        """Every job of this user, newest first.
+
+        A job whose state cannot be read is left out and reported (with its file) as a
+        warning on the ``torchx_sched_local`` logger, which reaches stderr by default.
+        """
         found = []
         for app_id in self.store.app_ids():
-            st = self._state(app_id)
+            try:
+                st = self._state(app_id)
+            except store.UnreadableJobError as e:
+                import logging
+
+                logging.getLogger("torchx_sched_local").warning(
+                    "torchx: warning: skipped local_cwd job %s: %s", app_id, e
+                )
+                continue
             if st is not None:
-                found.append((st.get("created", 0.0), ListAppResponse(app_id, AppState[st["state"]], name=st["name"])))
+                found.append(
+                    (st.get("created") or 0.0, ListAppResponse(app_id, AppState[st["state"]], name=st["name"]))
+                )
         found.sort(key=lambda item: item[0], reverse=True)
         return [resp for _, resp in found]
 
@@ -342,14 +415,25 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
 
     # ------------------------------------------------------------------ stopping
     def _cancel_existing(self, app_id: str) -> None:
-        """Stops the job (SIGTERM, SIGKILL after the grace period) and waits until it is CANCELLED."""
+        """Stops the job (SIGTERM, SIGKILL after the grace period) and waits until it is CANCELLED.
+
+        Raises:
+            UnreadableJobError: its state cannot be read, so its processes are unknown
+        """
         job_dir = self.store.job_dir(app_id)
-        app = self.store.app(app_id) or {}
-        open(os.path.join(job_dir, store.CANCEL_FILE), "ab").close()
-        deadline = time.monotonic() + float(app.get("stop_grace_period", 5.0)) + CANCEL_SLACK
+        st = self._read(self.store.state, app_id)
+        if st is None or st["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
+            return
+        try:
+            grace = float((self.store.app(app_id) or {}).get("stop_grace_period", 5.0))
+        except store.UnreadableJobError:
+            grace = 5.0
+        with contextlib.suppress(OSError):  # the marker covers a cancel racing the supervisor's start
+            os.close(os.open(os.path.join(job_dir, store.CANCEL_FILE), os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+        deadline = time.monotonic() + grace + CANCEL_SLACK
         signalled = False
         while time.monotonic() < deadline:
-            st = self.store.state(app_id)
+            st = self._read(self.store.state, app_id)
             if st is None or st["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
                 return
             if not store.lock_is_held(job_dir):
@@ -367,7 +451,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         from torchx_sched_local.supervisor import live_replica_pids, proc_start_time, wait_groups_gone
 
         job_dir = self.store.job_dir(app_id)
-        st = self.store.state(app_id)
+        st = self._read(self.store.state, app_id)
         if st is None or st["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
             return
         pid = st.get("pid")
@@ -375,7 +459,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         if pid and not died and proc_start_time(pid) is not None:
             _kill(pid, signal.SIGKILL)  # stuck supervisor: it holds the lock, so the pid is its own
         with store.take_lock(job_dir):
-            st = self.store.state(app_id) or st
+            st = self._read(self.store.state, app_id) or st
             if st["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
                 return
             killed = []
@@ -396,15 +480,27 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             store.write_json(os.path.join(job_dir, store.STATE_FILE), st)
 
     def _delete_existing(self, app_id: str) -> None:
-        """Cancels the job, then removes its record and its logs."""
-        app = self.store.app(app_id) or {}
-        self._cancel_existing(app_id)
-        log_root = app.get("log_root")
-        job_dir = self.store.job_dir(app_id)
-        if log_root and not log_root.startswith(job_dir + os.sep) and os.path.basename(log_root) == app_id:
-            import shutil
+        """Cancels the job, then removes its record and its logs.
 
-            shutil.rmtree(log_root, ignore_errors=True)
+        Works when the job's files cannot be read (if its supervisor has ended) and on a full disk.
+
+        Raises:
+            UnreadableJobError: the job's state cannot be read while its supervisor still runs
+        """
+        job_dir = self.store.job_dir(app_id)
+        try:
+            log_root = (self.store.app(app_id) or {}).get("log_root")
+        except store.UnreadableJobError:
+            log_root = None
+        try:
+            self._cancel_existing(app_id)
+        except store.UnreadableJobError:
+            if store.lock_is_held(job_dir):
+                raise
+        except OSError:  # a full disk: CANCELLED could not be recorded, the replicas were stopped
+            pass
+        if log_root and not log_root.startswith(job_dir + os.sep) and os.path.basename(log_root) == app_id:
+            _remove_tree(log_root)
         self.store.remove(app_id)
 
     # ------------------------------------------------------------------ logs
@@ -424,7 +520,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         Raises:
             ValueError: no such app, role or replica
         """
-        app = self.store.app(app_id)
+        app = self._read(self.store.app, app_id)
         if app is None:
             raise ValueError(f"unknown local_cwd app {app_id!r}; `torchx list -s local_cwd` shows the known apps")
         spec = next((r for r in app["replicas"] if r["role"] == role_name and r["replica_id"] == k), None)
@@ -450,7 +546,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
     ) -> Iterator[str]:
         job_dir = self.store.job_dir(app_id)
         done_path = os.path.join(log_dir, store.DONE_FILE)
-        st = self.store.state(app_id) or {}
+        st = self._read(self.store.state, app_id) or {}
         watch = DirWatch(log_dir, st.get("pid"))
 
         def finished() -> bool:
@@ -476,16 +572,81 @@ def _local_runopts() -> runopts:
     return opts
 
 
-def _make_log_dirs(req: LocalRequest) -> None:
-    """Creates every replica's log directory (log followers watch them from the start; torchelastic
-    writes its error file there)."""
-    parents: set[str] = set()
+def _make_log_dirs(req: LocalRequest, root: str) -> None:
+    """Creates every replica's log directory (mode 0700) under ``root``, which stands for
+    ``req.log_root`` (log followers watch them from the start; torchelastic writes its error
+    file there)."""
+    made: set[str] = set()
     for replica in req.replicas:
-        parent = os.path.dirname(replica.log_dir)
-        if parent not in parents:
-            os.makedirs(parent, mode=0o700, exist_ok=True)
-            parents.add(parent)
-        os.mkdir(replica.log_dir, 0o700)
+        role_dir, k = os.path.split(os.path.relpath(replica.log_dir, req.log_root))
+        if role_dir not in made:
+            with contextlib.suppress(FileExistsError):  # two roles of one name share it
+                store.make_private_dir(os.path.join(root, role_dir))
+            made.add(role_dir)
+        store.make_private_dir(os.path.join(root, role_dir, k))
+
+
+def _remove_tree(path: str) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _os_error(e: OSError, what: str) -> OSError:
+    """``OSError("<what>: No space left on device: /path")``: one line naming the file, same errno."""
+    text = e.strerror or str(e)
+    err = OSError(f"{what}: {text}: {e.filename}" if e.filename else f"{what}: {text}")
+    err.errno = e.errno
+    return err
+
+
+def _path_with(cwd: str, path: str, first: bool) -> str:
+    """``path`` with ``cwd`` appended (or put first), as the replica's ``PATH``."""
+    entries = [p for p in path.split(os.pathsep) if p]
+    return os.pathsep.join([cwd, *entries] if first else [*entries, cwd])
+
+
+#: most replicas local_cwd starts for one app (each is a process, its logs and pipes); more
+#: is refused before anything is built
+MAX_REPLICAS = 10_000
+
+
+def replica_limit() -> tuple[int, str]:
+    """How many replicas this machine lets one app start, and why: the smallest of
+    :data:`MAX_REPLICAS`, the user's process limit (``ulimit -u``) and ``kernel.pid_max``."""
+    import resource
+
+    limits = [(MAX_REPLICAS, f"local_cwd's maximum {MAX_REPLICAS}")]
+    nproc = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+    if nproc != resource.RLIM_INFINITY:
+        limits.append((nproc, f"the process limit `ulimit -u` {nproc}"))
+    try:
+        with open("/proc/sys/kernel/pid_max", "rb") as f:
+            pid_max = int(f.read())
+        limits.append((pid_max, f"kernel.pid_max {pid_max}"))
+    except (OSError, ValueError):
+        pass
+    return min(limits)
+
+
+def check_replica_count(app: AppDef) -> None:
+    """Refuses an app with more replicas than this machine can start.
+
+    Raises:
+        ValueError: a ``num_replicas`` is not a non-negative int, or their sum is over :func:`replica_limit`
+    """
+    total = 0
+    for role in app.roles:
+        n = role.num_replicas
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise ValueError(f"role {role.name!r}: num_replicas must be a whole number >= 0, not {n!r}")
+        total += n
+    limit, why = replica_limit()
+    if total > limit:
+        raise ValueError(
+            f"app {app.name!r} asks for {total} replicas; local_cwd starts at most {limit} on this machine"
+            f" ({why}): lower num_replicas, or use a cluster scheduler"
+        )
 
 
 def _reap() -> None:

@@ -20,9 +20,11 @@ This module imports only the standard library: the supervisor uses it too.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import re
+import time
 from collections.abc import Iterator
 
 TYPE_CHECKING = False
@@ -71,26 +73,163 @@ def check_app_id(app_id: str) -> str:
     return app_id
 
 
+class UnreadableJobError(ValueError):
+    """One file of one job cannot be read (truncated, empty, not JSON, wrong shape).
+
+    Only that job is affected: ``list`` skips it with a warning, ``status``/``describe``
+    raise this error, ``delete`` removes the job.
+
+    Attributes:
+        path: the file
+        reason: what is wrong with it
+        handle: the job's app handle, when known (for the hint on how to remove it)
+    """
+
+    def __init__(self, path: str, reason: str, handle: str = "") -> None:
+        super().__init__(path, reason)
+        self.path = path
+        self.reason = reason
+        self.handle = handle
+
+    def __str__(self) -> str:
+        hint = f"; `torchx delete {self.handle}` removes the job" if self.handle else ""
+        return f"unreadable local job file {self.path}: {self.reason}{hint}"
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def fsync_dir(path: str) -> None:
+    """Makes the entries of directory ``path`` (a rename into it) durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def write_json(path: str, data: Any) -> None:
-    """Writes ``data`` as JSON to ``path`` atomically (readers see the old or the new file)."""
-    tmp = f"{path}.{os.getpid()}.tmp"
+    """Writes ``data`` as JSON to ``path`` atomically and durably, mode 0600 whatever the umask.
+
+    The content goes to a temporary file that is fsync'ed and then renamed over ``path``;
+    the directory is fsync'ed after the rename. Readers see the old or the new file, never
+    a torn one, and after a crash the file is whole. On failure nothing is left behind.
+
+    Raises:
+        OSError: the file cannot be written (the error names ``path``)
+    """
     import json
 
-    text = json.dumps(data, separators=(",", ":"), default=str)  # one C-speed call, then one write
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    text = json.dumps(data, separators=(",", ":"), default=str).encode()  # one C-speed call, then one write
+    directory, name = os.path.split(path)
+    tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+            _write_all(fd, text)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise OSError(e.errno, e.strerror, path) from None
+    try:
+        fsync_dir(directory)
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, directory) from None
 
 
 def read_json(path: str) -> Any:
-    """The JSON in ``path``, or None if it does not exist."""
+    """The JSON in ``path``, or None if it does not exist.
+
+    Raises:
+        UnreadableJobError: the file is empty, truncated, not JSON or cannot be read
+    """
+    import json
+
     try:
         with open(path, "rb") as f:
-            import json
-
-            return json.loads(f.read())
+            raw = f.read()
     except FileNotFoundError:
         return None
+    except OSError as e:
+        raise UnreadableJobError(path, e.strerror or str(e)) from None
+    if not raw.strip():
+        raise UnreadableJobError(path, "the file is empty")
+    try:
+        return json.loads(raw)
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+        raise UnreadableJobError(path, f"not valid JSON ({e})") from None
+
+
+_STATES = frozenset({"UNSUBMITTED", "SUBMITTED", "PENDING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "UNKNOWN"})
+_NUMBER = (int, float)
+
+
+def _need(data: dict[str, Any], key: str, types: type | tuple[type, ...], path: str, optional: bool = False) -> None:
+    value = data.get(key)
+    if value is None and optional:
+        return
+    if not isinstance(value, types) or isinstance(value, bool):
+        raise UnreadableJobError(path, f"wrong shape: {key!r} is {_shown(value)}")
+
+
+def _shown(value: Any) -> str:
+    return "missing" if value is None else f"a {type(value).__name__} ({str(value)[:40]!r})"
+
+
+def check_state(data: Any, path: str) -> dict[str, Any]:
+    """``data`` if it has the shape of a ``state.json``.
+
+    Raises:
+        UnreadableJobError: it has not
+    """
+    if not isinstance(data, dict):
+        raise UnreadableJobError(path, f"wrong shape: a JSON {type(data).__name__}, not an object")
+    if data.get("state") not in _STATES:
+        raise UnreadableJobError(path, f"wrong shape: 'state' is {_shown(data.get('state'))}, not an app state")
+    _need(data, "name", str, path)
+    _need(data, "msg", str, path, optional=True)
+    _need(data, "created", _NUMBER, path, optional=True)
+    _need(data, "pid", int, path, optional=True)
+    _need(data, "num_restarts", int, path, optional=True)
+    _need(data, "replicas", list, path, optional=True)
+    for replica in data.get("replicas") or []:
+        if not isinstance(replica, dict) or replica.get("state", "PENDING") not in _STATES:
+            raise UnreadableJobError(path, f"wrong shape: replica entry {_shown(replica)}")
+    return data
+
+
+def check_app(data: Any, path: str) -> dict[str, Any]:
+    """``data`` if it has the shape of an ``app.json``.
+
+    Raises:
+        UnreadableJobError: it has not
+    """
+    if not isinstance(data, dict):
+        raise UnreadableJobError(path, f"wrong shape: a JSON {type(data).__name__}, not an object")
+    _need(data, "log_root", str, path)
+    _need(data, "roles", list, path)
+    _need(data, "replicas", list, path)
+    _need(data, "stop_grace_period", _NUMBER, path, optional=True)
+    roles = data["roles"]
+    for replica in data["replicas"]:
+        if not (
+            isinstance(replica, dict)
+            and isinstance(replica.get("role"), str)
+            and isinstance(replica.get("replica_id"), int)
+            and isinstance(replica.get("log_dir"), str)
+            and isinstance(replica.get("role_index"), int)
+            and 0 <= replica["role_index"] < len(roles)
+        ):
+            raise UnreadableJobError(path, f"wrong shape: replica entry {_shown(replica)}")
+    return data
 
 
 def lock_is_held(job_dir: str) -> bool:
@@ -119,6 +258,25 @@ def take_lock(job_dir: str) -> Iterator[None]:
         os.close(fd)
 
 
+#: prefix of a job directory being created (renamed to the app id once complete)
+STAGING_PREFIX = ".new-"
+#: prefix of a job directory being deleted
+TRASH_PREFIX = ".deleted-"
+#: a staging directory whose creator is gone is swept after this many seconds
+STALE_STAGING = 60.0
+
+
+def make_private_dir(path: str) -> None:
+    """Creates directory ``path`` with mode 0700 whatever the umask.
+
+    Raises:
+        FileExistsError: it exists
+    """
+    os.mkdir(path, 0o700)
+    if os.stat(path).st_mode & 0o777 != 0o700:  # the umask took bits away
+        os.chmod(path, 0o700)
+
+
 class JobStore:
     """The job directories of one state directory."""
 
@@ -133,47 +291,108 @@ class JobStore:
         """
         return os.path.join(self.root, check_app_id(app_id))
 
-    def reserve(self, app_id: str) -> str:
-        """Creates the job's directory and returns it.
+    def exists(self, app_id: str) -> bool:
+        """True if job ``app_id`` has a directory (readable or not)."""
+        return is_valid_app_id(app_id) and os.path.isdir(os.path.join(self.root, app_id))
+
+    def staging_dir(self, app_id: str) -> str:
+        """Creates and returns a private, hidden directory in which job ``app_id`` is assembled;
+        :meth:`publish` makes it the job's directory, :meth:`discard` removes it.
+
+        Raises:
+            OSError: it cannot be created (the error names the path)
+        """
+        check_app_id(app_id)
+        if not os.path.isdir(self.root):
+            os.makedirs(os.path.dirname(self.root), exist_ok=True)
+            with contextlib.suppress(FileExistsError):
+                make_private_dir(self.root)
+        path = os.path.join(self.root, f"{STAGING_PREFIX}{app_id}-{os.getpid()}")
+        make_private_dir(path)
+        return path
+
+    def publish(self, staging: str, app_id: str) -> str:
+        """Renames the complete ``staging`` directory to job ``app_id``'s directory (atomic) and returns it.
 
         Raises:
             FileExistsError: a job with this id exists
         """
-        os.makedirs(self.root, mode=0o700, exist_ok=True)
         path = self.job_dir(app_id)
-        os.mkdir(path, 0o700)
+        try:
+            os.rename(staging, path)
+        except OSError as e:
+            if e.errno in (errno.EEXIST, errno.ENOTEMPTY):
+                raise FileExistsError(e.errno, e.strerror, path) from None
+            raise
+        fsync_dir(self.root)
         return path
 
     def app(self, app_id: str) -> dict[str, Any] | None:
-        """The job's request, or None if there is no such job."""
+        """The job's request, or None if there is no such job.
+
+        Raises:
+            UnreadableJobError: its ``app.json`` cannot be read
+        """
         if not is_valid_app_id(app_id):
             return None
-        data: dict[str, Any] | None = read_json(os.path.join(self.root, app_id, APP_FILE))
-        return data
+        path = os.path.join(self.root, app_id, APP_FILE)
+        data = read_json(path)
+        return None if data is None else check_app(data, path)
 
     def state(self, app_id: str) -> dict[str, Any] | None:
-        """The job's last written status, or None if there is no such job."""
+        """The job's last written status, or None if there is no such job.
+
+        Raises:
+            UnreadableJobError: its ``state.json`` cannot be read (or is missing from its directory)
+        """
         if not is_valid_app_id(app_id):
             return None
-        data: dict[str, Any] | None = read_json(os.path.join(self.root, app_id, STATE_FILE))
-        return data
+        path = os.path.join(self.root, app_id, STATE_FILE)
+        data = read_json(path)
+        if data is None:
+            if os.path.isdir(os.path.dirname(path)):  # jobs appear complete: a directory without it is damaged
+                raise UnreadableJobError(path, "the file is missing")
+            return None
+        return check_state(data, path)
 
     def app_ids(self) -> list[str]:
-        """Ids of every job directory (including ones still being created)."""
+        """Ids of every job directory; sweeps what interrupted submissions and deletions left behind."""
         try:
             with os.scandir(self.root) as entries:
-                return [e.name for e in entries if is_valid_app_id(e.name) and e.is_dir(follow_symlinks=False)]
+                names = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
         except FileNotFoundError:
             return []
+        for name in names:
+            if name.startswith(TRASH_PREFIX) or (name.startswith(STAGING_PREFIX) and self._abandoned(name)):
+                import shutil
+
+                shutil.rmtree(os.path.join(self.root, name), ignore_errors=True)
+        return [name for name in names if is_valid_app_id(name)]
+
+    def _abandoned(self, staging: str) -> bool:
+        """True if the submission assembling ``staging`` is gone (its lock is free and it is old)."""
+        path = os.path.join(self.root, staging)
+        try:
+            age = time.time() - os.stat(path).st_mtime
+        except OSError:
+            return False
+        return age > STALE_STAGING and not lock_is_held(path)
 
     def remove(self, app_id: str) -> None:
-        """Deletes the job's directory: it disappears at once (renamed), then is removed."""
+        """Deletes the job's directory: it disappears at once (renamed), then is removed.
+
+        Works on a full disk (renaming and removing need no space).
+        """
+        import shutil
+
         path = self.job_dir(app_id)
-        trash = os.path.join(self.root, f".deleted-{app_id}-{os.getpid()}")
+        trash = os.path.join(self.root, f"{TRASH_PREFIX}{app_id}-{os.getpid()}")
         try:
             os.rename(path, trash)
         except FileNotFoundError:
             return
-        import shutil
-
+        except OSError:  # cannot rename: remove it in place
+            trash = path
         shutil.rmtree(trash, ignore_errors=True)
+        if os.path.isdir(trash):
+            shutil.rmtree(trash)  # what could not be removed raises, naming the path
