@@ -258,6 +258,8 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                     " dry-run again for a new app id"
                 ) from None
             if isinstance(e, OSError):
+                if staging and isinstance(e.filename, str) and e.filename.startswith(staging):
+                    e.filename = self.store.job_dir(req.app_id) + e.filename[len(staging) :]  # the name users know
                 raise _os_error(e, f"cannot record local_cwd app {req.app_id}") from None
             raise
         try:

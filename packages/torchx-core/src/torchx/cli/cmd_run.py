@@ -16,7 +16,9 @@ class CmdRun(SubCommand):
     """Runs a component on a scheduler and prints the app handle.
 
     On schedulers that run on this machine (``local_cwd``, ``local_docker``) it follows the
-    job's output and waits for it by default; ``--detach`` returns at once.
+    job's output and waits for it by default; ``--detach`` returns at once. Such an attached
+    job lives as long as the run: Ctrl-C cancels it (a second Ctrl-C exits at once) and so
+    does closing the output (``torchx run ... | head -1``, which ends quietly).
     """
 
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
@@ -87,12 +89,17 @@ class CmdRun(SubCommand):
                 print(info)
                 return 0
             handle = runner.schedule(info)
-            print(handle, flush=True)
-            attach = runner._scheduler(scheduler).capabilities.attach and not args.detach
-            if not (attach or args.wait or args.log):
-                return 0
             local = runner._scheduler(scheduler).capabilities.attach
-            return _follow(runner, handle, logs=attach or args.log, local=local, quiet=args.quiet)
+            attach = local and not args.detach
+            return _attend(
+                runner,
+                handle,
+                attach,
+                wait=attach or args.wait or args.log,
+                logs=attach or args.log,
+                local=local,
+                quiet=args.quiet,
+            )
 
 
 class _Once(argparse.Action):
@@ -136,24 +143,118 @@ def _component_help(component: str) -> int:
     return 0
 
 
-def _follow(runner: Any, handle: str, logs: bool, local: bool, quiet: bool) -> int:
-    from torchx.cli.log_stream import replicas_of, stream_logs
-    from torchx.cli.progress import StatusLine
+#: exit code when the reader of the output went away (as if killed by SIGPIPE)
+EXIT_OUTPUT_CLOSED = 141
+#: exit code after Ctrl-C
+EXIT_INTERRUPTED = 130
+
+
+def _attend(runner: Any, handle: str, attached: bool, wait: bool, logs: bool, local: bool, quiet: bool) -> int:
+    """Prints the handle; if ``wait``, waits for the app (printing its logs if ``logs``, with a
+    status line unless ``quiet``). Returns the exit code.
+
+    Ctrl-C cancels an ``attached`` app and prints its final state (a second Ctrl-C exits at
+    once); otherwise it only stops waiting. A closed output cancels an attached app quietly.
+    """
+    import threading
+
     from torchx.specs.status import AppState
+
+    closed = threading.Event()
+
+    def on_closed() -> None:
+        closed.set()
+        _silence_stdout()
+        if attached:
+            runner.cancel(handle)  # the main thread's wait returns once the app has ended
+        else:
+            import _thread
+
+            _thread.interrupt_main()
 
     threads: list[Any] = []
     errors: list[str] = []
-    with StatusLine(runner, handle, local=local, quiet=quiet) as line:
-        if logs:
-            threads, errors = stream_logs(
-                runner, handle, replicas_of(runner, handle), should_tail=True, status_line=line
-            )
-        status = runner.wait(handle, wait_interval=1)
-        for t in threads:
-            t.join()
+    try:
+        try:
+            print(handle, flush=True)
+        except BrokenPipeError:
+            return _output_closed(runner, handle, attached)
+        if not wait:
+            return 0
+        from torchx.cli.progress import StatusLine
+
+        with StatusLine(runner, handle, local=local, quiet=quiet) as line:
+            if logs:
+                from torchx.cli.log_stream import replicas_of, stream_logs
+
+                threads, errors = stream_logs(
+                    runner, handle, replicas_of(runner, handle), should_tail=True, status_line=line, on_closed=on_closed
+                )
+            status = runner.wait(handle, wait_interval=1)
+            for t in threads:
+                t.join()
+    except KeyboardInterrupt:
+        if closed.is_set():
+            return _output_closed(runner, handle, attached)
+        return _interrupted(runner, handle, attached, threads)
+    if closed.is_set():
+        return _output_closed(runner, handle, attached)
     for e in errors:
-        print(f"torchx: warning: {e}", file=sys.stderr)
+        _say(f"torchx: warning: {e}")
+    _say(_final(handle, status))
     state = status.state if status else AppState.UNKNOWN
-    detail = f": {status.msg}" if status and status.msg else ""
-    print(f"torchx: {handle} {state.name}{detail}", file=sys.stderr)
     return 0 if state == AppState.SUCCEEDED else 1
+
+
+def _final(handle: str, status: Any) -> str:
+    """``torchx: <handle> <STATE>: <msg>``."""
+    state = status.state.name if status else "UNKNOWN"
+    detail = f": {status.msg}" if status and status.msg else ""
+    return f"torchx: {handle} {state}{detail}"
+
+
+def _say(line: str) -> None:
+    """Prints ``line`` on stderr; nothing if stderr is closed."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (BrokenPipeError, ValueError):
+        pass
+
+
+def _silence_stdout() -> None:
+    """Sends what is still written to stdout to /dev/null (its reader is gone)."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def _output_closed(runner: Any, handle: str, attached: bool) -> int:
+    """The reader of stdout went away: an attached app is cancelled; nothing more is printed."""
+    _silence_stdout()
+    if attached:
+        runner.cancel(handle)
+    return EXIT_OUTPUT_CLOSED
+
+
+def _interrupted(runner: Any, handle: str, attached: bool, threads: list[Any]) -> int:
+    """Ctrl-C: cancels an attached app and prints its final state; a second Ctrl-C exits at once."""
+    if not attached:
+        _say(f"torchx: stopped waiting; {handle} goes on (`torchx cancel {handle}` stops it)")
+        return EXIT_INTERRUPTED
+    import os
+    import signal
+
+    def exit_at_once(signum: int, frame: object) -> None:
+        os.write(2, f"\ntorchx: exiting without waiting; see `torchx status {handle}`\n".encode())
+        os._exit(EXIT_INTERRUPTED)
+
+    signal.signal(signal.SIGINT, exit_at_once)
+    _say(f"\ntorchx: cancelling {handle} (Ctrl-C again to exit at once)")
+    runner.cancel(handle)
+    status = runner.status(handle)
+    for t in threads:
+        t.join(timeout=5)
+    _say(_final(handle, status))
+    return EXIT_INTERRUPTED

@@ -10,6 +10,7 @@ from torchx.cli.output import color_prefix, use_color
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import IO
 
     from torchx.cli.progress import StatusLine
@@ -57,18 +58,21 @@ def stream_logs(
     streams: Stream | None = None,
     out: IO[str] = sys.stdout,
     status_line: StatusLine | None = None,
+    on_closed: Callable[[], None] | None = None,
 ) -> tuple[list[threading.Thread], list[str]]:
     """Starts one thread per replica printing its lines to ``out``.
 
     Returns the threads and a list that collects one message per replica that failed.
 
-    Lines are written whole (a lock serialises replicas), above ``status_line`` when given;
-    errors are printed on stderr.
+    Lines are written whole (a lock serialises replicas), above ``status_line`` when given.
+    When the reader of ``out`` goes away (``torchx ... | head -1``) the threads stop quietly
+    and ``on_closed`` is called once, in one of them.
     """
     lock = threading.Lock()
     color = use_color(out)
     show_prefix = len(replicas) > 0
     errors: list[str] = []
+    closed: list[bool] = []
 
     def pump(index: int, role: str, k: int) -> None:
         prefix = color_prefix(f"{role}/{k}", index, color) + " " if show_prefix else ""
@@ -77,11 +81,19 @@ def stream_logs(
                 if not line.endswith("\n"):
                     line += "\n"
                 with lock:
+                    if closed:
+                        return
                     if status_line is not None:
                         status_line.print_above(prefix + line, out)
                     else:
                         out.write(prefix + line)
                         out.flush()
+        except BrokenPipeError:
+            with lock:
+                first = not closed
+                closed.append(True)
+            if first and on_closed is not None:
+                on_closed()
         except Exception as e:  # reported, the other replicas carry on
             with lock:
                 errors.append(f"logs of {role}/{k}: {e}")
