@@ -1,0 +1,153 @@
+"""``torchx run`` attached to a local_cwd job, interrupted for real: SIGINT (Ctrl-C), a second
+SIGINT, and the reader of its output going away (``| head -1``)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from sched_local_helpers import eventually, run_cli
+from torchx.specs import AppState
+from torchx_sched_local.local_scheduler import LocalScheduler
+
+COMPONENT = '''
+import torchx.specs as specs
+
+
+def ticker() -> specs.AppDef:
+    """Prints a line every 50 ms for a long time."""
+    loop = "i=0; while [ $i -lt 100000 ]; do echo tick $i; i=$((i+1)); sleep 0.05; done"
+    return specs.AppDef("ticker", [specs.Role("t", image=".", entrypoint="sh", args=["-c", loop])])
+
+
+def stubborn() -> specs.AppDef:
+    """Ignores SIGTERM (so a cancel takes the whole grace period)."""
+    loop = "trap '' TERM; echo up; while true; do sleep 0.05; done"
+    return specs.AppDef("stubborn", [specs.Role("s", image=".", entrypoint="sh", args=["-c", loop])])
+'''
+
+
+@pytest.fixture(autouse=True)
+def component(isolated: Path) -> None:
+    (isolated / "comp.py").write_text(textwrap.dedent(COMPONENT))
+
+
+def _start(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "torchx", "run", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _handle_and_first_line(proc: subprocess.Popen[str]) -> str:
+    """Reads the handle, then waits until the job's output flows (the run is attached)."""
+    assert proc.stdout is not None
+    handle = proc.stdout.readline().strip()
+    assert handle.startswith("local_cwd://torchx/"), handle
+    assert proc.stdout.readline()  # the first line of the job's output
+    return handle
+
+
+def _state(sched: LocalScheduler, handle: str) -> AppState:
+    desc = sched.describe(handle.rsplit("/", 1)[1])
+    assert desc is not None
+    return desc.state
+
+
+def test_ctrl_c_cancels_the_attached_job_and_prints_its_final_state(sched: LocalScheduler) -> None:
+    proc = _start("-s", "local_cwd", "comp.py:ticker")
+    handle = _handle_and_first_line(proc)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert f"torchx: cancelling {handle} (Ctrl-C again to exit at once)" in err
+    assert err.strip().splitlines()[-1] == f"torchx: {handle} CANCELLED: cancelled"
+    assert "Traceback" not in err
+    assert _state(sched, handle) == AppState.CANCELLED
+
+
+def test_a_second_ctrl_c_exits_at_once(sched: LocalScheduler) -> None:
+    proc = _start("-s", "local_cwd", "-cfg", "stop_grace_period=4", "comp.py:stubborn")
+    handle = _handle_and_first_line(proc)
+    proc.send_signal(signal.SIGINT)
+    assert proc.stderr is not None
+    assert proc.stderr.readline().strip() == ""  # the line break after ^C
+    assert proc.stderr.readline().startswith(f"torchx: cancelling {handle}")
+    time.sleep(0.3)  # a person's second Ctrl-C comes this late at the earliest
+    t = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert time.monotonic() - t < 1.0
+    assert proc.returncode == 130
+    assert f"torchx: exiting without waiting; see `torchx status {handle}`" in err
+    assert _state(sched, handle) == AppState.RUNNING  # the cancel goes on without the launcher
+    eventually(lambda: _state(sched, handle) == AppState.CANCELLED, timeout=15)
+
+
+def test_ctrl_c_never_touches_detached_jobs(sched: LocalScheduler) -> None:
+    detached = run_cli("run", "--detach", "-s", "local_cwd", "comp.py:ticker")
+    assert detached.returncode == 0, detached.stderr
+    other = detached.stdout.strip()
+    # --detach --wait: the run waits but does not own the job, so Ctrl-C only stops waiting
+    waiting = _start("--detach", "--wait", "-s", "local_cwd", "comp.py:ticker")
+    assert waiting.stdout is not None
+    waited = waiting.stdout.readline().strip()
+    eventually(lambda: _state(sched, waited) == AppState.RUNNING)
+    waiting.send_signal(signal.SIGINT)
+    _, err = waiting.communicate(timeout=30)
+    assert waiting.returncode == 130
+    assert f"torchx: stopped waiting; {waited} goes on (`torchx cancel {waited}` stops it)" in err
+    # an attached run interrupted next to them cancels only its own job
+    attached = _start("-s", "local_cwd", "comp.py:ticker")
+    mine = _handle_and_first_line(attached)
+    attached.send_signal(signal.SIGINT)
+    attached.communicate(timeout=30)
+    assert _state(sched, mine) == AppState.CANCELLED
+    assert _state(sched, other) == AppState.RUNNING
+    assert _state(sched, waited) == AppState.RUNNING
+
+
+def test_a_closed_output_ends_the_run_quietly(sched: LocalScheduler) -> None:
+    proc = _start("-s", "local_cwd", "comp.py:ticker")
+    handle = _handle_and_first_line(proc)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # `| head -2` exits
+    assert proc.wait(timeout=30) == 141
+    assert proc.stderr.read() == ""
+    assert _state(sched, handle) == AppState.CANCELLED
+
+
+def test_head_in_a_shell_pipeline(sched: LocalScheduler) -> None:
+    proc = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {sys.executable} -m torchx run -s local_cwd comp.py:ticker | head -1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 141
+    assert proc.stderr == ""
+    handle = proc.stdout.strip()
+    assert _state(sched, handle) == AppState.CANCELLED
+
+
+def test_output_closed_before_the_handle_is_printed(sched: LocalScheduler) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "torchx", "run", "-s", "local_cwd", "comp.py:ticker"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()  # `| true`
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 141
+    assert err == ""
+    (listed,) = sched.list()
+    assert listed.state == AppState.CANCELLED
