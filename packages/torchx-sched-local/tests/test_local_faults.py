@@ -129,23 +129,33 @@ def test_cli_on_a_damaged_job(sched: LocalScheduler) -> None:
     assert run_cli("status", f"local_cwd://torchx/{good}").returncode == 0
 
 
-def test_job_files_are_written_whole_and_durably(sched: LocalScheduler) -> None:
+def test_job_files_are_written_whole_and_durably(
+    sched: LocalScheduler, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (app_id,) = _finished_jobs(sched, 1)
     job_dir = sched.store.job_dir(app_id)
     assert sorted(os.listdir(job_dir)) == ["app.json", "lock", "logs", "state.json"]  # no temporary files
-    # the writer fsyncs the file before renaming it and the directory after: check with strace when present
-    if not os.path.exists("/usr/bin/strace"):
-        return
-    code = "from torchx_sched_local import store; import sys; store.write_json(sys.argv[1] + '/x.json', {'a': 1})"
-    proc = subprocess.run(
-        ["strace", "-f", "-e", "trace=fsync,rename,openat", sys.executable, "-c", code, job_dir],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    calls = [line for line in proc.stderr.splitlines() if "x.json" in line or "fsync(" in line or "rename" in line]
-    kinds = [c.split("(")[0].split()[-1] for c in calls if "fsync(" in c or "rename(" in c]
-    assert kinds[-3:] == ["fsync", "rename", "fsync"], calls
+    # the real calls, in order: the file is fsync'ed before its rename, the directory after
+    calls: list[tuple[str, str]] = []
+    fsync, replace = os.fsync, os.replace
+
+    def traced_fsync(fd: int) -> None:
+        calls.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        fsync(fd)
+
+    def traced_replace(src: str, dst: str) -> None:
+        calls.append(("rename", dst))
+        replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", traced_fsync)
+    monkeypatch.setattr(os, "replace", traced_replace)
+    (tmp_path / "w").mkdir()
+    target = tmp_path / "w" / "x.json"
+    store.write_json(str(target), {"a": 1})
+    assert [c[0] for c in calls] == ["fsync", "rename", "fsync"]
+    assert calls[0][1].startswith(str(tmp_path / "w" / ".x.json.")) and calls[1][1] == str(target)
+    assert calls[2][1] == str(tmp_path / "w")
+    assert json.loads(target.read_text()) == {"a": 1} and os.listdir(tmp_path / "w") == ["x.json"]
 
 
 # ---------------------------------------------------------------- a real full filesystem

@@ -226,10 +226,12 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             store.write_json(
                 os.path.join(staging, store.APP_FILE),
                 {"created": created, **vars(req), "replicas": [vars(r) for r in req.replicas]},
+                sync_dir=False,  # publish() fsyncs the directory once
             )
             store.write_json(
                 os.path.join(staging, store.STATE_FILE),
                 {"app_id": req.app_id, "name": req.name, "created": created, "state": "SUBMITTED", "msg": ""},
+                sync_dir=False,
             )
             if external_logs:
                 parent = os.path.dirname(req.log_root)

@@ -111,12 +111,13 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def write_json(path: str, data: Any) -> None:
+def write_json(path: str, data: Any, sync_dir: bool = True) -> None:
     """Writes ``data`` as JSON to ``path`` atomically and durably, mode 0600 whatever the umask.
 
     The content goes to a temporary file that is fsync'ed and then renamed over ``path``;
-    the directory is fsync'ed after the rename. Readers see the old or the new file, never
-    a torn one, and after a crash the file is whole. On failure nothing is left behind.
+    the directory is fsync'ed after the rename (unless ``sync_dir`` is false: the caller
+    fsyncs it once after several files). Readers see the old or the new file, never a torn
+    one, and after a crash the file is whole. On failure nothing is left behind.
 
     Raises:
         OSError: the file cannot be written (the error names ``path``)
@@ -139,10 +140,11 @@ def write_json(path: str, data: Any) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise OSError(e.errno, e.strerror, path) from None
-    try:
-        fsync_dir(directory)
-    except OSError as e:
-        raise OSError(e.errno, e.strerror, directory) from None
+    if sync_dir:
+        try:
+            fsync_dir(directory)
+        except OSError as e:
+            raise OSError(e.errno, e.strerror, directory) from None
 
 
 def read_json(path: str) -> Any:
@@ -314,10 +316,13 @@ class JobStore:
     def publish(self, staging: str, app_id: str) -> str:
         """Renames the complete ``staging`` directory to job ``app_id``'s directory (atomic) and returns it.
 
+        ``staging`` and the state directory are fsync'ed, before and after the rename.
+
         Raises:
             FileExistsError: a job with this id exists
         """
         path = self.job_dir(app_id)
+        fsync_dir(staging)
         try:
             os.rename(staging, path)
         except OSError as e:
