@@ -4,6 +4,7 @@ umasks, symlinked log files, replica counts the machine cannot start."""
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import logging
 import os
@@ -156,6 +157,30 @@ def test_job_files_are_written_whole_and_durably(
     assert calls[0][1].startswith(str(tmp_path / "w" / ".x.json.")) and calls[1][1] == str(target)
     assert calls[2][1] == str(tmp_path / "w")
     assert json.loads(target.read_text()) == {"a": 1} and os.listdir(tmp_path / "w") == ["x.json"]
+
+
+def test_list_sweeps_what_killed_launchers_and_deleters_left(sched: LocalScheduler) -> None:
+    (app_id,) = _finished_jobs(sched, 1)
+    root = Path(sched.store.root)
+    old = time.time() - store.STALE_STAGING - 5
+    abandoned, fresh, locked, trash = (
+        root / ".new-a-1",
+        root / ".new-b-2",
+        root / ".new-c-3",
+        root / ".deleted-d-4",
+    )
+    for d in (abandoned, fresh, locked, trash):
+        (d / "logs").mkdir(parents=True)
+        (d / "app.json").write_text("{}")
+    for d in (abandoned, locked):
+        os.utime(d, (old, old))
+    fd = os.open(locked / store.LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # a submission still assembling it (held by this process)
+    try:
+        assert [r.app_id for r in sched.list()] == [app_id]
+        assert sorted(os.listdir(root)) == sorted([app_id, fresh.name, locked.name])
+    finally:
+        os.close(fd)
 
 
 # ---------------------------------------------------------------- a real full filesystem

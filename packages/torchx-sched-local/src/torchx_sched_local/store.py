@@ -10,9 +10,12 @@ Layout of ``<state dir>/<app_id>/``:
   or a canceller that took the lock after the supervisor died).
 * ``cancel``: present once someone asked to cancel.
 
-Every file is replaced atomically (write to a temporary name, then ``rename``), so readers
-never see a torn file and concurrent jobs never share a file. Job ids are reserved with
-``mkdir``, which is atomic, so concurrent submitters never collide.
+A job directory is assembled under a hidden name (``.new-<app_id>-<pid>``) and renamed
+into place when complete, so a visible job always has both files and a failed submission
+leaves nothing. Every file is replaced atomically and durably (temporary file, ``fsync``,
+``rename``, ``fsync`` of the directory), mode 0600; directories are 0700 whatever the umask.
+A file that cannot be read (truncated, empty, not JSON, wrong shape) raises
+:class:`UnreadableJobError` for that job only.
 
 This module imports only the standard library: the supervisor uses it too.
 """
