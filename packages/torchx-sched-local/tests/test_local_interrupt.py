@@ -3,6 +3,7 @@ SIGINT, and the reader of its output going away (``| head -1``)."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -55,6 +56,18 @@ def _handle_and_first_line(proc: subprocess.Popen[str]) -> str:
     return handle
 
 
+def _holds_a_pidfd(pid: int) -> bool:
+    """True once process ``pid`` has a pidfd open (local_cwd's wait selects on the supervisor's)."""
+    fds = f"/proc/{pid}/fd"
+    for fd in os.listdir(fds):
+        try:
+            if os.readlink(os.path.join(fds, fd)) == "anon_inode:[pidfd]":
+                return True
+        except OSError:
+            pass
+    return False
+
+
 def _state(sched: LocalScheduler, handle: str) -> AppState:
     desc = sched.describe(handle.rsplit("/", 1)[1])
     assert desc is not None
@@ -104,6 +117,14 @@ def test_ctrl_c_never_touches_detached_jobs(sched: LocalScheduler) -> None:
     _, err = waiting.communicate(timeout=30)
     assert waiting.returncode == 130
     assert f"torchx: stopped waiting; {waited} goes on (`torchx cancel {waited}` stops it)" in err
+    # `torchx wait` does not own the job either
+    waiter = subprocess.Popen(
+        [sys.executable, "-m", "torchx", "wait", other], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    eventually(lambda: _holds_a_pidfd(waiter.pid), timeout=30)  # it is blocked waiting on the supervisor
+    waiter.send_signal(signal.SIGINT)
+    _, err = waiter.communicate(timeout=30)
+    assert waiter.returncode == 130 and err == f"torchx: stopped waiting; {other} goes on\n"
     # an attached run interrupted next to them cancels only its own job
     attached = _start("-s", "local_cwd", "comp.py:ticker")
     mine = _handle_and_first_line(attached)

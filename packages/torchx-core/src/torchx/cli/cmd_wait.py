@@ -33,8 +33,12 @@ class CmdWait(SubCommand):
         with get_runner() as runner:
             scheduler, _ = runner._resolve(args.app_handle)
             quiet = args.quiet or args.json
-            with StatusLine(runner, args.app_handle, local=scheduler.capabilities.attach, quiet=quiet):
-                status = runner.wait(args.app_handle, wait_interval=args.interval, timeout=args.timeout)
+            try:
+                with StatusLine(runner, args.app_handle, local=scheduler.capabilities.attach, quiet=quiet):
+                    status = runner.wait(args.app_handle, wait_interval=args.interval, timeout=args.timeout)
+            except KeyboardInterrupt:  # waiting never owns the app: Ctrl-C leaves it alone
+                print(f"torchx: stopped waiting; {args.app_handle} goes on", file=sys.stderr)
+                return 130
         if status is None:
             raise UnknownAppException(args.app_handle)
         if not status.is_terminal():
