@@ -105,6 +105,20 @@ def test_a_job_dir_without_its_state_file_is_reported(sched: LocalScheduler, cap
     assert not os.path.exists(sched.store.job_dir(bad))
 
 
+def test_deleting_a_running_job_with_a_damaged_state_says_why_it_cannot(sched: LocalScheduler) -> None:
+    app_id = sched.submit(app("sleep", "300"), {})
+    eventually(lambda: sched.describe(app_id).state == AppState.RUNNING)  # type: ignore[union-attr]
+    state_file = Path(sched.store.job_dir(app_id)) / store.STATE_FILE
+    good = state_file.read_text()
+    state_file.write_text(good[:10])
+    with pytest.raises(store.UnreadableJobError, match=str(state_file)):
+        sched.delete(app_id)  # its supervisor runs, but which processes it owns cannot be read
+    assert os.path.isdir(sched.store.job_dir(app_id))
+    state_file.write_text(good)
+    sched.delete(app_id)
+    assert not os.path.exists(sched.store.job_dir(app_id))
+
+
 def test_cli_on_a_damaged_job(sched: LocalScheduler) -> None:
     good, bad = _finished_jobs(sched, 2)
     state_file = Path(sched.store.job_dir(bad)) / store.STATE_FILE
