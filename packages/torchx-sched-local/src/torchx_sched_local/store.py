@@ -27,6 +27,7 @@ import errno
 import fcntl
 import os
 import re
+import stat
 import time
 from collections.abc import Iterator
 
@@ -298,7 +299,12 @@ class JobStore:
 
     def exists(self, app_id: str) -> bool:
         """True if job ``app_id`` has a directory (readable or not)."""
-        return is_valid_app_id(app_id) and os.path.isdir(os.path.join(self.root, app_id))
+        if not is_valid_app_id(app_id):
+            return False
+        try:
+            return stat.S_ISDIR(os.lstat(os.path.join(self.root, app_id)).st_mode)  # a symlink is no job
+        except OSError:
+            return False
 
     def staging_dir(self, app_id: str) -> str:
         """Creates and returns a private, hidden directory in which job ``app_id`` is assembled;
