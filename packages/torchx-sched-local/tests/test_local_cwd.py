@@ -83,6 +83,11 @@ def test_the_cwd_ends_the_replicas_path(sched: LocalScheduler, isolated: Path) -
     assert out.split(os.pathsep)[0] == str(isolated)
 
 
+def test_a_role_path_gets_the_cwd_too(sched: LocalScheduler, isolated: Path) -> None:
+    role = specs.Role("r", image=".", entrypoint="sh", args=["-c", 'echo "$PATH"'], env={"PATH": "/usr/bin:/bin"})
+    assert _run(sched, specs.AppDef("p", [role])) == f"/usr/bin:/bin:{isolated}\n"
+
+
 def test_relative_output_files_land_in_the_cwd(sched: LocalScheduler, isolated: Path) -> None:
     _run(sched, app("sh", "-c", "echo written > out.txt", image="/tmp", replicas=1))
     assert (isolated / "out.txt").read_text() == "written\n"

@@ -166,6 +166,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         # says (it is the "image": ${img_root}); that directory ends the PATH, so a program
         # there is found when PATH has none by its name (first with prepend_cwd)
         cwd = os.getcwd()
+        path = _path_with(cwd, os.environ.get("PATH", os.defpath), opts.prepend_cwd)
         for index, role in enumerate(app.roles):
             for k in range(role.num_replicas):
                 replica_log = os.path.join(log_root, _role_dir(role, index), str(k))
@@ -183,7 +184,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                 if devices is not None and devices[index][k]:
                     env["CUDA_VISIBLE_DEVICES"] = devices[index][k]
                 env.update(filled.env)
-                env["PATH"] = _path_with(cwd, env.get("PATH", os.environ.get("PATH", os.defpath)), opts.prepend_cwd)
+                env["PATH"] = _path_with(cwd, filled.env["PATH"], opts.prepend_cwd) if "PATH" in filled.env else path
                 request.replicas.append(
                     ReplicaParams(
                         role=role.name,
