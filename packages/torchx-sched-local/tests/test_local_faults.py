@@ -269,6 +269,18 @@ def test_full_disk_submit_is_one_clear_line_and_leaves_nothing(
     assert sorted(os.listdir(state)) == []
 
 
+def test_read_only_state_dir_is_one_clear_line(small_disk: Path, isolated: Path) -> None:
+    state = small_disk / "state"
+    state.mkdir(mode=0o700)
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    sched = LocalScheduler("torchx", state_dir=str(state))
+    with pytest.raises(OSError) as info:
+        sched.submit(app("true"), {})
+    assert info.value.errno == errno.EROFS
+    assert re.fullmatch(rf"cannot record local_cwd app t-\w+: Read-only file system: {state}", str(info.value))
+    assert os.listdir(state) == [] and sched.list() == []
+
+
 # ---------------------------------------------------------------- permissions
 
 

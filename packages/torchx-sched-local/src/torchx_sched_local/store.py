@@ -319,7 +319,10 @@ class JobStore:
             with contextlib.suppress(FileExistsError):
                 make_private_dir(self.root)
         path = os.path.join(self.root, f"{STAGING_PREFIX}{app_id}-{os.getpid()}")
-        make_private_dir(path)
+        try:
+            make_private_dir(path)
+        except OSError as e:
+            raise OSError(e.errno, e.strerror, self.root) from None  # the directory users know
         return path
 
     def publish(self, staging: str, app_id: str) -> str:
