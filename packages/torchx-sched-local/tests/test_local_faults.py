@@ -22,7 +22,8 @@ from sched_local_helpers import app, eventually, run_cli, run_python
 from torchx import specs
 from torchx.specs import AppState
 from torchx_sched_local import store
-from torchx_sched_local.local_scheduler import MAX_REPLICAS, LocalScheduler
+from torchx_sched_local.limits import MAX_REPLICAS
+from torchx_sched_local.local_scheduler import LocalScheduler
 
 # ---------------------------------------------------------------- damaged job files
 
@@ -370,6 +371,15 @@ def test_replica_count_is_bounded_by_the_process_limit(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "asks for 51 replicas; local_cwd starts at most 50" in proc.stdout
     assert "`ulimit -u` 50" in proc.stdout
+
+
+def test_local_docker_dry_run_refuses_huge_counts_too() -> None:
+    from torchx_sched_local.docker_scheduler import DockerScheduler  # the dry run needs no engine
+
+    t = time.perf_counter()
+    with pytest.raises(ValueError, match="asks for 1000000000 replicas; local_docker starts at most"):
+        DockerScheduler("t").submit_dryrun(app("true", image="busybox", replicas=10**9), {})
+    assert time.perf_counter() - t < 0.5
 
 
 def test_cli_dryrun_of_a_huge_replica_count_fails_fast(isolated: Path) -> None:

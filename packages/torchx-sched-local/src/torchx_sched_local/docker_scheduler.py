@@ -36,6 +36,7 @@ from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, is_terminal
 
 from torchx_sched_local.codec import role_from_dict, role_to_dict
 from torchx_sched_local.docker_workspace import LABEL_VERSION, DockerWorkspaceMixin, torchx_version
+from torchx_sched_local.limits import check_replica_count
 
 if TYPE_CHECKING:
     from docker.models.containers import Container
@@ -204,6 +205,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[DockerOpts, AppDef, Docker
 
     def _submit_dryrun(self, app: AppDef, cfg: DockerOpts) -> AppDryRunInfo[DockerJob]:
         opts = DockerOpts.from_cfg(cfg)
+        check_replica_count(app, "local_docker", user_processes=False)
         app_id = make_unique(sanitize_name(app.name, max_length=40))
         job = DockerJob(
             app_id=app_id,

@@ -33,6 +33,7 @@ from torchx.util.record import field, record
 from torchx_sched_local import logfiles, store
 from torchx_sched_local.codec import role_from_dict, role_to_dict
 from torchx_sched_local.gpus import assign_gpus, count_gpus
+from torchx_sched_local.limits import check_replica_count
 from torchx_sched_local.watch import DirWatch, pidfd
 
 TYPE_CHECKING = False
@@ -144,7 +145,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
 
     def _submit_dryrun(self, app: AppDef, cfg: LocalOpts) -> AppDryRunInfo[LocalRequest]:
         opts = LocalOpts.from_cfg(cfg)
-        check_replica_count(app)
+        check_replica_count(app, "local_cwd")
         app_id = make_unique(sanitize_name(app.name, max_length=60, allowed=r"a-z0-9_\-"))
         log_root = (
             os.path.join(os.path.abspath(os.path.expanduser(opts.log_dir)), app_id)
@@ -609,49 +610,6 @@ def _path_with(cwd: str, path: str, first: bool) -> str:
     """``path`` with ``cwd`` appended (or put first), as the replica's ``PATH``."""
     entries = [p for p in path.split(os.pathsep) if p]
     return os.pathsep.join([cwd, *entries] if first else [*entries, cwd])
-
-
-#: most replicas local_cwd starts for one app (each is a process, its logs and pipes); more
-#: is refused before anything is built
-MAX_REPLICAS = 10_000
-
-
-def replica_limit() -> tuple[int, str]:
-    """How many replicas this machine lets one app start, and why: the smallest of
-    :data:`MAX_REPLICAS`, the user's process limit (``ulimit -u``) and ``kernel.pid_max``."""
-    import resource
-
-    limits = [(MAX_REPLICAS, f"local_cwd's maximum {MAX_REPLICAS}")]
-    nproc = resource.getrlimit(resource.RLIMIT_NPROC)[0]
-    if nproc != resource.RLIM_INFINITY:
-        limits.append((nproc, f"the process limit `ulimit -u` {nproc}"))
-    try:
-        with open("/proc/sys/kernel/pid_max", "rb") as f:
-            pid_max = int(f.read())
-        limits.append((pid_max, f"kernel.pid_max {pid_max}"))
-    except (OSError, ValueError):
-        pass
-    return min(limits)
-
-
-def check_replica_count(app: AppDef) -> None:
-    """Refuses an app with more replicas than this machine can start.
-
-    Raises:
-        ValueError: a ``num_replicas`` is not a non-negative int, or their sum is over :func:`replica_limit`
-    """
-    total = 0
-    for role in app.roles:
-        n = role.num_replicas
-        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-            raise ValueError(f"role {role.name!r}: num_replicas must be a whole number >= 0, not {n!r}")
-        total += n
-    limit, why = replica_limit()
-    if total > limit:
-        raise ValueError(
-            f"app {app.name!r} asks for {total} replicas; local_cwd starts at most {limit} on this machine"
-            f" ({why}): lower num_replicas, or use a cluster scheduler"
-        )
 
 
 def _reap() -> None:
