@@ -4,6 +4,7 @@ SIGINT, and the reader of its output going away (``| head -1``)."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -120,7 +121,10 @@ def test_ctrl_c_never_touches_detached_jobs(sched: LocalScheduler) -> None:
     assert f"torchx: stopped waiting; {waited} goes on (`torchx cancel {waited}` stops it)" in err
     # `torchx wait` does not own the job either
     waiter = subprocess.Popen(
-        [sys.executable, "-m", "torchx", "wait", other], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-m", "torchx", "wait", "--quiet", other],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     eventually(lambda: _holds_a_pidfd(waiter.pid), timeout=30)  # it is blocked waiting on the supervisor
     waiter.send_signal(signal.SIGINT)
@@ -138,7 +142,8 @@ def test_ctrl_c_never_touches_detached_jobs(sched: LocalScheduler) -> None:
 
 def _only_status_lines(stderr: str, handle: str) -> bool:
     """True if ``stderr`` holds nothing but status lines (no error, no warning, no traceback)."""
-    return all(line.startswith(f"torchx: {handle} RUNNING") for line in stderr.splitlines())
+    status_line = re.compile(rf"torchx: {re.escape(handle)} [A-Z]+  .*")  # `STATE  1 running  0:00`
+    return all(status_line.fullmatch(line) for line in stderr.splitlines())
 
 
 def test_a_closed_output_ends_the_run_quietly(sched: LocalScheduler) -> None:
