@@ -98,6 +98,7 @@ def test_supervisor_out_of_file_descriptors_keeps_the_job(sched: LocalScheduler,
     app_id = sched.submit(py(code, str(go), name="emfile"), {})
     eventually(lambda: ((sched.store.state(app_id) or {}).get("replicas") or [{}])[0].get("state") == "RUNNING")
     pid = (sched.store.state(app_id) or {})["pid"]
+    eventually(lambda: not _writing_state(pid, sched.store.job_dir(app_id)))  # no transient descriptor counted
     used = {int(fd) for fd in os.listdir(f"/proc/{pid}/fd")}
     lowest_free = min(set(range(len(used) + 1)) - used)
     resource.prlimit(pid, resource.RLIMIT_NOFILE, (lowest_free, lowest_free))  # every open() now fails
@@ -106,3 +107,16 @@ def test_supervisor_out_of_file_descriptors_keeps_the_job(sched: LocalScheduler,
     assert desc is not None and desc.state == AppState.SUCCEEDED, desc.msg
     assert re.search(r"r/0: 5 bytes of output not stored \(EMFILE on \S+stdout.log\)", desc.msg), desc.msg
     assert _supervisor_log(sched, app_id) == ""
+
+
+def _writing_state(pid: int, job_dir: str) -> bool:
+    """True while process ``pid`` holds a descriptor of a state write (a temporary file, or the job
+    directory it fsyncs after the rename)."""
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:  # closed meanwhile
+            continue
+        if target == job_dir or target.endswith(".tmp"):
+            return True
+    return False

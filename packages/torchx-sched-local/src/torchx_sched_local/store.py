@@ -120,8 +120,9 @@ def write_json(path: str, data: Any, sync_dir: bool = True) -> None:
 
     The content goes to a temporary file that is fsync'ed and then renamed over ``path``;
     the directory is fsync'ed after the rename (unless ``sync_dir`` is false: the caller
-    fsyncs it once after several files). Readers see the old or the new file, never a torn
-    one, and after a crash the file is whole. On failure nothing is left behind.
+    fsyncs it once after several files; or the process is out of file descriptors: the
+    write is done, so it is not reported as failed). Readers see the old or the new file,
+    never a torn one, and after a crash the file is whole. On failure nothing is left behind.
 
     Raises:
         OSError: the file cannot be written (the error names ``path``)
@@ -148,6 +149,8 @@ def write_json(path: str, data: Any, sync_dir: bool = True) -> None:
         try:
             fsync_dir(directory)
         except OSError as e:
+            if e.errno in (errno.EMFILE, errno.ENFILE):
+                return  # out of descriptors: the file is whole and in place; the next journal commit persists it
             raise OSError(e.errno, e.strerror, directory) from None
 
 
