@@ -19,6 +19,8 @@ MODULES = {
     "torchx.workspace.docker_workspace": ("torchx_sched_local", "DockerWorkspaceMixin"),
     "torchx.schedulers.slurm_scheduler": ("torchx_sched_slurm", "SlurmScheduler SlurmOpts create_scheduler"),
     "torchx.workspace.dir_workspace": ("torchx_sched_slurm", "DirWorkspaceMixin"),
+    "torchx.schedulers.lsf_scheduler": ("torchx_sched_lsf", "LsfScheduler LsfOpts create_scheduler"),
+    "torchx.schedulers.ray_scheduler": ("torchx_sched_ray", "RayScheduler RayOpts create_scheduler"),
     "torchx.schedulers.kubernetes_scheduler": (
         "torchx_sched_k8s",
         "KubernetesScheduler KubernetesOpts create_scheduler",

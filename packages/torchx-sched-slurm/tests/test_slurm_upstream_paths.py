@@ -6,8 +6,9 @@ from __future__ import annotations
 def test_upstream_paths() -> None:
     from torchx.schedulers.slurm_scheduler import SlurmOpts, SlurmScheduler, create_scheduler
     from torchx.workspace.dir_workspace import DirWorkspaceMixin
-    from torchx_sched_slurm import opts, scheduler, workspace
+    from torchx.workspace.job_dir import JobDirWorkspaceMixin
+    from torchx_sched_slurm import opts, scheduler
 
     assert (SlurmScheduler, SlurmOpts) == (scheduler.SlurmScheduler, opts.SlurmOpts)
     assert isinstance(create_scheduler("s"), scheduler.SlurmScheduler)
-    assert DirWorkspaceMixin is workspace.JobDirWorkspaceMixin
+    assert DirWorkspaceMixin is JobDirWorkspaceMixin

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from torchx.plugins import SchedulerPlugin, hookimpl
+from torchx.plugins import LegacyModule, SchedulerPlugin, hookimpl
 
 
 @hookimpl
@@ -15,3 +15,9 @@ def torchx_schedulers() -> Iterator[SchedulerPlugin]:
         "torchx_sched_lsf.scheduler:create_scheduler",
         "IBM Spectrum LSF / OpenLava: one bsub job per app, bjobs/bkill",
     )
+
+
+@hookimpl
+def torchx_legacy_modules() -> Iterator[LegacyModule]:
+    """Upstream's module path of the LSF scheduler."""
+    yield LegacyModule("torchx.schedulers.lsf_scheduler", "torchx_sched_lsf.compat_lsf")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from torchx.plugins import SchedulerPlugin, hookimpl
+from torchx.plugins import LegacyModule, SchedulerPlugin, hookimpl
 
 
 @hookimpl
@@ -15,3 +15,9 @@ def torchx_schedulers() -> Iterator[SchedulerPlugin]:
         "torchx_sched_ray.scheduler:create_scheduler",
         "Ray: a Ray job per app (Jobs API), one gang-placed actor per replica",
     )
+
+
+@hookimpl
+def torchx_legacy_modules() -> Iterator[LegacyModule]:
+    """Upstream's module path of the Ray scheduler."""
+    yield LegacyModule("torchx.schedulers.ray_scheduler", "torchx_sched_ray.compat_ray")

@@ -4,6 +4,6 @@
 Code written for TorchX imports from here (through core's import hook) unchanged.
 """
 
-from torchx_sched_slurm.workspace import JobDirWorkspaceMixin as DirWorkspaceMixin
+from torchx.workspace.job_dir import JobDirWorkspaceMixin as DirWorkspaceMixin
 
 __all__ = ["DirWorkspaceMixin"]

@@ -1,0 +1,15 @@
+"""``torchx.schedulers.lsf_scheduler`` is this package's."""
+
+from __future__ import annotations
+
+
+def test_upstream_path() -> None:
+    import torchx_sched_lsf.compat_lsf as compat
+    from torchx.schedulers.lsf_scheduler import LsfOpts, LsfScheduler, create_scheduler
+    from torchx_sched_lsf import opts, scheduler
+
+    assert (LsfScheduler, LsfOpts) == (scheduler.LsfScheduler, opts.LsfOpts)
+    assert isinstance(create_scheduler("s"), scheduler.LsfScheduler)
+    import torchx.schedulers.lsf_scheduler as legacy
+
+    assert legacy is compat

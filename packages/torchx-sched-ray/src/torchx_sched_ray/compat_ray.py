@@ -1,0 +1,11 @@
+"""``torchx.schedulers.ray_scheduler``: upstream TorchX's module path for ``ray`` (its 0.7 release
+shipped a Ray scheduler under that name).
+
+Code written for TorchX imports from here (through core's import hook) unchanged.
+"""
+
+from torchx_sched_ray.opts import RayOpts
+from torchx_sched_ray.request import RayJob
+from torchx_sched_ray.scheduler import RayScheduler, create_scheduler
+
+__all__ = ["RayJob", "RayOpts", "RayScheduler", "create_scheduler"]
