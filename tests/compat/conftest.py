@@ -9,22 +9,15 @@ session into their own directories (not into the environment, since a legacy
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import torchx.plugins
+from torchx.testing import install_distribution
 
 PLUGINS = Path(__file__).parent / "plugins"
-
-
-def _pip_install(src: Path, target: Path) -> None:
-    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), str(src)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"cannot install the test distribution {src.name}:\n{proc.stdout}{proc.stderr}")
 
 
 @pytest.fixture(scope="session")
@@ -34,7 +27,7 @@ def installed_dists(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]
     for src in sorted(PLUGINS.iterdir()):
         if (src / "pyproject.toml").is_file():
             target = tmp_path_factory.mktemp(f"dist-{src.name}")
-            _pip_install(src, target)
+            install_distribution(src, target)
             out[src.name] = target
     return out
 

@@ -144,3 +144,20 @@ def measure_scheduler(scheduler: str, cfg: dict[str, str], submits: bool = True)
             print(f"{replicas}-replica job: submit {submitted * 1000:.0f} ms, RUNNING after {running:.2f} s")
             print(f"  status of the running job: median {median_ms(functools.partial(runner.status, handle)):.1f} ms")
             runner.cancel(handle)
+
+
+def install_distribution(src: Path | str, target: Path | str) -> Path:
+    """pip-installs the distribution at ``src`` (without its dependencies) into the directory
+    ``target``, not into the environment; put ``target`` on ``sys.path``/``PYTHONPATH`` to use it.
+
+    Raises:
+        RuntimeError: pip failed (its output is in the message)
+    """
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), str(src)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"cannot install the distribution {src}:\n{proc.stdout}{proc.stderr}")
+    return Path(target)
