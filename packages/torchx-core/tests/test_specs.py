@@ -186,3 +186,21 @@ def test_testing_helpers_read_env_and_gate_live_backends(tmp_path, monkeypatch) 
     monkeypatch.setenv("TORCHX_REQUIRE_LIVE", "1")
     with _pytest.raises(_pytest.fail.Exception, match="live backend required"):
         live_backend_env("TORCHX_TEST_BAR", "bar")
+
+
+def test_install_hints_name_the_clone_when_torchx_runs_from_one(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from torchx.util import distributions
+
+    monkeypatch.setattr(distributions, "_clone_packages_dir", lambda: None)
+    assert distributions.pip_install("torchx-sched-slurm") == "pip install torchx-sched-slurm"
+    assert distributions.pip_install("torchx-sched-local[docker]") == "pip install 'torchx-sched-local[docker]'"
+    monkeypatch.undo()
+    for name in ("torchx-core", "torchx-sched-local"):
+        (tmp_path / "packages" / name).mkdir(parents=True)
+        (tmp_path / "packages" / name / "pyproject.toml").write_text("")
+    monkeypatch.chdir(tmp_path)
+    assert (
+        distributions.pip_install("torchx-sched-local[docker]") == "pip install './packages/torchx-sched-local[docker]'"
+    )
+    # a distribution the clone does not have comes from PyPI
+    assert distributions.pip_install("torchx-sched-nope") == "pip install torchx-sched-nope"

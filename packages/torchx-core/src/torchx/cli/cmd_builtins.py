@@ -30,7 +30,9 @@ class CmdBuiltins(SubCommand):
             )
             return
         if not components:
-            print("No components found. `pip install torchx-components` installs the builtins.")
+            from torchx.util.distributions import pip_install
+
+            print(f"No components found. `{pip_install('torchx-components')}` installs the builtins.")
             return
         print(f"Found {len(components)} builtin components:")
         width = max(len(n) for n in components)

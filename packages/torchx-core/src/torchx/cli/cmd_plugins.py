@@ -32,7 +32,12 @@ class CmdPlugins(SubCommand):
             )
             return 0
         if not registry.plugins:
-            print("No torchx plugins installed. Try `pip install torchx-sched-local torchx-components`.")
+            from torchx.util.distributions import pip_install
+
+            print(
+                "No torchx plugins installed. Try"
+                f" `{pip_install('torchx-sched-local')}` and `{pip_install('torchx-components')}`."
+            )
             return 0
         for p in registry.plugins:
             status = "ERROR" if p.errors else "ok"

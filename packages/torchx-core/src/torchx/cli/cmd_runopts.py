@@ -37,7 +37,9 @@ class CmdRunopts(SubCommand):
         with get_runner() as runner:
             names = [args.scheduler] if args.scheduler else runner.scheduler_backends()
             if not names:
-                print("No scheduler is installed. `pip install torchx-sched-local` installs local_cwd.")
+                from torchx.util.distributions import pip_install
+
+                print(f"No scheduler is installed. `{pip_install('torchx-sched-local')}` installs local_cwd.")
                 return 1
             data: dict[str, Any] = {}
             failures = 0

@@ -211,7 +211,9 @@ class Runner:
                 hint = " " + "; ".join(f"Plugin {p.dist} {p.version} failed to load: {p.errors[0]}." for p in failed)
             else:
                 package = KNOWN_SCHEDULER_PACKAGES.get(name)
-                hint = f" It is provided by `pip install {package}`." if package else ""
+                from torchx.util.distributions import pip_install
+
+                hint = f" It is provided by `{pip_install(package)}`." if package else ""
             installed = ", ".join(sorted(factories)) or "none"
             raise UnknownSchedulerException(
                 f"unknown scheduler {name!r}.{did_you_mean(name, factories)}{hint} Installed: {installed}"

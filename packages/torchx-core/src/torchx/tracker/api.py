@@ -191,7 +191,9 @@ def build_trackers(entrypoint_and_config: Mapping[str, str | None]) -> Iterable[
         record = registered.get(name)
         path = record.factory if record else name
         if record is None and ":" not in name:
-            _warn("unknown tracker %r: no installed plugin provides it (pip install torchx-tracker?)", name)
+            from torchx.util.distributions import pip_install
+
+            _warn("unknown tracker %r: no installed plugin provides it (%s?)", name, pip_install("torchx-tracker"))
             continue
         try:
             trackers.append(load_attr(path)(config))

@@ -1,8 +1,11 @@
-"""Which distribution provides what: the one table core keeps of backend package names.
+"""Which distribution provides what: the one table core keeps of backend package names, and
+the ``pip install`` command that gets one (from PyPI, or from the clone torchx runs from).
 
 Core never imports a backend; it only names the distribution to install when something a
 user asks for is missing (``-s slurm``, ``import torchx.schedulers.slurm_scheduler``).
 """
+
+import os
 
 #: scheduler name -> the distribution that provides it
 SCHEDULER_DISTRIBUTIONS: dict[str, str] = {
@@ -37,3 +40,40 @@ LEGACY_MODULE_DISTRIBUTIONS: dict[str, str] = {
     "torchx.cli.cmd_tracker": "torchx-tracker",
     "torchx.components": "torchx-components",
 }
+
+
+def _clone_packages_dir() -> str | None:
+    """The ``packages/`` directory of the torchx clone in use: the current directory's, or the one
+    torchx-core was installed from (pip records it in ``direct_url.json``); None if neither."""
+    here = os.path.join(os.getcwd(), "packages")
+    if os.path.isfile(os.path.join(here, "torchx-core", "pyproject.toml")):
+        return "./packages"
+    try:
+        import json
+        from importlib.metadata import distribution
+        from urllib.parse import unquote, urlparse
+
+        text = distribution("torchx-core").read_text("direct_url.json")
+        url = json.loads(text)["url"] if text else ""
+    except Exception:  # not installed by pip from a directory
+        return None
+    parsed = urlparse(url)
+    if parsed.scheme != "file":
+        return None
+    core = unquote(parsed.path).rstrip("/")
+    if os.path.basename(core) != "torchx-core" or not os.path.isfile(os.path.join(core, "pyproject.toml")):
+        return None
+    return os.path.dirname(core)
+
+
+def pip_install(requirement: str) -> str:
+    """The command that installs ``requirement`` (a distribution name, maybe with extras): from
+    the clone's ``packages/`` when torchx runs from a clone that has it, else from PyPI."""
+    name, bracket, extras = requirement.partition("[")
+    packages = _clone_packages_dir()
+    if packages is not None and os.path.isfile(os.path.join(packages, name, "pyproject.toml")):
+        target = f"{packages}/{name}{bracket}{extras}"
+    else:
+        target = requirement
+    quoted = f"'{target}'" if bracket or " " in target else target
+    return f"pip install {quoted}"

@@ -110,8 +110,9 @@ def _missing(fullname: str, dist: str, registry: Registry | None) -> str:
     broken = [e for p in (registry.plugins if registry is not None else []) if p.dist == name for e in p.errors]
     if broken:
         return f"{fullname} is provided by {name}, which is installed but failed to load: {broken[0]} (see `torchx plugins`)"
-    pip = f"'{dist}'" if "[" in dist else dist
-    return f"{fullname} is provided by {name}: pip install {pip}"
+    from torchx.util.distributions import pip_install
+
+    return f"{fullname} is provided by {name}: {pip_install(dist)}"
 
 
 def _registry() -> Registry | None:

@@ -79,7 +79,9 @@ def get_workspace_mixin(name: str) -> type[WorkspaceMixin[Any]]:
 
     record = get_registry().workspaces.get(name)
     if record is None:
-        hint = " (pip install 'torchx-sched-local[docker]')" if name == "docker" else ""
+        from torchx.util.distributions import pip_install
+
+        hint = f" ({pip_install('torchx-sched-local[docker]')})" if name == "docker" else ""
         raise LookupError(f"no workspace plugin {name!r} is installed{hint}")
     cls: type[WorkspaceMixin[Any]] = load_attr(record.mixin)
     return cls
@@ -100,9 +102,11 @@ class UnavailableWorkspace(WorkspaceMixin[None]):
 
     def build_workspace_and_update_role(self, role: Role, workspace: str, cfg: Mapping[str, CfgVal]) -> None:
         """Always fails: nothing can build the workspace."""
+        from torchx.util.distributions import pip_install
+
         raise WorkspaceUnavailableError(
             f"role {role.name!r} has a workspace ({workspace}) but no {self.workspace_name!r} workspace plugin can"
-            f" build it ({self.reason}): pip install '{self.install_hint}', or run the image as it is with"
+            f" build it ({self.reason}): {pip_install(self.install_hint)}, or run the image as it is with"
             " --workspace ''"
         )
 
