@@ -170,3 +170,15 @@ def test_scheduler_params_reach_factory(fake_scheduler: str) -> None:
 def test_default_validate_requires_a_resource(fake_scheduler: str) -> None:
     with get_runner() as runner, pytest.raises(ValueError, match="role 'r' has no resource"):
         runner.dryrun(AppDef("x", roles=[Role("r", "i", entrypoint="e")]), fake_scheduler)
+
+
+def test_bad_torchxconfig_values_name_the_file_and_line(
+    fake_scheduler: str, isolated: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from torchx.runner.config import ConfigError, apply
+
+    (isolated / ".torchxconfig").write_text("[other]\ncluster = x\n\n[fake]\nclustr = a\n# comment\nretries = many\n")
+    cfg: dict[str, object] = {}
+    with pytest.raises(ConfigError, match=r"\.torchxconfig:7 \[fake\] retries = many: expected int"):
+        apply("fake", cfg)  # type: ignore[arg-type]
+    assert ".torchxconfig:5 is not a run option of scheduler `fake`. Did you mean 'cluster'?" in caplog.text

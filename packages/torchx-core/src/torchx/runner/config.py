@@ -187,22 +187,43 @@ def fill(scheduler: str, opts: runopts, cfg: dict[str, CfgVal], parser: configpa
             continue
         opt = opts.get(key)
         if opt is None:
+            from torchx.util.suggest import did_you_mean
+
             logging.getLogger(__name__).warning(
-                "`%s = %s` in the [%s] section of %s is not a run option of scheduler `%s`;"
-                " remove it to silence this warning",
+                "`%s = %s` in the [%s] section of %s is not a run option of scheduler `%s`.%s"
+                " Remove it to silence this warning",
                 key,
                 value,
                 scheduler,
-                source,
+                _where(source, scheduler, key),
                 scheduler,
+                did_you_mean(key, [name for name, _ in opts]),
             )
             continue
         try:
             cfg[key] = convert(opt, value)
         except ValueError as e:
             raise ConfigError(
-                f"{source} [{scheduler}] {key} = {value}: expected {get_type_name(opt.opt_type)} ({e})"
+                f"{_where(source, scheduler, key)} [{scheduler}] {key} = {value}:"
+                f" expected {get_type_name(opt.opt_type)} ({e})"
             ) from None
+
+
+def _where(source: str, section: str, key: str) -> str:
+    """``path:line`` of ``key`` in ``[section]`` of the file ``source`` (just the path if not found)."""
+    try:
+        with open(source) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return source
+    current = None
+    for number, line in enumerate(lines, 1):
+        text = line.strip()
+        if text.startswith("[") and text.endswith("]"):
+            current = text[1:-1].strip()
+        elif current == section and text.partition("=")[0].partition(":")[0].strip().lower() == key:
+            return f"{source}:{number}"
+    return source
 
 
 def apply_files(scheduler: str, opts: runopts, cfg: dict[str, CfgVal], dirs: Iterable[str] | None = None) -> None:
