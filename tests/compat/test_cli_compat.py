@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 import pytest
-from userland import torchx, write
+from compat.userland import torchx, write
 
 pytest.importorskip("torchx_sched_local")
 pytest.importorskip("torchx_components")

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from userland import script, torchx, write
+from compat.userland import script, torchx, write
 
 pytest.importorskip("torchx_sched_local")
 pytest.importorskip("torchx_components")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from userland import torchx, write
+from compat.userland import torchx, write
 
 pytest.importorskip("torchx_sched_local")
 pytest.importorskip("torchx_components")

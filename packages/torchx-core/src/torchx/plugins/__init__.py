@@ -96,9 +96,15 @@ def get_registry(refresh: bool = False) -> Registry:
 
 
 def reset() -> None:
-    """Forgets the in-memory registry (the next lookup reads the disk cache or rediscovers)."""
+    """Forgets the in-memory registry (the next lookup reads the disk cache or rediscovers), and
+    the named resources found through it."""
     global _registry
     _registry = None
+    import sys
+
+    named = sys.modules.get("torchx.specs.named_resources")
+    if named is not None:
+        named._named_resource_factories.forget_discovered()
 
 
 def load_attr(path: str) -> Any:

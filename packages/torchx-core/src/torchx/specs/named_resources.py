@@ -20,11 +20,13 @@ class _Factories(dict):  # type: ignore[type-arg]
     """
 
     _loaded = False
+    _discovered: frozenset[str] | set[str] = frozenset()
 
     def load(self) -> None:
         if self._loaded:
             return
         self._loaded = True
+        self._discovered = set()
         from torchx.specs import named_resources_aws, named_resources_generic
 
         discovered: dict[str, Callable[[], Resource]] = {
@@ -43,7 +45,16 @@ class _Factories(dict):  # type: ignore[type-arg]
 
             logging.getLogger(__name__).warning("could not load named resources from plugins: %s", e)
         for name, factory in discovered.items():
-            self.setdefault(name, factory)
+            if name not in self:
+                self[name] = factory
+                self._discovered.add(name)  # type: ignore[union-attr]
+
+    def forget_discovered(self) -> None:
+        """Drops what :meth:`load` added (entries set by hand stay); the next lookup loads again."""
+        for name in self._discovered:
+            self.pop(name, None)
+        self._discovered = frozenset()
+        self._loaded = False
 
 
 def _lazy(load: Callable[[str], Callable[[], Resource]], path: str) -> Callable[[], Resource]:
