@@ -6,6 +6,7 @@ import ast
 from pathlib import Path
 
 import pytest
+
 from compat.userland import torchx, write
 
 pytest.importorskip("torchx_sched_local")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from compat.userland import script, torchx, write
 
 pytest.importorskip("torchx_sched_local")

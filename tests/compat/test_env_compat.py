@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from compat.userland import script, torchx, write
 
 pytest.importorskip("torchx_sched_local")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from compat.userland import torchx, write
 
 pytest.importorskip("torchx_sched_local")
