@@ -103,3 +103,10 @@ def test_valid_app_ids(good: str) -> None:
 def test_invalid_app_ids(bad: str) -> None:
     with pytest.raises(store.InvalidAppIdError):
         store.check_app_id(bad)
+
+
+def test_the_supervisors_no_error_marker_is_specs_none() -> None:
+    from torchx.specs import NONE
+    from torchx_sched_local.supervisor import NO_ERROR
+
+    assert NO_ERROR == NONE

@@ -2,26 +2,13 @@
 
 from __future__ import annotations
 
-import codecs
 import re
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
 
-from torchx.schedulers.streams import lines_from_chunks
+from torchx.schedulers.streams import decode_chunks, lines_from_chunks
 
 _FRACTION = re.compile(r"\.(\d+)")
-
-
-def decode_chunks(chunks: Iterable[bytes]) -> Iterator[str]:
-    """UTF-8 text of a byte stream; a character split across chunks is kept whole."""
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    for chunk in chunks:
-        text = decoder.decode(chunk)
-        if text:
-            yield text
-    tail = decoder.decode(b"", final=True)
-    if tail:
-        yield tail
 
 
 def parse_timestamp(stamp: str) -> datetime | None:

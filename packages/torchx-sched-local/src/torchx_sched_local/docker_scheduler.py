@@ -9,14 +9,13 @@ pulls. Needs the ``docker`` SDK (``pip install 'torchx-sched-local[docker]'``).
 
 from __future__ import annotations
 
-import codecs
 import fnmatch
 import json
 import math
 import os
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -25,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
 from torchx.schedulers.capabilities import SchedulerCapabilities
 from torchx.schedulers.ids import make_unique, sanitize_name
-from torchx.schedulers.streams import Stream, filter_regex
+from torchx.schedulers.streams import Stream, decode_chunks, filter_regex, lines_from_chunks
 from torchx.schedulers.structured_opts import StructuredOpts
 from torchx.specs.dryrun import AppDryRunInfo
 from torchx.specs.macros import RANK0_ENV, macros
 from torchx.specs.mounts import BindMount, DeviceMount, VolumeMount
-from torchx.specs.roles import AppDef, RetryPolicy
+from torchx.specs.roles import NONE, AppDef, RetryPolicy
 from torchx.specs.runopts import CfgVal, runopts
 from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, is_terminal
 
@@ -142,20 +141,6 @@ def _finished_key(stamp: str) -> tuple[str, str]:
     """Sort key of a Docker ``FinishedAt`` time (UTC, RFC 3339 with 0-9 fraction digits)."""
     whole, _, fraction = stamp.rstrip("Z").partition(".")
     return whole, fraction.ljust(9, "0")
-
-
-def _iter_lines(chunks: Iterable[bytes]) -> Iterator[str]:
-    """Whole lines (keeping ``\\n``) of a byte stream; only ``\\n`` ends a line."""
-    decoder = codecs.getincrementaldecoder("utf-8")("replace")
-    carry = ""
-    for chunk in chunks:
-        text = carry + decoder.decode(chunk)
-        *lines, carry = text.split("\n")
-        for line in lines:
-            yield line + "\n"
-    carry += decoder.decode(b"", final=True)
-    if carry:
-        yield carry
 
 
 class DockerScheduler(DockerWorkspaceMixin, Scheduler[DockerOpts, AppDef, DockerJob]):
@@ -399,7 +384,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[DockerOpts, AppDef, Docker
             code = state_attrs.get("ExitCode")
             state = _replica_state(state_attrs["Status"], code)
             role, k = c.labels[LABEL_ROLE_NAME], int(c.labels[LABEL_REPLICA_ID])
-            error = "<NONE>"
+            error = NONE
             if state == AppState.FAILED:
                 detail = f"exited with code {code}" + (" (out of memory)" if state_attrs.get("OOMKilled") else "")
                 if state_attrs.get("Error"):
@@ -540,7 +525,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[DockerOpts, AppDef, Docker
             since=since.timestamp() if since else None,
             until=until.timestamp() if until else None,
         )
-        lines = _iter_lines(chunks)
+        lines = lines_from_chunks(decode_chunks(chunks))
         return filter_regex(regex, lines) if regex else lines
 
 

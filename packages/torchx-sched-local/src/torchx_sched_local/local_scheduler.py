@@ -25,7 +25,7 @@ from torchx.schedulers.streams import Stream, filter_regex
 from torchx.schedulers.structured_opts import StructuredOpts
 from torchx.specs.dryrun import AppDryRunInfo
 from torchx.specs.macros import RANK0_ENV, macros
-from torchx.specs.roles import AppDef, RetryPolicy, Role
+from torchx.specs.roles import NONE, AppDef, RetryPolicy, Role
 from torchx.specs.runopts import CfgVal, runopts
 from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, is_terminal
 from torchx.util.record import field, record
@@ -350,7 +350,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                     state=replica_state,
                     role=spec["role"],
                     hostname="localhost",
-                    structured_error_msg=rs.get("error", "<NONE>"),
+                    structured_error_msg=rs.get("error", NONE),
                 )
             )
         return DescribeAppResponse(
@@ -358,7 +358,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             state=AppState[st["state"]],
             num_restarts=int(st.get("num_restarts") or 0),
             msg=st.get("msg") or "",
-            structured_error_msg=st.get("error", "<NONE>"),
+            structured_error_msg=st.get("error", NONE),
             ui_url=f"file://{app['log_root']}",
             metadata=dict(app.get("metadata") or {}),
             roles_statuses=statuses,

@@ -30,6 +30,9 @@ from torchx_sched_local import logfiles, store
 from torchx_sched_local.launch import LOCK_FD, SUPERVISOR_LOG
 from torchx_sched_local.watchdog import Watchdog
 
+#: ``torchx.specs.NONE`` (no error): the supervisor is a small interpreter that imports no torchx module
+NO_ERROR = "<NONE>"
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -181,7 +184,7 @@ class Replica:
         self.exit_code: int | None = None
         self.restarts = 0
         self.msg = ""
-        self.error = "<NONE>"
+        self.error = NO_ERROR
         self.alive = False
         self.pipes: dict[int, str] = {}
         self.drain_deadline: float | None = None
@@ -355,7 +358,7 @@ class Supervisor:
             r.writers = logfiles.replica_writers(spec["log_dir"], self.files)
         r.exit_code = None
         r.msg = ""
-        r.error = "<NONE>"
+        r.error = NO_ERROR
         r.respawn = False
         r.stopped = False
         r.kill_at = None
@@ -648,7 +651,7 @@ class Supervisor:
             pid=os.getpid(),
             num_restarts=self.num_restarts,
             msg=self._message(),
-            error=self.failed.error if self.failed is not None else "<NONE>",
+            error=self.failed.error if self.failed is not None else NO_ERROR,
             replicas=[r.to_json() for r in self.replicas],
             updated=time.time(),
         )

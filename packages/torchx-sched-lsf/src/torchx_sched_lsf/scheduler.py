@@ -26,7 +26,7 @@ from torchx.schedulers.commands import CommandError
 from torchx.schedulers.logfiles import FileLogsScheduler
 from torchx.schedulers.shell import validate_shell_app
 from torchx.specs.dryrun import AppDryRunInfo
-from torchx.specs.roles import AppDef, RetryPolicy, Role
+from torchx.specs.roles import NONE, AppDef, RetryPolicy, Role
 from torchx.specs.runopts import CfgVal, runopts
 from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, is_terminal
 from torchx.workspace.job_dir import JobDirWorkspaceMixin
@@ -127,7 +127,7 @@ def describe_job(job: LsfJob) -> DescribeAppResponse:
         msg = f"{job.stat}: {job.reason}"
     else:
         msg = job.stat
-    error = json.dumps({"lsf_state": job.stat, "exit_code": job.exit_code}) if state == AppState.FAILED else "<NONE>"
+    error = json.dumps({"lsf_state": job.stat, "exit_code": job.exit_code}) if state == AppState.FAILED else NONE
     return DescribeAppResponse(
         app_id=job.job_id,
         state=state,

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 
 from torchx.schedulers.api import DescribeAppResponse
-from torchx.specs.roles import Role
+from torchx.specs.roles import NONE, Role
 from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, is_terminal
 
 from torchx_sched_ray.request import META_ROLES
@@ -109,7 +109,7 @@ def describe(
         state=state,
         num_restarts=restarts,
         msg=msg,
-        structured_error_msg=json.dumps({"message": message, "replicas": failed[:5]}) if failed else "<NONE>",
+        structured_error_msg=json.dumps({"message": message, "replicas": failed[:5]}) if failed else NONE,
         roles_statuses=statuses,
         roles=[Role(name=name, image="", num_replicas=n) for name, n in roles],
     )

@@ -28,7 +28,7 @@ from torchx.schedulers.commands import CommandError
 from torchx.schedulers.logfiles import FileLogsScheduler
 from torchx.schedulers.shell import validate_shell_app
 from torchx.specs.dryrun import AppDryRunInfo
-from torchx.specs.roles import AppDef, RetryPolicy, Role
+from torchx.specs.roles import NONE, AppDef, RetryPolicy, Role
 from torchx.specs.runopts import CfgVal, runopts
 from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, aggregate_states, is_terminal
 from torchx.workspace.job_dir import JobDirWorkspaceMixin
@@ -125,7 +125,7 @@ def describe_components(app_id: str, comps: list[Component]) -> DescribeAppRespo
         state=app_state,
         num_restarts=first.restarts,
         msg=msg,
-        structured_error_msg=_error_json(failed[0]) if failed else "<NONE>",
+        structured_error_msg=_error_json(failed[0]) if failed else NONE,
         metadata={"workdir": first.workdir},
         roles_statuses=[RoleStatus(role, sorted(replicas, key=lambda r: r.id)) for role, replicas in roles.items()],
         roles=[Role(name=role, image=workdirs[role], num_replicas=len(replicas)) for role, replicas in roles.items()],

@@ -16,7 +16,7 @@ from torchx.specs.handles import (
     make_app_handle,
     parse_app_handle,
 )
-from torchx.specs.roles import MISSING, AppDef
+from torchx.specs.roles import MISSING, NONE, AppDef
 from torchx.specs.runopts import CfgVal, runopts
 from torchx.specs.status import AppStatus
 from torchx.specs.workspace import Workspace
@@ -451,7 +451,7 @@ def _to_status(desc: DescribeAppResponse) -> AppStatus:
     return AppStatus(
         state=desc.state,
         num_restarts=max(desc.num_restarts, 0),
-        msg="" if desc.msg == "<NONE>" else desc.msg,
+        msg="" if desc.msg == NONE else desc.msg,
         structured_error_msg=desc.structured_error_msg,
         ui_url=desc.ui_url,
         roles=list(desc.roles_statuses),

@@ -43,14 +43,32 @@ def split_lines_iterator(chunks: Iterable[str]) -> Iterator[str]:
 
 
 def lines_from_chunks(chunks: Iterable[str]) -> Iterator[str]:
-    """Re-chunks a stream of text pieces into whole lines (keeping ``\n``)."""
-    buffer = ""
+    """Re-chunks a stream of text pieces into whole lines (keeping ``\n``; only ``\n`` ends a
+    line); linear in the text's length however it is cut."""
+    pending: list[str] = []
     for chunk in chunks:
-        buffer += chunk
-        if "\n" not in buffer:
+        if "\n" not in chunk:
+            pending.append(chunk)
             continue
-        *lines, buffer = buffer.split("\n")
+        *lines, rest = chunk.split("\n")
+        lines[0] = "".join(pending) + lines[0]
         for line in lines:
             yield line + "\n"
-    if buffer:
-        yield buffer
+        pending = [rest] if rest else []
+    if pending:
+        yield "".join(pending)
+
+
+def decode_chunks(chunks: Iterable[bytes]) -> Iterator[str]:
+    """UTF-8 text of a byte stream (invalid bytes replaced); a character cut across chunks is
+    kept whole. ``lines_from_chunks(decode_chunks(raw))`` turns raw log bytes into lines."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    for chunk in chunks:
+        text = decoder.decode(chunk)
+        if text:
+            yield text
+    tail = decoder.decode(b"", final=True)
+    if tail:
+        yield tail
