@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from torchx.specs.roles import AppDef, Role
+from torchx.specs.roles import AppDef
 
 #: tag every torchx job carries (its value: the torchx version); ``list`` looks for it
 TAG_VERSION = "torchx.pytorch.org/version"
@@ -13,7 +13,6 @@ TAG_USER = "torchx.pytorch.org/user"
 
 # AWS tag keys/values: letters, digits, spaces and _ . : / = + - @
 _TAG_BAD = re.compile(r"[^\w .:/=+\-@]")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def default_user() -> str:
@@ -37,13 +36,3 @@ def job_tags(app: AppDef, user: str) -> dict[str, str]:
     tags = {_tag_text(k, 128): _tag_text(v, 256) for k, v in app.metadata.items()}
     tags.update({TAG_VERSION: __version__, TAG_APP_NAME: _tag_text(app.name, 256), TAG_USER: _tag_text(user, 256)})
     return tags
-
-
-def check_env_names(role: Role, names: list[str], backend: str) -> None:
-    """Raises ValueError naming the first environment variable name that is not a valid identifier."""
-    for name in names:
-        if not _ENV_NAME.match(name):
-            raise ValueError(
-                f"{backend}: role {role.name!r} has environment variable {name!r}; names must be"
-                " letters, digits and _ (not starting with a digit)"
-            )

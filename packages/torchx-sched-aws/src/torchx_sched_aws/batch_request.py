@@ -28,13 +28,14 @@ from typing import Any
 from torchx.schedulers.devices import DEVICE_PATHS
 from torchx.schedulers.ids import make_unique, sanitize_name
 from torchx.schedulers.structured_opts import StructuredOpts
+from torchx.specs.env_names import check_env
 from torchx.specs.macros import RANK0_ENV, macros
 from torchx.specs.mounts import BindMount, DeviceMount, VolumeMount
 from torchx.specs.named_resources_aws import K8S_ITYPE
 from torchx.specs.roles import AppDef, Role
 
 from torchx_sched_aws import _shell
-from torchx_sched_aws._common import check_env_names, default_user, job_tags
+from torchx_sched_aws._common import default_user, job_tags
 
 NODE_INDEX_ENV = "AWS_BATCH_JOB_NODE_INDEX"
 MAIN_NODE_ADDR_ENV = "AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS"
@@ -152,7 +153,7 @@ def _container(role: Role, idx: int, start: int, app_id: str, opts: BatchOpts, m
     env = {**role.env, "TORCHX_ROLE_IDX": str(idx), "TORCHX_ROLE_NAME": role.name}
     if multinode:
         dynamic = [(k, v) for k, v in env.items() if _REPLICA_TOKEN in v]
-        check_env_names(role, [k for k, _ in dynamic], "aws_batch")
+        check_env(role, [k for k, _ in dynamic], "aws_batch")
         exports = [
             ("TORCHX_REPLICA_IDX", f"$(({NODE_INDEX_ENV} - {start}))"),
             (RANK0_ENV, f'"${{{MAIN_NODE_ADDR_ENV}:-localhost}}"'),

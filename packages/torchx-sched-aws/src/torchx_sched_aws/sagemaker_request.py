@@ -24,12 +24,13 @@ from typing import Any
 
 from torchx.schedulers.ids import make_unique, sanitize_name
 from torchx.schedulers.structured_opts import StructuredOpts
+from torchx.specs.env_names import check_env
 from torchx.specs.macros import RANK0_ENV, macros
 from torchx.specs.named_resources_aws import K8S_ITYPE
 from torchx.specs.roles import AppDef, Role
 from torchx.specs.workspace import Workspace
 
-from torchx_sched_aws._common import check_env_names, default_user, job_tags
+from torchx_sched_aws._common import default_user, job_tags
 
 SOURCE_ENV = "TORCHX_SOURCE_S3_URI"
 ARGS_MODES = ("command", "hyperparameters")
@@ -197,7 +198,7 @@ def build_training_job(app: AppDef, opts: SageMakerOpts, name: str) -> TrainingJ
         env["TORCHX_REPLICA_IDX"] = "0"
     if source_uri:
         env[SOURCE_ENV] = source_uri
-    check_env_names(role, list(env), "aws_sagemaker")
+    check_env(role, list(env), "aws_sagemaker")
     for key, value in env.items():
         if len(value) > _MAX_ENV_VALUE:
             raise ValueError(

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from torchx.schedulers.ids import make_unique, sanitize_name
+from torchx.specs.env_names import check_env
 from torchx.specs.macros import RANK0_ENV, macros
 from torchx.specs.roles import AppDef, Role
 
@@ -34,7 +35,6 @@ ENTRYPOINT = "python -m torchx_ray_driver"
 META_APP, META_ROLES = "torchx.app", "torchx.roles"
 #: environment every replica gets (besides the rank-0 host, ``RANK0_ENV``)
 ENV_ROLE, ENV_REPLICA, ENV_NUM_REPLICAS = "TORCHX_ROLE_NAME", "TORCHX_REPLICA_IDX", "TORCHX_NUM_REPLICAS"
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _APP_ID = re.compile(r"(?P<https>https:)?(?P<netloc>[^/\s]*:\d+)-(?P<sub>[A-Za-z0-9_-]+)")
 
 
@@ -91,13 +91,7 @@ def validate_app(app: AppDef) -> None:
             raise ValueError(f"role name {role.name!r} is empty or has control characters; use printable names")
         if role.num_replicas < 1:
             raise ValueError(f"role {role.name!r} has {role.num_replicas} replicas; it needs at least 1")
-        for key, value in role.env.items():
-            if not _ENV_NAME.fullmatch(key):
-                raise ValueError(
-                    f"role {role.name!r}: env name {key!r} is not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)"
-                )
-            if "\0" in value:
-                raise ValueError(f"role {role.name!r}: env {key} contains a NUL byte, which no process can receive")
+        check_env(role)
         for arg in [role.entrypoint, *role.args]:
             if "\0" in arg:
                 raise ValueError(f"role {role.name!r}: argument {arg!r} contains a NUL byte, which exec cannot pass")

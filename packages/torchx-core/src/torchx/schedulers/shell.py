@@ -11,10 +11,9 @@ import re
 import shlex
 from collections.abc import Callable, Mapping
 
+from torchx.specs.env_names import check_env
 from torchx.specs.macros import RANK0_ENV, macros
 from torchx.specs.roles import AppDef, Role
-
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 #: A bash function (one line) that batch scripts run replicas under: ``run_split BASE CMD...``
 #: runs CMD with its stdout copied to ``BASE.out`` and its stderr to ``BASE.err`` (appending),
@@ -66,13 +65,7 @@ def validate_shell_app(app: AppDef) -> None:
     for role in app.roles:
         if any(ord(c) < 32 or c == "\x7f" for c in role.name):
             raise ValueError(f"role name {role.name!r} has control characters; use printable names")
-        for key, value in role.env.items():
-            if not _ENV_NAME.fullmatch(key):
-                raise ValueError(
-                    f"role {role.name!r}: env name {key!r} is not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)"
-                )
-            if "\0" in value:
-                raise ValueError(f"role {role.name!r}: env {key} contains a NUL byte, which no process can receive")
+        check_env(role)
         for arg in [role.entrypoint, *role.args]:
             if "\0" in arg:
                 raise ValueError(f"role {role.name!r}: argument {arg!r} contains a NUL byte, which exec cannot pass")
