@@ -26,7 +26,7 @@ from torchx.schedulers.commands import CommandError
 from torchx.schedulers.logfiles import FileLogsScheduler
 from torchx.schedulers.shell import validate_shell_app
 from torchx.specs.dryrun import AppDryRunInfo
-from torchx.specs.roles import NONE, AppDef, RetryPolicy, Role
+from torchx.specs.roles import NONE, AppDef, Role
 from torchx.specs.runopts import CfgVal, runopts
 from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, is_terminal
 from torchx.workspace.job_dir import JobDirWorkspaceMixin
@@ -148,19 +148,8 @@ class LsfScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal],
     """
 
     capabilities = SchedulerCapabilities(
-        log_tail=True,
-        log_since_until=False,
-        log_streams=frozenset({"stdout", "stderr", "combined"}),
-        logs=True,
-        list=True,
-        cancel=True,
-        delete=True,
-        workspace=True,
-        retry_policies=frozenset({RetryPolicy.APPLICATION}),
-        elastic=False,
-        mounts=frozenset(),
-        attach=False,
-    )
+        log_streams=frozenset({"stdout", "stderr", "combined"}), workspace=True
+    )  # the rest: the defaults
 
     #: a job killed before it started has no output files
     no_output_states = frozenset({AppState.PENDING, AppState.SUBMITTED, AppState.CANCELLED})

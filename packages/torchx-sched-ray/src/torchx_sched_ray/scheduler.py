@@ -28,7 +28,7 @@ from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Schedule
 from torchx.schedulers.capabilities import SchedulerCapabilities
 from torchx.schedulers.streams import Stream, filter_regex, split_lines, split_lines_iterator
 from torchx.specs.dryrun import AppDryRunInfo
-from torchx.specs.roles import AppDef, RetryPolicy
+from torchx.specs.roles import AppDef
 from torchx.specs.runopts import CfgVal, runopts
 from torchx.specs.status import is_terminal
 
@@ -65,19 +65,8 @@ class RayScheduler(RayWorkspaceMixin, Scheduler[Mapping[str, CfgVal], AppDef, Ra
     """
 
     capabilities = SchedulerCapabilities(
-        log_tail=True,
-        log_since_until=True,
-        log_streams=frozenset({"stdout", "stderr", "combined"}),
-        logs=True,
-        list=True,
-        cancel=True,
-        delete=True,
-        workspace=True,
-        retry_policies=frozenset({RetryPolicy.APPLICATION}),
-        elastic=False,
-        mounts=frozenset(),
-        attach=False,
-    )
+        log_since_until=True, log_streams=frozenset({"stdout", "stderr", "combined"}), workspace=True
+    )  # the rest: the defaults
 
     def __init__(self, session_name: str) -> None:
         super().__init__("ray", session_name)

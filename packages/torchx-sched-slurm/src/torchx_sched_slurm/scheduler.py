@@ -28,7 +28,7 @@ from torchx.schedulers.commands import CommandError
 from torchx.schedulers.logfiles import FileLogsScheduler
 from torchx.schedulers.shell import validate_shell_app
 from torchx.specs.dryrun import AppDryRunInfo
-from torchx.specs.roles import NONE, AppDef, RetryPolicy, Role
+from torchx.specs.roles import NONE, AppDef, Role
 from torchx.specs.runopts import CfgVal, runopts
 from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, aggregate_states, is_terminal
 from torchx.workspace.job_dir import JobDirWorkspaceMixin
@@ -161,19 +161,8 @@ class SlurmScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal
     """
 
     capabilities = SchedulerCapabilities(
-        log_tail=True,
-        log_since_until=False,
-        log_streams=frozenset({"stdout", "stderr", "combined"}),
-        logs=True,
-        list=True,
-        cancel=True,
-        delete=False,
-        workspace=True,
-        retry_policies=frozenset({RetryPolicy.APPLICATION}),
-        elastic=False,
-        mounts=frozenset(),
-        attach=False,
-    )
+        log_streams=frozenset({"stdout", "stderr", "combined"}), delete=False, workspace=True
+    )  # the rest: the defaults
 
     def __init__(self, session_name: str) -> None:
         super().__init__("slurm", session_name)
