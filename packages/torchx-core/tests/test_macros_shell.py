@@ -9,6 +9,7 @@ from pathlib import Path
 from string import Template
 
 import pytest
+from torchx.schedulers.shell import placeholder, shell_word
 from torchx.specs import Role, macros
 from torchx.testing import PASSTHROUGH_ARGS, hostile_value, macro_probe, macro_probe_output
 
@@ -65,3 +66,12 @@ def test_shell_args_with_hostile_values_run_nothing(tmp_path: Path) -> None:
     assert out.stdout == macro_probe_output(img_root, app_id, 3)
     assert not marker.exists()
     assert "<$$>\n" in out.stdout and f"<{PASSTHROUGH_ARGS[5]}>\n" in out.stdout
+
+
+@pytest.mark.parametrize("text", ["", "@R@", "a@R@b", "@R@@R@", "it's @R@ $(id) `id`\n$$", "no token 'x'"])
+def test_shell_word_expands_only_the_placeholder(text: str, tmp_path: Path) -> None:
+    token = placeholder("r")
+    word = shell_word(text.replace("@R@", token), {token: '"$I"'})
+    out = subprocess.run(["sh", "-c", f"printf %s {word}"], env={"I": "$(touch x)'"}, cwd=tmp_path, capture_output=True)
+    assert out.stdout.decode() == text.replace("@R@", "$(touch x)'")
+    assert not (tmp_path / "x").exists()
