@@ -106,7 +106,7 @@ def sh(
             specs.Role(
                 name="sh",
                 image=image,
-                entrypoint=entrypoint or "sh",
+                entrypoint=as_given(entrypoint or "sh"),
                 args=macros.shell_args('"$@"', args),
                 num_replicas=num_replicas,
                 resource=resource(cpu, gpu, memMB, h),
