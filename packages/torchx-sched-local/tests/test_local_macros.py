@@ -14,11 +14,14 @@ from torchx.testing import hostile_value, macro_probe, macro_probe_output
 from torchx_sched_local.local_scheduler import LocalScheduler
 
 
-def test_macro_values_from_a_hostile_directory_run_nothing(sched: LocalScheduler, isolated: Path) -> None:
+def test_macro_values_from_a_hostile_directory_run_nothing(
+    sched: LocalScheduler, isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     marker = isolated / "pwned"
     cwd = isolated / hostile_value(str(marker))  # p'$(touch .../pwned)'x ... (nested directories)
     cwd.mkdir(parents=True)
-    role = macro_probe(str(cwd), str(marker), num_replicas=2)
+    monkeypatch.chdir(cwd)  # local_cwd: replicas start in (and img_root is) the launcher's cwd
+    role = macro_probe("ignored", str(marker), num_replicas=2)
     app_id = sched.submit(specs.AppDef("macros", [role]), {})
     desc = sched.wait(app_id, timeout=60)
     assert desc is not None and desc.state == AppState.SUCCEEDED, desc
