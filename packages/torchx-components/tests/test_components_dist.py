@@ -13,6 +13,7 @@ import pytest
 from torchx import specs
 from torchx.runner.api import validate_app
 from torchx.specs.builders import ComponentArgError, materialize_appdef
+from torchx.testing import PASSTHROUGH_ARGS, hostile_value
 from torchx_components import dist
 from torchx_components._torchrun import Shape, parse_j
 
@@ -24,7 +25,11 @@ def ddp(*argv: str) -> specs.AppDef:
 
 
 def torchrun_argv(
-    role: specs.Role, replica_id: int = 0, env: dict[str, str] | None = None, tmp: Path | None = None
+    role: specs.Role,
+    replica_id: int = 0,
+    env: dict[str, str] | None = None,
+    tmp: Path | None = None,
+    app_id: str = "myapp-42",
 ) -> list[str]:
     """Runs the role's ``bash -c`` command, macros filled, with a fake torchrun that prints its argv."""
     assert tmp is not None
@@ -34,7 +39,7 @@ def torchrun_argv(
     fake.write_text("#!/usr/bin/env python3\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n")
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     filled = specs.macros.Values(
-        img_root="", app_id="myapp-42", replica_id=str(replica_id), rank0_env="TORCHX_RANK0_HOST"
+        img_root="", app_id=app_id, replica_id=str(replica_id), rank0_env="TORCHX_RANK0_HOST"
     ).apply(role)
     run_env = {k: v for k, v in os.environ.items() if k != "TORCHX_RANK0_HOST"}
     run_env.update(filled.env)
@@ -92,10 +97,13 @@ def test_ddp_single_node_defaults() -> None:
     assert role.env["LOGLEVEL"] == "WARNING"
     assert role.env["TORCHX_TRACKING_EXPERIMENT_NAME"] == "default-experiment"
     assert role.env["TORCHX_TRACKING_RUN_NAME"] == "train"
-    cmd = role.args[1]
-    assert cmd.startswith("exec torchrun --rdzv_backend c10d --rdzv_endpoint localhost:0 ")
-    assert "--rdzv_id '${app_id}' --nnodes 1 --nproc_per_node 2 --tee 3 train.py --lr 0.1" in cmd
-    assert "--node_rank" not in cmd
+    assert role.args == [
+        "-c",
+        'exec torchrun "$@"',
+        "torchrun",
+        *("--rdzv_backend", "c10d", "--rdzv_endpoint", "localhost:0", "--rdzv_id", "${app_id}"),
+        *("--nnodes", "1", "--nproc_per_node", "2", "--tee", "3", "train.py", "--lr", "0.1"),
+    ]
 
 
 def test_ddp_single_node_command_runs(tmp_path: Path) -> None:
@@ -127,7 +135,7 @@ def test_ddp_multi_node_reads_rank0_host_from_the_shell(tmp_path: Path) -> None:
     role = ddp("-j", "2x4", "--rdzv_port", "29999", "--script", "t.py", "--", "--x", "${replica_id}").roles[0]
     assert (role.num_replicas, role.min_replicas) == (2, 2)
     assert role.port_map == {"c10d": 29999}
-    assert '"$${${rank0_env}:-localhost}:29999"' in role.args[1]
+    assert role.args[1] == 'exec torchrun --rdzv_backend c10d --rdzv_endpoint "${${rank0_env}:-localhost}:29999" "$@"'
     argv = torchrun_argv(role, replica_id=1, env={"TORCHX_RANK0_HOST": "node-0.cluster"}, tmp=tmp_path)
     assert argv == [
         "--rdzv_backend",
@@ -197,7 +205,7 @@ def test_ddp_options() -> None:
     assert role.env["TORCHX_TRACKING_EXPERIMENT_NAME"] == "exp1"
     assert role.max_retries == 2
     assert role.mounts == [specs.BindMount(src_path="/d", dst_path="/data")]
-    assert " --tee 1 " in role.args[1]
+    assert role.args[role.args.index("--tee") + 1] == "1"
     assert ddp("--script", "a/b/c.py", "--name", "exp2/").name == "c"
     assert ddp("--script", "c.py", "--name", "myrun").name == "myrun"
 
@@ -227,14 +235,14 @@ def test_spmd_takes_nproc_from_the_named_resource() -> None:
     app = materialize_appdef(dist.spmd, ["--script", "t.py", "-h", "gpu.large", "-j", "2"])
     role = app.roles[0]
     assert (role.num_replicas, role.resource.gpu) == (2, 4)
-    assert "--nnodes 2 --nproc_per_node 4 " in role.args[1]
+    assert "--nnodes 2 --nproc_per_node 4 " in " ".join(role.args)
     role = materialize_appdef(dist.spmd, ["-m", "m", "-j", "1:3"]).roles[0]  # default gpu.small: 1 GPU
     assert (role.num_replicas, role.min_replicas) == (3, 1)
-    assert "--nnodes 1:3 --nproc_per_node 1 " in role.args[1]
+    assert "--nnodes 1:3 --nproc_per_node 1 " in " ".join(role.args)
     role = materialize_appdef(dist.spmd, ["-m", "m", "-h", "cpu.large"]).roles[0]  # no GPU: one process
-    assert "--nproc_per_node 1 " in role.args[1]
+    assert "--nproc_per_node 1 " in " ".join(role.args)
     role = materialize_appdef(dist.spmd, ["-m", "m", "-h", "gpu.xlarge", "-j", "1x4"]).roles[0]
-    assert "--nproc_per_node 4 " in role.args[1]
+    assert "--nproc_per_node 4 " in " ".join(role.args)
 
 
 def test_spmd_refuses_more_processes_than_gpus() -> None:
@@ -242,3 +250,16 @@ def test_spmd_refuses_more_processes_than_gpus() -> None:
         materialize_appdef(dist.spmd, ["-m", "m", "-j", "1x2"])
     with pytest.raises(ComponentArgError, match="invalid -j 'abc': expected NNODES, MIN:MAX, NNODESxNPROC"):
         materialize_appdef(dist.spmd, ["-m", "m", "-j", "abc"])
+
+
+@pytest.mark.parametrize("j", ["1x1", "2x1"])
+def test_ddp_macro_values_are_data_and_script_args_arrive_as_given(j: str, tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    app_id = hostile_value(str(marker))
+    user = [*PASSTHROUGH_ARGS, "--id=${app_id}"]
+    role = ddp("-j", j, "--rdzv_backend", "static", "--env", "E=$$", "--script", "t $$.py", "--", *user).roles[0]
+    assert role.env["E"] == "$$$$"  # fills back to "$$"
+    argv = torchrun_argv(role, replica_id=0, env={"TORCHX_RANK0_HOST": "h0"}, tmp=tmp_path, app_id=app_id)
+    assert argv[argv.index("--rdzv_id") + 1] == app_id
+    assert argv[argv.index("t $$.py") + 1 :] == [*PASSTHROUGH_ARGS, f"--id={app_id}"]
+    assert not marker.exists()

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from torchx.runner import Runner, get_runner
 from torchx.specs import AppState
+from torchx.testing import PASSTHROUGH_ARGS, hostile_value
 
 pytest.importorskip("torchx_sched_local", reason="needs torchx-sched-local (the local_cwd scheduler)")
 
@@ -86,3 +88,31 @@ def test_booth_and_copy(runner: Runner, isolated: Path) -> None:
 def test_dryrun_on_local_cwd(runner: Runner) -> None:
     info = runner.dryrun_component("dist.ddp", ["-j", "2x1", "--script", "t.py"], scheduler="local_cwd")
     assert "torchrun" in str(info)
+
+
+@pytest.mark.parametrize("component", ["utils.sh", "dist.ddp"])
+def test_macros_from_a_hostile_working_directory_run_nothing(
+    runner: Runner, isolated: Path, monkeypatch: pytest.MonkeyPatch, component: str
+) -> None:
+    marker = isolated / "pwned"
+    cwd = isolated / hostile_value(str(marker))
+    cwd.mkdir(parents=True)
+    monkeypatch.chdir(cwd)
+    words = ["${img_root}", "${app_id}-${replica_id}", *PASSTHROUGH_ARGS]
+    if component == "utils.sh":
+        args, role = ["--", "printf", "<%s>\\n", *words], "sh"
+    else:  # a fake torchrun on PATH prints its arguments: no torch needed
+        fake = isolated / "bin" / "torchrun"
+        fake.parent.mkdir()
+        fake.write_text("#!/bin/sh\nprintf '<%s>\\n' \"$@\"\n")
+        fake.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+        args, role = ["--script", "t.py", "--", *words], "t"
+    handle = runner.run_component(component, args, scheduler="local_cwd")
+    status = runner.wait(handle, wait_interval=0.2, timeout=120)
+    assert status is not None and status.state == AppState.SUCCEEDED, status
+    app_id = handle.rsplit("/", 1)[1]
+    lines = "".join(runner.log_lines(handle, role, 0))
+    expected = "".join(f"<{w}>\n" for w in [str(cwd), f"{app_id}-0", *PASSTHROUGH_ARGS])
+    assert lines.endswith(expected)
+    assert not marker.exists()

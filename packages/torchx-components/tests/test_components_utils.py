@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import shlex
+import subprocess
+from pathlib import Path
+from typing import Any
 
 import pytest
 from torchx import specs
 from torchx.runner import get_runner
 from torchx.runner.api import validate_app
 from torchx.specs.builders import ComponentArgError, materialize_appdef
+from torchx.testing import PASSTHROUGH_ARGS, hostile_value
 from torchx.version import TORCHX_IMAGE
 from torchx_components import utils
 
@@ -43,9 +46,7 @@ def test_touch_requires_file() -> None:
 def test_sh_quotes_every_argument() -> None:
     role = role_of(materialize_appdef(utils.sh, ["--", "echo", "a b", "$HOME", "; rm -rf /", "it's"]))
     assert role.entrypoint == "sh"
-    assert role.args[0] == "-c"
-    assert shlex.split(role.args[1]) == ["echo", "a b", "$HOME", "; rm -rf /", "it's"]
-    assert "$HOME'" in role.args[1]  # single-quoted: the shell does not expand it
+    assert role.args == ["-c", '"$@"', "sh", "echo", "a b", "$HOME", "; rm -rf /", "it's"]
 
 
 def test_sh_options() -> None:
@@ -70,7 +71,7 @@ def test_sh_options() -> None:
         )
     )
     assert role.entrypoint == "bash"
-    assert role.args == ["-c", "ls"]
+    assert role.args == ["-c", '"$@"', "sh", "ls"]
     assert role.num_replicas == 2
     assert role.resource.memMB == 2048 and role.resource.cpu == 1
     assert role.env == {"A": "1", "B": "x y"}
@@ -199,3 +200,34 @@ def test_runner_materializes_by_name_with_dict_args() -> None:
     assert app.roles[0].args == ["from a dict"]
     app = runner.component_app("utils.python", ["hello.py", "aptg"])
     assert app.roles[0].args == ["hello.py", "aptg"]
+
+
+def test_sh_macro_values_are_data_and_other_text_arrives_as_given(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    hostile = hostile_value(str(marker))
+    words = ["printf", "<%s>\\n", "${img_root}/data", "${app_id}-${replica_id}", *PASSTHROUGH_ARGS]
+    role = role_of(materialize_appdef(utils.sh, ["--env", "E=$$ ${app_id}", "--", *words]))
+    filled = specs.macros.Values(img_root=hostile, app_id=hostile, replica_id="2").apply(role)
+    assert filled.env == {"E": f"$$ {hostile}"}
+    out = subprocess.run([filled.entrypoint, *filled.args], capture_output=True, text=True, check=True).stdout
+    expected = [f"{hostile}/data", f"{hostile}-2", *PASSTHROUGH_ARGS]
+    assert out == "".join(f"<{w}>\n" for w in expected)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("component", [utils.echo, utils.touch, utils.python, utils.binary, utils.copy])
+def test_arguments_without_macros_arrive_byte_identical(component: Any) -> None:
+    text = "$$ $HOME ${x} it's ${app_id}"
+    argv = {
+        utils.echo: ["--msg", text],
+        utils.touch: ["--file", text],
+        utils.python: ["-c", text, text],
+        utils.binary: ["--entrypoint", text, text],
+        utils.copy: ["--src", text, "--dst", text],
+    }[component]
+    role = role_of(materialize_appdef(component, argv))
+    filled = specs.macros.Values(img_root="/r", app_id="A", replica_id="0").apply(role)
+    want = text.replace("${app_id}", "A")
+    assert want in filled.args and text not in filled.args
+    if component is utils.binary:
+        assert filled.entrypoint == want

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from torchx import specs
 from torchx.runner import Runner, get_runner
+from torchx.testing import hostile_value, macro_probe, macro_probe_output
 from torchx_sched_aws._aws import AWSError
 
 pytestmark = pytest.mark.aws
@@ -143,3 +144,15 @@ def test_delete_deregisters_the_job_definition(runner: Runner, batch_queue: str,
     runner.delete(handle)
     defs = boto3.client("batch").describe_job_definitions(jobDefinitions=[arn])["jobDefinitions"]
     assert [d["status"] for d in defs] == ["INACTIVE"]
+
+
+def test_macro_values_are_data_in_a_real_container(runner: Runner, batch_docker: str, busybox_image: str) -> None:
+    marker = "/tmp/pwned"
+    probe = macro_probe(busybox_image, marker, resource=specs.resource(cpu=1, memMB=128))
+    probe.args.append(specs.macros.escape(hostile_value(marker)))  # one more word, to arrive as it is
+    handle = runner.run(specs.AppDef("macros", roles=[probe]), "aws_batch", {"queue": batch_docker})
+    status = runner.wait(handle, wait_interval=0.5, timeout=120)
+    assert status is not None and status.state == specs.AppState.SUCCEEDED, status
+    expected = macro_probe_output("", handle.rsplit("/", 1)[1], 0).splitlines(keepends=True)
+    expected.insert(-1, f"<{hostile_value(marker)}>\n")  # before PROBE_ENV's line
+    assert "".join(runner.log_lines(handle, "probe", 0)) == "".join(expected)

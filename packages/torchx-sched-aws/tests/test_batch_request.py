@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 from torchx import specs
+from torchx.testing import hostile_value, macro_probe, macro_probe_output
 from torchx_sched_aws.batch import CANCEL_REASON, job_state, node_ranges
 from torchx_sched_aws.batch_request import BatchOpts, build_job, job_name
 
@@ -214,3 +216,19 @@ def test_node_ranges_of_a_description() -> None:
     }
     assert [r[:3] for r in node_ranges(job)] == [("w", 0, 2), ("role1", 3, 4)]
     assert [r[:3] for r in node_ranges({"container": container})] == [("w", 0, 0)]
+
+
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_macro_values_are_data_on_every_node(replicas: int, tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    name = hostile_value(str(marker))  # part of the app_id macro (a real job name is [a-z0-9_-])
+    job = build_job(specs.AppDef("m", [macro_probe("img:1", str(marker), num_replicas=replicas)]), opts(), name)
+    d = job.job_definition
+    containers = (
+        [r["container"] for r in d["nodeProperties"]["nodeRangeProperties"]] * replicas
+        if replicas > 1
+        else [d["containerProperties"]]
+    )
+    for k, c in enumerate(containers):
+        assert run_wrapper(c, node_index=k, main_addr="10.0.0.7") == macro_probe_output("", job.app_id, k)
+    assert job.app_id == f"q:{name}" and not marker.exists()

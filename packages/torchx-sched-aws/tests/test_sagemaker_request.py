@@ -5,11 +5,13 @@ from __future__ import annotations
 import io
 import json
 import re
+import subprocess
 import tarfile
 from pathlib import Path
 
 import pytest
 from torchx import specs
+from torchx.testing import hostile_value, macro_probe, macro_probe_output
 from torchx_sched_aws._source import write_tarball
 from torchx_sched_aws.sagemaker import training_state
 from torchx_sched_aws.sagemaker_request import (
@@ -154,3 +156,15 @@ def test_tarball_keeps_destinations_and_honours_torchxignore(tmp_path: Path) -> 
     assert names == [".torchxignore", "conf/cfg.yaml", "pkg/m.py", "train.py"] and n == 4
     with pytest.raises(FileNotFoundError, match="does not exist"):
         write_tarball(specs.Workspace({str(tmp_path / "nope"): ""}), io.BytesIO())
+
+
+def test_macro_values_are_data_in_the_training_job(tmp_path: Path) -> None:
+    marker = tmp_path / "pw"  # relative below: SageMaker takes arguments of up to 256 characters
+    name = hostile_value(marker.name)  # the app_id macro (a real job name is [a-zA-Z0-9-])
+    probe = macro_probe("img:1", marker.name, resource=specs.resource(h="aws_p3.8xlarge"))
+    r = build_training_job(specs.AppDef("m", [probe]), opts(args_mode="command"), name).request
+    algo = r["AlgorithmSpecification"]
+    argv = [*algo["ContainerEntrypoint"], *algo["ContainerArguments"]]
+    out = subprocess.run(argv, env=r["Environment"], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert out.stdout == macro_probe_output("", name, 0)
+    assert not marker.exists()

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from torchx import specs
 from torchx.specs import AppState
+from torchx.testing import hostile_value, macro_probe, macro_probe_output
 from torchx_sched_k8s import names
 from torchx_sched_k8s.errors import KubernetesError
 
@@ -467,3 +468,17 @@ def test_many_replicas_are_created_in_parallel(
     assert status is not None and status.state == AppState.SUCCEEDED, status
     assert "".join(runner.log_lines(handle, "r", 9)) == "9\n"
     runner.delete(handle)
+
+
+def test_macro_values_are_data_in_pods(runner: Any, k8s_cluster: Any, k8s_cfg: dict[str, Any]) -> None:
+    marker = "/tmp/pwned"
+    probe = macro_probe(k8s_cluster.image, marker, num_replicas=2, resource=specs.Resource(cpu=1, gpu=0, memMB=128))
+    probe.args.append(specs.macros.escape(hostile_value(marker)))  # one more word, to arrive as it is
+    handle = runner.run(specs.AppDef("macros", roles=[probe]), "kubernetes", cfg=k8s_cfg)
+    status = runner.wait(handle, wait_interval=0.5, timeout=WAIT)
+    assert status is not None and status.state == AppState.SUCCEEDED, status
+    app_id = handle.rsplit("/", 1)[1]
+    for k in range(2):
+        expected = macro_probe_output("", app_id, k).splitlines(keepends=True)
+        expected.insert(-1, f"<{hostile_value(marker)}>\n")  # before PROBE_ENV's line
+        assert "".join(runner.log_lines(handle, "probe", k)) == "".join(expected)

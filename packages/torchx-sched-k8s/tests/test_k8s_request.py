@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from torchx import specs
 from torchx.specs import macros
+from torchx.testing import hostile_value, macro_probe, macro_probe_output
 from torchx_sched_k8s import names
 from torchx_sched_k8s.opts import KubernetesOpts, MCADOpts
 from torchx_sched_k8s.pods import RANK0_ENV, PodSpecError, parse_toleration, port_name
@@ -112,7 +115,8 @@ def test_env_macros_and_rank0_per_replica() -> None:
     for k, job in enumerate(jobs[1:]):
         c = container(job)
         assert c["command"] == ["python"]
-        assert c["args"] == ["--id", str(k), "--app", req.app_id, "--lit", "${replica_id}", "--host", f"${RANK0_ENV}"]
+        lit = ["--lit", "$${replica_id}", "--host", f"$${RANK0_ENV}"]  # "$$": the kubelet's escape for "$"
+        assert c["args"] == ["--id", str(k), "--app", req.app_id, *lit]
         e = env(c)
         assert e["TORCHX_REPLICA_IDX"] == str(k) and e["TORCHX_ROLE_NAME"] == "worker"
         assert e[RANK0_ENV] == rank0
@@ -297,8 +301,9 @@ def test_hostile_text_survives_the_yaml_round_trip(build: Any) -> None:
         if docs[0]["kind"] == "Job" and "tasks" in docs[0]["spec"]
         else [d["spec"]["template"]["spec"] for d in docs if d["kind"] == "Job"]
     )
-    assert pods and all(p["containers"][0]["args"] == [HOSTILE] for p in pods)
-    assert all(env(p["containers"][0])["X"] == HOSTILE for p in pods)
+    k8s_escaped = HOSTILE.replace("$", "$$")  # the kubelet turns "$$" back into "$" (and reads "$(VAR)")
+    assert pods and all(p["containers"][0]["args"] == [k8s_escaped] for p in pods)
+    assert all(env(p["containers"][0])["X"] == k8s_escaped for p in pods)
 
 
 def test_requests_share_constant_parts_but_yaml_never_uses_aliases() -> None:
@@ -306,3 +311,37 @@ def test_requests_share_constant_parts_but_yaml_never_uses_aliases() -> None:
     text = req.to_yaml()
     assert "&id" not in text and "*id" not in text
     assert list(yaml.safe_load_all(text)) == req.objects
+
+
+def kubelet_expand(text: str) -> str:
+    """What the kubelet makes of a command, args or env string: ``$$`` is ``$``; ``$(VAR)`` reads a variable.
+
+    Every ``$`` torchx writes is doubled, so a ``$(`` that is not after ``$$`` is a bug here.
+    """
+    out, i = [], 0
+    while (j := text.find("$", i)) >= 0:
+        assert text.startswith("$$", j), f"an unescaped $ the kubelet would read: {text!r}"
+        out.append(text[i:j] + "$")
+        i = j + 2
+    return "".join(out) + text[i:]
+
+
+@pytest.mark.parametrize("build", [build_jobs, build_volcano])
+def test_macro_values_are_data_in_the_manifest(build: Any, tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    namespace = hostile_value(str(marker))  # part of the app_id macro (a real namespace is a DNS label)
+    req = build(specs.AppDef("macros", [macro_probe("img", str(marker), num_replicas=2)]), KubernetesOpts(namespace))
+    docs = list(yaml.safe_load_all(req.to_yaml()))
+    pods = (
+        [t["template"]["spec"] for t in docs[0]["spec"]["tasks"]]
+        if "tasks" in docs[0]["spec"]
+        else [d["spec"]["template"]["spec"] for d in docs if d["kind"] == "Job"]
+    )
+    assert len(pods) == 2
+    for k, pod in enumerate(pods):
+        c = pod["containers"][0]
+        values = {e["name"]: kubelet_expand(e["value"]) for e in c["env"] if "value" in e}
+        argv = [kubelet_expand(w) for w in [*c["command"], *c["args"]]]
+        out = subprocess.run(argv, env=values, capture_output=True, text=True, check=True)
+        assert out.stdout == macro_probe_output("", req.app_id, k)
+    assert req.app_id.startswith(namespace) and not marker.exists()

@@ -158,3 +158,16 @@ def test_mcad_states() -> None:
     aw = {"metadata": {}, "spec": {"resources": {"GenericItems": items}}, "status": {"state": "Failed"}}
     view = mcad_view(aw, [pod("w", 0, "Failed", containerStatuses=[{"state": {"terminated": {"exitCode": 1}}}])])
     assert view.state == AppState.FAILED and len(view.replicas) == 2 and "exit 1" in view.msg
+
+
+def test_described_role_has_the_values_not_the_kubelet_escapes() -> None:
+    from torchx import specs
+    from torchx_sched_k8s.opts import KubernetesOpts
+    from torchx_sched_k8s.request import build_jobs
+
+    text = "$$ $(id) ${x} $HOME"
+    r = specs.Role("w", "i", entrypoint="sh", args=["-c", specs.macros.escape(text)], env={"E": "$${app_id}"})
+    req = build_jobs(specs.AppDef("a", [r]), KubernetesOpts(namespace="ns"))
+    view = view_jobs([o for o in req.objects if o["kind"] == "Job"], [])
+    assert view is not None
+    assert view.role_defs[0].args == ["-c", text] and view.role_defs[0].env["E"] == "${app_id}"

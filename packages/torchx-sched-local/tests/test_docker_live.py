@@ -15,6 +15,7 @@ from sched_local_helpers import eventually, run_cli
 from torchx import specs
 from torchx.schedulers.streams import Stream
 from torchx.specs import AppState
+from torchx.testing import hostile_value, macro_probe, macro_probe_output
 from torchx_sched_local.docker_scheduler import LABEL_APP_ID
 
 pytestmark = pytest.mark.docker
@@ -223,3 +224,17 @@ def test_torchx_run_on_local_docker(docker_live: dict[str, str], isolated: Path)
     handle = proc.stdout.splitlines()[0]
     assert "echo/0 hi docker" in proc.stdout
     assert run_cli("delete", handle).returncode == 0
+
+
+def test_macro_values_are_data_in_containers(docker_sched: Any, docker_live: dict[str, str]) -> None:
+    marker = "/tmp/pwned"
+    role = macro_probe(docker_live["TORCHX_TEST_BUSYBOX_IMAGE"], marker, num_replicas=2)
+    role.args.append(specs.macros.escape(hostile_value(marker)))  # one more word, to arrive as it is
+    app_id = _run(docker_sched, role, name="macros")
+    desc = docker_sched.wait(app_id, timeout=60)
+    assert desc is not None and desc.state == AppState.SUCCEEDED, desc
+    for k in (0, 1):
+        out = "".join(docker_sched.log_iter(app_id, "probe", k, streams=Stream.STDOUT))
+        expected = macro_probe_output("", app_id, k).splitlines(keepends=True)
+        expected.insert(-1, f"<{hostile_value(marker)}>\n")  # before PROBE_ENV's line
+        assert out == "".join(expected)

@@ -17,6 +17,7 @@ from conftest import HOSTILE
 from torchx import specs
 from torchx.runner import Runner
 from torchx.schedulers.streams import Stream
+from torchx.testing import hostile_value, macro_probe, macro_probe_output
 
 pytestmark = pytest.mark.lsf
 
@@ -195,3 +196,16 @@ def test_cli_log_shows_all_output_by_default(lsf_cluster: dict[str, str], job_di
         [*torchx, "log", "--streams", "stderr", handle], capture_output=True, text=True, timeout=60
     )
     assert only_err.stdout.splitlines() == ["sh/0 to-stderr"]
+
+
+def test_macro_values_are_data_on_the_cluster(runner: Runner, lsf_cluster: dict[str, str], job_dir: str) -> None:
+    marker = os.path.join(job_dir, "pwned")
+    image = os.path.join(job_dir, hostile_value(marker))  # the img_root macro
+    probe = macro_probe(image, marker, num_replicas=2, resource=specs.Resource(cpu=1, gpu=0, memMB=64))
+    handle = run(runner, job_dir, probe, name="macros")
+    status = wait(runner, handle)
+    assert status.state == specs.AppState.SUCCEEDED, status
+    app_id = handle.rsplit("/", 1)[1]
+    for k in range(2):
+        assert log(runner, handle, "probe", k, stream=Stream.STDOUT) == macro_probe_output(image, app_id, k)
+    assert not os.path.exists(marker)

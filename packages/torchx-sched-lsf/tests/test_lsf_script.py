@@ -16,6 +16,7 @@ import pytest
 from conftest import HOSTILE
 from torchx import specs
 from torchx.specs.runopts import InvalidRunConfigException
+from torchx.testing import hostile_value, macro_probe, macro_probe_output
 from torchx_sched_lsf.opts import LsfOpts
 from torchx_sched_lsf.scheduler import LsfScheduler
 from torchx_sched_lsf.script import build_request, job_name, log_file, parse_job_name
@@ -212,3 +213,15 @@ def test_sigint_like_bkill_stops_the_replicas_and_no_retry_starts(tmp_path: Any)
     assert time.monotonic() - started < 10  # the replicas (sleeping 60 s) were stopped
     assert mark.read_text() == "started\n" * 2  # and not started again
     assert not (tmp_path / "lsf-9.restarts").exists()
+
+
+def test_macro_values_are_data_in_the_job_script(tmp_path: Any) -> None:
+    marker = os.path.join(str(tmp_path), "pwned")
+    image = hostile_value(marker)  # the img_root macro
+    # stands for $LSB_JOBID (numeric in real life; no "/": it names the log files); the script runs in tmp_path
+    job_id = '42\'$(touch pwned)"`touch pwned`" $$ a  b'
+    probe = macro_probe(image, marker, num_replicas=2, resource=specs.Resource(cpu=1, gpu=0, memMB=64))
+    assert run_script(str(tmp_path), specs.AppDef("macros", [probe]), job_id=job_id) == 0
+    for k in range(2):
+        assert read(str(tmp_path), "probe", k, "out", job_id=job_id) == macro_probe_output(image, job_id, k)
+    assert not os.path.exists(marker)

@@ -18,6 +18,7 @@ from conftest import RayCluster, alive
 from torchx import specs
 from torchx.runner import Runner
 from torchx.schedulers.streams import Stream
+from torchx.testing import hostile_value, macro_probe, macro_probe_output
 
 pytestmark = pytest.mark.ray
 
@@ -251,3 +252,20 @@ def test_sigkilled_actor_fails_its_replica_and_takes_no_orphan_along(runner: Run
     assert states == {"k": specs.AppState.FAILED, "other": specs.AppState.CANCELLED}
     time.sleep(1)
     assert not alive(pid), "the replica's process must die with its actor"
+
+
+def test_macro_values_are_data_on_the_cluster(runner: Runner, ray_cluster: RayCluster) -> None:
+    marker = "/tmp/torchx-ray-macro-pwned"
+    probe = macro_probe("unused", marker, num_replicas=2, resource=specs.Resource(cpu=1, gpu=0, memMB=128))
+    probe.args.append(specs.macros.escape(hostile_value(marker)))  # one more word, to arrive as it is
+    handle = run(runner, ray_cluster, app("macros", probe))
+    status = wait(runner, handle)
+    assert status.state == specs.AppState.SUCCEEDED, status
+    app_id = handle.rsplit("/", 1)[1]
+    for k in range(2):
+        out = log(runner, handle, "probe", k, stream=Stream.STDOUT)
+        img_root = out[1 : out.index(">\n")]  # the job's working dir on the cluster: the first word
+        expected = macro_probe_output(img_root, app_id, k).splitlines(keepends=True)
+        expected.insert(-1, f"<{hostile_value(marker)}>\n")  # before PROBE_ENV's line
+        assert img_root and out == "".join(expected)
+    assert not os.path.exists(marker)

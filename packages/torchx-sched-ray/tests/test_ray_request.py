@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 from torchx import specs
 from torchx.specs.macros import RANK0_ENV
 from torchx.specs.runopts import InvalidRunConfigException
-from torchx_sched_ray.request import make_app_id, split_app_id
+from torchx.testing import hostile_value, macro_probe, macro_probe_output
+from torchx_sched_ray.request import make_app_id, role_spec, split_app_id
 from torchx_sched_ray.scheduler import RayScheduler, create_scheduler
 from torchx_sched_ray.torchx_ray_driver.placeholders import IMG_ROOT, RANK0_HOST, REPLICA_ID
 from torchx_sched_ray.torchx_ray_driver.replica import fill
@@ -138,3 +141,18 @@ def test_app_ids_carry_the_address(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_dryrun_of_1000_replicas_is_one_role_entry() -> None:
     _, job = dryrun(specs.AppDef("big", [role(num_replicas=1000)]))
     assert len(job.spec["roles"]) == 1 and job.spec["roles"][0]["num_replicas"] == 1000  # type: ignore[attr-defined]
+
+
+def test_macro_values_are_data_on_the_replicas(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    app_id = hostile_value(str(marker))  # a real id is <host>:<port>-<submission id>: this checks the words
+    cwd = tmp_path / hostile_value(str(marker))  # the job's working dir: the img_root macro
+    cwd.mkdir(parents=True)
+    spec = role_spec(macro_probe("img", str(marker), num_replicas=2), app_id)
+    for k in range(2):  # fill the placeholders as the driver does on the cluster, then exec (no shell)
+        values = {REPLICA_ID: str(k), IMG_ROOT: str(cwd), RANK0_HOST: "h0"}
+        argv = [fill(a, values) for a in spec["argv"]]
+        env = {"PATH": os.defpath, **{key: fill(v, values) for key, v in spec["env"].items()}}
+        out = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, check=True)
+        assert out.stdout == macro_probe_output(str(cwd), app_id, k)
+    assert not marker.exists()

@@ -15,6 +15,7 @@ from conftest import SlurmCluster
 from torchx import specs
 from torchx.runner import Runner
 from torchx.schedulers.streams import Stream
+from torchx.testing import hostile_value, macro_probe, macro_probe_output
 
 pytestmark = pytest.mark.slurm
 
@@ -203,3 +204,16 @@ def test_job_dir_workspace(runner: Runner, slurm_cluster: SlurmCluster, job_dir:
 def test_unknown_app(runner: Runner, slurm_cluster: SlurmCluster) -> None:
     assert runner.status("slurm://slurmtest/999999999") is None
     assert runner.status("slurm://slurmtest/not-a-job") is None
+
+
+def test_macro_values_are_data_on_the_cluster(runner: Runner, slurm_cluster: SlurmCluster, job_dir: str) -> None:
+    marker = os.path.join(job_dir, "pwned")
+    image = os.path.join(job_dir, hostile_value(marker))  # the img_root macro
+    probe = macro_probe(image, marker, num_replicas=2, resource=specs.Resource(cpu=1, gpu=0, memMB=256))
+    handle = run(runner, slurm_cluster, job_dir, app("macros", probe))
+    status = wait(runner, handle)
+    assert status.state == specs.AppState.SUCCEEDED, status
+    app_id = handle.rsplit("/", 1)[1]
+    for k in range(2):
+        assert log(runner, handle, "probe", k) == macro_probe_output(image, app_id, k)
+    assert not os.path.exists(marker)

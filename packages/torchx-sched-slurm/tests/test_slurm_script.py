@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from torchx import specs
 from torchx.specs.runopts import InvalidRunConfigException
+from torchx.testing import hostile_value, macro_probe, macro_probe_output
 from torchx_sched_slurm.scheduler import SlurmScheduler
 from torchx_sched_slurm.script import log_file, sbatch_quote, shell_word
 
@@ -283,3 +284,23 @@ def test_dryrun_of_1000_replicas_is_fast() -> None:
     elapsed = time.perf_counter() - start
     assert script.count("#SBATCH hetjob") == 999
     assert elapsed < 0.5, f"dryrun of 1000 replicas took {elapsed * 1000:.0f} ms"
+
+
+def test_macro_values_are_data_in_the_job_script(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    image = hostile_value(str(marker))  # the img_root macro
+    job_id = hostile_value(str(marker))  # stands for $SLURM_JOB_ID (numeric in real life)
+    script = dryrun(specs.AppDef("macros", [macro_probe(image, str(marker), num_replicas=2)]))
+    body = script[script.index("# host of the first replica") : script.index("\nsrun")]
+    for k in (0, 1):
+        cmd = f'bash -c "exec ${{replica_{k}[*]@Q}}"'
+        env = {"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": job_id, "SLURM_JOB_NODELIST": "node7"}
+        proc = subprocess.run(["bash", "-c", body + "\n" + cmd], env=env, capture_output=True, text=True, check=True)
+        assert proc.stdout == macro_probe_output(image, job_id, k)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("key", ["job_dir", "partition", "comment"])
+def test_a_newline_in_an_sbatch_value_is_refused(key: str) -> None:
+    with pytest.raises(InvalidRunConfigException, match="single line"):  # before any script is written
+        dryrun(specs.AppDef("a", [role()]), {key: "/tmp/x\nrm -rf /tmp/y"})

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import shlex
-from collections.abc import Iterable
-
 from torchx import specs
+from torchx.specs.macros import macros
 
 
 def resource(cpu: int, gpu: int, memMB: int, h: str | None) -> specs.Resource:
@@ -25,6 +23,11 @@ def mounts(opts: list[str] | None) -> list[specs.Mount]:
     return specs.parse_mounts(opts) if opts else []
 
 
-def shell_join(words: Iterable[str]) -> str:
-    """``words`` as one shell command line, each quoted so the shell passes it through unchanged."""
-    return " ".join(shlex.quote(w) for w in words)
+def as_given(text: str) -> str:
+    """``text`` as a Role arg that reaches the process as given but for its macros (``$$`` stays ``$$``)."""
+    return macros.escape(text, keep=macros.NAMES)
+
+
+def macro_env(env: dict[str, str]) -> dict[str, str]:
+    """``env`` as Role env: each value as given but for its macros (see :func:`as_given`)."""
+    return {k: as_given(v) for k, v in env.items()}

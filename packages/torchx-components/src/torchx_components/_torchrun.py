@@ -6,9 +6,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from torchx import specs
-
-from torchx_components._common import shell_join
+from torchx.specs.macros import macros
 
 #: rendezvous backends ``dist.ddp`` knows how to point at the rank-0 node
 RDZV_BACKENDS = ("c10d", "static")
@@ -89,21 +87,7 @@ def split_name(name: str, default_run: str) -> tuple[str, str]:
     return experiment or "default-experiment", run or default_run
 
 
-def rdzv_endpoint(shape: Shape, backend: str, port: int) -> str:
-    """The ``--rdzv_endpoint`` word, already shell-quoted.
-
-    One node: ``localhost`` (port 0 for c10d, so concurrent jobs on one host pick free
-    ports). Several: the rank-0 host, read by the shell from the environment variable the
-    scheduler names through ``macros.rank0_env`` (``localhost`` when unset, as on the
-    rank-0 node of some schedulers).
-    """
-    if shape.max_nnodes == 1:
-        return f"localhost:{0 if backend == 'c10d' else port}"
-    # "$$" escapes the macro syntax: after substitution this reads "${TORCHX_RANK0_HOST:-localhost}:PORT"
-    return f'"$${{{specs.macros.rank0_env}:-localhost}}:{port}"'
-
-
-def torchrun_script(
+def torchrun_args(
     shape: Shape,
     *,
     script: str | None,
@@ -112,11 +96,16 @@ def torchrun_script(
     rdzv_backend: str,
     rdzv_port: int,
     tee: int,
-) -> str:
-    """The shell command (for ``bash -c``) that starts ``torchrun`` on one node.
+) -> list[str]:
+    """The role args (for ``bash``) that start ``torchrun`` on one node.
 
-    Every word except the rendezvous endpoint is quoted; the endpoint expands the rank-0
-    host variable in the shell.
+    ``bash -c 'exec torchrun ... "$@"' torchrun --rdzv_id ${app_id} ... SCRIPT ARGS``: every
+    word, the macros and the user's text included, is one argument of the shell (filled by the
+    scheduler as data, never parsed as shell code). The script itself holds only constants
+    and, for several nodes, the rendezvous endpoint, which reads the rank-0 host from the
+    variable the scheduler names through ``macros.rank0_env`` (``localhost`` when unset, as
+    on the rank-0 node of some schedulers). One node meets on ``localhost`` (port 0 for c10d,
+    so concurrent jobs on one host pick free ports).
 
     Raises:
         ValueError: the rendezvous backend is unknown or cannot run the shape
@@ -125,10 +114,18 @@ def torchrun_script(
         raise ValueError(f"unknown --rdzv_backend {rdzv_backend!r}: use one of {', '.join(RDZV_BACKENDS)}")
     if rdzv_backend == "static" and shape.min_nnodes != shape.max_nnodes:
         raise ValueError(f"-j {shape.j} is elastic, which needs --rdzv_backend c10d (static needs a fixed node count)")
-    head = shell_join(["exec", "torchrun", "--rdzv_backend", rdzv_backend, "--rdzv_endpoint"])
-    tail = [
+    if shape.max_nnodes == 1:
+        head = 'exec torchrun "$@"'
+        port = 0 if rdzv_backend == "c10d" else rdzv_port
+        words = ["--rdzv_backend", rdzv_backend, "--rdzv_endpoint", f"localhost:{port}"]
+    else:
+        # rdzv_backend is one of RDZV_BACKENDS and the port an int: nothing in the script comes from the user
+        endpoint = f'"${{{macros.rank0_env}:-localhost}}:{int(rdzv_port)}"'
+        head = f'exec torchrun --rdzv_backend {rdzv_backend} --rdzv_endpoint {endpoint} "$@"'
+        words = []
+    words += [
         "--rdzv_id",
-        specs.macros.app_id,
+        macros.app_id,
         "--nnodes",
         shape.nnodes,
         "--nproc_per_node",
@@ -137,7 +134,7 @@ def torchrun_script(
         str(tee),
     ]
     if rdzv_backend == "static":
-        tail += ["--node_rank", specs.macros.replica_id]
-    tail += [script] if script is not None else ["-m", str(m)]
-    tail += script_args
-    return f"{head} {rdzv_endpoint(shape, rdzv_backend, rdzv_port)} {shell_join(tail)}"
+        words += ["--node_rank", macros.replica_id]
+    words += [script] if script is not None else ["-m", str(m)]
+    words += script_args
+    return macros.shell_args(head, words, name="torchrun")

@@ -6,7 +6,8 @@ Examples::
     torchx run dist.ddp -j 1:4x8 -m my.trainer                   # elastic: 1 to 4 nodes
     torchx run -s kubernetes dist.spmd -h gpu.large -j 2 --script train.py   # 2 nodes x 4 GPUs
 
-Each node runs ``bash -c "exec torchrun ..."``; the nodes meet at the c10d rendezvous on
+Each node runs ``bash -c 'exec torchrun "$@"' torchrun ARGS...`` (every argument, macros
+and user text, is passed to the shell as data); the nodes meet at the c10d rendezvous on
 the rank-0 node, whose host the scheduler puts in the variable named by ``macros.rank0_env``.
 """
 
@@ -15,9 +16,9 @@ from __future__ import annotations
 from torchx import specs
 from torchx.version import TORCHX_IMAGE
 
+from torchx_components._common import macro_env, resource
 from torchx_components._common import mounts as parse_mounts
-from torchx_components._common import resource
-from torchx_components._torchrun import DEBUG_ENV, entry_name, parse_j, split_name, torchrun_script
+from torchx_components._torchrun import DEBUG_ENV, entry_name, parse_j, split_name, torchrun_args
 
 
 def ddp(
@@ -74,7 +75,7 @@ def ddp(
     role_env = {"LOGLEVEL": "WARNING", **(DEBUG_ENV if debug else {}), **(env or {})}
     role_env.setdefault("TORCHX_TRACKING_EXPERIMENT_NAME", experiment)
     role_env.setdefault("TORCHX_TRACKING_RUN_NAME", run)
-    command = torchrun_script(
+    args = torchrun_args(
         shape,
         script=script,
         m=m,
@@ -90,11 +91,11 @@ def ddp(
                 name=role,
                 image=image,
                 entrypoint="bash",
-                args=["-c", command],
+                args=args,
                 num_replicas=shape.max_nnodes,
                 min_replicas=shape.min_nnodes,
                 resource=resource(cpu, gpu, memMB, h),
-                env=role_env,
+                env=macro_env(role_env),
                 max_retries=max_retries,
                 port_map={"c10d": rdzv_port},
                 mounts=parse_mounts(mounts),

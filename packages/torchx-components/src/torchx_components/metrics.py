@@ -10,6 +10,8 @@ from __future__ import annotations
 from torchx import specs
 from torchx.version import TORCHX_IMAGE
 
+from torchx_components._common import as_given
+
 
 def tensorboard(
     logdir: str,
@@ -47,16 +49,16 @@ def tensorboard(
                     "--timeout",
                     str(timeout),
                     "--start_on_file",
-                    start_on_file,
+                    as_given(start_on_file),
                     "--exit_on_file",
-                    exit_on_file,
+                    as_given(exit_on_file),
                     "--",
                     "tensorboard",
                     "--bind_all",
                     "--port",
                     str(port),
                     "--logdir",
-                    logdir,
+                    as_given(logdir),
                 ],
                 resource=specs.Resource(cpu=1, gpu=0, memMB=1024),
                 port_map={"http": port},

@@ -14,6 +14,8 @@ from __future__ import annotations
 from torchx import specs
 from torchx.version import TORCHX_IMAGE
 
+from torchx_components._common import as_given
+
 #: port the job serves the model archive on while TorchServe downloads it
 DEFAULT_PORT = 8222
 
@@ -55,7 +57,7 @@ def torchserve(
                 name="worker",
                 image=image,
                 entrypoint="python",
-                args=args,
+                args=[as_given(a) for a in args],
                 resource=specs.Resource(cpu=1, gpu=0, memMB=1024),
                 port_map={"model-download": port},
             )

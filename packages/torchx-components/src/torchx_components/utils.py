@@ -12,10 +12,11 @@ Examples::
 from __future__ import annotations
 
 from torchx import specs
+from torchx.specs.macros import macros
 from torchx.version import TORCHX_IMAGE
 
+from torchx_components._common import as_given, macro_env, resource
 from torchx_components._common import mounts as parse_mounts
-from torchx_components._common import resource, shell_join
 
 _APPS = "torchx_components.apps"
 
@@ -35,7 +36,7 @@ def echo(msg: str = "hello world", image: str = TORCHX_IMAGE, num_replicas: int 
                 name="echo",
                 image=image,
                 entrypoint="echo",
-                args=[msg],
+                args=[as_given(msg)],
                 num_replicas=num_replicas,
                 resource=specs.Resource(cpu=1, gpu=0, memMB=1024),
             )
@@ -57,7 +58,7 @@ def touch(file: str, image: str = TORCHX_IMAGE) -> specs.AppDef:
                 name="touch",
                 image=image,
                 entrypoint="touch",
-                args=[file],
+                args=[as_given(file)],
                 resource=specs.Resource(cpu=1, gpu=0, memMB=1024),
             )
         ],
@@ -77,10 +78,12 @@ def sh(
     mounts: list[str] | None = None,
     entrypoint: str | None = None,
 ) -> specs.AppDef:
-    """Runs a command through a shell (``sh -c``), each argument passed through unchanged.
+    """Runs a command through a shell (``sh -c '"$@"' sh ARGS...``), each argument passed through unchanged.
 
-    The arguments are quoted, so ``$VAR``, ``|`` and ``;`` reach the command literally;
-    for shell syntax run a shell explicitly: ``torchx run utils.sh -- sh -c 'ls | wc -l'``.
+    Each argument is one word for the shell, so ``$VAR``, ``|`` and ``;`` reach the command
+    literally; for shell syntax run a shell explicitly: ``torchx run utils.sh -- sh -c 'ls | wc -l'``.
+    Macros (``${app_id}``, ``${replica_id}``, ``${img_root}``) in an argument are filled in as
+    data: a quote or ``$(...)`` in their values is never run.
 
     Args:
         args: the command and its arguments
@@ -103,11 +106,11 @@ def sh(
             specs.Role(
                 name="sh",
                 image=image,
-                entrypoint=entrypoint or "sh",
-                args=["-c", shell_join(args)],
+                entrypoint=as_given(entrypoint or "sh"),
+                args=macros.shell_args('"$@"', args),
                 num_replicas=num_replicas,
                 resource=resource(cpu, gpu, memMB, h),
-                env=dict(env or {}),
+                env=macro_env(env or {}),
                 max_retries=max_retries,
                 mounts=parse_mounts(mounts),
             )
@@ -172,7 +175,7 @@ def python(
                 name="python",
                 image=image,
                 entrypoint="python",
-                args=[*program, *args],
+                args=[as_given(a) for a in (*program, *args)],
                 num_replicas=num_replicas,
                 resource=resource(cpu, gpu, memMB, h),
                 mounts=parse_mounts(mounts),
@@ -211,8 +214,8 @@ def binary(
             specs.Role(
                 name="binary",
                 image=image,
-                entrypoint=entrypoint,
-                args=list(args),
+                entrypoint=as_given(entrypoint),
+                args=[as_given(a) for a in args],
                 num_replicas=num_replicas,
                 resource=resource(cpu, gpu, memMB, h),
             )
@@ -239,7 +242,7 @@ def copy(src: str, dst: str, image: str = TORCHX_IMAGE, mounts: list[str] | None
                 name="torchx-utils-copy",
                 image=image,
                 entrypoint="python",
-                args=["-m", f"{_APPS}.copy", "--src", src, "--dst", dst],
+                args=["-m", f"{_APPS}.copy", "--src", as_given(src), "--dst", as_given(dst)],
                 resource=specs.Resource(cpu=1, gpu=0, memMB=1024),
                 mounts=parse_mounts(mounts),
             )
@@ -284,7 +287,7 @@ def booth(
                     "--trial_idx",
                     str(trial_idx),
                     "--tracker_base",
-                    tracker_base,
+                    as_given(tracker_base),
                 ],
                 resource=specs.Resource(cpu=1, gpu=0, memMB=1024),
             )

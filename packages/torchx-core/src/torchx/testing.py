@@ -17,10 +17,12 @@ import os
 import shlex
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     import pytest
+
+    from torchx.specs import Role
 
 ENV_REQUIRE_LIVE = "TORCHX_REQUIRE_LIVE"
 
@@ -161,3 +163,62 @@ def install_distribution(src: Path | str, target: Path | str) -> Path:
     if proc.returncode != 0:
         raise RuntimeError(f"cannot install the distribution {src}:\n{proc.stdout}{proc.stderr}")
     return Path(target)
+
+
+#: arguments a shell (or a macro filler) would change; each must reach the process byte for byte
+PASSTHROUGH_ARGS = [
+    "$$",
+    "$HOME",
+    "it's",
+    'say "hi"',
+    "a  b",
+    "new\nline",
+    "ü€ 🚀",
+    "`id`",
+    "$(id)",
+    "${x:-y}",
+    "\\",
+    "",
+]
+
+#: shell code printing each argument and then ``$PROBE_ENV`` as ``<text>`` lines, and PWNED if ``$MARK`` exists
+PROBE_SCRIPT = 'for a in "$@" "$PROBE_ENV"; do printf "<%s>\\n" "$a"; done; if [ -e "$MARK" ]; then echo PWNED; fi'
+
+
+def hostile_value(marker: str) -> str:
+    """A macro value (a directory, an id) that runs ``touch marker`` wherever a shell parses it.
+
+    Holds ``'``, ``"``, ``$(...)``, backticks, ``$$``, ``$HOME``, spaces, a newline and non-ASCII.
+    """
+    return f"p'$(touch {marker})'x \"$(touch {marker})\" `touch {marker}` $$ $HOME a  b\nc ü€"
+
+
+def _probe_words(img_root: str, app_id: str, replica_id: str) -> list[str]:
+    return [img_root, app_id, replica_id, f"{img_root}/{app_id}-{replica_id}:$$", *PASSTHROUGH_ARGS]
+
+
+def macro_probe(image: str, marker: str, name: str = "probe", **kwargs: Any) -> Role:
+    """A role that runs :data:`PROBE_SCRIPT` the way shell components do (``macros.shell_args``).
+
+    Its words are each macro, a word mixing them with ``$$``, and :data:`PASSTHROUGH_ARGS`;
+    ``PROBE_ENV`` holds the macros too. Compare its output with :func:`macro_probe_output`;
+    ``MARK`` (``marker``) is the file a command substitution in a value would create.
+    """
+    from torchx.specs import Role, macros
+
+    words = _probe_words(macros.img_root, macros.app_id, macros.replica_id)
+    env_value = macros.escape(f"{macros.app_id}|{macros.img_root}|$$", keep=macros.NAMES)
+    return Role(
+        name,
+        image,
+        entrypoint="sh",
+        args=macros.shell_args(PROBE_SCRIPT, words, name="probe"),
+        env={"MARK": marker, "PROBE_ENV": env_value},
+        **kwargs,
+    )
+
+
+def macro_probe_output(img_root: str, app_id: str, replica_id: int | str) -> str:
+    """What a :func:`macro_probe` replica prints when every value arrived as data."""
+    words = [*_probe_words(img_root, app_id, str(replica_id)), f"{app_id}|{img_root}|$$"]
+    return "".join(f"<{w}>\n" for w in words)

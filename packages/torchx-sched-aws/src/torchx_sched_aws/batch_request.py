@@ -27,6 +27,7 @@ from typing import Any
 
 from torchx.schedulers.devices import DEVICE_PATHS
 from torchx.schedulers.ids import make_unique, sanitize_name
+from torchx.schedulers.shell import placeholder, shell_word
 from torchx.schedulers.structured_opts import StructuredOpts
 from torchx.specs.env_names import check_env
 from torchx.specs.macros import RANK0_ENV, macros
@@ -41,8 +42,8 @@ NODE_INDEX_ENV = "AWS_BATCH_JOB_NODE_INDEX"
 MAIN_NODE_ADDR_ENV = "AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS"
 #: most attempts Batch allows per job
 MAX_ATTEMPTS = 10
-_REPLICA_TOKEN = "\x00torchx-replica-id\x00"  # cannot occur in a real argument
-_REPLICA_VAR = "${TORCHX_REPLICA_IDX}"
+_REPLICA_TOKEN = placeholder("torchx-replica-id")  # cannot occur in a real argument
+_REPLICA_EXPANSION = {_REPLICA_TOKEN: '"${TORCHX_REPLICA_IDX}"'}
 _PERMISSIONS = {"r": "READ", "w": "WRITE", "m": "MKNOD"}
 
 
@@ -157,9 +158,9 @@ def _container(role: Role, idx: int, start: int, app_id: str, opts: BatchOpts, m
         exports = [
             ("TORCHX_REPLICA_IDX", f"$(({NODE_INDEX_ENV} - {start}))"),
             (RANK0_ENV, f'"${{{MAIN_NODE_ADDR_ENV}:-localhost}}"'),
-            *((k, _shell.quote(v, _REPLICA_TOKEN, _REPLICA_VAR)) for k, v in dynamic),
+            *((k, shell_word(v, _REPLICA_EXPANSION)) for k, v in dynamic),
         ]
-        words = [_shell.quote(w, _REPLICA_TOKEN, _REPLICA_VAR) for w in [role.entrypoint, *role.args]]
+        words = [shell_word(w, _REPLICA_EXPANSION) for w in [role.entrypoint, *role.args]]
         command = ["/bin/sh", "-c", _shell.script(exports, words)]
         env = {k: v for k, v in env.items() if _REPLICA_TOKEN not in v}
     else:

@@ -287,7 +287,9 @@ class PodFactory:
             return _Str((value,))
         if "\x00" in value:
             raise PodSpecError(f"role {self.role.name!r}: NUL characters cannot be passed to a process: {value!r}")
-        return _Str(tuple(Template(value).safe_substitute(self._mapping, replica_id=_RID).split(_RID)))
+        filled = Template(value).safe_substitute(self._mapping, replica_id=_RID)
+        # the kubelet reads "$(VAR)" in command, args and env values and turns "$$" into "$": "$$" keeps a "$"
+        return _Str(tuple(filled.replace("$", "$$").split(_RID)))
 
     @property
     def resources(self) -> dict[str, dict[str, str]]:

@@ -210,19 +210,21 @@ def job_replica(job: dict[str, Any], pod: dict[str, Any] | None, cancelled: bool
 
 def _role_def(info: RoleInfo, template_spec: dict[str, Any]) -> Role:
     container = (template_spec.get("containers") or [{}])[0]
-    command = container.get("command") or []
+    # every "$" of command, args and env values is written doubled (the kubelet's escape): undo it
+    command = [w.replace("$$", "$") for w in container.get("command") or []]
+    args = [w.replace("$$", "$") for w in container.get("args") or []]
     return Role(
         name=info.name,
         image=container.get("image", ""),
         entrypoint=command[0] if command else "",
-        args=list(command[1:]) + list(container.get("args") or []),
+        args=command[1:] + args,
         num_replicas=info.num_replicas,
         min_replicas=info.min_replicas,
         max_retries=info.max_retries,
         retry_policy=RetryPolicy(info.retry_policy)
         if info.retry_policy in RetryPolicy.__members__
         else RetryPolicy.APPLICATION,
-        env={e["name"]: e["value"] for e in container.get("env") or [] if "value" in e},
+        env={e["name"]: e["value"].replace("$$", "$") for e in container.get("env") or [] if "value" in e},
     )
 
 
