@@ -15,7 +15,7 @@ from torchx.runner.api import validate_app
 from torchx.specs.builders import ComponentArgError, materialize_appdef
 from torchx.testing import PASSTHROUGH_ARGS, hostile_value
 from torchx_components import dist
-from torchx_components._torchrun import Shape, parse_j
+from torchx_components._torchrun import TORCHRUN_CHECK, Shape, parse_j
 
 
 def ddp(*argv: str) -> specs.AppDef:
@@ -99,7 +99,7 @@ def test_ddp_single_node_defaults() -> None:
     assert role.env["TORCHX_TRACKING_RUN_NAME"] == "train"
     assert role.args == [
         "-c",
-        'exec torchrun "$@"',
+        TORCHRUN_CHECK + 'exec torchrun "$@"',
         "torchrun",
         *("--rdzv_backend", "c10d", "--rdzv_endpoint", "localhost:0", "--rdzv_id", "${app_id}"),
         *("--nnodes", "1", "--nproc_per_node", "2", "--tee", "3", "train.py", "--lr", "0.1"),
@@ -135,7 +135,9 @@ def test_ddp_multi_node_reads_rank0_host_from_the_shell(tmp_path: Path) -> None:
     role = ddp("-j", "2x4", "--rdzv_port", "29999", "--script", "t.py", "--", "--x", "${replica_id}").roles[0]
     assert (role.num_replicas, role.min_replicas) == (2, 2)
     assert role.port_map == {"c10d": 29999}
-    assert role.args[1] == 'exec torchrun --rdzv_backend c10d --rdzv_endpoint "${${rank0_env}:-localhost}:29999" "$@"'
+    assert role.args[1] == TORCHRUN_CHECK + (
+        'exec torchrun --rdzv_backend c10d --rdzv_endpoint "${${rank0_env}:-localhost}:29999" "$@"'
+    )
     argv = torchrun_argv(role, replica_id=1, env={"TORCHX_RANK0_HOST": "node-0.cluster"}, tmp=tmp_path)
     assert argv == [
         "--rdzv_backend",
@@ -263,3 +265,17 @@ def test_ddp_macro_values_are_data_and_script_args_arrive_as_given(j: str, tmp_p
     assert argv[argv.index("--rdzv_id") + 1] == app_id
     assert argv[argv.index("t $$.py") + 1 :] == [*PASSTHROUGH_ARGS, f"--id={app_id}"]
     assert not marker.exists()
+
+
+def test_a_node_without_torchrun_is_told_what_to_install(tmp_path: Path) -> None:
+    role = dist.ddp(script="train.py", j="1x1").roles[0]
+    env = {"PATH": str(tmp_path)}  # neither torchrun nor nvidia-smi
+    for tool in ("sh", "bash"):
+        (tmp_path / tool).symlink_to(subprocess.run(["which", tool], capture_output=True, text=True).stdout.strip())
+    proc = subprocess.run([role.entrypoint, *role.args], capture_output=True, text=True, env=env, timeout=30)
+    assert proc.returncode == 127
+    assert "torchrun is not on PATH" in proc.stderr and "CPU wheel: pip install torch --index-url" in proc.stderr
+    (tmp_path / "nvidia-smi").write_text("#!/bin/sh\n")
+    (tmp_path / "nvidia-smi").chmod(0o755)
+    proc = subprocess.run([role.entrypoint, *role.args], capture_output=True, text=True, env=env, timeout=30)
+    assert proc.returncode == 127 and proc.stderr.strip().endswith("environment: pip install torch")

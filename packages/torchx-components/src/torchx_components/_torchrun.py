@@ -87,6 +87,16 @@ def split_name(name: str, default_run: str) -> tuple[str, str]:
     return experiment or "default-experiment", run or default_run
 
 
+#: the start of every ``dist.*`` node script: without ``torchrun`` on PATH, say what to install
+#: (the CPU wheel when the node has no NVIDIA driver) instead of bash's "command not found"
+TORCHRUN_CHECK = (
+    "command -v torchrun >/dev/null 2>&1 || { if command -v nvidia-smi >/dev/null 2>&1; then"
+    ' echo "dist: torchrun is not on PATH: install PyTorch in the job\'s environment: pip install torch" >&2;'
+    " else echo \"dist: torchrun is not on PATH: install PyTorch in the job's environment; this node has no GPU,"
+    ' so the CPU wheel: pip install torch --index-url https://download.pytorch.org/whl/cpu" >&2; fi; exit 127; }; '
+)
+
+
 def torchrun_args(
     shape: Shape,
     *,
@@ -137,4 +147,4 @@ def torchrun_args(
         words += ["--node_rank", macros.replica_id]
     words += [script] if script is not None else ["-m", str(m)]
     words += script_args
-    return macros.shell_args(head, words, name="torchrun")
+    return macros.shell_args(TORCHRUN_CHECK + head, words, name="torchrun")
