@@ -2,13 +2,16 @@
 
 Usage: ``python -m torchx_components.apps.booth --x1 1 --x2 3 --trial_idx 0 --tracker_base DIR``
 writes ``{"booth_eval": 0.0}`` to ``DIR/0.json``. ``DIR`` may be an fsspec URL when fsspec is
-installed.
+installed. When the job runs with trackers configured (``TORCHX_TRACKERS``), it also records
+``booth_eval`` as metadata of its tracker run (so ``torchx sweep status --metric booth_eval``
+finds the best trial).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from torchx_components.apps._fs import MissingFsspecError, open_file
@@ -40,8 +43,20 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, MissingFsspecError, ValueError) as e:
         print(f"booth: error: cannot write {path}: {e}", file=sys.stderr)
         return 1
+    record_metric(value)
     print(f"booth({args.x1}, {args.x2}) = {value} -> {path}")
     return 0
+
+
+def record_metric(value: float) -> None:
+    """Records ``booth_eval`` in the job's tracker run, when trackers are configured and torchx is importable."""
+    if not os.environ.get("TORCHX_TRACKERS"):
+        return
+    try:
+        from torchx.tracker.api import app_run_from_env
+    except ImportError:  # an image without torchx: the result file is still written
+        return
+    app_run_from_env().add_metadata(booth_eval=value)
 
 
 if __name__ == "__main__":

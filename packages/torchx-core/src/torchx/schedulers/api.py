@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from torchx.schedulers.capabilities import SchedulerCapabilities, UnsupportedFeatureError
 from torchx.schedulers.streams import Stream, filter_regex, split_lines, split_lines_iterator
@@ -117,8 +117,9 @@ class Scheduler(abc.ABC, Generic[T, A, D]):
 
     Implement ``_submit_dryrun``, ``schedule``, ``describe``, ``list`` and
     ``_cancel_existing``; optionally ``_run_opts``, ``log_iter``, ``wait``, ``close``,
-    ``_validate``, ``_pre_build_validate`` and ``_delete_existing``. Declare what the
-    backend supports in the class attribute ``capabilities`` (a scheduler that declares
+    ``_validate``, ``_pre_build_validate`` and ``_delete_existing``; with
+    ``capabilities.job_arrays``, ``submit_array_dryrun`` and ``array_element_id``. Declare what
+    the backend supports in the class attribute ``capabilities`` (a scheduler that declares
     nothing, as one written for upstream TorchX, is handed every request).
 
     Schedulers written for TorchX 0.7 run unchanged: ``Scheduler[CfgType]`` with one type
@@ -248,6 +249,35 @@ class Scheduler(abc.ABC, Generic[T, A, D]):
             pause = delay if deadline is None else min(delay, max(0.0, deadline - time.monotonic()))
             time.sleep(pause)
             delay = min(delay * 2, poll_interval)
+
+    # ------------------------------------------------------------------ job arrays (optional)
+    def submit_array_dryrun(self, apps: Sequence[AppDef], cfg: T, max_parallel: int | None = None) -> AppDryRunInfo[D]:
+        """One native request running ``apps[i]`` as element ``i`` of a job array (optional).
+
+        Only schedulers whose ``capabilities.job_arrays`` is True implement it (the default
+        raises). Contract:
+
+        1. ``apps`` are complete, validated apps (as :meth:`submit_dryrun` receives them, ``cfg``
+           resolved); they differ only in their arguments and environment. A scheduler that
+           cannot run these apps as one array (e.g. several replicas per app where arrays need
+           one) raises :class:`UnsupportedFeatureError`, and the caller submits them one by one.
+        2. At most ``max_parallel`` elements run at once (None: no limit). A scheduler that
+           cannot throttle arrays says so in its documentation and runs them all.
+        3. :meth:`schedule` of the result submits the whole array in one request and returns
+           the array's app id; :meth:`array_element_id` names each element, and
+           :meth:`describe`, :meth:`cancel` and :meth:`log_iter` accept those ids.
+           Cancelling the array's app id stops every element.
+        4. Each element's ``app_id`` macro expands to its own element id, so an element's
+           ``TORCHX_JOB_ID`` (its tracker run id) is its own handle.
+
+        Raises:
+            UnsupportedFeatureError: the scheduler has no job arrays, or not for these apps
+        """
+        raise UnsupportedFeatureError(f"scheduler {self.backend!r} has no job arrays")
+
+    def array_element_id(self, array_id: str, index: int) -> str:
+        """The app id of element ``index`` of the job array ``array_id`` (see :meth:`submit_array_dryrun`)."""
+        raise UnsupportedFeatureError(f"scheduler {self.backend!r} has no job arrays")
 
     def _pre_build_validate(self, app: AppDef, scheduler: str, cfg: T) -> None:
         """Checks ``app`` before its workspace is built."""

@@ -21,6 +21,8 @@ class SchedulerCapabilities:
         elastic: ``min_replicas`` is honoured
         mounts: mount kinds supported (``bind``, ``volume``, ``device``)
         attach: ``torchx run`` follows the job's output and waits by default (local schedulers)
+        job_arrays: ``submit_array_dryrun`` / ``array_element_id`` run many apps of one shape as
+            one native job array (``sbatch --array``, Batch array jobs); see :class:`Scheduler`
     """
 
     __slots__ = (
@@ -28,6 +30,7 @@ class SchedulerCapabilities:
         "cancel",
         "delete",
         "elastic",
+        "job_arrays",
         "list",
         "log_since_until",
         "log_streams",
@@ -50,6 +53,7 @@ class SchedulerCapabilities:
     elastic: bool
     mounts: frozenset[str]
     attach: bool
+    job_arrays: bool
 
     def __init__(
         self,
@@ -65,6 +69,7 @@ class SchedulerCapabilities:
         elastic: bool = False,
         mounts: frozenset[str] = frozenset(),
         attach: bool = False,
+        job_arrays: bool = False,
     ) -> None:
         set_ = object.__setattr__
         set_(self, "log_tail", log_tail)
@@ -79,6 +84,7 @@ class SchedulerCapabilities:
         set_(self, "elastic", elastic)
         set_(self, "mounts", frozenset(mounts))
         set_(self, "attach", attach)
+        set_(self, "job_arrays", job_arrays)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"SchedulerCapabilities is immutable (cannot set {name!r})")

@@ -1,0 +1,202 @@
+"""Starting a sweep: materialize every trial (all checked before anything runs), then submit
+them as one native job array when the scheduler has arrays, else hand them to a detached driver.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from torchx.runner import Runner
+from torchx.schedulers import get_scheduler_factories
+from torchx.schedulers.capabilities import UnsupportedFeatureError
+from torchx.specs.dryrun import AppDryRunInfo
+from torchx.specs.handles import make_app_handle
+from torchx.specs.roles import AppDef
+from torchx.specs.runopts import CfgVal
+
+from torchx_sweep.params import SweepSpecError, Trial, arg_text, grid, trial_argv
+from torchx_sweep.store import LOG, SweepStore
+
+SCHEME = "sweep"
+
+
+def sweep_handle(session: str, sweep_id: str) -> str:
+    """``sweep://<session>/<id>``."""
+    return make_app_handle(SCHEME, session, sweep_id)
+
+
+def parse_sweep_handle(text: str) -> tuple[str, str]:
+    """``(session, id)`` of a sweep handle; a bare id gives session ``""``.
+
+    Raises:
+        SweepSpecError: it is some other scheduler's app handle
+    """
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        return "", text
+    session, _, sweep_id = rest.partition("/")
+    if scheme != SCHEME or not sweep_id:
+        raise SweepSpecError(f"{text!r} is not a sweep handle: expected sweep://SESSION/ID (as `torchx sweep` printed)")
+    return session, sweep_id
+
+
+def trial_app_name(name: str, sweep_id: str, index: int) -> str:
+    """A trial's app name: the component's, then the sweep's id and the trial index (unique, findable)."""
+    return f"{name}-{sweep_id.rsplit('-', 1)[-1]}-{index}"
+
+
+def new_sweep_id(component: str) -> str:
+    """``<component's last name part>-<8 hex>``, e.g. ``booth-3f9a2c1d``."""
+    base = "".join(c if c.isalnum() else "-" for c in component.rsplit(".", 1)[-1].lower()).strip("-") or "sweep"
+    return f"{base[:24]}-{uuid.uuid4().hex[:8]}"
+
+
+@dataclass
+class PreparedSweep:
+    """Everything decided before submitting: the trials, their apps and how they run.
+
+    Attributes:
+        handle: the sweep's handle
+        trials: each trial's swept arguments
+        apps: each trial's materialized app (named per :func:`trial_app_name`)
+        infos: each trial's dry run (the request it would submit alone)
+        array: the one native array request, when the scheduler runs these apps as an array
+    """
+
+    handle: str
+    sweep_id: str
+    trials: list[Trial]
+    apps: list[AppDef]
+    infos: list[AppDryRunInfo[Any]]
+    array: AppDryRunInfo[Any] | None
+
+
+def as_trials(params: Mapping[str, Sequence[object]] | Sequence[Mapping[str, object]]) -> list[Trial]:
+    """Trials from a grid (``{"lr": [1e-3, 1e-4]}``: every combination) or a list of argument dicts."""
+    if isinstance(params, Mapping):
+        from torchx_sweep.params import Param
+
+        return grid([Param(str(k), tuple(arg_text(v) for v in vs)) for k, vs in params.items()])
+    return [{str(k): arg_text(v) for k, v in t.items()} for t in params]
+
+
+def prepare(
+    runner: Runner,
+    component: str,
+    args: Sequence[str],
+    trials: list[Trial],
+    scheduler: str,
+    cfg: Mapping[str, CfgVal] | None,
+    max_parallel: int | None,
+    workspace: str | None = None,
+) -> PreparedSweep:
+    """Materializes and dry-runs every trial; asks the scheduler for one array request if it has arrays.
+
+    Raises:
+        SweepSpecError: a trial's arguments are wrong (which trial, and why); nothing was submitted
+    """
+    if not trials:
+        raise SweepSpecError("the sweep has no trials: give --param, --random N or --trials FILE")
+    if max_parallel is not None and max_parallel < 1:
+        raise SweepSpecError(f"--max-parallel {max_parallel}: must be at least 1")
+    sweep_id = new_sweep_id(component)
+    handle = sweep_handle(runner.name(), sweep_id)
+    apps: list[AppDef] = []
+    infos: list[AppDryRunInfo[Any]] = []
+    for i, trial in enumerate(trials):
+        try:
+            app = runner.component_app(component, trial_argv(trial, args))
+            app.name = trial_app_name(app.name, sweep_id, i)
+            infos.append(runner.dryrun(app, scheduler, cfg, workspace, parent_run_id=handle))
+        except SweepSpecError:
+            raise
+        except (Exception, SystemExit) as e:  # argparse exits on a bad value
+            detail = str(e) if not isinstance(e, SystemExit) else "invalid component arguments (see above)"
+            raise SweepSpecError(f"trial {i} {json.dumps(trial)}: {detail}; nothing was submitted") from e
+        apps.append(app)
+    array = _array_request(scheduler, runner.name(), infos, max_parallel)
+    return PreparedSweep(handle, sweep_id, trials, apps, infos, array)
+
+
+def _array_request(
+    scheduler: str, session: str, infos: list[AppDryRunInfo[Any]], max_parallel: int | None
+) -> AppDryRunInfo[Any] | None:
+    sched = get_scheduler_factories()[scheduler](session)
+    if not sched.capabilities.job_arrays:
+        return None
+    try:
+        request = sched.submit_array_dryrun([i._app for i in infos], infos[0]._cfg, max_parallel)
+    except UnsupportedFeatureError:
+        return None
+    request._scheduler = scheduler
+    return request
+
+
+def start(
+    runner: Runner,
+    prepared: PreparedSweep,
+    component: str,
+    args: Sequence[str],
+    scheduler: str,
+    cfg: Mapping[str, CfgVal] | None,
+    max_parallel: int | None,
+    fail_fast: bool,
+    workspace: str | None = None,
+    store: SweepStore | None = None,
+) -> str:
+    """Records the sweep and submits it (the array now, or the driver); returns the sweep handle."""
+    store = store or SweepStore()
+    mode = "array" if prepared.array is not None else "driver"
+    spec: dict[str, Any] = {
+        "id": prepared.sweep_id,
+        "handle": prepared.handle,
+        "session": runner.name(),
+        "component": component,
+        "args": list(args),
+        "scheduler": scheduler,
+        "cfg": dict(cfg or {}),
+        "workspace": workspace,
+        "max_parallel": max_parallel,
+        "fail_fast": fail_fast,
+        "mode": mode,
+        "created": time.time(),
+        "cwd": os.getcwd(),
+        "trials": [{"args": t, "name": a.name} for t, a in zip(prepared.trials, prepared.apps)],
+    }
+    store.create(spec)
+    if prepared.array is not None:
+        sched = get_scheduler_factories()[scheduler](runner.name())
+        array_id = sched.schedule(prepared.array)
+        handles = [
+            make_app_handle(scheduler, runner.name(), sched.array_element_id(array_id, i))
+            for i in range(len(prepared.trials))
+        ]
+        store.update_spec(
+            prepared.sweep_id, array_handle=make_app_handle(scheduler, runner.name(), array_id), handles=handles
+        )
+    else:
+        spawn_driver(store, prepared.sweep_id)
+    return prepared.handle
+
+
+def spawn_driver(store: SweepStore, sweep_id: str) -> int:
+    """Starts the sweep's driver as a detached process (its own session); returns its pid."""
+    path = store.sweep_dir(sweep_id)
+    with open(os.path.join(path, LOG), "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "torchx_sweep.driver", store.root, sweep_id],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            close_fds=True,
+        )
+    return proc.pid
