@@ -22,6 +22,8 @@ SQUEUE_FIELDS = (
     "RestartCnt",
     "DerivedEC",
     "WorkDir",
+    "ArrayJobID",
+    "ArrayTaskID",
     "Name",
 )
 #: ``sacct -o`` fields, in the order :func:`parse_sacct` reads them
@@ -72,6 +74,19 @@ class Component:
     step_state: str | None = None
 
 
+def job_id_key(app_id: str) -> tuple[int, int]:
+    """Sort key of a job id: ``"12"`` -> (12, -1), an array element ``"12_3"`` -> (12, 3); others first."""
+    head, sep, task = app_id.partition("_")
+    if not head.isdigit() or (sep and not task.isdigit()):
+        return (-1, -1)
+    return (int(head), int(task) if sep else -1)
+
+
+def _is_job_id(text: str) -> bool:
+    """A plain job id (``12``) or an array element's (``12_3``)."""
+    return job_id_key(text)[0] >= 0
+
+
 def split_job_name(name: str) -> tuple[str, int] | None:
     """``"trainer-3"`` -> ``("trainer", 3)``; None if it is not a torchx component name."""
     role, sep, k = name.rpartition("-")
@@ -95,9 +110,11 @@ def parse_squeue(text: str) -> list[Component]:
         fields = line.split(SEP)
         if len(fields) < width:
             continue
-        job_id, het_id, offset, state, reason, node, restarts, derived, workdir = (
+        job_id, het_id, offset, state, reason, node, restarts, derived, workdir, array_id, task = (
             f.strip() for f in fields[: width - 1]
         )
+        if array_id.isdigit() and task.isdigit():  # an array element (JobID is its raw id)
+            job_id = f"{array_id}_{task}"
         name = SEP.join(fields[width - 1 :]).rstrip(SEP).strip()
         parsed = split_job_name(name)
         if parsed is None:
@@ -119,7 +136,7 @@ def parse_squeue(text: str) -> list[Component]:
                 signal=signal,
             )
         )
-    comps.sort(key=lambda c: (int(c.app_id) if c.app_id.isdigit() else 0, c.offset))
+    comps.sort(key=lambda c: (job_id_key(c.app_id), c.offset))
     return comps
 
 
@@ -141,6 +158,20 @@ def _exit_code(value: str) -> tuple[int | None, int | None]:
     return (int(code) if code.isdigit() else None), None
 
 
+def _array_range(leader: str) -> list[str]:
+    """Element ids of a pending-array row: ``"12_[0-2,5%2]"`` -> ``12_0 12_1 12_2 12_5``; else []."""
+    head, sep, rest = leader.partition("_[")
+    if not sep or not head.isdigit() or not rest.endswith("]"):
+        return []
+    ids: list[str] = []
+    for part in rest[:-1].split("%", 1)[0].split(","):
+        lo, dash, hi = part.partition("-")
+        if not lo.isdigit() or (dash and not hi.isdigit()):
+            return []
+        ids += [f"{head}_{i}" for i in range(int(lo), int(hi if dash else lo) + 1)]
+    return ids
+
+
 def _split_job_id(job_id: str) -> tuple[str, int | None, str]:
     """``"12+1.3"`` -> ``("12", 1, "3")``; ``"12.batch"`` -> ``("12", None, "batch")``."""
     head, _, step = job_id.partition(".")
@@ -155,9 +186,12 @@ def parse_sacct(text: str) -> list[Component]:
     wins and the number of earlier attempts is the job's restart count. The first step of a
     component in that attempt is the replica's ``srun``: it gives the replica's exit code
     and step state (step ids count across the components of a het job). The component's
-    own ExitCode is the batch script's, so it is not taken as the replica's.
+    own ExitCode is the batch script's, so it is not taken as the replica's. Array elements
+    that never started have no rows of their own, only their array's ``12_[3-5%2]`` row,
+    whose state each of them takes.
     """
     width = len(SACCT_FIELDS)
+    unstarted: dict[str, Component] = {}
     alloc: dict[tuple[str, int], Component] = {}
     attempts: dict[tuple[str, int], int] = {}
     steps: dict[tuple[str, int], dict[int, tuple[str, str]]] = {}
@@ -169,7 +203,11 @@ def parse_sacct(text: str) -> list[Component]:
         job_id, state, exit_code, reason, node, workdir = (f.strip() for f in fields[: width - 1])
         name = SEP.join(fields[width - 1 :]).strip()
         leader, offset, step = _split_job_id(job_id)
-        if not leader.isdigit():
+        parsed_name = split_job_name(name)
+        if parsed_name is not None and not step:
+            for element in _array_range(leader):
+                unstarted[element] = Component(element, 0, parsed_name[0], parsed_name[1], state, _clean(reason))
+        if not _is_job_id(leader):
             continue
         if offset is not None:
             het_jobs.add(leader)
@@ -210,5 +248,7 @@ def parse_sacct(text: str) -> list[Component]:
         comps.append(comp)
     for comp in comps:
         comp.restarts = restarts[comp.app_id]
-    comps.sort(key=lambda c: (int(c.app_id), c.offset))
+    seen = {c.app_id for c in comps}
+    comps += [c for element, c in unstarted.items() if element not in seen]
+    comps.sort(key=lambda c: (job_id_key(c.app_id), c.offset))
     return comps

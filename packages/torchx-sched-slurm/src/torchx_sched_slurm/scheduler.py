@@ -10,16 +10,20 @@
   directory, which Slurm itself records (``WorkDir``), so nothing is kept on the side.
 * **retries**: the whole job is requeued (``scontrol requeue``) while
   ``SLURM_RESTART_COUNT`` is below the smallest ``max_retries`` of the roles.
+* **job arrays** (``capabilities.job_arrays``): apps of one replica each go out as one
+  ``sbatch --array=0-(N-1)%K`` (see :func:`torchx_sched_slurm.script.build_array_script`);
+  element ``i`` of array ``J`` has the app id ``J_i``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import getpass
 import json
 import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse
@@ -38,6 +42,7 @@ from torchx_sched_slurm.opts import SlurmOpts
 from torchx_sched_slurm.parse import (
     SEP,
     Component,
+    job_id_key,
     parse_sacct,
     parse_squeue,
     sacct_format,
@@ -49,7 +54,7 @@ logger: logging.Logger = logging.getLogger(__name__)
 
 #: how far back ``list`` looks in the accounting database
 LIST_WINDOW = "now-7days"
-_JOB_ID = re.compile(r"\d+")
+_JOB_ID = re.compile(r"\d+(_\d+)?")
 #: signals the script (or Slurm) stops replicas with after another one failed
 _STOP_SIGNALS = frozenset({9, 15})
 
@@ -147,9 +152,22 @@ def list_apps(accounted: list[Component], live: list[Component]) -> list[ListApp
     jobs.update(fresh)
     return [
         ListAppResponse(app_id=app_id, state=aggregate_states(to_app_state(c.state) for c in comps), name=comps[0].role)
-        for app_id, comps in sorted(jobs.items(), key=lambda kv: int(kv[0]))
+        for app_id, comps in sorted(jobs.items(), key=lambda kv: job_id_key(kv[0]))
         if comps[0].offset == 0 and comps[0].replica_id == 0
     ]
+
+
+def own_components(app_id: str, comps: list[Component]) -> list[Component]:
+    """The components of job ``app_id``. For a job array's id, its elements, one replica each
+    (replica id = task id), so the array reads as one app (accounting's row for the tasks that
+    never started is left out once any task has a row of its own)."""
+    prefix = f"{app_id}_"
+    members = [
+        dataclasses.replace(c, app_id=app_id, replica_id=int(c.app_id[len(prefix) :]))
+        for c in comps
+        if "_" not in app_id and c.app_id.startswith(prefix)
+    ]
+    return members or [c for c in comps if c.app_id == app_id]
 
 
 class SlurmScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal], AppDef, script.SbatchRequest]):
@@ -161,7 +179,7 @@ class SlurmScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal
     """
 
     capabilities = SchedulerCapabilities(
-        log_streams=frozenset({"stdout", "stderr", "combined"}), delete=False, workspace=True
+        log_streams=frozenset({"stdout", "stderr", "combined"}), delete=False, workspace=True, job_arrays=True
     )  # the rest: the defaults
 
     def __init__(self, session_name: str) -> None:
@@ -177,6 +195,24 @@ class SlurmScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal
         validate_shell_app(app)
         return AppDryRunInfo(script.build_script(app, opts), str)
 
+    def submit_array_dryrun(
+        self, apps: Sequence[AppDef], cfg: Mapping[str, CfgVal], max_parallel: int | None = None
+    ) -> AppDryRunInfo[script.SbatchRequest]:
+        """One ``sbatch --array`` script running ``apps[i]`` as task ``i`` (throttled to ``max_parallel``).
+
+        Raises:
+            UnsupportedFeatureError: an app has several replicas, or the apps differ in more than argv/env
+        """
+        opts: SlurmOpts = SlurmOpts.from_cfg(self.run_opts().resolve(cfg))
+        opts.validate()
+        for app in apps:
+            validate_shell_app(app)
+        return AppDryRunInfo(script.build_array_script(apps, opts, max_parallel), str)
+
+    def array_element_id(self, array_id: str, index: int) -> str:
+        """``<array job id>_<index>``."""
+        return f"{array_id}_{index}"
+
     def schedule(self, dryrun_info: AppDryRunInfo[script.SbatchRequest]) -> str:
         """Submits the script with ``sbatch --parsable``; returns the job id."""
         req = dryrun_info.request
@@ -190,12 +226,12 @@ class SlurmScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal
 
     # ------------------------------------------------------------------ state
     def _squeue(self, app_id: str) -> list[Component]:
-        proc = commands.run(["squeue", "-h", "-t", "all", "-j", app_id, "-O", squeue_format()], check=False)
+        proc = commands.run(["squeue", "-h", "-r", "-t", "all", "-j", app_id, "-O", squeue_format()], check=False)
         if proc.returncode != 0:
             if "Invalid job id" in proc.stderr:
                 return []  # slurmctld no longer holds it
             raise CommandError(["squeue", "-j", app_id], proc.returncode, proc.stderr)
-        return [c for c in parse_squeue(proc.stdout) if c.app_id == app_id]
+        return own_components(app_id, parse_squeue(proc.stdout))
 
     def _sacct(self, args: list[str]) -> str | None:
         """``sacct`` output, or None when accounting is not available."""
@@ -214,20 +250,32 @@ class SlurmScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal
         if comps and not all(is_terminal(to_app_state(c.state)) for c in comps):
             return describe_components(app_id, comps)
         text = self._sacct(["-D", "-j", app_id])
-        if text:
-            acct = [c for c in parse_sacct(text) if c.app_id == app_id]
-            # right after the end sacct may lack the steps or still show the job running:
-            # then the controller's view is fresher
-            settled = all(is_terminal(to_app_state(c.state)) and c.step_state for c in acct)
-            if acct and (not comps or settled):
-                return describe_components(app_id, acct)
+        acct = own_components(app_id, parse_sacct(text)) if text else []
+        if not acct and "_" in app_id and text is not None:
+            acct = self._unstarted_element(app_id)
+        # right after the end sacct may lack the steps or still show the job running:
+        # then the controller's view is fresher
+        settled = all(is_terminal(to_app_state(c.state)) and c.step_state for c in acct)
+        if acct and (not comps or settled):
+            return describe_components(app_id, acct)
         return describe_components(app_id, comps) if comps else None
+
+    def _unstarted_element(self, app_id: str) -> list[Component]:
+        """An array element that never started, from its array's accounting row (``12_[3-5]``, or
+        ``12`` once the array ended), which stands for every task that did not start."""
+        array_id = app_id.split("_", 1)[0]
+        text = self._sacct(["-D", "-j", array_id])
+        comps = parse_sacct(text) if text else []
+        own = [c for c in comps if c.app_id == app_id]
+        if own:
+            return own
+        return [dataclasses.replace(c, app_id=app_id) for c in comps if c.app_id == array_id]
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """This user's torchx jobs: those slurmctld holds, plus the last week's from ``sacct``."""
         user = getpass.getuser()
         text = self._sacct(["-X", "-u", user, "-S", LIST_WINDOW])
-        squeue = commands.run(["squeue", "-h", "-t", "all", "-u", user, "-O", squeue_format()])
+        squeue = commands.run(["squeue", "-h", "-r", "-t", "all", "-u", user, "-O", squeue_format()])
         return list_apps(parse_sacct(text) if text else [], parse_squeue(squeue.stdout))
 
     # ------------------------------------------------------------------ stopping

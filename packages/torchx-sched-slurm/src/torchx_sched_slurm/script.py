@@ -14,6 +14,12 @@ replica's stdout and stderr go, as they come, to ``slurm-<job>-<role>-<k>.log`` 
   (``${argv[*]@Q}``) so that no argument is ever a bare ``:`` (srun splits het groups at
   every ``:`` it sees);
 * the ``app_id`` macro becomes ``"$SLURM_JOB_ID"``, expanded by the batch shell.
+
+A sweep's trials (apps of one replica each, differing only in argv and env) become one job
+array (:func:`build_array_script`): ``#SBATCH --array=0-(N-1)%K`` and a ``case`` on
+``$SLURM_ARRAY_TASK_ID`` that picks the trial's argv array (quoted like any other). An
+element's ``app_id`` is ``<array job id>_<task id>``, which ``squeue``/``sacct``/``scancel``
+accept and its log files are named by.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from torchx.schedulers.shell import RUN_SPLIT, argv_renderer, placeholder, wait_for_replicas
@@ -33,6 +40,9 @@ from torchx_sched_slurm.opts import SlurmOpts
 #: stand for the Slurm job id and the replica id until the script is rendered (NUL cannot occur in argv or env)
 _JOB_ID = placeholder("app_id")
 _EXPANSIONS = {_JOB_ID: '"$SLURM_JOB_ID"'}
+#: an array element's own id, ``<array job id>_<task id>``
+_ELEMENT_ID = "${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}"
+_ARRAY_EXPANSIONS = {_JOB_ID: f'"{_ELEMENT_ID}"'}
 _SAFE_SBATCH = re.compile(r"[A-Za-z0-9_.,:/=@%+-]+")
 _FILE_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -145,7 +155,15 @@ def build_script(app: AppDef, opts: SlurmOpts) -> SbatchRequest:
         for k in range(role.num_replicas):
             lines += [f"# {role.name}/{k}", f"replica_{i}=({render(k)})"]
             i += 1
-    lines += [
+    lines += _run_lines(replicas, retries, _EXPANSIONS, "${SLURM_JOB_ID}")
+    return SbatchRequest(script="\n".join(lines) + "\n", workdir=workdir)
+
+
+def _run_lines(
+    replicas: list[tuple[Role, int]], retries: int, expansions: dict[str, str], job_id_var: str
+) -> list[str]:
+    """The ``srun`` of each replica (backgrounded), the wait for all of them, and the requeue on failure."""
+    lines = [
         "",
         "# replicas run under run_split: stdout also to .out, stderr also to .err",
         f"split={shell_word(RUN_SPLIT)}",
@@ -154,8 +172,8 @@ def build_script(app: AppDef, opts: SlurmOpts) -> SbatchRequest:
     mode = " --open-mode=append" if retries > 0 else ""
     for i, (role, k) in enumerate(replicas):
         group = f" --het-group={i}" if het else ""
-        both = shell_word(log_file(_JOB_ID, role.name, k, "log"))
-        base = log_file("${SLURM_JOB_ID}", role.name, k, "")[:-1]  # safe characters only
+        both = _quote(log_file(_JOB_ID, role.name, k, "log"), expansions)
+        base = log_file(job_id_var, role.name, k, "")[:-1]  # safe characters only
         lines.append(f'srun{group} --output={both}{mode} bash -c "$split; run_split {base} ${{replica_{i}[*]@Q}}" &')
         lines.append("pids+=($!)")
     lines += ["", *wait_for_replicas()]
@@ -167,4 +185,48 @@ def build_script(app: AppDef, opts: SlurmOpts) -> SbatchRequest:
             "fi",
         ]
     lines.append('exit "$rc"')
+    return lines
+
+
+def build_array_script(apps: Sequence[AppDef], opts: SlurmOpts, max_parallel: int | None) -> SbatchRequest:
+    """One job array running ``apps[i]`` as task ``i`` (at most ``max_parallel`` at once).
+
+    Raises:
+        UnsupportedFeatureError: an app has more than one replica (Slurm has no arrays of
+            heterogeneous jobs), or the apps differ in more than argv and env
+    """
+    from torchx.schedulers.capabilities import UnsupportedFeatureError
+
+    if not apps:
+        raise ValueError("a job array needs at least one app")
+    workdir = os.path.abspath(opts.job_dir) if opts.job_dir else None
+    first = apps[0]
+    if any(len(a.roles) != 1 or a.roles[0].num_replicas != 1 for a in apps):
+        raise UnsupportedFeatureError("slurm job arrays need apps of one role with one replica (no het-job arrays)")
+    role = first.roles[0]
+    header = [_sbatch_line("job-name", job_name(role.name, 0)), *_section(first, role, opts, workdir, first=True)]
+    for app in apps[1:]:
+        other = app.roles[0]
+        if other.name != role.name or _section(app, other, opts, workdir, first=True) != header[1:]:
+            raise UnsupportedFeatureError("slurm job arrays need trials that differ only in arguments and env")
+    throttle = f"%{max_parallel}" if max_parallel else ""
+    lines = [
+        "#!/bin/bash",
+        f"# torchx job array of {len(apps)} app(s) like {json.dumps(first.name, ensure_ascii=False)};"
+        " task i runs app i",
+        *header,
+        f"#SBATCH --array=0-{len(apps) - 1}{throttle}",
+        "",
+        f'export {RANK0_ENV}="$SLURM_JOB_NODELIST"',
+        "",
+        'case "$SLURM_ARRAY_TASK_ID" in',
+    ]
+    for i, app in enumerate(apps):
+        render = argv_renderer(app.roles[0], _ARRAY_EXPANSIONS[_JOB_ID])
+        lines.append(f"    {i}) replica_0=({render(0)}) ;;")
+    lines += [
+        '    *) echo "torchx: this array has no task $SLURM_ARRAY_TASK_ID" >&2; exit 2 ;;',
+        "esac",
+    ]
+    lines += _run_lines([(role, 0)], _max_retries(first), _ARRAY_EXPANSIONS, _ELEMENT_ID)
     return SbatchRequest(script="\n".join(lines) + "\n", workdir=workdir)
