@@ -3,7 +3,10 @@
 App id: ``<queue>:<job name>``. ``list`` finds torchx's jobs (tagged
 ``torchx.pytorch.org/version``) in every queue, or in ``-cfg queue=...``. Logs come from
 CloudWatch Logs (``/aws/batch/job``); ``cancel`` terminates the job (it then reads as
-CANCELLED); ``delete`` also deregisters its job definition. Workspaces are built into a
+CANCELLED); ``delete`` also deregisters its job definition. Job arrays
+(``capabilities.job_arrays``): element ``i`` of array ``queue:name`` is ``queue:name[i]``
+(Batch's child job ``<job id>:<i>``); Batch cannot throttle them (``max_parallel`` is not
+applied: the compute environment's size bounds how many run). Workspaces are built into a
 docker image by the installed ``docker`` workspace plugin and pushed to ``image_repo``.
 """
 
@@ -11,12 +14,12 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
-from torchx.schedulers.capabilities import SchedulerCapabilities
+from torchx.schedulers.capabilities import SchedulerCapabilities, UnsupportedFeatureError
 from torchx.schedulers.streams import Stream, filter_regex
 from torchx.specs.dryrun import AppDryRunInfo
 from torchx.specs.roles import AppDef, Resource, RetryPolicy, Role
@@ -28,7 +31,16 @@ from torchx_sched_aws import _cwlogs
 from torchx_sched_aws._aws import AWSError, Clients, aws_errors, client_error_code
 from torchx_sched_aws._common import TAG_APP_NAME, TAG_VERSION
 from torchx_sched_aws._workspace import docker_workspace_mixin
-from torchx_sched_aws.batch_request import BatchJob, BatchOpts, build_job, job_name
+from torchx_sched_aws.batch_request import (
+    ArrayShapeError,
+    BatchJob,
+    BatchOpts,
+    array_element_id,
+    build_array_job,
+    build_job,
+    job_name,
+    split_array_element_id,
+)
 
 #: reason given to ``terminate_job``; a FAILED job with it reads as CANCELLED
 CANCEL_REASON = "cancelled via torchx"
@@ -104,6 +116,7 @@ class AWSBatchScheduler(WorkspaceMixin[Any], Scheduler[Mapping[str, CfgVal], App
         workspace=True,
         retry_policies=frozenset({RetryPolicy.APPLICATION}),
         mounts=frozenset({"bind", "volume", "device"}),
+        job_arrays=True,
     )
 
     def __init__(self, session_name: str, clients: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
@@ -119,6 +132,25 @@ class AWSBatchScheduler(WorkspaceMixin[Any], Scheduler[Mapping[str, CfgVal], App
         request = build_job(app, BatchOpts.from_cfg(cfg), job_name(app))
         request.images_to_push = images_to_push
         return AppDryRunInfo(request, str)
+
+    def submit_array_dryrun(
+        self, apps: Sequence[AppDef], cfg: Mapping[str, CfgVal], max_parallel: int | None = None
+    ) -> AppDryRunInfo[BatchJob]:
+        """One array job running ``apps[i]`` as element ``i`` (``max_parallel`` cannot be applied on Batch).
+
+        Raises:
+            UnsupportedFeatureError: the apps cannot be one array (see :func:`build_array_job`)
+        """
+        resolved = self.run_opts().resolve(cfg)
+        try:
+            request = build_array_job(list(apps), BatchOpts.from_cfg(resolved), job_name(apps[0]))
+        except ArrayShapeError as e:
+            raise UnsupportedFeatureError(str(e)) from None
+        return AppDryRunInfo(request, str)
+
+    def array_element_id(self, array_id: str, index: int) -> str:
+        """``queue:name[index]``."""
+        return array_element_id(array_id, index)
 
     def schedule(self, dryrun_info: AppDryRunInfo[BatchJob]) -> str:
         """Checks the queue, pushes the workspace image (if any), registers the job definition, submits the job."""
@@ -165,7 +197,8 @@ class AWSBatchScheduler(WorkspaceMixin[Any], Scheduler[Mapping[str, CfgVal], App
                 jobQueue=queue, filters=[{"name": "JOB_NAME", "values": [name]}]
             )
             for page in pages:
-                summaries += [s for s in page["jobSummaryList"] if s["jobName"] == name]
+                # array elements (``<id>:<i>``) share their array's name: only the array itself
+                summaries += [s for s in page["jobSummaryList"] if s["jobName"] == name and ":" not in s["jobId"]]
         except Exception as e:
             if client_error_code(e) == "ClientException":  # no such queue
                 return None
@@ -176,6 +209,16 @@ class AWSBatchScheduler(WorkspaceMixin[Any], Scheduler[Mapping[str, CfgVal], App
         latest = max(summaries, key=lambda s: s.get("createdAt", 0))
         with aws_errors(what):
             jobs = batch.describe_jobs(jobs=[latest["jobId"]])["jobs"]
+        return dict(jobs[0]) if jobs else None
+
+    def _job(self, app_id: str) -> dict[str, Any] | None:
+        """The description of a job, or of an array element (``queue:name[i]``)."""
+        base, index = split_array_element_id(app_id)
+        job = self._find_job(base)
+        if job is None or index is None:
+            return job
+        with aws_errors(f"aws_batch: looking up array element {app_id}"):
+            jobs = self._clients("batch").describe_jobs(jobs=[f"{job['jobId']}:{index}"])["jobs"]
         return dict(jobs[0]) if jobs else None
 
     def _describe_nodes(self, job_id: str, indices: Iterable[int]) -> dict[int, dict[str, Any]]:
@@ -192,7 +235,7 @@ class AWSBatchScheduler(WorkspaceMixin[Any], Scheduler[Mapping[str, CfgVal], App
 
     def describe(self, app_id: str) -> DescribeAppResponse | None:
         """The job's state, its roles as submitted and each node's state."""
-        job = self._find_job(app_id)
+        job = self._job(app_id)
         if job is None:
             return None
         state = job_state(job)
@@ -271,7 +314,7 @@ class AWSBatchScheduler(WorkspaceMixin[Any], Scheduler[Mapping[str, CfgVal], App
 
     # ------------------------------------------------------------------ stop
     def _cancel_existing(self, app_id: str) -> None:
-        job = self._find_job(app_id)
+        job = self._job(app_id)
         if job is None or is_terminal(job_state(job)):
             return
         with aws_errors(f"aws_batch: terminating job {app_id}"):
@@ -279,7 +322,7 @@ class AWSBatchScheduler(WorkspaceMixin[Any], Scheduler[Mapping[str, CfgVal], App
 
     def _delete_existing(self, app_id: str) -> None:
         self._cancel_existing(app_id)
-        job = self._find_job(app_id)
+        job = self._job(app_id)
         if job is not None and job.get("jobDefinition"):
             with aws_errors(f"aws_batch: deregistering the job definition of {app_id}"):
                 self._clients("batch").deregister_job_definition(jobDefinition=job["jobDefinition"])
@@ -309,7 +352,7 @@ class AWSBatchScheduler(WorkspaceMixin[Any], Scheduler[Mapping[str, CfgVal], App
         streams: Stream | None = None,
     ) -> Iterable[str]:
         """Lines of node ``k`` of ``role_name`` from CloudWatch Logs (stdout and stderr combined)."""
-        job = self._find_job(app_id)
+        job = self._job(app_id)
         if job is None:
             return iter(())
         ranges = {name: (first, last) for name, first, last, _ in node_ranges(job)}
@@ -321,13 +364,13 @@ class AWSBatchScheduler(WorkspaceMixin[Any], Scheduler[Mapping[str, CfgVal], App
         stream = self._log_stream(job, first + k)
         while stream is None and should_tail and not is_terminal(job_state(job)):
             time.sleep(1.0)
-            job = self._find_job(app_id) or job
+            job = self._job(app_id) or job
             stream = self._log_stream(job, first + k)
         if stream is None:
             return iter(())
 
         def finished() -> bool:
-            latest = self._find_job(app_id)
+            latest = self._job(app_id)
             return latest is None or is_terminal(job_state(latest))
 
         lines = _cwlogs.iter_lines(self._clients("logs"), LOG_GROUP, stream, since, until, should_tail, finished)

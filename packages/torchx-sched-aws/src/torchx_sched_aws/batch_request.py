@@ -17,6 +17,13 @@ Mapping:
   start, so nodes run ``/bin/sh -c 'export ...; exec <entrypoint> <args>'`` with every
   user word quoted; ``${replica_id}`` in args/env expands to it there. A single container
   job runs the entrypoint directly.
+* Job arrays (a sweep's trials, :func:`build_array_job`): apps of one replica each, alike but
+  for argv and env, become one ``container`` job with ``arrayProperties.size`` = N whose
+  command is ``/bin/sh -c 'case $INDEX in 0) export ...; exec ...;; ... esac'`` (every user
+  word quoted), ``INDEX`` being ``AWS_BATCH_JOB_ARRAY_INDEX`` (or the ``:<index>`` suffix of
+  ``AWS_BATCH_JOB_ID`` where that is not set). Element ``i`` of ``queue:name`` is
+  ``queue:name[i]``. Batch cannot throttle an array: every element is runnable at once, and
+  the queue's compute environment bounds how many run.
 """
 
 from __future__ import annotations
@@ -142,6 +149,62 @@ def build_job(app: AppDef, opts: BatchOpts, name: str) -> BatchJob:
         submit["shareIdentifier"] = opts.share_id
         submit["schedulingPriorityOverride"] = opts.priority
     return BatchJob(name=name, queue=opts.queue, job_definition=definition, submit=submit)
+
+
+#: the array index in a job array's element (moto sets only AWS_BATCH_JOB_ID=<parent>:<index>)
+ARRAY_INDEX_SHELL = '"${AWS_BATCH_JOB_ARRAY_INDEX:-${AWS_BATCH_JOB_ID##*:}}"'
+#: fewest / most elements Batch allows in an array job
+ARRAY_SIZE = (2, 10000)
+
+
+def array_element_id(app_id: str, index: int) -> str:
+    """``queue:name[index]``: the app id of element ``index`` of array job ``queue:name``."""
+    return f"{app_id}[{index}]"
+
+
+def split_array_element_id(app_id: str) -> tuple[str, int | None]:
+    """``"q:n[3]"`` -> ``("q:n", 3)``; ``"q:n"`` -> ``("q:n", None)``."""
+    head, sep, rest = app_id.partition("[")
+    if sep and rest.endswith("]") and rest[:-1].isdigit():
+        return head, int(rest[:-1])
+    return app_id, None
+
+
+class ArrayShapeError(ValueError):
+    """The apps cannot be one Batch array job (the message says why)."""
+
+
+def build_array_job(apps: list[AppDef], opts: BatchOpts, name: str) -> BatchJob:
+    """One array job running ``apps[i]`` as element ``i``.
+
+    Raises:
+        ArrayShapeError: an app has several replicas, the apps differ in more than argv and
+            env, or there are fewer than 2 or more than 10,000 of them
+    """
+    if not ARRAY_SIZE[0] <= len(apps) <= ARRAY_SIZE[1]:
+        raise ArrayShapeError(f"aws_batch array jobs have {ARRAY_SIZE[0]} to {ARRAY_SIZE[1]} elements, not {len(apps)}")
+    if any(sum(r.num_replicas for r in a.roles) != 1 for a in apps):
+        raise ArrayShapeError("aws_batch array jobs need apps of one replica (no multi-node arrays)")
+    job = build_job(apps[0], opts, name)
+    app_id = f"{opts.queue}:{name}"
+    containers = [_container(a.roles[0], 0, 0, array_element_id(app_id, i), opts, False) for i, a in enumerate(apps)]
+    shared = {k: v for k, v in containers[0].items() if k not in ("command", "environment")}
+    envs = [{e["name"]: e["value"] for e in c["environment"]} for c in containers]
+    common = {k: v for k, v in envs[0].items() if all(env.get(k) == v for env in envs[1:])}
+    cases = []
+    for i, (container, env) in enumerate(zip(containers, envs)):
+        if {k: v for k, v in container.items() if k not in ("command", "environment")} != shared:
+            raise ArrayShapeError("aws_batch array jobs need trials that differ only in arguments and env")
+        own = [(k, _shell.quote(v)) for k, v in env.items() if k not in common]
+        check_env_names(apps[i].roles[0], [k for k, _ in own], "aws_batch")
+        words = [_shell.quote(w) for w in container["command"]]
+        cases.append(f"{i}) {_shell.script(own, words)};;")
+    script = f"case {ARRAY_INDEX_SHELL} in {' '.join(cases)} *) echo \"torchx: no array element $AWS_BATCH_JOB_ID\" >&2; exit 2;; esac"
+    container = {**shared, "command": ["/bin/sh", "-c", script]}
+    container["environment"] = [{"name": k, "value": v} for k, v in common.items()]
+    job.job_definition["containerProperties"] = container
+    job.submit["arrayProperties"] = {"size": len(apps)}
+    return job
 
 
 def _container(role: Role, idx: int, start: int, app_id: str, opts: BatchOpts, multinode: bool) -> dict[str, Any]:

@@ -145,7 +145,8 @@ class Sweep:
                 if not self.driver_alive() and not self._load().finished:
                     self.resume()
             status = self.status()
-            if status["state"] not in ("RUNNING", "PENDING"):
+            settled = status["driver"] in (None, "finished")  # the driver journals its end last
+            if status["state"] not in ("RUNNING", "PENDING") and settled:
                 return status
             if deadline is not None and time.monotonic() >= deadline:
                 return status

@@ -25,7 +25,7 @@ import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 STATE_DIR_ENV = "TORCHX_SWEEP_STATE_DIR"
@@ -78,7 +78,6 @@ class SweepState:
     cancelled: bool = False
     fail_fast_hit: bool = False
     finished: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def sweep_id(self) -> str:
@@ -156,10 +155,13 @@ class SweepStore:
         write_atomic(path, json.dumps(spec))
 
     def append(self, sweep_id: str, *events: dict[str, Any]) -> None:
-        """Appends events to the sweep's journal (each line in one ``write``)."""
+        """Appends events to the sweep's journal (in one ``write``; after a torn last line, on a new line)."""
         data = "".join(json.dumps(ev, separators=(",", ":")) + "\n" for ev in events).encode()
-        fd = os.open(os.path.join(self.sweep_dir(sweep_id), EVENTS), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(os.path.join(self.sweep_dir(sweep_id), EVENTS), os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data  # a writer was killed mid-line: keep that garbage on its own line
             os.write(fd, data)
         finally:
             os.close(fd)

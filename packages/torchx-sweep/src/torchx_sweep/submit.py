@@ -55,7 +55,8 @@ def trial_app_name(name: str, sweep_id: str, index: int) -> str:
 
 def new_sweep_id(component: str) -> str:
     """``<component's last name part>-<8 hex>``, e.g. ``booth-3f9a2c1d``."""
-    base = "".join(c if c.isalnum() else "-" for c in component.rsplit(".", 1)[-1].lower()).strip("-") or "sweep"
+    fn = component.rsplit(":", 1)[-1] if ":" in component else component.rsplit(".", 1)[-1]
+    base = "".join(c if c.isalnum() else "-" for c in fn.lower()).strip("-") or "sweep"
     return f"{base[:24]}-{uuid.uuid4().hex[:8]}"
 
 

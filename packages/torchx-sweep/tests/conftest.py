@@ -1,0 +1,69 @@
+"""Test isolation (own HOME, cwd, local and sweep state) and the live backends the sweep tests use."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import urllib.request
+from pathlib import Path
+
+import pytest
+from torchx.testing import isolate, live_backend_env, unavailable
+
+COMPONENTS = str(Path(__file__).with_name("sweep_components.py"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Declares the backend markers (also when run outside the monorepo's pytest config)."""
+    for marker in ("slurm: live Slurm", "aws: the moto endpoint", "k8s: live Kubernetes"):
+        config.addinivalue_line("markers", marker)
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Runs each test in ``tmp_path/work`` with its own HOME and sweep state; yields the cwd."""
+    work = isolate(tmp_path, monkeypatch)
+    monkeypatch.setenv("TORCHX_SWEEP_STATE_DIR", str(tmp_path / "sweeps"))
+    for name in list(os.environ):
+        if name.startswith(("TORCHX_TRACKER", "TORCHX_PARENT_RUN_ID", "TORCHX_JOB_ID")):
+            monkeypatch.delenv(name)
+    return work
+
+
+@pytest.fixture
+def components() -> str:
+    """Path of the test components file (``argv``, ``typed``)."""
+    return COMPONENTS
+
+
+@pytest.fixture
+def slurm_cfg(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Run options for the live Slurm cluster (a fresh job directory on the shared filesystem)."""
+    env = live_backend_env("TORCHX_TEST_SLURM", "slurm")
+    try:
+        ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        unavailable(f"scontrol ping failed: {e}")
+    if "is UP" not in ping.stdout:
+        unavailable(f"slurmctld does not answer: {ping.stdout.strip() or ping.stderr.strip()}")
+    job_dir = str(tmp_path_factory.mktemp("slurm-sweep", numbered=True))
+    return {"partition": env.get("TORCHX_TEST_SLURM_PARTITION", "debug"), "job_dir": job_dir}
+
+
+@pytest.fixture
+def aws_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The moto endpoint's settings, exported to this process (and so to a sweep's driver)."""
+    env = live_backend_env("TORCHX_TEST_AWS", "moto")
+    url = env.get("AWS_ENDPOINT_URL", "")
+    try:
+        with urllib.request.urlopen(url + "/moto-api/config", timeout=5):
+            pass
+    except (OSError, ValueError) as e:
+        unavailable(f"moto does not answer at {url!r}: {e}")
+    if env.get("TORCHX_TEST_AWS_BATCH_DOCKER") != "1":
+        unavailable("moto runs Batch without Docker (no logs): start docker before moto")
+    for name, value in env.items():
+        if name.startswith("AWS_"):
+            monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    return env
