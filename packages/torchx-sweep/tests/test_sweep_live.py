@@ -1,0 +1,129 @@
+"""A 2x2 grid with hostile arguments on the live backends: Slurm and AWS Batch (moto) as one
+native job array each, Kubernetes through the driver (markers ``slurm``, ``aws``, ``k8s``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from torchx.runner import Runner, get_runner
+from torchx.schedulers.streams import Stream
+from torchx.testing import live_backend_env, unavailable
+from torchx_sweep import Sweep, run_sweep
+from torchx_sweep.store import SweepStore
+
+GRID = {"a": ["it's two  words", "$(touch pwned) `id`"], "b": ['say "hi"; $HOME', "back\\slash €"]}
+EXPECTED = {
+    0: [GRID["a"][0], GRID["b"][0]],
+    1: [GRID["a"][0], GRID["b"][1]],
+    2: [GRID["a"][1], GRID["b"][0]],
+    3: [GRID["a"][1], GRID["b"][1]],
+}
+
+
+@pytest.fixture
+def runner() -> Iterator[Runner]:
+    with get_runner("sweeplive") as r:
+        yield r
+
+
+def printed(runner: Runner, sweep: Sweep, stream: Stream | None = None) -> dict[int, Any]:
+    out = {}
+    for t in sweep.trials():
+        text = "".join(runner.log_lines(str(t.handle), "argv", 0, streams=stream))
+        out[t.index] = json.loads(text.strip().splitlines()[-1])
+    return out
+
+
+@pytest.mark.slurm
+def test_slurm_grid_is_one_throttled_array(runner: Runner, components: str, slurm_cfg: dict[str, str]) -> None:
+    sweep = run_sweep(runner, f"{components}:argv", ["--sleep", "2"], GRID, "slurm", slurm_cfg, max_parallel=2)
+    spec = SweepStore().load(sweep.sweep_id).spec
+    assert spec["mode"] == "array"
+    array_id = spec["array_handle"].rsplit("/", 1)[-1]
+    assert array_id.isdigit()
+    handles = [t.handle for t in sweep.trials()]
+    assert handles == [f"slurm://sweeplive/{array_id}_{i}" for i in range(4)]  # one sbatch, four elements
+    shown = subprocess.run(["scontrol", "show", "job", array_id], capture_output=True, text=True).stdout
+    assert "ArrayTaskThrottle=2" in shown, shown
+    most = 0
+    deadline = time.monotonic() + 180
+    while sweep.status()["state"] == "RUNNING":
+        assert time.monotonic() < deadline, sweep.status()
+        running = subprocess.run(
+            ["squeue", "-h", "-r", "-j", array_id, "-t", "RUNNING", "-o", "%i"], capture_output=True, text=True
+        ).stdout.split()
+        most = max(most, len(running))
+        time.sleep(0.2)
+    assert 1 <= most <= 2
+    status = sweep.wait(timeout=60)
+    assert status["state"] == "SUCCEEDED", status
+    assert printed(runner, sweep, Stream.STDOUT) == EXPECTED
+    assert not any(os.path.exists(os.path.join(d, "pwned")) for d in (slurm_cfg["job_dir"], os.getcwd()))
+
+
+@pytest.mark.aws
+def test_aws_batch_grid_is_one_array_job(runner: Runner, components: str, aws_env: dict[str, str]) -> None:
+    import boto3
+
+    queue = aws_env.get("TORCHX_TEST_AWS_BATCH_QUEUE") or "torchx"
+    image = aws_env.get("TORCHX_TEST_AWS_IMAGE") or "localhost/torchx-python:bookworm"
+    sweep = run_sweep(runner, f"{components}:argv", ["--image", image], GRID, "aws_batch", {"queue": queue})
+    spec = SweepStore().load(sweep.sweep_id).spec
+    assert spec["mode"] == "array"
+    array_app_id = spec["array_handle"].split("/", 3)[-1]
+    assert [t.handle for t in sweep.trials()] == [f"aws_batch://sweeplive/{array_app_id}[{i}]" for i in range(4)]
+    name = array_app_id.split(":", 1)[1]
+    batch = boto3.client("batch")
+    jobs = [
+        s
+        for s in batch.list_jobs(jobQueue=queue, filters=[{"name": "JOB_NAME", "values": [name]}])["jobSummaryList"]
+        if ":" not in s["jobId"]
+    ]
+    assert len(jobs) == 1  # one submission
+    parent = batch.describe_jobs(jobs=[jobs[0]["jobId"]])["jobs"][0]
+    assert parent["arrayProperties"]["size"] == 4
+    status = sweep.wait(timeout=240)
+    assert status["state"] == "SUCCEEDED", status
+    assert printed(runner, sweep) == EXPECTED
+
+
+@pytest.fixture
+def k8s_namespace() -> Iterator[dict[str, Any]]:
+    env = live_backend_env("TORCHX_TEST_K8S", "k8s")
+    if not env.get("KUBECONFIG") or env.get("TORCHX_TEST_K8S_KUBELET", "none") == "none":
+        unavailable("no Kubernetes cluster with a kubelet: run scripts/backends/services.sh up k8s")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("KUBECONFIG", env["KUBECONFIG"])
+    from kubernetes import client, config
+
+    api = client.ApiClient(config.new_client_from_config(env["KUBECONFIG"]).configuration)
+    core = client.CoreV1Api(api)
+    namespace = f"torchx-sweep-{os.getpid()}-{int(time.time()) % 100000}"
+    core.create_namespace({"metadata": {"name": namespace}})
+    deadline = time.monotonic() + 30
+    while not core.list_namespaced_service_account(namespace).items and time.monotonic() < deadline:
+        time.sleep(0.2)
+    try:
+        yield {"namespace": namespace, "image": env.get("TORCHX_TEST_K8S_IMAGE", "localhost/torchx-python:bookworm")}
+    finally:
+        core.delete_namespace(namespace)
+        api.close()
+        mp.undo()
+
+
+@pytest.mark.k8s
+def test_kubernetes_grid_through_the_driver(runner: Runner, components: str, k8s_namespace: dict[str, Any]) -> None:
+    cfg = {"namespace": k8s_namespace["namespace"], "image_pull_policy": "IfNotPresent", "termination_grace_period": 1}
+    sweep = run_sweep(
+        runner, f"{components}:argv", ["--image", k8s_namespace["image"]], GRID, "kubernetes", cfg, max_parallel=2
+    )
+    assert sweep.mode == "driver"
+    status = sweep.wait(timeout=300)
+    assert status["state"] == "SUCCEEDED", status
+    assert printed(runner, sweep) == EXPECTED
