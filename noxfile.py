@@ -33,6 +33,7 @@ nox.options.sessions = [
     "integration-k8s",
     "integration-aws",
     "integration-ray",
+    "integration-sweep",
     "ddp",
 ]
 nox.options.reuse_existing_virtualenvs = True
@@ -166,6 +167,18 @@ def integration_ray(session: nox.Session) -> None:
         "ray",
         "packages/torchx-sched-ray/tests",
         extra=["torch==2.13.0"],
+    )
+
+
+@nox.session(name="integration-sweep")
+def integration_sweep(session: nox.Session) -> None:
+    """torchx sweep on the live backends: slurm and aws_batch job arrays, kubernetes through the driver."""
+    live(
+        session,
+        [pkg("torchx-sweep"), *(pkg(p, "") for p in ("torchx-sched-slurm", "torchx-sched-aws", "torchx-sched-k8s"))],
+        "slurm or aws or k8s",
+        "packages/torchx-sweep/tests",
+        extra=["boto3", "kubernetes"],
     )
 
 

@@ -19,6 +19,7 @@ from torchx_sweep.store import SweepStore
 
 pytest.importorskip("torchx_sched_local", reason="needs torchx-sched-local (the local_cwd scheduler)")
 
+CLI = [sys.executable, "-m", "torchx.cli.main", "sweep"]
 HOSTILE = ["it's", 'say "hi"', "two  spaces", "$(touch pwned)", "`id`", "a;b|c&d", "back\\slash", "€ ünï", "*"]
 
 
@@ -34,9 +35,7 @@ def outputs(runner: Runner, sweep: Sweep) -> dict[int, list[str]]:
 
 
 def test_grid_2x2_runs_every_trial_once_with_its_args(runner: Runner, components: str) -> None:
-    sweep = run_sweep(
-        runner, f"{components}:argv", [], {"a": ["x", "y"], "b": ["1", "2"]}, "local_cwd", max_parallel=2
-    )
+    sweep = run_sweep(runner, f"{components}:argv", [], {"a": ["x", "y"], "b": ["1", "2"]}, "local_cwd", max_parallel=2)
     assert sweep.handle.startswith("sweep://sweeptest/argv-")
     status = sweep.wait(timeout=60)
     assert status["state"] == "SUCCEEDED", status
@@ -55,8 +54,18 @@ def test_hostile_args_arrive_byte_identical_through_the_cli(tmp_path: Path, comp
     trials = tmp_path / "trials.jsonl"
     trials.write_text("".join(json.dumps({"a": h, "b": h[::-1]}) + "\n" for h in HOSTILE))
     proc = subprocess.run(
-        [sys.executable, "-m", "torchx.cli.main", "sweep", "-s", "local_cwd", "--trials", str(trials)]
-        + ["--max-parallel", "3", "--wait", "--json", f"{components}:argv"],
+        [
+            *CLI,
+            "-s",
+            "local_cwd",
+            "--trials",
+            str(trials),
+            "--max-parallel",
+            "3",
+            "--wait",
+            "--json",
+            f"{components}:argv",
+        ],
         capture_output=True,
         text=True,
         timeout=120,
@@ -78,42 +87,45 @@ def test_a_bad_value_fails_the_whole_sweep_up_front(runner: Runner, components: 
 
 
 def test_cli_bad_input_is_one_line_without_traceback(components: str) -> None:
-    cmd = [sys.executable, "-m", "torchx.cli.main", "sweep", "-s", "local_cwd"]
+    cmd = [*CLI, "-s", "local_cwd"]
     for extra, words in [
         (["--param", "n=1,abc", f"{components}:typed"], "trial 1"),
         (["--param", "n=uniform(0,1)", f"{components}:typed"], "--random N"),
         (["--param", "n=1"], "no component given"),
         (["status", "sweep://torchx/nope"], "unknown sweep"),
     ]:
-        proc = subprocess.run(cmd + extra, capture_output=True, text=True, timeout=60)
+        proc = subprocess.run([*cmd, *extra], capture_output=True, text=True, timeout=60)
         assert proc.returncode != 0
         assert "Traceback" not in proc.stderr and words in proc.stderr, proc.stderr
         assert proc.stderr.strip().splitlines()[-1].startswith("torchx"), proc.stderr
 
 
 def test_status_json_shape_and_dryrun(components: str) -> None:
-    cli = [sys.executable, "-m", "torchx.cli.main", "sweep"]
+    cli = CLI
     dry = subprocess.run(
-        cli + ["-s", "local_cwd", "--param", "a=p,q", "--param", "b=1", "--dryrun", "--json", f"{components}:argv"],
+        [*cli, "-s", "local_cwd", "--param", "a=p,q", "--param", "b=1", "--dryrun", "--json", f"{components}:argv"],
         capture_output=True,
         text=True,
         timeout=60,
     )
     plan = json.loads(dry.stdout)
-    assert plan["mode"] == "driver" and [t["args"] for t in plan["trials"]] == [{"a": "p", "b": "1"}, {"a": "q", "b": "1"}]
+    assert plan["mode"] == "driver" and [t["args"] for t in plan["trials"]] == [
+        {"a": "p", "b": "1"},
+        {"a": "q", "b": "1"},
+    ]
     assert all("python3" in t["request"] for t in plan["trials"]) and SweepStore().sweep_ids() == []
     handle = subprocess.run(
-        cli + ["-s", "local_cwd", "--param", "a=p,q", "--param", "b=1", f"{components}:argv"],
+        [*cli, "-s", "local_cwd", "--param", "a=p,q", "--param", "b=1", f"{components}:argv"],
         capture_output=True,
         text=True,
         timeout=60,
     ).stdout.strip()
-    out = subprocess.run(cli + ["wait", handle, "--json"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([*cli, "wait", handle, "--json"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     status = json.loads(out.stdout)
     assert {"handle", "state", "trials"} <= set(status) and status["handle"] == handle
     assert all({"index", "args", "state", "handle"} <= set(t) for t in status["trials"])
-    listed = json.loads(subprocess.run(cli + ["list", "--json"], capture_output=True, text=True, timeout=60).stdout)
+    listed = json.loads(subprocess.run([*cli, "list", "--json"], capture_output=True, text=True, timeout=60).stdout)
     assert [s["handle"] for s in listed] == [handle]
 
 

@@ -192,14 +192,14 @@ def build_array_job(apps: list[AppDef], opts: BatchOpts, name: str) -> BatchJob:
     envs = [{e["name"]: e["value"] for e in c["environment"]} for c in containers]
     common = {k: v for k, v in envs[0].items() if all(env.get(k) == v for env in envs[1:])}
     cases = []
-    for i, (container, env) in enumerate(zip(containers, envs)):
+    for i, (container, env) in enumerate(zip(containers, envs, strict=True)):
         if {k: v for k, v in container.items() if k not in ("command", "environment")} != shared:
             raise ArrayShapeError("aws_batch array jobs need trials that differ only in arguments and env")
         own = [(k, _shell.quote(v)) for k, v in env.items() if k not in common]
         check_env_names(apps[i].roles[0], [k for k, _ in own], "aws_batch")
         words = [_shell.quote(w) for w in container["command"]]
         cases.append(f"{i}) {_shell.script(own, words)};;")
-    script = f"case {ARRAY_INDEX_SHELL} in {' '.join(cases)} *) echo \"torchx: no array element $AWS_BATCH_JOB_ID\" >&2; exit 2;; esac"
+    script = f'case {ARRAY_INDEX_SHELL} in {" ".join(cases)} *) echo "torchx: no array element $AWS_BATCH_JOB_ID" >&2; exit 2;; esac'
     container = {**shared, "command": ["/bin/sh", "-c", script]}
     container["environment"] = [{"name": k, "value": v} for k, v in common.items()]
     job.job_definition["containerProperties"] = container

@@ -11,7 +11,6 @@ from typing import Any
 
 from torchx.runner import Runner
 from torchx.specs.runopts import CfgVal
-from torchx.specs.status import AppState
 
 from torchx_sweep.store import SweepState, SweepStore
 from torchx_sweep.submit import as_trials, parse_sweep_handle, prepare, spawn_driver, start
@@ -170,11 +169,6 @@ class Sweep:
                 self.runner.cancel(t.handle)
         if pid is None and state.spec["mode"] == "driver" and not state.finished:
             self.store.append(self.sweep_id, {"ev": "finished"})
-
-    def succeeded(self) -> bool:
-        """True when every trial succeeded."""
-        return self.status()["state"] == AppState.SUCCEEDED.name
-
 
 def run_sweep(
     runner: Runner,

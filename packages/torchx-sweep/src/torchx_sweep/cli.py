@@ -86,9 +86,7 @@ class CmdSweep(SubCommand):
             f" Manage one: torchx sweep {{{','.join(VERBS)}}} SWEEP (see torchx sweep VERB --help)."
         )
         subparser.add_argument("-s", "--scheduler", default=None, help="where the trials run (default: local_cwd)")
-        subparser.add_argument(
-            "-cfg", "--scheduler_args", action="append", default=[], help="run options: k1=v1,k2=v2"
-        )
+        subparser.add_argument("-cfg", "--scheduler_args", action="append", default=[], help="run options: k1=v1,k2=v2")
         subparser.add_argument(
             "--param",
             action="append",
@@ -182,7 +180,7 @@ class CmdSweep(SubCommand):
                     "mode": "array" if prepared.array is not None else "driver",
                     "trials": [
                         {"index": i, "args": t, "request": None if prepared.array is not None else str(info)}
-                        for i, (t, info) in enumerate(zip(prepared.trials, prepared.infos))
+                        for i, (t, info) in enumerate(zip(prepared.trials, prepared.infos, strict=True))
                     ],
                     "array_request": None if prepared.array is None else str(prepared.array),
                 }
@@ -190,7 +188,7 @@ class CmdSweep(SubCommand):
             return
         mode = "one native job array" if prepared.array is not None else "a driver submits each trial"
         print(f"# {prepared.handle}: {len(prepared.trials)} trials, {mode}")
-        for i, (trial, info) in enumerate(zip(prepared.trials, prepared.infos)):
+        for i, (trial, info) in enumerate(zip(prepared.trials, prepared.infos, strict=True)):
             print(f"# trial {i}: {json.dumps(trial, ensure_ascii=False)}")
             if prepared.array is None:
                 print(info)
@@ -212,10 +210,15 @@ class CmdSweep(SubCommand):
                     status = Sweep(sweep_id, runner, store).status()
                     rows.append(status)
                 if opts.json:
-                    print_json([{k: v for k, v in s.items() if k != "trials"} | {"trials": len(s["trials"])} for s in rows])
+                    print_json(
+                        [{k: v for k, v in s.items() if k != "trials"} | {"trials": len(s["trials"])} for s in rows]
+                    )
                 else:
                     print_table(
-                        [[s["handle"], s["state"], s["component"], s["scheduler"], s["mode"], str(len(s["trials"]))] for s in rows],
+                        [
+                            [s["handle"], s["state"], s["component"], s["scheduler"], s["mode"], str(len(s["trials"]))]
+                            for s in rows
+                        ],
                         ["SWEEP", "STATE", "COMPONENT", "SCHEDULER", "MODE", "TRIALS"],
                     )
                 return 0

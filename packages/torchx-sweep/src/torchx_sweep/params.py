@@ -116,7 +116,7 @@ def _values(text: str, spec: str) -> tuple[str, ...]:
         values = tuple(arg_text(v) for v in loaded)
     else:
         values = tuple(v.strip() for v in text.split(","))
-    if not values or any(v == "" for v in values) and not text.startswith("["):
+    if not values or (any(v == "" for v in values) and not text.startswith("[")):
         raise SweepSpecError(f"--param {spec!r}: a value is empty; list values as v1,v2 (or a JSON list)")
     return values
 
@@ -153,7 +153,7 @@ def grid(params: Sequence[Param]) -> list[Trial]:
         if p.dist:
             raise SweepSpecError(f"--param {p.name}={p.dist}(...) is a distribution: sample it with --random N")
     names = [p.name for p in params]
-    return [dict(zip(names, combo)) for combo in itertools.product(*(p.values for p in params))]
+    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*(p.values for p in params))]
 
 
 def random_trials(params: Sequence[Param], n: int, seed: int | None) -> list[Trial]:
@@ -186,7 +186,7 @@ def load_trials(path: str) -> list[Trial]:
             raise SweepSpecError(f"--trials {path}, line {n}: not JSON ({e.msg}); write one object per line") from None
         if not isinstance(obj, dict) or not all(isinstance(k, str) and _NAME.fullmatch(k) for k in obj):
             raise SweepSpecError(
-                f"--trials {path}, line {n}: expected an object of component arguments, e.g. {{\"lr\": 0.1}}"
+                f'--trials {path}, line {n}: expected an object of component arguments, e.g. {{"lr": 0.1}}'
             )
         trials.append({k: arg_text(v) for k, v in obj.items()})
     if not trials:

@@ -134,7 +134,8 @@ def _array_request(
     if not sched.capabilities.job_arrays:
         return None
     try:
-        request = sched.submit_array_dryrun([i._app for i in infos], infos[0]._cfg, max_parallel)
+        apps = [info.app for info in infos if info.app is not None]
+        request = sched.submit_array_dryrun(apps, infos[0].cfg, max_parallel)
     except UnsupportedFeatureError:
         return None
     request._scheduler = scheduler
@@ -170,7 +171,7 @@ def start(
         "mode": mode,
         "created": time.time(),
         "cwd": os.getcwd(),
-        "trials": [{"args": t, "name": a.name} for t, a in zip(prepared.trials, prepared.apps)],
+        "trials": [{"args": t, "name": a.name} for t, a in zip(prepared.trials, prepared.apps, strict=True)],
     }
     store.create(spec)
     if prepared.array is not None:
