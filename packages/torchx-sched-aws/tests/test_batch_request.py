@@ -232,3 +232,45 @@ def test_macro_values_are_data_on_every_node(replicas: int, tmp_path: Path) -> N
     for k, c in enumerate(containers):
         assert run_wrapper(c, node_index=k, main_addr="10.0.0.7") == macro_probe_output("", job.app_id, k)
     assert job.app_id == f"q:{name}" and not marker.exists()
+
+
+def test_array_job_runs_each_elements_own_args_and_env() -> None:
+    from torchx_sched_aws.batch_request import build_array_job, split_array_element_id
+
+    apps = [
+        specs.AppDef(
+            f"t{i}",
+            roles=[role(entrypoint="printf", args=["%s|", v, f"{specs.macros.app_id}"], env={"V": v, "SAME": "1"})],
+        )
+        for i, v in enumerate(HOSTILE)
+    ]
+    job = build_array_job(apps, opts(), "sw-1")
+    assert job.submit["arrayProperties"] == {"size": len(HOSTILE)}
+    definition = job.job_definition
+    assert definition["type"] == "container" and "nodeProperties" not in definition
+    container = definition["containerProperties"]
+    assert env_of(container)["SAME"] == "1" and "V" not in env_of(container)
+    for i, value in enumerate(HOSTILE):
+        # real Batch sets AWS_BATCH_JOB_ARRAY_INDEX; moto only AWS_BATCH_JOB_ID=<parent>:<index>
+        for extra in ({"AWS_BATCH_JOB_ARRAY_INDEX": str(i)}, {"AWS_BATCH_JOB_ID": f"abc-123:{i}"}):
+            env = {"PATH": os.environ["PATH"], **env_of(container), **extra}
+            shown = [
+                *container["command"][:2],
+                container["command"][2].replace("exec printf", "printf '%s|' \"$V\"; exec printf"),
+            ]
+            out = subprocess.run(shown, env=env, capture_output=True, text=True, check=True).stdout
+            assert out == f"{value}|{value}|q:sw-1[{i}]|"
+    assert split_array_element_id("q:sw-1[3]") == ("q:sw-1", 3)
+    assert split_array_element_id("q:sw-1") == ("q:sw-1", None)
+
+
+def test_array_job_refusals() -> None:
+    from torchx_sched_aws.batch_request import ArrayShapeError, build_array_job
+
+    one = specs.AppDef("a", roles=[role()])
+    with pytest.raises(ArrayShapeError, match="2 to 10000"):
+        build_array_job([one], opts(), "x")
+    with pytest.raises(ArrayShapeError, match="one replica"):
+        build_array_job([one, specs.AppDef("b", roles=[role(num_replicas=2)])], opts(), "x")
+    with pytest.raises(ArrayShapeError, match="differ only"):
+        build_array_job([one, specs.AppDef("b", roles=[role(image="other:2")])], opts(), "x")

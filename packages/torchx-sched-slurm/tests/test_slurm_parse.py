@@ -194,3 +194,19 @@ def test_ended_job_prefers_settled_sacct_then_squeue(monkeypatch: pytest.MonkeyP
     assert SlurmScheduler("t").describe("41") is not None
     recorded_commands(monkeypatch, {})
     assert SlurmScheduler("t").describe("41") is None
+
+
+def test_array_element_ids_parse_and_sort() -> None:
+    from torchx_sched_slurm.parse import SEP, job_id_key, parse_sacct
+
+    rows = [
+        ["12_10", "COMPLETED", "0:0", "None", "n1", "/w", "r-0"],
+        ["12_10.batch", "COMPLETED", "0:0", "", "n1", "", "batch"],
+        ["12_10.0", "COMPLETED", "0:0", "", "n1", "", "bash"],
+        ["12_2", "FAILED", "1:0", "None", "n1", "/w", "r-0"],
+        ["12_2.0", "FAILED", "1:0", "", "n1", "", "bash"],
+        ["12_[3-5%2]", "PENDING", "0:0", "None", "", "/w", "r-0"],
+    ]
+    comps, _ = parse_sacct("\n".join(SEP.join(r) for r in rows))
+    assert [(c.app_id, c.step_state, c.exit_code) for c in comps] == [("12_2", "FAILED", 1), ("12_10", "COMPLETED", 0)]
+    assert sorted(["12_10", "9", "12_2", "12"], key=job_id_key) == ["9", "12", "12_2", "12_10"]

@@ -304,3 +304,59 @@ def test_macro_values_are_data_in_the_job_script(tmp_path: Path) -> None:
 def test_a_newline_in_an_sbatch_value_is_refused(key: str) -> None:
     with pytest.raises(InvalidRunConfigException, match="single line"):  # before any script is written
         dryrun(specs.AppDef("a", [role()]), {key: "/tmp/x\nrm -rf /tmp/y"})
+
+
+def array_apps(values: list[str]) -> list[specs.AppDef]:
+    return [
+        specs.AppDef(
+            f"trial-{i}",
+            [
+                specs.Role(
+                    "r",
+                    image="/img",
+                    entrypoint=sys.executable,
+                    args=["-c", PRINT_ARGV, v, f"job={specs.macros.app_id}"],
+                    env={"HOSTILE": v},
+                    resource=specs.Resource(1, 0, 64),
+                )
+            ],
+        )
+        for i, v in enumerate(values)
+    ]
+
+
+def test_job_array_picks_each_tasks_args_quoted() -> None:
+    values = HOSTILE[:12]
+    info = SlurmScheduler("test").submit_array_dryrun(array_apps(values), {}, max_parallel=3)
+    script = str(info.request)
+    assert sections(script)[0][:2] == ["--job-name=r-0", "--nodes=1"]
+    assert "--array=0-11%3" in sections(script)[0]
+    assert "hetjob" not in script and script.count("\nsrun ") == 1
+    assert re.search(
+        r'^srun --output=slurm-"\$\{SLURM_ARRAY_JOB_ID\}_\$\{SLURM_ARRAY_TASK_ID\}"-r-0\.out ', script, re.M
+    )
+    body = script[script.index('case "$SLURM_ARRAY_TASK_ID"') : script.index("\nsrun")]
+    for i, value in enumerate(values):
+        env = {"PATH": "/usr/bin:/bin", "SLURM_ARRAY_JOB_ID": "77", "SLURM_ARRAY_TASK_ID": str(i)}
+        proc = subprocess.run(
+            ["bash", "-c", body + '\nbash -c "exec ${replica_0[*]@Q}"'], env=env, capture_output=True, text=True
+        )
+        assert json.loads(proc.stdout) == {"argv": [value, f"job=77_{i}"], "env": value}
+    unknown = subprocess.run(["bash", "-c", body], env={"SLURM_ARRAY_TASK_ID": "12"}, capture_output=True, text=True)
+    assert unknown.returncode == 2 and "no task 12" in unknown.stderr
+
+
+def test_job_array_without_throttle_and_refusals() -> None:
+    from torchx.schedulers.capabilities import UnsupportedFeatureError
+
+    sched = SlurmScheduler("test")
+    assert "--array=0-1" in sections(str(sched.submit_array_dryrun(array_apps(["a", "b"]), {}).request))[0]
+    assert sched.array_element_id("12", 3) == "12_3"
+    two = array_apps(["a", "b"])
+    two[1].roles[0].num_replicas = 2
+    with pytest.raises(UnsupportedFeatureError, match="one replica"):
+        sched.submit_array_dryrun(two, {})
+    other = array_apps(["a", "b"])
+    other[1].roles[0].resource = specs.Resource(4, 0, 64)
+    with pytest.raises(UnsupportedFeatureError, match="differ only"):
+        sched.submit_array_dryrun(other, {})
