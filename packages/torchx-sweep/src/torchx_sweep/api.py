@@ -139,7 +139,12 @@ class Sweep:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             state = self._load()
-            if state.spec["mode"] == "driver" and not state.finished and not self.driver_alive():
+            if state.spec["mode"] == "driver" and not state.finished:
+                if self.driver_alive():  # the driver journals every end: no need to ask the scheduler
+                    if deadline is not None and time.monotonic() >= deadline:
+                        return self.status()
+                    time.sleep(interval)
+                    continue
                 time.sleep(0.05)  # a driver that is starting takes its lock within milliseconds
                 if not self.driver_alive() and not self._load().finished:
                     self.resume()
@@ -170,6 +175,7 @@ class Sweep:
         if pid is None and state.spec["mode"] == "driver" and not state.finished:
             self.store.append(self.sweep_id, {"ev": "finished"})
 
+
 def run_sweep(
     runner: Runner,
     component: str,
@@ -195,6 +201,9 @@ def run_sweep(
         max_parallel: at most this many trials at once (None: no limit)
         fail_fast: the first failed trial cancels the rest
         workspace: the workspace each trial ships (schedulers with workspaces)
+
+    Component defaults come from ``.torchxconfig`` (``[component:NAME]``) as for ``torchx run``;
+    the ``component_defaults`` of ``runner`` are not applied (the driver runs in its own process).
 
     Raises:
         SweepSpecError: a trial's arguments are invalid; nothing was submitted

@@ -32,6 +32,7 @@ from torchx.specs.status import AppState
 
 from torchx_sweep.params import trial_argv
 from torchx_sweep.store import SweepState, SweepStore
+from torchx_sweep.submit import Materializer
 
 logger: logging.Logger = logging.getLogger("torchx_sweep.driver")
 
@@ -56,6 +57,7 @@ class Driver:
         self.in_flight: dict[int, str] = {}
         self.todo: deque[int] = deque()
         self.to_wait: deque[tuple[int, str]] = deque()
+        self.make: Materializer | None = None
 
     def _journal(self, **event: Any) -> None:
         self.store.append(self.sweep_id, event)
@@ -145,7 +147,10 @@ class Driver:
         trial = spec["trials"][index]
         self._journal(i=index, ev="submitting", name=trial["name"])
         try:
-            app = self.runner.component_app(str(spec["component"]), trial_argv(trial["args"], spec["args"]))
+            with self.lock:
+                if self.make is None:
+                    self.make = Materializer(str(spec["component"]))
+            app = self.make.app(trial_argv(trial["args"], spec["args"]))
             app.name = trial["name"]
             info = self.runner.dryrun(
                 app, self.scheduler, self.cfg, spec.get("workspace"), parent_run_id=str(spec["handle"])

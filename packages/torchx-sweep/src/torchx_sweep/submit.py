@@ -80,6 +80,30 @@ class PreparedSweep:
     array: AppDryRunInfo[Any] | None
 
 
+class Materializer:
+    """Makes a component's app from CLI-style arguments, finding the component once.
+
+    Component defaults come from ``.torchxconfig`` (``[component:NAME]``), as for ``torchx run``.
+    """
+
+    def __init__(self, component: str) -> None:
+        from torchx.runner import config
+        from torchx.specs.finder import get_component
+
+        self.fn = get_component(component).fn
+        self.defaults = config.get_configs("component", component)
+
+    def app(self, argv: list[str]) -> AppDef:
+        """The app of ``argv`` (typed checking of every argument).
+
+        Raises:
+            ComponentArgError: an argument is missing or has the wrong type
+        """
+        from torchx.specs.builders import materialize_appdef
+
+        return materialize_appdef(self.fn, argv, self.defaults)
+
+
 def as_trials(params: Mapping[str, Sequence[object]] | Sequence[Mapping[str, object]]) -> list[Trial]:
     """Trials from a grid (``{"lr": [1e-3, 1e-4]}``: every combination) or a list of argument dicts."""
     if isinstance(params, Mapping):
@@ -112,9 +136,10 @@ def prepare(
     handle = sweep_handle(runner.name(), sweep_id)
     apps: list[AppDef] = []
     infos: list[AppDryRunInfo[Any]] = []
+    make = Materializer(component)
     for i, trial in enumerate(trials):
         try:
-            app = runner.component_app(component, trial_argv(trial, args))
+            app = make.app(trial_argv(trial, args))
             app.name = trial_app_name(app.name, sweep_id, i)
             infos.append(runner.dryrun(app, scheduler, cfg, workspace, parent_run_id=handle))
         except SweepSpecError:
