@@ -187,6 +187,7 @@ def run_sweep(
     fail_fast: bool = False,
     workspace: str | None = None,
     store: SweepStore | None = None,
+    use_array: bool = True,
 ) -> Sweep:
     """Runs ``component`` once per trial on ``scheduler``; returns the :class:`Sweep`.
 
@@ -201,6 +202,8 @@ def run_sweep(
         max_parallel: at most this many trials at once (None: no limit)
         fail_fast: the first failed trial cancels the rest
         workspace: the workspace each trial ships (schedulers with workspaces)
+        store: where the sweep is kept (default: ``$TORCHX_SWEEP_STATE_DIR``)
+        use_array: False submits each trial through the driver even where the scheduler has arrays
 
     Component defaults come from ``.torchxconfig`` (``[component:NAME]``) as for ``torchx run``;
     the ``component_defaults`` of ``runner`` are not applied (the driver runs in its own process).
@@ -218,6 +221,6 @@ def run_sweep(
             print(sweep.wait()["state"])
     """
     trials = as_trials(params)
-    prepared = prepare(runner, component, list(args), trials, scheduler, cfg, max_parallel, workspace)
+    prepared = prepare(runner, component, list(args), trials, scheduler, cfg, max_parallel, workspace, use_array)
     handle = start(runner, prepared, component, list(args), scheduler, cfg, max_parallel, fail_fast, workspace, store)
     return Sweep(handle, runner, store)

@@ -99,6 +99,13 @@ class CmdSweep(SubCommand):
         subparser.add_argument("--max-parallel", "--max_parallel", dest="max_parallel", type=int, default=None)
         subparser.add_argument("--fail-fast", "--fail_fast", dest="fail_fast", action="store_true")
         subparser.add_argument("--dryrun", action="store_true", help="print every trial's args and the request")
+        subparser.add_argument(
+            "--no-array",
+            "--no_array",
+            dest="no_array",
+            action="store_true",
+            help="submit each trial through the driver even where the scheduler has job arrays",
+        )
         subparser.add_argument("--wait", action="store_true", help="wait for every trial, then print the table")
         subparser.add_argument("--workspace", default=None, help="workspace each trial ships (schedulers with one)")
         subparser.add_argument("--json", action="store_true", help="print JSON")
@@ -143,7 +150,15 @@ class CmdSweep(SubCommand):
         with get_runner() as runner:
             cfg = runner.cfg_from_str(scheduler, *args.scheduler_args)
             prepared = prepare(
-                runner, component, component_args, trials, scheduler, cfg, args.max_parallel, args.workspace
+                runner,
+                component,
+                component_args,
+                trials,
+                scheduler,
+                cfg,
+                args.max_parallel,
+                args.workspace,
+                use_array=not args.no_array,
             )
             if args.dryrun:
                 self._print_dryrun(prepared, args.json)

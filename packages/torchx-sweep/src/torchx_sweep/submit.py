@@ -122,8 +122,10 @@ def prepare(
     cfg: Mapping[str, CfgVal] | None,
     max_parallel: int | None,
     workspace: str | None = None,
+    use_array: bool = True,
 ) -> PreparedSweep:
-    """Materializes and dry-runs every trial; asks the scheduler for one array request if it has arrays.
+    """Materializes and dry-runs every trial; asks the scheduler for one array request if it has
+    arrays (unless ``use_array`` is False: then the driver submits each trial).
 
     Raises:
         SweepSpecError: a trial's arguments are wrong (which trial, and why); nothing was submitted
@@ -148,7 +150,7 @@ def prepare(
             detail = str(e) if not isinstance(e, SystemExit) else "invalid component arguments (see above)"
             raise SweepSpecError(f"trial {i} {json.dumps(trial)}: {detail}; nothing was submitted") from e
         apps.append(app)
-    array = _array_request(scheduler, runner.name(), infos, max_parallel)
+    array = _array_request(scheduler, runner.name(), infos, max_parallel) if use_array else None
     return PreparedSweep(handle, sweep_id, trials, apps, infos, array)
 
 
