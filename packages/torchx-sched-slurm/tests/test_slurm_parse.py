@@ -197,7 +197,11 @@ def test_ended_job_prefers_settled_sacct_then_squeue(monkeypatch: pytest.MonkeyP
 
 
 def test_array_element_ids_parse_and_sort() -> None:
-    from torchx_sched_slurm.parse import SEP, job_id_key, parse_sacct
+    from torchx_sched_slurm.parse import SEP, job_id_key, parse_sacct, parse_squeue
+
+    row = ["200", "N/A", "N/A", "PENDING", "JobArrayTaskLimit", "", "0", "0", "/w", "190", "2", "r-0"]
+    (comp,) = parse_squeue(SEP.join(row) + SEP)
+    assert comp.app_id == "190_2" and comp.reason == "JobArrayTaskLimit"
 
     rows = [
         ["12_10", "COMPLETED", "0:0", "None", "n1", "/w", "r-0"],
@@ -208,5 +212,11 @@ def test_array_element_ids_parse_and_sort() -> None:
         ["12_[3-5%2]", "PENDING", "0:0", "None", "", "/w", "r-0"],
     ]
     comps, _ = parse_sacct("\n".join(SEP.join(r) for r in rows))
-    assert [(c.app_id, c.step_state, c.exit_code) for c in comps] == [("12_2", "FAILED", 1), ("12_10", "COMPLETED", 0)]
+    assert [(c.app_id, c.state, c.step_state, c.exit_code) for c in comps] == [
+        ("12_2", "FAILED", "FAILED", 1),
+        ("12_3", "PENDING", None, None),  # never started: only in the array's row
+        ("12_4", "PENDING", None, None),
+        ("12_5", "PENDING", None, None),
+        ("12_10", "COMPLETED", "COMPLETED", 0),
+    ]
     assert sorted(["12_10", "9", "12_2", "12"], key=job_id_key) == ["9", "12", "12_2", "12_10"]

@@ -127,3 +127,26 @@ def test_kubernetes_grid_through_the_driver(runner: Runner, components: str, k8s
     status = sweep.wait(timeout=300)
     assert status["state"] == "SUCCEEDED", status
     assert printed(runner, sweep) == EXPECTED
+
+
+@pytest.mark.slurm
+def test_slurm_cancel_stops_the_whole_array(runner: Runner, components: str, slurm_cfg: dict[str, str]) -> None:
+    trials = [{"a": str(i), "b": "x"} for i in range(4)]
+    sweep = run_sweep(runner, f"{components}:argv", ["--sleep", "120"], trials, "slurm", slurm_cfg, max_parallel=1)
+    deadline = time.monotonic() + 60
+    while not any(t.state == "RUNNING" for t in sweep.trials()):
+        assert time.monotonic() < deadline, sweep.status()
+        time.sleep(0.2)
+    sweep.cancel()
+    status = sweep.wait(timeout=60)
+    assert status["state"] == "CANCELLED", status
+    assert [t["state"] for t in status["trials"]] == ["CANCELLED"] * 4
+
+
+@pytest.mark.slurm
+def test_slurm_fail_fast_runs_through_the_driver(runner: Runner, components: str, slurm_cfg: dict[str, str]) -> None:
+    trials = [{"a": "fail", "b": "0"}, {"a": "ok", "b": "1"}, {"a": "ok", "b": "2"}]
+    sweep = run_sweep(runner, f"{components}:argv", [], trials, "slurm", slurm_cfg, max_parallel=1, fail_fast=True)
+    assert sweep.mode == "driver"
+    status = sweep.wait(timeout=120)
+    assert [t["state"] for t in status["trials"]] == ["FAILED", "CANCELLED", "CANCELLED"]

@@ -200,7 +200,8 @@ def run_sweep(
         scheduler: where the trials run; one native array if it has arrays, else a driver
         cfg: run options of ``scheduler``
         max_parallel: at most this many trials at once (None: no limit)
-        fail_fast: the first failed trial cancels the rest
+        fail_fast: the first failed trial cancels the rest (the driver runs such a sweep: a job
+            array has no one watching its elements)
         workspace: the workspace each trial ships (schedulers with workspaces)
         store: where the sweep is kept (default: ``$TORCHX_SWEEP_STATE_DIR``)
         use_array: False submits each trial through the driver even where the scheduler has arrays
@@ -221,6 +222,7 @@ def run_sweep(
             print(sweep.wait()["state"])
     """
     trials = as_trials(params)
+    use_array = use_array and not fail_fast
     prepared = prepare(runner, component, list(args), trials, scheduler, cfg, max_parallel, workspace, use_array)
     handle = start(runner, prepared, component, list(args), scheduler, cfg, max_parallel, fail_fast, workspace, store)
     return Sweep(handle, runner, store)
