@@ -220,3 +220,18 @@ def test_array_element_ids_parse_and_sort() -> None:
         ("12_10", "COMPLETED", "COMPLETED", 0),
     ]
     assert sorted(["12_10", "9", "12_2", "12"], key=job_id_key) == ["9", "12", "12_2", "12_10"]
+
+
+def test_an_arrays_id_describes_its_elements() -> None:
+    from torchx_sched_slurm.parse import Component
+    from torchx_sched_slurm.scheduler import own_components
+
+    comps = [
+        Component("7_0", 0, "r", 0, "COMPLETED"),
+        Component("7_1", 0, "r", 0, "RUNNING"),
+        Component("8", 0, "r", 0, "PENDING"),
+    ]
+    assert [(c.app_id, c.replica_id) for c in own_components("7", comps)] == [("7", 0), ("7", 1)]
+    assert describe_components("7", own_components("7", comps)).state == AppState.RUNNING
+    assert [c.app_id for c in own_components("7_1", comps)] == ["7_1"]
+    assert [c.app_id for c in own_components("8", comps)] == ["8"]

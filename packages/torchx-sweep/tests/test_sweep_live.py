@@ -139,7 +139,7 @@ def test_slurm_cancel_stops_the_whole_array(runner: Runner, components: str, slu
         time.sleep(0.2)
     sweep.cancel()
     status = sweep.wait(timeout=60)
-    assert status["state"] == "CANCELLED", status
+    assert status["state"] == "CANCELLED", status["trials"]
     assert [t["state"] for t in status["trials"]] == ["CANCELLED"] * 4
 
 
