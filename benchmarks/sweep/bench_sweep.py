@@ -25,16 +25,36 @@ from pathlib import Path
 COMPONENT = f"{Path(__file__).with_name('true_component.py')}:true"
 
 
+def reference_run(runner: object, repeat: int = 30) -> float:
+    """Median seconds of one plain ``Runner.run`` + ``wait`` of the same ``/bin/true`` app (the
+    machine's speed right now: what any sweep of it costs at least, trial by trial)."""
+    import statistics
+
+    from torchx.runner import Runner
+    from torchx_sweep.submit import Materializer
+
+    assert isinstance(runner, Runner)
+    app = Materializer(COMPONENT).app(["--i=0"])
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        runner.wait(runner.run(app, "local_cwd"))
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
 def bench_local(n: int) -> bool:
     from torchx.runner import get_runner
     from torchx_sweep import run_sweep
 
     with get_runner("bench") as runner:
+        before = reference_run(runner)
         start = time.perf_counter()
         sweep = run_sweep(runner, COMPONENT, [], [{"i": i} for i in range(n)], "local_cwd", max_parallel=8)
         submitted = time.perf_counter()
         status = sweep.wait(interval=0.05)
         end = time.perf_counter()
+        after = reference_run(runner)
     ok = status["state"] == "SUCCEEDED" and all(t["state"] == "SUCCEEDED" for t in status["trials"])
     per_trial = (end - start) / n * 1000
     verdict = "PASS" if ok and per_trial <= 10 else "FAIL"
@@ -42,6 +62,10 @@ def bench_local(n: int) -> bool:
         f"local_cwd {n} x /bin/true, max_parallel 8: {end - start:.2f} s total ="
         f" {per_trial:.2f} ms/trial (up front: {submitted - start:.2f} s; driver: {end - submitted:.2f} s);"
         f" all succeeded: {ok}; target <= 10 ms/trial: {verdict}"
+    )
+    print(
+        f"  reference on this machine now: one plain run+wait of the same app takes {before * 1000:.1f} ms"
+        f" (before) / {after * 1000:.1f} ms (after); load average {os.getloadavg()[0]:.1f}"
     )
     return verdict == "PASS"
 
