@@ -13,6 +13,7 @@ docker image by the installed ``docker`` workspace plugin and pushed to ``image_
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -142,6 +143,13 @@ class AWSBatchScheduler(WorkspaceMixin[Any], Scheduler[Mapping[str, CfgVal], App
             UnsupportedFeatureError: the apps cannot be one array (see :func:`build_array_job`)
         """
         resolved = self.run_opts().resolve(cfg)
+        if max_parallel:
+            logging.getLogger(__name__).warning(
+                "aws_batch cannot throttle a job array: all %d elements are runnable at once"
+                " (max_parallel=%d is not applied; the compute environment's size bounds them)",
+                len(apps),
+                max_parallel,
+            )
         try:
             request = build_array_job(list(apps), BatchOpts.from_cfg(resolved), job_name(apps[0]))
         except ArrayShapeError as e:
