@@ -211,7 +211,7 @@ def test_array_element_ids_parse_and_sort() -> None:
         ["12_2.0", "FAILED", "1:0", "", "n1", "", "bash"],
         ["12_[3-5%2]", "PENDING", "0:0", "None", "", "/w", "r-0"],
     ]
-    comps, _ = parse_sacct("\n".join(SEP.join(r) for r in rows))
+    comps = parse_sacct("\n".join(SEP.join(r) for r in rows))
     assert [(c.app_id, c.state, c.step_state, c.exit_code) for c in comps] == [
         ("12_2", "FAILED", "FAILED", 1),
         ("12_3", "PENDING", None, None),  # never started: only in the array's row
