@@ -150,3 +150,21 @@ def test_slurm_fail_fast_runs_through_the_driver(runner: Runner, components: str
     assert sweep.mode == "driver"
     status = sweep.wait(timeout=120)
     assert [t["state"] for t in status["trials"]] == ["FAILED", "CANCELLED", "CANCELLED"]
+
+
+@pytest.mark.aws
+def test_aws_batch_cancel_stops_every_element(runner: Runner, components: str, aws_env: dict[str, str]) -> None:
+    queue = aws_env.get("TORCHX_TEST_AWS_BATCH_QUEUE") or "torchx"
+    image = aws_env.get("TORCHX_TEST_AWS_IMAGE") or "localhost/torchx-python:bookworm"
+    trials = [{"a": str(i), "b": "x"} for i in range(3)]
+    sweep = run_sweep(
+        runner, f"{components}:argv", ["--image", image, "--sleep", "120"], trials, "aws_batch", {"queue": queue}
+    )
+    deadline = time.monotonic() + 120
+    while not any(t.state == "RUNNING" for t in sweep.trials()):
+        assert time.monotonic() < deadline, sweep.status()
+        time.sleep(0.5)
+    sweep.cancel()
+    status = sweep.wait(timeout=120)
+    assert status["state"] == "CANCELLED", status["trials"]
+    assert [t["state"] for t in status["trials"]] == ["CANCELLED"] * 3
