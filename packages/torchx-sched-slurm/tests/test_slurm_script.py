@@ -333,7 +333,7 @@ def test_job_array_picks_each_tasks_args_quoted() -> None:
     assert "--array=0-11%3" in sections(script)[0]
     assert "hetjob" not in script and script.count("\nsrun ") == 1
     assert re.search(
-        r'^srun --output=slurm-"\$\{SLURM_ARRAY_JOB_ID\}_\$\{SLURM_ARRAY_TASK_ID\}"-r-0\.out ', script, re.M
+        r'^srun --output=slurm-"\$\{SLURM_ARRAY_JOB_ID\}_\$\{SLURM_ARRAY_TASK_ID\}"-r-0\.log ', script, re.M
     )
     body = script[script.index('case "$SLURM_ARRAY_TASK_ID"') : script.index("\nsrun")]
     for i, value in enumerate(values):
