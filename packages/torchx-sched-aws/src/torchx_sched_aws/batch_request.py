@@ -195,9 +195,9 @@ def build_array_job(apps: list[AppDef], opts: BatchOpts, name: str) -> BatchJob:
     for i, (container, env) in enumerate(zip(containers, envs, strict=True)):
         if {k: v for k, v in container.items() if k not in ("command", "environment")} != shared:
             raise ArrayShapeError("aws_batch array jobs need trials that differ only in arguments and env")
-        own = [(k, _shell.quote(v)) for k, v in env.items() if k not in common]
+        own = [(k, shell_word(v, {})) for k, v in env.items() if k not in common]
         check_env(apps[i].roles[0], [k for k, _ in own], "aws_batch")
-        words = [_shell.quote(w) for w in container["command"]]
+        words = [shell_word(w, {}) for w in container["command"]]
         cases.append(f"{i}) {_shell.script(own, words)};;")
     script = f'case {ARRAY_INDEX_SHELL} in {" ".join(cases)} *) echo "torchx: no array element $AWS_BATCH_JOB_ID" >&2; exit 2;; esac'
     container = {**shared, "command": ["/bin/sh", "-c", script]}
