@@ -11,7 +11,7 @@ import sys
 import pytest
 from torchx.specs import AppDef, Resource, Role
 from torchx.util import record as record_module
-from torchx.util.record import deep_copy, field, fields_of, record, replace
+from torchx.util.record import FrozenInstanceError, deep_copy, field, fields_of, record, replace
 
 
 @record
@@ -36,7 +36,7 @@ def test_init_repr_eq() -> None:
     assert repr(p) == "Point(x=1, y=0, tags=['a'])"
     assert p == Point(1, 0, ["a"]) and p != Point(2)
     assert Point(1).tags is not Point(1).tags  # a fresh default per instance
-    with pytest.raises(TypeError, match="missing required argument"):
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'x'"):
         Point()  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="unexpected keyword argument 'z'"):
         Point(1, z=2)  # type: ignore[call-arg]
@@ -116,7 +116,7 @@ def test_deep_copy_copies_every_container_and_record() -> None:
     assert original.roles[0].metadata["extra"].items == [1] and original.metadata == {"m": "v"}
 
 
-def test_often_made_records_behave_the_same_with_a_compiled_init() -> None:
+def test_the_first_instance_compiles_the_init() -> None:
     @record
     class Counted:
         """Counts __post_init__ calls."""
@@ -128,8 +128,10 @@ def test_often_made_records_behave_the_same_with_a_compiled_init() -> None:
         def __post_init__(self) -> None:
             self.seen = True
 
+    assert Counted.__dict__["__init__"] is record_module._init
     made = [Counted(i) if i % 2 else Counted(a=i, b="x", items=[i]) for i in range(20)]
-    assert Counted.__dict__["__init__"] is not record_module._init  # compiled after a few calls
+    assert Counted.__dict__["__init__"] is not record_module._init  # compiled by the first call
+    assert Counted.__init__.__qualname__.endswith("Counted.__init__")
     for i, c in enumerate(made):
         assert c == (Counted(i) if i % 2 else Counted(i, "x", [i])) and c.seen
     assert made[1].items is not made[3].items
@@ -151,3 +153,55 @@ def test_type_hints_of_the_job_model_resolve() -> None:
         hints = typing.get_type_hints(cls)
         assert set(hints) >= {f.name for f in fields_of(cls)}, cls
     assert typing.get_type_hints(specs.Role)["mounts"] == list[specs.BindMount | specs.VolumeMount | specs.DeviceMount]
+
+
+@record(frozen=True)
+class Frozen:
+    """Immutable."""
+
+    name: str
+    size: int = 1
+    sizes: frozenset[int] = frozenset()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sizes", frozenset(self.sizes))
+
+
+def test_frozen_records_are_immutable_hashable_values_that_unpack() -> None:
+    f = Frozen("a", sizes=[1, 2])  # type: ignore[arg-type]
+    assert f.sizes == frozenset({1, 2}) and type(f.sizes) is frozenset  # normalized by __post_init__
+    with pytest.raises(FrozenInstanceError, match="Frozen is frozen: cannot assign 'name'"):
+        f.name = "b"  # type: ignore[misc]
+    with pytest.raises(AttributeError, match="cannot delete 'size'"):
+        del f.size  # type: ignore[misc]
+    assert hash(f) == hash(Frozen("a", 1, frozenset({1, 2}))) and len({f, Frozen("a", sizes={2, 1})}) == 1  # type: ignore[arg-type]
+    name, size, sizes = f
+    assert (name, size, sizes) == ("a", 1, frozenset({1, 2})) and list(f) == ["a", 1, frozenset({1, 2})]
+    assert dataclasses.fields(f)[0].name == "name" and dataclasses.replace(f, size=3).size == 3
+    assert dataclasses.asdict(f)["name"] == "a" and replace(f, name="z") == Frozen("z", 1, frozenset({1, 2}))
+    assert copy.deepcopy(f) == f and pickle.loads(pickle.dumps(f)) == f and deep_copy(f) == f
+    assert Frozen.__dataclass_params__.frozen  # the dataclasses view says frozen too
+
+
+def test_a_subclass_made_first_compiles_its_record_bases_init() -> None:
+    @record
+    class Base:
+        """A base."""
+
+        a: int
+
+    class Plain(Base):
+        """Not a record itself."""
+
+    assert Plain(1).a == 1 and Base.__dict__["__init__"] is not record_module._init and Base(2).a == 2
+
+
+def test_fields_are_exactly_the_annotated_names() -> None:
+    @record
+    class WithConstant:
+        """A class constant is written without an annotation."""
+
+        LIMIT = 3
+        a: int = 1
+
+    assert [f.name for f in fields_of(WithConstant)] == ["a"] and WithConstant().LIMIT == 3

@@ -5,7 +5,16 @@ compiles three functions per class; on the CLI's start-up path that was a third 
 time budget. A record class gets ``__init__`` (positional or keyword arguments, defaults,
 ``field(default_factory=...)``, ``__post_init__``), ``__repr__``, ``__eq__`` and, with
 ``unsafe_hash=True``, ``__hash__`` from shared generic methods driven by the class's
-field table, so defining one compiles nothing.
+field table, so defining one compiles nothing; the first instance made compiles the
+class's own ``__init__`` (a few tens of microseconds, then 5x faster per call).
+
+``@record(frozen=True)`` makes an immutable value: assigning or deleting an attribute
+raises :class:`FrozenInstanceError`, instances hash by value, and they unpack like the
+named tuples they replace (``scheduler, session, app_id = parse_app_handle(h)``).
+``__post_init__`` of a frozen record may normalize a field with ``object.__setattr__``.
+
+Fields are exactly the names the class body annotates (after those of record bases);
+class constants are written without an annotation (``typing.ClassVar`` is not looked for).
 
 Records stay dataclasses for every caller: :func:`dataclasses.fields`, ``replace``,
 ``asdict``, ``astuple`` and ``is_dataclass`` accept them, and ``@dataclass`` may subclass
@@ -42,6 +51,10 @@ else:
 class _Missing:
     def __repr__(self) -> str:
         return "MISSING"
+
+
+class FrozenInstanceError(AttributeError):
+    """An attribute of a frozen record was assigned or deleted (as :class:`dataclasses.FrozenInstanceError`)."""
 
 
 #: Marks a field without a default (or without a default factory).
@@ -83,27 +96,23 @@ def field(*, default: Any = MISSING, default_factory: Callable[[], Any] | Any = 
     return Field(default, default_factory, metadata)
 
 
-#: calls of the generic ``__init__`` of a class after which it gets a compiled one
-_COMPILE_AFTER = 8
-
-
-def _compiled_init(fields: tuple[Field, ...], post_init: bool) -> Callable[..., None]:
-    """An ``__init__`` made for these fields, as :mod:`dataclasses` writes them (5x faster per call
-    than :func:`_init`; compiling it costs about as much as 40 calls of the generic one)."""
-    namespace: dict[str, Any] = {"_record_missing": MISSING}
+def _compiled_init(fields: tuple[Field, ...], post_init: bool, frozen: bool) -> Callable[..., None]:
+    """An ``__init__`` made for these fields, as :mod:`dataclasses` writes them."""
+    namespace: dict[str, Any] = {"_record_missing": MISSING, "_record_set": object.__setattr__}
     params, body = [], []
     for i, f in enumerate(fields):
         if f.required:
             params.append(f.name)
-            body.append(f"self.{f.name} = {f.name}")
+            value = f.name
         elif f.default_factory is not MISSING:
             namespace[f"_factory{i}"] = f.default_factory
             params.append(f"{f.name}=_record_missing")
-            body.append(f"self.{f.name} = _factory{i}() if {f.name} is _record_missing else {f.name}")
+            value = f"_factory{i}() if {f.name} is _record_missing else {f.name}"
         else:
             namespace[f"_default{i}"] = f.default
             params.append(f"{f.name}=_default{i}")
-            body.append(f"self.{f.name} = {f.name}")
+            value = f.name
+        body.append(f"_record_set(self, {f.name!r}, {value})" if frozen else f"self.{f.name} = {value}")
     if post_init:
         body.append("self.__post_init__()")
     source = f"def __init__(self, {', '.join(params)}):\n    " + "\n    ".join(body or ["pass"])
@@ -113,42 +122,16 @@ def _compiled_init(fields: tuple[Field, ...], post_init: bool) -> Callable[..., 
 
 
 def _init(self: Any, *args: Any, **kwargs: Any) -> None:
-    cls = type(self)
-    calls = cls.__dict__.get("__record_init_calls__", 0) + 1
-    if calls >= _COMPILE_AFTER and cls.__dict__.get("__init__") is _init:  # often made: compile its own
-        init = _compiled_init(cls.__record_fields__, hasattr(cls, "__post_init__"))
-        init.__qualname__ = f"{cls.__qualname__}.__init__"
-        cls.__init__ = init
-        init(self, *args, **kwargs)
-        return
-    setattr(cls, "__record_init_calls__", calls)  # noqa: B010
-    fields: tuple[Field, ...] = cls.__record_fields__
-    if len(args) > len(fields):
-        raise TypeError(f"{cls.__name__}() takes {len(fields)} positional arguments but {len(args)} were given")
-    missing = []
-    for i, f in enumerate(fields):
-        name = f.name
-        if i < len(args):
-            if name in kwargs:
-                raise TypeError(f"{cls.__name__}() got multiple values for argument {name!r}")
-            value = args[i]
-        elif name in kwargs:
-            value = kwargs.pop(name)
-        elif f.default is not MISSING:
-            value = f.default
-        elif f.default_factory is not MISSING:
-            value = f.default_factory()
-        else:
-            missing.append(name)
-            continue
-        setattr(self, name, value)
-    if kwargs:
-        raise TypeError(f"{cls.__name__}() got an unexpected keyword argument {next(iter(kwargs))!r}")
-    if missing:
-        raise TypeError(f"{cls.__name__}() missing required argument(s): {', '.join(map(repr, missing))}")
-    post_init = getattr(self, "__post_init__", None)
-    if post_init is not None:
-        post_init()
+    """The ``__init__`` of a record class until its first instance is made: compiles the class's own."""
+    owner = next(k for k in type(self).__mro__ if k.__dict__.get("__init__") is _init)
+    init = _compiled_init(owner.__record_fields__, hasattr(owner, "__post_init__"), _is_frozen(owner))
+    init.__qualname__ = f"{owner.__qualname__}.__init__"
+    owner.__init__ = init  # type: ignore[misc]
+    init(self, *args, **kwargs)
+
+
+def _is_frozen(cls: type) -> bool:
+    return cls.__setattr__ is _frozen_setattr  # type: ignore[comparison-overlap]
 
 
 def _values(obj: Any) -> tuple[Any, ...]:
@@ -170,6 +153,18 @@ def _hash(self: Any) -> int:
     return hash(_values(self))
 
 
+def _iter(self: Any) -> Any:
+    return iter(_values(self))
+
+
+def _frozen_setattr(self: Any, name: str, value: object) -> None:
+    raise FrozenInstanceError(f"{type(self).__name__} is frozen: cannot assign {name!r}; use replace()")
+
+
+def _frozen_delattr(self: Any, name: str) -> None:
+    raise FrozenInstanceError(f"{type(self).__name__} is frozen: cannot delete {name!r}")
+
+
 class _DataclassMetadata:
     """Class attribute that builds the real dataclasses metadata of a record on first access."""
 
@@ -188,8 +183,9 @@ class _DataclassMetadata:
                     default_factory=dataclasses.MISSING if f.default_factory is MISSING else f.default_factory,
                     metadata=f.metadata or None,
                 )
-        unsafe_hash = owner.__dict__.get("__hash__") is _hash
-        shadow: Any = dataclasses.dataclass(unsafe_hash=unsafe_hash)(type(owner.__name__, (), namespace))
+        frozen = _is_frozen(owner)
+        unsafe_hash = not frozen and owner.__dict__.get("__hash__") is _hash
+        shadow: Any = dataclasses.dataclass(unsafe_hash=unsafe_hash, frozen=frozen)(type(owner.__name__, (), namespace))
         # cached on the record class itself: later accesses are plain attribute reads
         setattr(owner, "__dataclass_fields__", shadow.__dataclass_fields__)  # noqa: B010
         setattr(owner, "__dataclass_params__", shadow.__dataclass_params__)  # noqa: B010
@@ -200,8 +196,6 @@ def _collect_fields(cls: type) -> tuple[Field, ...]:
     fields: dict[str, Field] = {f.name: f for f in getattr(cls, "__record_fields__", ())}
     own_annotations = cls.__dict__.get("__annotations__", {})  # noqa: RUF063 (inspect costs ~5 ms to import)
     for name, annotation in own_annotations.items():
-        if "ClassVar" in str(annotation):
-            continue
         value = cls.__dict__.get(name, MISSING)
         if isinstance(value, Field):
             spec = value
@@ -228,18 +222,22 @@ def _collect_fields(cls: type) -> tuple[Field, ...]:
 
 
 @dataclass_transform(field_specifiers=(field, Field))
-def record(cls: _C | None = None, /, *, unsafe_hash: bool = False) -> Any:
-    """Makes ``cls`` a data class (see the module docs); ``unsafe_hash=True`` also hashes by value."""
+def record(cls: _C | None = None, /, *, unsafe_hash: bool = False, frozen: bool = False) -> Any:
+    """Makes ``cls`` a data class (see the module docs); ``unsafe_hash=True`` also hashes by value;
+    ``frozen=True`` makes instances immutable, hashable by value and unpackable."""
 
     def wrap(klass: _C) -> _C:
         fields = _collect_fields(klass)
         setattr(klass, "__record_fields__", fields)  # noqa: B010
         setattr(klass, "__match_args__", tuple(f.name for f in fields))  # noqa: B010
-        for name, method in (("__init__", _init), ("__repr__", _repr), ("__eq__", _eq)):
+        methods = [("__init__", _init), ("__repr__", _repr), ("__eq__", _eq)]
+        if frozen:
+            methods += [("__setattr__", _frozen_setattr), ("__delattr__", _frozen_delattr), ("__iter__", _iter)]
+        for name, method in methods:
             if name not in klass.__dict__:
                 setattr(klass, name, method)
         if "__hash__" not in klass.__dict__ or klass.__dict__["__hash__"] is None:
-            klass.__hash__ = _hash if unsafe_hash else None  # type: ignore[assignment]
+            klass.__hash__ = _hash if unsafe_hash or frozen else None  # type: ignore[assignment]
         for attribute in ("__dataclass_fields__", "__dataclass_params__"):
             setattr(klass, attribute, _DataclassMetadata(attribute))
         return klass
