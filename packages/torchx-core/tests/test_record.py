@@ -167,7 +167,7 @@ class Frozen:
         object.__setattr__(self, "sizes", frozenset(self.sizes))
 
 
-def test_frozen_records_are_immutable_hashable_values_that_unpack() -> None:
+def test_frozen_records_are_immutable_hashable_and_read_as_tuples() -> None:
     f = Frozen("a", sizes=[1, 2])  # type: ignore[arg-type]
     assert f.sizes == frozenset({1, 2}) and type(f.sizes) is frozenset  # normalized by __post_init__
     with pytest.raises(FrozenInstanceError, match="Frozen is frozen: cannot assign 'name'"):
@@ -177,6 +177,9 @@ def test_frozen_records_are_immutable_hashable_values_that_unpack() -> None:
     assert hash(f) == hash(Frozen("a", 1, frozenset({1, 2}))) and len({f, Frozen("a", sizes={2, 1})}) == 1  # type: ignore[arg-type]
     name, size, sizes = f
     assert (name, size, sizes) == ("a", 1, frozenset({1, 2})) and list(f) == ["a", 1, frozenset({1, 2})]
+    assert f == ("a", 1, frozenset({1, 2})) and ("a", 1, frozenset({1, 2})) == f and f != ("a", 1)
+    assert (f[0], f[-1], f[:2], len(f)) == ("a", frozenset({1, 2}), ("a", 1), 3)
+    assert hash(f) == hash(("a", 1, frozenset({1, 2})))  # equal to its tuple, so hashed as it
     assert dataclasses.fields(f)[0].name == "name" and dataclasses.replace(f, size=3).size == 3
     assert dataclasses.asdict(f)["name"] == "a" and replace(f, name="z") == Frozen("z", 1, frozenset({1, 2}))
     assert copy.deepcopy(f) == f and pickle.loads(pickle.dumps(f)) == f and deep_copy(f) == f

@@ -12,7 +12,7 @@ plugins must be (re)discovered.
 
 from __future__ import annotations
 
-from torchx.plugins.records import (
+from torchx.plugins.registrations import (
     CliCommand,
     ComponentSource,
     LegacyModule,

@@ -16,7 +16,7 @@ import pluggy
 
 from torchx.plugins import hookspecs
 from torchx.plugins.legacy import LEGACY_GROUPS, legacy_record
-from torchx.plugins.records import EVENT_HOOKS, RECORD_TYPES
+from torchx.plugins.registrations import EVENT_HOOKS, RECORD_TYPES
 from torchx.plugins.registry import GROUP, Conflict, PluginInfo, Registry
 
 logger: logging.Logger = logging.getLogger(__name__)

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from torchx.plugins.records import (
+from torchx.plugins.registrations import (
     CliCommand,
     ComponentSource,
     LegacyModule,

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchx.plugins.records import (
+from torchx.plugins.registrations import (
     CliCommand,
     ComponentSource,
     NamedResourcePlugin,

@@ -10,7 +10,7 @@ and shown by ``torchx plugins``.
 
 from __future__ import annotations
 
-from torchx.plugins.records import (
+from torchx.plugins.registrations import (
     RECORD_TYPES,
     CliCommand,
     ComponentSource,
@@ -21,19 +21,20 @@ from torchx.plugins.records import (
     WorkspacePlugin,
 )
 
+from torchx.util.record import field, record, to_dict
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, NamedTuple
-else:
-    from torchx.util.runtime_typing import NamedTuple
+    from typing import Any
 
 #: the entry-point group of torchx plugins
 GROUP = "torchx"
 
-#: record kind (hook name without the ``torchx_`` prefix) -> record type
+#: registration kind (hook name without the ``torchx_`` prefix) -> registration type
 KINDS: dict[str, type] = {hook[len("torchx_") :]: rtype for hook, rtype in RECORD_TYPES.items()}
 
 
+@record
 class PluginInfo:
     """One installed plugin (an entry point of the ``torchx`` group or of a legacy group).
 
@@ -43,53 +44,33 @@ class PluginInfo:
         version: that distribution's version
         group: the entry-point group
         value: the entry point's value (module, or ``module:attr`` for legacy entries)
-        registers: record kind -> names it registers
+        registers: registration kind -> names it registers
         event_hooks: event hooks its module implements
         errors: what went wrong loading it or calling its hooks
         module_file: the plugin module's file (to notice edits)
     """
 
-    __slots__ = ("dist", "errors", "event_hooks", "group", "module_file", "name", "registers", "value", "version")
-
-    def __init__(
-        self,
-        name: str,
-        dist: str,
-        version: str,
-        group: str,
-        value: str,
-        registers: dict[str, list[str]] | None = None,
-        event_hooks: list[str] | None = None,
-        errors: list[str] | None = None,
-        module_file: str = "",
-    ) -> None:
-        self.name = name
-        self.dist = dist
-        self.version = version
-        self.group = group
-        self.value = value
-        self.registers: dict[str, list[str]] = registers if registers is not None else {}
-        self.event_hooks: list[str] = event_hooks if event_hooks is not None else []
-        self.errors: list[str] = errors if errors is not None else []
-        self.module_file = module_file
+    name: str
+    dist: str
+    version: str
+    group: str
+    value: str
+    registers: dict[str, list[str]] = field(default_factory=dict)
+    event_hooks: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    module_file: str = ""
 
     @property
     def ident(self) -> str:
         """``dist:entry-point-name``."""
         return f"{self.dist}:{self.name}"
 
-    def to_data(self) -> dict[str, Any]:
-        """Plain-data form."""
-        return {k: getattr(self, k) for k in _PLUGIN_FIELDS}
-
     def __repr__(self) -> str:
         return f"PluginInfo({self.ident}, group={self.group!r}, errors={self.errors!r})"
 
 
-_PLUGIN_FIELDS = ("name", "dist", "version", "group", "value", "registers", "event_hooks", "errors", "module_file")
-
-
-class Conflict(NamedTuple):
+@record(frozen=True)
+class Conflict:
     """A registration that lost a name clash."""
 
     kind: str
@@ -98,6 +79,12 @@ class Conflict(NamedTuple):
     loser: str
     winner_value: str
     loser_value: str
+
+
+def _target(registration: Any) -> str:
+    """What a registration names after its name: the ``module:attr`` (or module) it registers."""
+    name, target, *_ = registration
+    return str(target)
 
 
 class Registry:
@@ -141,11 +128,11 @@ class Registry:
             return
         owner = self.origin[(kind, name)]
         if level > levels.get(owner, 0):
-            self.conflicts.append(Conflict(kind, name, plugin.ident, owner, record[1], current[1]))
+            self.conflicts.append(Conflict(kind, name, plugin.ident, owner, _target(record), _target(current)))
             table[name] = record
             self.origin[(kind, name)] = plugin.ident
         elif current != record:
-            self.conflicts.append(Conflict(kind, name, owner, plugin.ident, current[1], record[1]))
+            self.conflicts.append(Conflict(kind, name, owner, plugin.ident, _target(current), _target(record)))
 
     def legacy_target(self, module: str) -> str | None:
         """The module that provides the upstream module path ``module``, or None.
@@ -189,13 +176,13 @@ class Registry:
     def to_data(self) -> dict[str, Any]:
         """Plain data (for the cache and ``torchx plugins --json``)."""
         return {
-            "plugins": [p.to_data() for p in self.plugins],
+            "plugins": [to_dict(p) for p in self.plugins],
             "records": {
                 kind: [list(r) for r in (self.components if kind == "components" else self.table(kind).values())]
                 for kind in KINDS
             },
             "origin": [[k, n, v] for (k, n), v in self.origin.items()],
-            "conflicts": [c._asdict() for c in self.conflicts],
+            "conflicts": [to_dict(c) for c in self.conflicts],
         }
 
     @staticmethod

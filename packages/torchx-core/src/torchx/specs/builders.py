@@ -27,12 +27,11 @@ from collections.abc import Callable
 from torchx.specs.roles import AppDef
 from torchx.util.annotations import type_hints, without_none
 from torchx.util.help_format import HelpFormatter
+from torchx.util.record import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, NamedTuple, NoReturn
-else:
-    from torchx.util.runtime_typing import NamedTuple
+    from typing import Any, NoReturn
 
 _TRUE = {"true", "1", "yes", "y", "on"}
 _FALSE = {"false", "0", "no", "n", "off"}
@@ -60,7 +59,8 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(status)
 
 
-class ComponentArgs(NamedTuple):
+@record(frozen=True)
+class ComponentArgs:
     """Arguments split the way a component function takes them."""
 
     positional_args: dict[str, Any]
@@ -74,7 +74,8 @@ POSITIONAL, VAR_POSITIONAL, KEYWORD_ONLY, VAR_KEYWORD = "positional", "var_posit
 EMPTY: Any = object()
 
 
-class Param(NamedTuple):
+@record(frozen=True)
+class Param:
     """One parameter of a component function."""
 
     name: str

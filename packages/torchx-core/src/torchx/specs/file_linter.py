@@ -17,7 +17,9 @@ import ast
 import inspect
 import re
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
+
+from torchx.util.record import record
 
 _PRIMITIVES = {"str", "int", "float", "bool"}
 _OPTIONAL = {"Optional", "typing.Optional"}
@@ -30,7 +32,8 @@ _SECTION = (
 _PARAM = r"^\s*\*{0,2}(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*(\([^)]*\))?\s*:\s*(?P<desc>.*)$"
 
 
-class LinterMessage(NamedTuple):
+@record
+class LinterMessage:
     """One problem the linter found."""
 
     name: str
@@ -43,7 +46,8 @@ class LinterMessage(NamedTuple):
         return f"{self.line}:{self.char} {self.description}"
 
 
-class ParsedDocstring(NamedTuple):
+@record(frozen=True)
+class ParsedDocstring:
     """The parts of a google-style docstring torchx uses."""
 
     short_description: str

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from torchx.util.record import record
+
 #: ``{scheduler}://{session_name}/{app_id}``
 AppHandle = str
 
@@ -36,31 +38,19 @@ class UnknownAppException(Exception):
         self.app_handle = app_handle
 
 
-class ParsedAppHandle(tuple[str, str, str]):
-    """The parts of an app handle: a ``(scheduler_backend, session_name, app_id)`` tuple."""
+@record(frozen=True)
+class ParsedAppHandle:
+    """The parts of an app handle; unpacks as ``scheduler_backend, session_name, app_id = ...``.
 
-    __slots__ = ()
+    Attributes:
+        scheduler_backend: the scheduler's name
+        session_name: the session (runner) name; may be empty
+        app_id: the app's id in the scheduler
+    """
 
-    def __new__(cls, scheduler_backend: str, session_name: str, app_id: str) -> ParsedAppHandle:
-        return tuple.__new__(cls, (scheduler_backend, session_name, app_id))
-
-    @property
-    def scheduler_backend(self) -> str:
-        """The scheduler's name."""
-        return self[0]
-
-    @property
-    def session_name(self) -> str:
-        """The session (runner) name; may be empty."""
-        return self[1]
-
-    @property
-    def app_id(self) -> str:
-        """The app's id in the scheduler."""
-        return self[2]
-
-    def __repr__(self) -> str:
-        return f"ParsedAppHandle(scheduler_backend={self[0]!r}, session_name={self[1]!r}, app_id={self[2]!r})"
+    scheduler_backend: str
+    session_name: str
+    app_id: str
 
 
 def parse_app_handle(app_handle: AppHandle) -> ParsedAppHandle:

@@ -9,8 +9,10 @@ field table, so defining one compiles nothing; the first instance made compiles 
 class's own ``__init__`` (a few tens of microseconds, then 5x faster per call).
 
 ``@record(frozen=True)`` makes an immutable value: assigning or deleting an attribute
-raises :class:`FrozenInstanceError`, instances hash by value, and they unpack like the
-named tuples they replace (``scheduler, session, app_id = parse_app_handle(h)``).
+raises :class:`FrozenInstanceError`, instances hash by value, and they read as the tuple
+of their values, like the named tuples they replace: they unpack
+(``scheduler, session, app_id = parse_app_handle(h)``), index, have a length and compare
+equal to that tuple.
 ``__post_init__`` of a frozen record may normalize a field with ``object.__setattr__``.
 
 Fields are exactly the names the class body annotates (after those of record bases);
@@ -153,8 +155,22 @@ def _hash(self: Any) -> int:
     return hash(_values(self))
 
 
+def _frozen_eq(self: Any, other: object) -> bool:
+    if type(other) is tuple:
+        return _values(self) == other
+    return _eq(self, other)
+
+
 def _iter(self: Any) -> Any:
     return iter(_values(self))
+
+
+def _len(self: Any) -> int:
+    return len(type(self).__record_fields__)
+
+
+def _getitem(self: Any, index: Any) -> Any:
+    return _values(self)[index]
 
 
 def _frozen_setattr(self: Any, name: str, value: object) -> None:
@@ -230,9 +246,10 @@ def record(cls: _C | None = None, /, *, unsafe_hash: bool = False, frozen: bool 
         fields = _collect_fields(klass)
         setattr(klass, "__record_fields__", fields)  # noqa: B010
         setattr(klass, "__match_args__", tuple(f.name for f in fields))  # noqa: B010
-        methods = [("__init__", _init), ("__repr__", _repr), ("__eq__", _eq)]
+        methods = [("__init__", _init), ("__repr__", _repr), ("__eq__", _frozen_eq if frozen else _eq)]
         if frozen:
-            methods += [("__setattr__", _frozen_setattr), ("__delattr__", _frozen_delattr), ("__iter__", _iter)]
+            methods += [("__setattr__", _frozen_setattr), ("__delattr__", _frozen_delattr)]
+            methods += [("__iter__", _iter), ("__len__", _len), ("__getitem__", _getitem)]
         for name, method in methods:
             if name not in klass.__dict__:
                 setattr(klass, name, method)
@@ -269,9 +286,14 @@ def declares_fields(cls: type) -> bool:
     return "__record_fields__" in cls.__dict__ or "__dataclass_fields__" in cls.__dict__
 
 
+def to_dict(obj: object) -> dict[str, Any]:
+    """Field name -> value of a record (or dataclass); shallow, unlike :func:`dataclasses.asdict`."""
+    return {f.name: getattr(obj, f.name) for f in fields_of(obj)}
+
+
 def replace(obj: _T, **changes: Any) -> _T:
     """A copy of record (or dataclass) ``obj`` with ``changes`` applied, like :func:`dataclasses.replace`."""
-    values = {f.name: getattr(obj, f.name) for f in fields_of(obj)}
+    values = to_dict(obj)
     values.update(changes)
     return type(obj)(**values)
 

@@ -1,20 +1,19 @@
-"""Registration records: what a plugin says it provides, naming implementations lazily.
+"""Registrations: what a plugin says it provides, naming implementations lazily.
 
-Every record is an immutable tuple of strings. An implementation is named as
-``"module:attr"`` and imported only when it is used, so discovering installed plugins
-imports none of their backends.
+Every registration is a frozen :func:`~torchx.util.record.record` of strings, made
+positionally or by keyword (``SchedulerPlugin("name", "module:attr", "summary")``) and
+unpackable in field order. An implementation is named as ``"module:attr"`` and imported
+only when it is used, so discovering installed plugins imports none of their backends.
+(The plugin itself, one installed entry point, is :class:`torchx.plugins.registry.PluginInfo`.)
 """
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import NamedTuple
-else:
-    from torchx.util.runtime_typing import NamedTuple
+from torchx.util.record import record
 
 
-class SchedulerPlugin(NamedTuple):
+@record(frozen=True)
+class SchedulerPlugin:
     """A scheduler backend.
 
     Args:
@@ -28,7 +27,8 @@ class SchedulerPlugin(NamedTuple):
     summary: str = ""
 
 
-class NamedResourcePlugin(NamedTuple):
+@record(frozen=True)
+class NamedResourcePlugin:
     """A named resource (``resource(h=NAME)``).
 
     Args:
@@ -40,7 +40,8 @@ class NamedResourcePlugin(NamedTuple):
     factory: str
 
 
-class ComponentSource(NamedTuple):
+@record(frozen=True)
+class ComponentSource:
     """A package (or module) of component functions.
 
     Components are named ``<prefix>.<module path relative to module>.<function>``; an
@@ -55,7 +56,8 @@ class ComponentSource(NamedTuple):
     module: str
 
 
-class TrackerPlugin(NamedTuple):
+@record(frozen=True)
+class TrackerPlugin:
     """An experiment-tracker backend.
 
     Args:
@@ -67,7 +69,8 @@ class TrackerPlugin(NamedTuple):
     factory: str
 
 
-class WorkspacePlugin(NamedTuple):
+@record(frozen=True)
+class WorkspacePlugin:
     """A workspace builder schedulers can mix in (e.g. ``docker``: patch an image with the CWD).
 
     Args:
@@ -81,7 +84,8 @@ class WorkspacePlugin(NamedTuple):
     summary: str = ""
 
 
-class CliCommand(NamedTuple):
+@record(frozen=True)
+class CliCommand:
     """A ``torchx`` sub-command.
 
     Args:
@@ -95,7 +99,8 @@ class CliCommand(NamedTuple):
     help: str = ""
 
 
-class LegacyModule(NamedTuple):
+@record(frozen=True)
+class LegacyModule:
     """An upstream TorchX module path this plugin provides (``import torchx.schedulers.slurm_scheduler``).
 
     Core installs an import hook that resolves ``name`` to the module ``target`` on import
@@ -112,7 +117,7 @@ class LegacyModule(NamedTuple):
     target: str
 
 
-#: registration hook name -> record type it yields
+#: registration hook name -> registration type it yields
 RECORD_TYPES: dict[str, type] = {
     "torchx_schedulers": SchedulerPlugin,
     "torchx_named_resources": NamedResourcePlugin,
