@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -43,3 +45,18 @@ def test_parse_never_raises_anything_else(text: str) -> None:
 )
 def test_roundtrip(scheduler: str, session: str, app_id: str) -> None:
     assert parse_app_handle(make_app_handle(scheduler, session, app_id)) == (scheduler, session, app_id)
+
+
+def test_parsed_handle_reads_as_upstreams_named_tuple() -> None:
+    parsed = parse_app_handle("local_cwd://torchx/echo-1")
+    scheduler, session, app_id = parsed
+    assert (scheduler, session, app_id) == ("local_cwd", "torchx", "echo-1") == parsed
+    assert (parsed.scheduler_backend, parsed[2], len(parsed)) == ("local_cwd", "echo-1", 3)
+    assert dataclasses.asdict(parsed) == {
+        "scheduler_backend": "local_cwd",
+        "session_name": "torchx",
+        "app_id": "echo-1",
+    }
+    with pytest.raises(AttributeError):
+        parsed.app_id = "x"
+    assert {parsed: 1}[parse_app_handle("local_cwd://torchx/echo-1")] == 1

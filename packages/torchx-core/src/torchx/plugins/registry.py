@@ -20,7 +20,6 @@ from torchx.plugins.registrations import (
     TrackerPlugin,
     WorkspacePlugin,
 )
-
 from torchx.util.record import field, record, to_dict
 
 TYPE_CHECKING = False
@@ -83,8 +82,7 @@ class Conflict:
 
 def _target(registration: Any) -> str:
     """What a registration names after its name: the ``module:attr`` (or module) it registers."""
-    name, target, *_ = registration
-    return str(target)
+    return str(list(to_dict(registration).values())[1])
 
 
 class Registry:
@@ -178,7 +176,10 @@ class Registry:
         return {
             "plugins": [to_dict(p) for p in self.plugins],
             "records": {
-                kind: [list(r) for r in (self.components if kind == "components" else self.table(kind).values())]
+                kind: [
+                    list(to_dict(r).values())
+                    for r in (self.components if kind == "components" else self.table(kind).values())
+                ]
                 for kind in KINDS
             },
             "origin": [[k, n, v] for (k, n), v in self.origin.items()],

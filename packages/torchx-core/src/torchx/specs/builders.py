@@ -233,7 +233,7 @@ def _decoder(tp: Any) -> Callable[[str], Any]:
 def _type_name(tp: Any) -> str:
     if tp is EMPTY:
         return "str"
-    return tp.__name__ if type(tp) is type else str(tp).replace("typing.", "")  # type: ignore[no-any-return]
+    return tp.__name__ if type(tp) is type else str(tp).replace("typing.", "")
 
 
 def _named(decode: Callable[[str], Any], tp_name: str) -> Callable[[str], Any]:
@@ -274,8 +274,9 @@ def _create_parser(
     parser.add_argument("--help", action="help", help="show this help message and exit")
     hints = type_hints(fn)
     defaults = cmpnt_defaults or {}
-    for name, kind, default, annotation in parameters(fn):
-        tp = hints.get(name, annotation)
+    for param in parameters(fn):
+        name, kind, default = param.name, param.kind, param.default
+        tp = hints.get(name, param.annotation)
         help_text = param_help.get(name, " ").strip()
         if kind == VAR_POSITIONAL:
             parser.add_argument(name, nargs=argparse.REMAINDER, help=help_text or "arguments")
@@ -366,14 +367,14 @@ def component_args_from_str(
     positional: dict[str, Any] = {}
     var_args: list[str] = []
     kwargs: dict[str, Any] = {}
-    for name, kind, _, _ in parameters(cmpnt_fn):
-        value = getattr(ns, name)
-        if kind == VAR_POSITIONAL:
+    for param in parameters(cmpnt_fn):
+        value = getattr(ns, param.name)
+        if param.kind == VAR_POSITIONAL:
             var_args = value
-        elif kind == KEYWORD_ONLY:
-            kwargs[name] = value
+        elif param.kind == KEYWORD_ONLY:
+            kwargs[param.name] = value
         else:
-            positional[name] = value
+            positional[param.name] = value
     return ComponentArgs(positional, var_args, kwargs)
 
 

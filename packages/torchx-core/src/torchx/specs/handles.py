@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from torchx.util.record import record
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
 #: ``{scheduler}://{session_name}/{app_id}``
 AppHandle = str
 
@@ -51,6 +55,12 @@ class ParsedAppHandle:
     scheduler_backend: str
     session_name: str
     app_id: str
+
+    if TYPE_CHECKING:  # what @record(frozen=True) adds, told to type checkers (upstream's was a NamedTuple)
+
+        def __iter__(self) -> Iterator[str]: ...
+        def __getitem__(self, index: int) -> str: ...
+        def __len__(self) -> int: ...
 
 
 def parse_app_handle(app_handle: AppHandle) -> ParsedAppHandle:

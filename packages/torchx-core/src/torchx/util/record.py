@@ -126,7 +126,8 @@ def _compiled_init(fields: tuple[Field, ...], post_init: bool, frozen: bool) -> 
 def _init(self: Any, *args: Any, **kwargs: Any) -> None:
     """The ``__init__`` of a record class until its first instance is made: compiles the class's own."""
     owner = next(k for k in type(self).__mro__ if k.__dict__.get("__init__") is _init)
-    init = _compiled_init(owner.__record_fields__, hasattr(owner, "__post_init__"), _is_frozen(owner))
+    fields: tuple[Field, ...] = owner.__record_fields__  # type: ignore[attr-defined]
+    init = _compiled_init(fields, hasattr(owner, "__post_init__"), _is_frozen(owner))
     init.__qualname__ = f"{owner.__qualname__}.__init__"
     owner.__init__ = init  # type: ignore[misc]
     init(self, *args, **kwargs)
@@ -270,7 +271,7 @@ def fields_of(class_or_instance: object) -> tuple[Field, ...]:
     import dataclasses
 
     converted = []
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+    for f in dataclasses.fields(cls):
         spec = Field(
             default=MISSING if f.default is dataclasses.MISSING else f.default,
             default_factory=MISSING if f.default_factory is dataclasses.MISSING else f.default_factory,
