@@ -1,4 +1,4 @@
-"""squeue/sacct parsing and the describe built on it, from output recorded on Slurm 22.05 (fixtures/record.py)."""
+"""squeue/sacct parsing and the describe built on it, from output recorded on Slurm 22.05 (fixtures/capture_outputs.py)."""
 
 from __future__ import annotations
 

@@ -397,5 +397,5 @@ def _scheduler_class() -> type[AWSBatchScheduler]:
 
 
 def create_scheduler(session_name: str, **kwargs: Any) -> AWSBatchScheduler:
-    """The ``aws_batch`` scheduler (factory named by the plugin record)."""
+    """The ``aws_batch`` scheduler (factory named by its registration)."""
     return _scheduler_class()(session_name, **kwargs)

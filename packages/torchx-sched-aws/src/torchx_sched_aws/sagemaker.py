@@ -234,5 +234,5 @@ class AWSSageMakerScheduler(WorkspaceMixin[None], Scheduler[Mapping[str, CfgVal]
 
 
 def create_scheduler(session_name: str, **kwargs: Any) -> AWSSageMakerScheduler:
-    """The ``aws_sagemaker`` scheduler (factory named by the plugin record)."""
+    """The ``aws_sagemaker`` scheduler (factory named by its registration)."""
     return AWSSageMakerScheduler(session_name, **kwargs)

@@ -1,4 +1,4 @@
-"""Registers the ``slurm`` scheduler; imports nothing but the plugin records."""
+"""Registers the ``slurm`` scheduler; imports nothing but the registration types."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ import pluggy
 
 from torchx.plugins import hookspecs
 from torchx.plugins.legacy import LEGACY_GROUPS, legacy_record
-from torchx.plugins.registrations import EVENT_HOOKS, RECORD_TYPES
+from torchx.plugins.registrations import EVENT_HOOKS, REGISTRATION_TYPES
 from torchx.plugins.registry import GROUP, Conflict, PluginInfo, Registry
 
 logger: logging.Logger = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ def _load_plugin_module(pm: pluggy.PluginManager, info: PluginInfo) -> Any:
 
 
 def _collect(pm: pluggy.PluginManager, info: PluginInfo, registry: Registry, levels: dict[str, int]) -> None:
-    for hook_name, rtype in RECORD_TYPES.items():
+    for hook_name, rtype in REGISTRATION_TYPES.items():
         for impl in getattr(pm.hook, hook_name).get_hookimpls():
             if impl.plugin_name != info.ident:
                 continue

@@ -1,4 +1,4 @@
-"""Reads the entry-point groups documented for upstream TorchX into registration records.
+"""Reads the entry-point groups documented for upstream TorchX into registrations.
 
 =========================  ==================================  ==========================
 group                      entry point                          record

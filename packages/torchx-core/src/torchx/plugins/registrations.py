@@ -118,7 +118,7 @@ class LegacyModule:
 
 
 #: registration hook name -> registration type it yields
-RECORD_TYPES: dict[str, type] = {
+REGISTRATION_TYPES: dict[str, type] = {
     "torchx_schedulers": SchedulerPlugin,
     "torchx_named_resources": NamedResourcePlugin,
     "torchx_components": ComponentSource,

@@ -11,7 +11,7 @@ and shown by ``torchx plugins``.
 from __future__ import annotations
 
 from torchx.plugins.registrations import (
-    RECORD_TYPES,
+    REGISTRATION_TYPES,
     CliCommand,
     ComponentSource,
     LegacyModule,
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 GROUP = "torchx"
 
 #: registration kind (hook name without the ``torchx_`` prefix) -> registration type
-KINDS: dict[str, type] = {hook[len("torchx_") :]: rtype for hook, rtype in RECORD_TYPES.items()}
+KINDS: dict[str, type] = {hook[len("torchx_") :]: rtype for hook, rtype in REGISTRATION_TYPES.items()}
 
 
 @record
