@@ -6,7 +6,7 @@ import sys
 import pytest
 import torchx.plugins
 from conftest import run_cli
-from torchx.plugins import cache, get_registry
+from torchx.plugins import SchedulerPlugin, cache, get_registry
 from torchx.specs.finder import get_component, get_components
 
 PLUGIN_OK = """
@@ -333,3 +333,23 @@ def test_a_failed_plugin_is_named_where_it_matters(make_dist, fake_scheduler) ->
     assert code == 1
     assert "unknown scheduler 'foo'. Plugin torchx-foo 1.0 failed to load: cannot load module 'foo_plugin'" in err
     assert "No module named 'no_such_sdk'" in err.splitlines()[-1]
+
+
+def test_registrations_are_frozen_positional_values_and_survive_the_cache(make_dist) -> None:  # type: ignore[no-untyped-def]
+    reg_record = SchedulerPlugin("x", "mod:create", "one line")
+    assert (reg_record.name, reg_record.factory, reg_record.summary) == ("x", "mod:create", "one line")
+    name, factory, summary = reg_record
+    assert reg_record == SchedulerPlugin(name=name, factory=factory, summary=summary) == ("x", "mod:create", "one line")
+    with pytest.raises(AttributeError, match="frozen"):
+        reg_record.name = "y"  # type: ignore[misc]
+    assert len({reg_record, SchedulerPlugin("x", "mod:create", "one line")}) == 1
+    install_alpha(make_dist)
+    make_dist("team-legacy", {"torchx.schedulers": {"alpha": "team:create_alpha"}})
+    reg = get_registry()
+    assert reg.conflicts and reg.plugins
+    again = type(reg).from_data(reg.to_data())  # what the marshal cache stores and reads back
+    assert again.schedulers == reg.schedulers and again.components == reg.components
+    assert again.conflicts == reg.conflicts and again.plugins == reg.plugins and again.origin == reg.origin
+    import marshal
+
+    assert marshal.loads(marshal.dumps(reg.to_data())) == reg.to_data()  # plain data only
