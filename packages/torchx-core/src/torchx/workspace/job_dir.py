@@ -6,19 +6,19 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from torchx.schedulers.structured_opts import StructuredOpts
 from torchx.specs.roles import Role
 from torchx.specs.runopts import CfgVal, runopts
 from torchx.specs.workspace import Workspace
+from torchx.util.record import record
 from torchx.workspace.api import WorkspaceMixin, copy_workspace
 
 logger: logging.Logger = logging.getLogger(__name__)
 
 
-@dataclass
+@record
 class JobDirOpts(StructuredOpts):
     """The option of the job-dir workspace."""
 
