@@ -20,7 +20,7 @@ from torchx.plugins.registrations import (
     TrackerPlugin,
     WorkspacePlugin,
 )
-from torchx.util.record import field, record, to_dict
+from torchx.util.record import field, fields_of, record, to_dict
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -81,8 +81,8 @@ class Conflict:
 
 
 def _target(registration: Any) -> str:
-    """What a registration names after its name: the ``module:attr`` (or module) it registers."""
-    return str(list(to_dict(registration).values())[1])
+    """The ``module:attr`` (or module) a registration names: its second field."""
+    return str(getattr(registration, fields_of(registration)[1].name))
 
 
 class Registry:
