@@ -5,8 +5,9 @@ compiles three functions per class; on the CLI's start-up path that was a third 
 time budget. A record class gets ``__init__`` (positional or keyword arguments, defaults,
 ``field(default_factory=...)``, ``__post_init__``), ``__repr__``, ``__eq__`` and, with
 ``unsafe_hash=True``, ``__hash__`` from shared generic methods driven by the class's
-field table, so defining one compiles nothing; the first instance made compiles the
-class's own ``__init__`` (a few tens of microseconds, then 5x faster per call).
+field table, so defining one compiles nothing. The first instance made compiles the
+class's own ``__init__``, as :mod:`dataclasses` writes it (~0.1 ms, once per class: about 15
+classes on the ``torchx run --dryrun`` path).
 
 ``@record(frozen=True)`` makes an immutable value: assigning or deleting an attribute
 raises :class:`FrozenInstanceError`, instances hash by value, and they read as the tuple
