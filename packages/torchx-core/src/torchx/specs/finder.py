@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable
 
 from torchx.plugins.cache import read_cache, write_cache
+from torchx.util.record import field, record
 from torchx.util.suggest import did_you_mean
 
 TYPE_CHECKING = False
@@ -39,28 +40,17 @@ class ComponentLoadError(Exception):
     """A component's module cannot be imported."""
 
 
+@record
 class _Component:
     """A component: its name, summary, where it lives and (once loaded) its function."""
 
-    __slots__ = ("_fn", "description", "fn_name", "module", "name", "path", "validation_errors")
-
-    def __init__(
-        self,
-        name: str,
-        description: str,
-        fn_name: str,
-        module: str,
-        path: str,
-        validation_errors: list[LinterMessage] | None = None,
-        _fn: Callable[..., Any] | None = None,
-    ) -> None:
-        self.name = name
-        self.description = description
-        self.fn_name = fn_name
-        self.module = module
-        self.path = path
-        self.validation_errors: list[LinterMessage] = validation_errors or []
-        self._fn = _fn
+    name: str
+    description: str
+    fn_name: str
+    module: str
+    path: str
+    validation_errors: list[LinterMessage] = field(default_factory=list)
+    _fn: Callable[..., Any] | None = None
 
     def __repr__(self) -> str:
         return f"_Component({self.name!r}, {self.module}:{self.fn_name})"
