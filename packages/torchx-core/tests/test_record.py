@@ -208,3 +208,11 @@ def test_fields_are_exactly_the_annotated_names() -> None:
         a: int = 1
 
     assert [f.name for f in fields_of(WithConstant)] == ["a"] and WithConstant().LIMIT == 3
+
+
+def test_runner_events_are_dataclasses_as_upstream_and_round_trip_as_json() -> None:
+    from torchx.runner.events import SourceType, TorchxEvent
+
+    event = TorchxEvent("session", "local_cwd", "run", app_id="a1", source=SourceType.EXTERNAL)
+    assert dataclasses.asdict(event)["app_id"] == "a1" and dataclasses.replace(event, api="wait").api == "wait"
+    assert TorchxEvent.deserialize(event.serialize()) == event and '"source": "EXTERNAL"' in str(event)

@@ -13,6 +13,10 @@ import json
 import logging
 import time
 
+# `record` below is upstream's event logger: the data-class decorator goes by another name here
+from torchx.util.record import record as data_class
+from torchx.util.record import to_dict
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import TracebackType
@@ -30,40 +34,26 @@ class SourceType(str, enum.Enum):
     EXTERNAL = "EXTERNAL"
 
 
+@data_class
 class TorchxEvent:
-    """One call of a runner API (field names as upstream's)."""
+    """One call of a runner API (fields as upstream's dataclass)."""
 
-    def __init__(
-        self,
-        session: str,
-        scheduler: str,
-        api: str,
-        app_id: str | None = None,
-        app_image: str | None = None,
-        runcfg: str | None = None,
-        raw_exception: str | None = None,
-        source: SourceType = SourceType.UNKNOWN,
-        cpu_time_usec: int | None = None,
-        wall_time_usec: int | None = None,
-        start_epoch_time_usec: int | None = None,
-        workspace: str | None = None,
-    ) -> None:
-        self.session = session
-        self.scheduler = scheduler
-        self.api = api
-        self.app_id = app_id
-        self.app_image = app_image
-        self.runcfg = runcfg
-        self.raw_exception = raw_exception
-        self.source = source
-        self.cpu_time_usec = cpu_time_usec
-        self.wall_time_usec = wall_time_usec
-        self.start_epoch_time_usec = start_epoch_time_usec
-        self.workspace = workspace
+    session: str
+    scheduler: str
+    api: str
+    app_id: str | None = None
+    app_image: str | None = None
+    runcfg: str | None = None
+    raw_exception: str | None = None
+    source: SourceType = SourceType.UNKNOWN
+    cpu_time_usec: int | None = None
+    wall_time_usec: int | None = None
+    start_epoch_time_usec: int | None = None
+    workspace: str | None = None
 
     def serialize(self) -> str:
         """The event as a JSON object."""
-        return json.dumps({k: (v.value if isinstance(v, SourceType) else v) for k, v in vars(self).items()})
+        return json.dumps({k: (v.value if isinstance(v, SourceType) else v) for k, v in to_dict(self).items()})
 
     @staticmethod
     def deserialize(data: str | TorchxEvent) -> TorchxEvent:
