@@ -11,10 +11,14 @@ import pytest
 
 #: upstream module -> (distribution providing it, names user code imports from it)
 MODULES = {
-    "torchx.schedulers.local_scheduler": ("torchx_sched_local", "LocalScheduler LocalOpts create_scheduler"),
+    "torchx.schedulers.local_scheduler": (
+        "torchx_sched_local",
+        "LocalScheduler LocalOpts create_scheduler ImageProvider CWDImageProvider LocalDirectoryImageProvider"
+        " ReplicaParam PopenRequest",
+    ),
     "torchx.schedulers.docker_scheduler": (
         "torchx_sched_local",
-        "DockerScheduler DockerOpts create_scheduler has_docker",
+        "DockerScheduler DockerOpts create_scheduler has_docker NETWORK ensure_network",
     ),
     "torchx.workspace.docker_workspace": ("torchx_sched_local", "DockerWorkspaceMixin"),
     "torchx.schedulers.slurm_scheduler": ("torchx_sched_slurm", "SlurmScheduler SlurmOpts create_scheduler"),
