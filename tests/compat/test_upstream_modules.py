@@ -30,7 +30,10 @@ MODULES = {
         "KubernetesScheduler KubernetesOpts create_scheduler",
     ),
     "torchx.schedulers.kubernetes_mcad_scheduler": ("torchx_sched_k8s", "KubernetesMCADScheduler create_scheduler"),
-    "torchx.schedulers.aws_batch_scheduler": ("torchx_sched_aws", "AWSBatchScheduler AWSBatchOpts create_scheduler"),
+    "torchx.schedulers.aws_batch_scheduler": (
+        "torchx_sched_aws",
+        "AWSBatchScheduler AWSBatchOpts create_scheduler JOB_STATE resource_requirements_from_resource",
+    ),
     "torchx.schedulers.aws_sagemaker_scheduler": ("torchx_sched_aws", "AWSSageMakerScheduler create_scheduler"),
     "torchx.tracker.backend.fsspec": ("torchx_tracker", "FsspecTracker create"),
     "torchx.cli.cmd_tracker": ("torchx_tracker", "CmdTracker"),
