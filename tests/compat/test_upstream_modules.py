@@ -27,7 +27,8 @@ MODULES = {
     "torchx.schedulers.ray_scheduler": ("torchx_sched_ray", "RayScheduler RayOpts create_scheduler"),
     "torchx.schedulers.kubernetes_scheduler": (
         "torchx_sched_k8s",
-        "KubernetesScheduler KubernetesOpts create_scheduler",
+        "KubernetesScheduler KubernetesOpts create_scheduler app_to_resource role_to_pod pod_labels"
+        " RESERVED_MILLICPU RESERVED_MEMMB",
     ),
     "torchx.schedulers.kubernetes_mcad_scheduler": ("torchx_sched_k8s", "KubernetesMCADScheduler create_scheduler"),
     "torchx.schedulers.aws_batch_scheduler": (
