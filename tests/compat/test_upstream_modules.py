@@ -43,7 +43,7 @@ MODULES = {
     "torchx.components.component_test_base": ("torchx_components", "ComponentTestCase"),
     "torchx.runner.events": ("torchx", "log_event record TorchxEvent SourceType"),
     "torchx.schedulers.ids": ("torchx", "make_unique random_id random_uint64 get_len_random_id"),
-    "torchx.schedulers.streams": ("torchx", "Stream"),
+    "torchx.schedulers.streams": ("torchx", "Stream Tee"),
     "torchx.schedulers.devices": ("torchx", "get_device_mounts to_devicemounts DEVICES"),
     "torchx.util.types": (
         "torchx",
