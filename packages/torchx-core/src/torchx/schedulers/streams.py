@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import os
 import threading
 from collections.abc import Iterable, Iterator
 from enum import Enum
-from typing import BinaryIO
 
 
 class Stream(str, Enum):
@@ -86,20 +86,20 @@ class Tee:
     ``close`` copies what is still unread, then closes the sources and ``out``: always call it.
 
     Args:
-        out: a binary file open for writing
+        out: a binary file open for writing (``open(path, "wb")``)
         sources: paths of the files to follow (at least one)
     """
 
     _CHUNK = 64 * 1024
     _POLL = 0.1
 
-    def __init__(self, out: BinaryIO, *sources: str) -> None:
+    def __init__(self, out: io.FileIO | io.BufferedIOBase, *sources: str) -> None:
         if not sources:
             raise ValueError("Tee needs at least one source")
         self.out = out
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._sources: list[BinaryIO] = []
+        self._sources: list[io.FileIO] = []
         try:
             for path in sources:
                 src = open(path, "rb", buffering=0)  # noqa: SIM115 - closed by close()
