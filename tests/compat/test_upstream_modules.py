@@ -11,10 +11,14 @@ import pytest
 
 #: upstream module -> (distribution providing it, names user code imports from it)
 MODULES = {
-    "torchx.schedulers.local_scheduler": ("torchx_sched_local", "LocalScheduler LocalOpts create_scheduler"),
+    "torchx.schedulers.local_scheduler": (
+        "torchx_sched_local",
+        "LocalScheduler LocalOpts create_scheduler ImageProvider CWDImageProvider LocalDirectoryImageProvider"
+        " ReplicaParam PopenRequest",
+    ),
     "torchx.schedulers.docker_scheduler": (
         "torchx_sched_local",
-        "DockerScheduler DockerOpts create_scheduler has_docker",
+        "DockerScheduler DockerOpts create_scheduler has_docker NETWORK ensure_network",
     ),
     "torchx.workspace.docker_workspace": ("torchx_sched_local", "DockerWorkspaceMixin"),
     "torchx.schedulers.slurm_scheduler": ("torchx_sched_slurm", "SlurmScheduler SlurmOpts create_scheduler"),
@@ -23,10 +27,14 @@ MODULES = {
     "torchx.schedulers.ray_scheduler": ("torchx_sched_ray", "RayScheduler RayOpts create_scheduler"),
     "torchx.schedulers.kubernetes_scheduler": (
         "torchx_sched_k8s",
-        "KubernetesScheduler KubernetesOpts create_scheduler",
+        "KubernetesScheduler KubernetesOpts create_scheduler app_to_resource role_to_pod pod_labels"
+        " RESERVED_MILLICPU RESERVED_MEMMB",
     ),
     "torchx.schedulers.kubernetes_mcad_scheduler": ("torchx_sched_k8s", "KubernetesMCADScheduler create_scheduler"),
-    "torchx.schedulers.aws_batch_scheduler": ("torchx_sched_aws", "AWSBatchScheduler AWSBatchOpts create_scheduler"),
+    "torchx.schedulers.aws_batch_scheduler": (
+        "torchx_sched_aws",
+        "AWSBatchScheduler AWSBatchOpts create_scheduler JOB_STATE resource_requirements_from_resource",
+    ),
     "torchx.schedulers.aws_sagemaker_scheduler": ("torchx_sched_aws", "AWSSageMakerScheduler create_scheduler"),
     "torchx.tracker.backend.fsspec": ("torchx_tracker", "FsspecTracker create"),
     "torchx.cli.cmd_tracker": ("torchx_tracker", "CmdTracker"),
@@ -35,7 +43,7 @@ MODULES = {
     "torchx.components.component_test_base": ("torchx_components", "ComponentTestCase"),
     "torchx.runner.events": ("torchx", "log_event record TorchxEvent SourceType"),
     "torchx.schedulers.ids": ("torchx", "make_unique random_id random_uint64 get_len_random_id"),
-    "torchx.schedulers.streams": ("torchx", "Stream"),
+    "torchx.schedulers.streams": ("torchx", "Stream Tee"),
     "torchx.schedulers.devices": ("torchx", "get_device_mounts to_devicemounts DEVICES"),
     "torchx.util.types": (
         "torchx",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torchx.schedulers.streams import decode_chunks, lines_from_chunks
@@ -32,3 +34,21 @@ def test_invalid_bytes_are_replaced_not_fatal() -> None:
 def test_one_long_line_in_many_pieces_is_joined_once() -> None:
     pieces = ["x" * 1000] * 2000 + ["\n", "tail"]
     assert list(lines_from_chunks(pieces)) == ["x" * 2_000_000 + "\n", "tail"]
+
+
+def test_tee_copies_sources_into_out(tmp_path: Path) -> None:
+    from torchx.schedulers.streams import Tee
+
+    a, b, out = tmp_path / "a", tmp_path / "b", tmp_path / "out"
+    a.write_bytes(b"first\n")
+    b.write_bytes(b"")
+    tee = Tee(open(out, "wb"), str(a), str(b))  # noqa: SIM115 - Tee closes it
+    with open(b, "ab") as f:
+        f.write(b"second\n")
+    tee.write(b"direct\n")
+    tee.close()
+    tee.close()  # idempotent
+    assert tee.closed
+    assert sorted(out.read_bytes().splitlines()) == [b"direct", b"first", b"second"]
+    with open(out, "wb") as f, pytest.raises(ValueError):
+        Tee(f)

@@ -13,3 +13,22 @@ def test_upstream_paths() -> None:
         sagemaker.AWSSageMakerScheduler,
         sagemaker_request.SageMakerOpts,
     )
+
+
+def test_upstream_batch_state_table_and_resources() -> None:
+    from torchx.schedulers.aws_batch_scheduler import JOB_STATE, resource_requirements_from_resource
+    from torchx.specs import AppState, Resource
+
+    assert JOB_STATE["RUNNABLE"] == AppState.PENDING
+    assert JOB_STATE["RUNNING"] == AppState.RUNNING
+    assert JOB_STATE["SUCCEEDED"] == AppState.SUCCEEDED
+    assert JOB_STATE["FAILED"] == AppState.FAILED
+    assert resource_requirements_from_resource(Resource(cpu=2, gpu=1, memMB=1024)) == [
+        {"type": "VCPU", "value": "2"},
+        {"type": "MEMORY", "value": "1024"},
+        {"type": "GPU", "value": "1"},
+    ]
+    assert [r["type"] for r in resource_requirements_from_resource(Resource(cpu=1, gpu=0, memMB=512))] == [
+        "VCPU",
+        "MEMORY",
+    ]

@@ -11,3 +11,38 @@ def test_upstream_paths() -> None:
     assert (KubernetesScheduler, KubernetesOpts) == (scheduler.KubernetesScheduler, opts.KubernetesOpts)
     assert (KubernetesMCADScheduler, KubernetesMCADOpts) == (scheduler.KubernetesMCADScheduler, opts.MCADOpts)
     assert create_scheduler is scheduler.create_scheduler
+
+
+def test_upstream_kubernetes_request_builders() -> None:
+    from torchx.schedulers.kubernetes_scheduler import (
+        LABEL_REPLICA_ID,
+        RESERVED_MEMMB,
+        RESERVED_MILLICPU,
+        app_to_resource,
+        pod_labels,
+        role_to_pod,
+    )
+    from torchx.specs import AppDef, Resource, Role
+
+    assert (RESERVED_MILLICPU, RESERVED_MEMMB) == (100, 1024)
+    role = Role(name="trainer", image="img", entrypoint="python", args=["-c", "1"], num_replicas=2)
+    role.resource = Resource(cpu=2, gpu=0, memMB=4096)
+    app = AppDef(name="app", roles=[role])
+
+    job = app_to_resource(app, "q", "sa", "high")
+    assert (job["kind"], job["spec"]["queue"], job["spec"]["priorityClassName"]) == ("Job", "q", "high")
+    assert len(job["spec"]["tasks"]) == 2
+    assert job["spec"]["tasks"][0]["template"]["spec"]["serviceAccountName"] == "sa"
+
+    pod = role_to_pod("trainer-0", role, "sa", efa_device_count=2)
+    assert pod["kind"] == "Pod"
+    (container,) = pod["spec"]["containers"]
+    assert (container["name"], container["image"], container["command"]) == ("trainer-0", "img", ["python"])
+    assert container["resources"]["limits"]["cpu"] == "2000m"
+    assert container["resources"]["requests"]["cpu"] == f"{2000 - RESERVED_MILLICPU}m"
+    assert container["resources"]["requests"]["memory"] == f"{4096 - RESERVED_MEMMB}Mi"
+    assert container["resources"]["limits"]["vpc.amazonaws.com/efa"] == "2"
+
+    labels = pod_labels(app, 0, role, 1, "default:app-x")
+    assert labels[LABEL_REPLICA_ID] == "1"
+    assert labels["torchx.pytorch.org/app-name"] == "app-x"

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+from unittest import mock
+
+import pytest
+
 
 def test_upstream_paths() -> None:
     from torchx.schedulers.docker_scheduler import DockerOpts, DockerScheduler, has_docker
@@ -14,3 +20,51 @@ def test_upstream_paths() -> None:
     assert (DockerScheduler, DockerOpts) == (docker_scheduler.DockerScheduler, docker_scheduler.DockerOpts)
     assert DockerWorkspaceMixin is docker_workspace.DockerWorkspaceMixin
     assert isinstance(has_docker(), bool)
+
+
+def test_upstream_local_image_providers_and_records(tmp_path: Path) -> None:
+    from torchx.schedulers.local_scheduler import (
+        CWDImageProvider,
+        ImageProvider,
+        LocalDirectoryImageProvider,
+        PopenRequest,
+        ReplicaParam,
+    )
+    from torchx.specs import Role
+
+    role = Role(name="r", image="img", entrypoint="run.sh", args=["a"], env={"K": "V"})
+    cwd = CWDImageProvider()
+    assert isinstance(cwd, ImageProvider)
+    assert cwd.fetch("anything") == os.getcwd() == cwd.get_cwd("anything")
+    assert cwd.get_entrypoint("/x", role) == "run.sh"
+    param = cwd.get_replica_param(cwd.fetch_role(role), role, stdout="o")
+    assert param == ReplicaParam(["run.sh", "a"], {"K": "V"}, "o", None, None, os.getcwd())
+
+    local = LocalDirectoryImageProvider()
+    d = str(tmp_path)
+    assert local.fetch(d) == d == local.get_cwd(d)
+    assert local.get_entrypoint(d, role) == os.path.join(d, "run.sh")
+    with pytest.raises(ValueError):
+        local.fetch(os.path.join(d, "missing"))
+
+    req = PopenRequest("app", "/logs", {"r": [param]}, {"r": ["/logs/r/0"]})
+    assert req.role_params["r"][0].args == ["run.sh", "a"]
+
+
+def test_upstream_docker_network_names() -> None:
+    pytest.importorskip("docker")
+    from torchx.schedulers.docker_scheduler import NETWORK, ensure_network
+
+    assert NETWORK == "torchx"
+    client = mock.MagicMock()
+    other = mock.MagicMock()
+    other.name = "torchx-app1"
+    client.networks.list.return_value = [other]
+    ensure_network(client)
+    client.networks.create.assert_called_once_with("torchx", driver="bridge")
+    existing = mock.MagicMock()
+    existing.name = "torchx"
+    client.networks.list.return_value = [existing]
+    client.networks.create.reset_mock()
+    ensure_network(client)
+    client.networks.create.assert_not_called()

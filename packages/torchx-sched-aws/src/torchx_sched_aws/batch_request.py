@@ -40,7 +40,7 @@ from torchx.specs.env_names import check_env
 from torchx.specs.macros import RANK0_ENV, macros
 from torchx.specs.mounts import BindMount, DeviceMount, VolumeMount
 from torchx.specs.named_resources_aws import K8S_ITYPE
-from torchx.specs.roles import AppDef, Role
+from torchx.specs.roles import AppDef, Resource, Role
 
 from torchx_sched_aws import _shell
 from torchx_sched_aws._common import default_user, job_tags
@@ -207,6 +207,18 @@ def build_array_job(apps: list[AppDef], opts: BatchOpts, name: str) -> BatchJob:
     return job
 
 
+def resource_requirements(res: Resource) -> list[dict[str, str]]:
+    """A container's ``resourceRequirements`` for ``res``: VCPU (at least 1), MEMORY in MiB
+    (at least Batch's minimum of 4) and GPU when ``res.gpu > 0``."""
+    requirements = [
+        {"type": "VCPU", "value": str(max(1, res.cpu))},
+        {"type": "MEMORY", "value": str(max(4, res.memMB))},
+    ]
+    if res.gpu > 0:
+        requirements.append({"type": "GPU", "value": str(res.gpu)})
+    return requirements
+
+
 def _container(role: Role, idx: int, start: int, app_id: str, opts: BatchOpts, multinode: bool) -> dict[str, Any]:
     if not role.image:
         raise ValueError(f"aws_batch: role {role.name!r} has no image; set Role(image='repo/image:tag')")
@@ -231,12 +243,7 @@ def _container(role: Role, idx: int, start: int, app_id: str, opts: BatchOpts, m
         env.update({"TORCHX_REPLICA_IDX": "0", RANK0_ENV: "localhost"})
 
     res = role.resource
-    requirements = [
-        {"type": "VCPU", "value": str(max(1, res.cpu))},
-        {"type": "MEMORY", "value": str(max(4, res.memMB))},
-    ]
-    if res.gpu > 0:
-        requirements.append({"type": "GPU", "value": str(res.gpu)})
+    requirements = resource_requirements(res)
     linux: dict[str, Any] = {"devices": _devices(role)}
     if res.memMB > 0:
         linux["sharedMemorySize"] = res.memMB

@@ -3,14 +3,34 @@
 Code written for TorchX imports from here (through core's import hook) unchanged.
 """
 
+from torchx.specs.roles import Resource
+from torchx.specs.status import AppState
+
 from torchx_sched_aws._common import TAG_APP_NAME as TAG_TORCHX_APPNAME
 from torchx_sched_aws._common import TAG_USER as TAG_TORCHX_USER
 from torchx_sched_aws._common import TAG_VERSION as TAG_TORCHX_VER
-from torchx_sched_aws.batch import AWSBatchScheduler, create_scheduler
-from torchx_sched_aws.batch_request import BatchJob
+from torchx_sched_aws.batch import _STATES, AWSBatchScheduler, create_scheduler
+from torchx_sched_aws.batch_request import BatchJob, resource_requirements
 from torchx_sched_aws.batch_request import BatchOpts as AWSBatchOpts
 
+#: AWS Batch job status -> AppState (our scheduler's table; a copy, so edits here change nothing).
+#: Unlike upstream, SUBMITTED maps to AppState.SUBMITTED (upstream: PENDING), and the scheduler
+#: reads a FAILED job whose reason is our cancel reason as CANCELLED.
+JOB_STATE: dict[str, AppState] = dict(_STATES)
+
+
+def resource_requirements_from_resource(resource: Resource) -> list[dict[str, str]]:
+    """The Batch container ``resourceRequirements`` for ``resource``: VCPU (``cpu``, at least 1),
+    MEMORY (``memMB``) and GPU when ``gpu > 0``, values as strings.
+
+    Upstream asserts ``memMB > 0``; ours never fails and lifts MEMORY to at least 4 MiB,
+    exactly as our scheduler submits it.
+    """
+    return resource_requirements(resource)
+
+
 __all__ = [
+    "JOB_STATE",
     "TAG_TORCHX_APPNAME",
     "TAG_TORCHX_USER",
     "TAG_TORCHX_VER",
@@ -18,4 +38,5 @@ __all__ = [
     "AWSBatchScheduler",
     "BatchJob",
     "create_scheduler",
+    "resource_requirements_from_resource",
 ]

@@ -3,12 +3,93 @@
 Code written for TorchX imports from here (through core's import hook) unchanged.
 """
 
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from torchx.specs.roles import AppDef, Role
+
 from torchx_sched_k8s.names import LABEL_APP_NAME, LABEL_REPLICA_ID, LABEL_ROLE_NAME, LABEL_VERSION
-from torchx_sched_k8s.opts import KubernetesOpts
+from torchx_sched_k8s.opts import MODE_VOLCANO, KubernetesOpts, PodOpts
+from torchx_sched_k8s.pods import PodFactory, rank0_host
 from torchx_sched_k8s.request import KubernetesRequest as KubernetesJob
+from torchx_sched_k8s.request import _factories, build_volcano
 from torchx_sched_k8s.scheduler import KubernetesScheduler, create_scheduler
 
+#: CPU (millicores) and memory (MB) pods request below their limit by default
+RESERVED_MILLICPU: int = PodOpts.reserved_millicpu
+RESERVED_MEMMB: int = PodOpts.reserved_memmb
+
+#: the extended resource upstream's ``efa_device_count`` sets
+EFA_DEVICE = "vpc.amazonaws.com/efa"
+
+
+def app_to_resource(
+    app: AppDef,
+    queue: str,
+    service_account: str | None,
+    priority_class: str | None = None,
+) -> dict[str, Any]:
+    """The Volcano ``Job`` custom object that runs ``app`` (``mode=volcano`` of our scheduler).
+
+    Difference from upstream: the pod templates inside are plain dicts (the manifest as
+    ``kubectl`` reads it), not ``kubernetes.client`` ``V1Pod`` objects, and the job is in
+    the ``default`` namespace with our naming, labels and rank-0/env wiring.
+    """
+    opts = KubernetesOpts(
+        mode=MODE_VOLCANO, queue=queue, service_account=service_account, priority_class=priority_class
+    )
+    return build_volcano(app, opts).objects[0]
+
+
+def role_to_pod(
+    name: str,
+    role: Role,
+    service_account: str | None,
+    reserved_millicpu: int = RESERVED_MILLICPU,
+    reserved_memmb: int = RESERVED_MEMMB,
+    efa_device_count: int | None = None,
+) -> dict[str, Any]:
+    """The ``v1`` Pod manifest running one replica (replica 0) of ``role``; its container is ``name``.
+
+    ``reserved_*`` is how much the pod requests below its CPU/memory limits;
+    ``efa_device_count`` (when not None) sets the role's ``vpc.amazonaws.com/efa`` devices.
+
+    Difference from upstream: returns a plain dict (a manifest), not a ``kubernetes.client``
+    ``V1Pod``, and, like our scheduler, fills in the role's macros (``img_root`` empty,
+    ``app_id`` = ``default:<name>``) and adds the torchx env (role name, replica index, rank-0 host).
+    """
+    if efa_device_count is not None:
+        devices = {**role.resource.devices, EFA_DEVICE: efa_device_count}
+        role = dataclasses.replace(role, resource=dataclasses.replace(role.resource, devices=devices))
+    opts = PodOpts(service_account=service_account, reserved_millicpu=reserved_millicpu, reserved_memmb=reserved_memmb)
+    factory = PodFactory(
+        role, name, f"{opts.namespace}:{name}", name, name, rank0_host(name, name, opts.namespace), opts
+    )
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"annotations": factory.annotations, "labels": {}},
+        "spec": factory.pod_spec(0),
+    }
+
+
+def pod_labels(app: AppDef, role_idx: int, role: Role, replica_id: int, app_id: str) -> dict[str, str]:
+    """The labels of replica ``replica_id`` of ``app.roles[role_idx]`` for the app named ``app_id``
+    (its Kubernetes name; a ``namespace:`` prefix is dropped).
+
+    Difference from upstream: the values are our scheduler's: ``role-name`` is the role's
+    DNS-label slug, and there is no ``role-index`` label (it is an annotation).
+    ``role`` is accepted for upstream's signature; the role is ``app.roles[role_idx]``.
+    """
+    name = app_id.rpartition(":")[2]
+    return _factories(app, name, PodOpts(), "Never")[role_idx].labels(replica_id)
+
+
 __all__ = [
+    "RESERVED_MEMMB",
+    "RESERVED_MILLICPU",
     "LABEL_APP_NAME",
     "LABEL_REPLICA_ID",
     "LABEL_ROLE_NAME",
@@ -16,5 +97,8 @@ __all__ = [
     "KubernetesJob",
     "KubernetesOpts",
     "KubernetesScheduler",
+    "app_to_resource",
     "create_scheduler",
+    "pod_labels",
+    "role_to_pod",
 ]

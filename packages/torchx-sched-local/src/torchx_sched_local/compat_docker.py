@@ -3,6 +3,10 @@
 Code written for TorchX imports from here (through core's import hook) unchanged.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from torchx_sched_local.docker_scheduler import (
     LABEL_APP_ID,
     LABEL_REPLICA_ID,
@@ -15,6 +19,32 @@ from torchx_sched_local.docker_scheduler import (
 )
 from torchx_sched_local.docker_workspace import LABEL_VERSION, docker_client
 
+if TYPE_CHECKING:
+    from docker import DockerClient
+
+#: upstream's shared bridge network for all ``local_docker`` apps. Our scheduler instead
+#: creates one network per app (``torchx-<app_id>``) unless ``DockerOpts.network`` names one;
+#: pass ``network=NETWORK`` after ``ensure_network()`` to share this one as upstream did.
+NETWORK = "torchx"
+
+
+def ensure_network(client: DockerClient | None = None) -> None:
+    """Creates the bridge network ``NETWORK`` on the engine unless it already exists.
+
+    Args:
+        client: the docker SDK client to use (default: one for the engine the environment names)
+    """
+    from docker.errors import APIError
+
+    client = client or docker_client()
+    if any(n.name == NETWORK for n in client.networks.list(names=[NETWORK])):  # names= matches substrings
+        return
+    try:
+        client.networks.create(NETWORK, driver="bridge")
+    except APIError as e:
+        if "already exists" not in str(e):  # another process created it meanwhile
+            raise
+
 
 def has_docker() -> bool:
     """True when the docker SDK is installed and the engine it finds answers."""
@@ -26,6 +56,7 @@ def has_docker() -> bool:
 
 
 __all__ = [
+    "NETWORK",
     "LABEL_APP_ID",
     "LABEL_REPLICA_ID",
     "LABEL_ROLE_NAME",
@@ -35,5 +66,6 @@ __all__ = [
     "DockerOpts",
     "DockerScheduler",
     "create_scheduler",
+    "ensure_network",
     "has_docker",
 ]

@@ -3,6 +3,12 @@
 Code written for TorchX imports from here (through core's import hook) unchanged.
 """
 
+import abc
+import os
+from dataclasses import dataclass, field
+
+from torchx.specs.roles import Role
+
 from torchx_sched_local.local_scheduler import LocalOpts, LocalScheduler, create_scheduler
 
 #: file names upstream gives a replica's logs
@@ -10,4 +16,109 @@ STDOUT_LOG = "stdout.log"
 STDERR_LOG = "stderr.log"
 COMBINED_LOG = "combined.log"
 
-__all__ = ["COMBINED_LOG", "STDERR_LOG", "STDOUT_LOG", "LocalOpts", "LocalScheduler", "create_scheduler"]
+
+@dataclass
+class ReplicaParam:
+    """How one replica is launched (upstream's record): its argv, environment, log files and cwd."""
+
+    args: list[str]
+    env: dict[str, str]
+    stdout: str | None = None
+    stderr: str | None = None
+    combined: str | None = None
+    cwd: str | None = None
+
+
+@dataclass
+class PopenRequest:
+    """What upstream's local scheduler runs: the app id, its log dir and each role's replicas."""
+
+    app_id: str
+    log_dir: str
+    role_params: dict[str, list[ReplicaParam]] = field(default_factory=dict)
+    role_log_dirs: dict[str, list[str]] = field(default_factory=dict)
+
+
+class ImageProvider(abc.ABC):
+    """Turns a role's image into a local directory the replica runs from (upstream's interface).
+
+    Our ``local_cwd`` always runs from the current directory (``CWDImageProvider``); the other
+    providers exist for code written against upstream's interface.
+    """
+
+    @abc.abstractmethod
+    def fetch(self, image: str) -> str:
+        """Makes ``image`` available locally and returns its directory (the ``img_root``)."""
+
+    def fetch_role(self, role: Role) -> str:
+        """``fetch`` of the role's image."""
+        return self.fetch(role.image)
+
+    @abc.abstractmethod
+    def get_cwd(self, image: str) -> str | None:
+        """The working directory replicas of ``image`` run in (None: the caller's)."""
+
+    @abc.abstractmethod
+    def get_entrypoint(self, img_root: str, role: Role) -> str:
+        """The program to execute for ``role`` given the fetched ``img_root``."""
+
+    def get_replica_param(
+        self,
+        img_root: str,
+        role: Role,
+        stdout: str | None = None,
+        stderr: str | None = None,
+        combined: str | None = None,
+    ) -> ReplicaParam:
+        """The ``ReplicaParam`` running ``role`` from ``img_root`` with the given log files."""
+        args = [self.get_entrypoint(img_root, role), *role.args]
+        return ReplicaParam(args, dict(role.env), stdout, stderr, combined, self.get_cwd(role.image))
+
+
+class LocalDirectoryImageProvider(ImageProvider):
+    """The image is an existing local directory; entrypoints are relative to it."""
+
+    def fetch(self, image: str) -> str:
+        """Returns ``image``; raises ValueError when it is not a directory."""
+        if not os.path.isdir(image):
+            raise ValueError(f"invalid image {image!r}: not a directory")
+        return image
+
+    def get_cwd(self, image: str) -> str | None:
+        """Replicas run in the image directory."""
+        return image
+
+    def get_entrypoint(self, img_root: str, role: Role) -> str:
+        """``role.entrypoint`` joined onto ``img_root``."""
+        return os.path.join(img_root, role.entrypoint)
+
+
+class CWDImageProvider(ImageProvider):
+    """The image is ignored: replicas run from the current working directory (``local_cwd``)."""
+
+    def fetch(self, image: str) -> str:
+        """``os.getcwd()``."""
+        return os.getcwd()
+
+    def get_cwd(self, image: str) -> str | None:
+        """``os.getcwd()``."""
+        return os.getcwd()
+
+    def get_entrypoint(self, img_root: str, role: Role) -> str:
+        """``role.entrypoint`` unchanged (looked up on PATH)."""
+        return role.entrypoint
+
+
+__all__ = [
+    "CWDImageProvider",
+    "ImageProvider",
+    "LocalDirectoryImageProvider",
+    "PopenRequest",
+    "ReplicaParam",
+    "COMBINED_LOG",
+    "STDERR_LOG",
+    "STDOUT_LOG",
+    "LocalOpts",
+    "LocalScheduler",
+    "create_scheduler",
+]

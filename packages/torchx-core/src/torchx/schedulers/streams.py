@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import os
+import threading
 from collections.abc import Iterable, Iterator
 from enum import Enum
 
@@ -72,3 +75,80 @@ def decode_chunks(chunks: Iterable[bytes]) -> Iterator[str]:
     tail = decoder.decode(b"", final=True)
     if tail:
         yield tail
+
+
+class Tee:
+    """Copies what is appended to one or more source files into ``out`` (upstream's combined log).
+
+    A daemon thread polls the sources (opened unbuffered, non-blocking, so named pipes work
+    too) and appends each chunk to ``out``; ``write`` appends directly. The order between
+    chunks of different sources, and between them and ``write``, is not guaranteed.
+    ``close`` copies what is still unread, then closes the sources and ``out``: always call it.
+
+    Args:
+        out: a binary file open for writing (``open(path, "wb")``)
+        sources: paths of the files to follow (at least one)
+    """
+
+    _CHUNK = 64 * 1024
+    _POLL = 0.1
+
+    def __init__(self, out: io.FileIO | io.BufferedIOBase, *sources: str) -> None:
+        if not sources:
+            raise ValueError("Tee needs at least one source")
+        self.out = out
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._sources: list[io.FileIO] = []
+        try:
+            for path in sources:
+                src = open(path, "rb", buffering=0)  # noqa: SIM115 - closed by close()
+                self._sources.append(src)
+                os.set_blocking(src.fileno(), False)
+        except BaseException:
+            for opened in self._sources:
+                opened.close()
+            raise
+        self._thread = threading.Thread(target=self._pump, name="torchx-tee", daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> bool:
+        """Copies one chunk of every source that has data; True when any had."""
+        copied = False
+        for f in self._sources:
+            data = f.read(self._CHUNK)
+            if data:
+                copied = True
+                self.write(data)
+        return copied
+
+    def _pump(self) -> None:
+        while True:
+            if self._drain():
+                continue
+            if self._stop.is_set():
+                return
+            self._stop.wait(self._POLL)
+
+    def write(self, data: bytes) -> int:
+        """Appends ``data`` to ``out``; returns the number of bytes written."""
+        with self._lock:
+            written = self.out.write(data)
+            self.out.flush()
+            return written
+
+    @property
+    def closed(self) -> bool:
+        """True once ``close`` was called."""
+        return self._stop.is_set()
+
+    def close(self) -> None:
+        """Copies the rest of the sources, stops the thread and closes the sources and ``out``."""
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        self._thread.join()
+        with self._lock:
+            for f in self._sources:
+                f.close()
+            self.out.close()
