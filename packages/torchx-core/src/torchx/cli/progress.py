@@ -4,7 +4,8 @@ on state changes otherwise.
 The line reads ``RUNNING  2 running, 1 pending  0:12  <what the scheduler says>``; it is
 redrawn in place on stderr and cleared before anything else is printed (log lines go
 through :meth:`StatusLine.print_above`). A background thread polls ``runner.status``:
-every second on schedulers that run on this machine, every five seconds elsewhere.
+every second on schedulers that run on this machine, every five seconds elsewhere; the first
+poll waits a quarter second on a terminal (one interval otherwise), so short jobs show nothing.
 """
 
 from __future__ import annotations
@@ -106,6 +107,9 @@ class StatusLine:
     def _poll(self) -> None:
         import shutil
 
+        # a job that ends within the first moment shows no line at all (and costs no status call)
+        if self._stop.wait(min(self.interval, 0.25) if self.live else self.interval):
+            return
         while not self._stop.is_set():
             try:
                 status = self.runner.status(self.app_handle)
