@@ -132,6 +132,7 @@ def integration_lsf(session: nox.Session) -> None:
         [pkg("torchx-sched-lsf"), pkg("torchx-components")],
         "lsf and not torch",
         "packages/torchx-sched-lsf/tests",
+        "tests/backends",
     )
 
 

@@ -250,7 +250,7 @@ recorded_daemons() {
     local pid name
     [ -s "$PIDFILE" ] || return 0
     while read -r pid name; do
-        [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$PREFIX/sbin/$name" ] && echo "$pid $name"
+        if [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$PREFIX/sbin/$name" ]; then echo "$pid $name"; fi
     done < "$PIDFILE"
 }
 daemons=$(recorded_daemons)

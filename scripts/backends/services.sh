@@ -130,6 +130,15 @@ cmd_up() {
         log "$n: starting ${env[*]} (log: $DIR/logs/$n-up.log)"
         rc=0
         env "${env[@]}" timeout -k 10 "${TIMEOUT[$n]}" bash "$HERE/$n-up.sh" >"$DIR/logs/$n-up.log" 2>&1 </dev/null 9>&- || rc=$?
+        if [ $rc != 0 ] && [ $rc != 124 ]; then
+            # state left by an earlier run that died (stale pid files, half-started daemons):
+            # stop what is there and start once more from clean
+            log "$n: up failed (exit $rc); stopping what is left and retrying once"
+            tail -n 5 "$DIR/logs/$n-up.log" | sed 's/^/    | /' >&2
+            bash "$HERE/$n-down.sh" >"$DIR/logs/$n-down.log" 2>&1 </dev/null 9>&- || true
+            rc=0
+            env "${env[@]}" timeout -k 10 "${TIMEOUT[$n]}" bash "$HERE/$n-up.sh" >"$DIR/logs/$n-up.log" 2>&1 </dev/null 9>&- || rc=$?
+        fi
         if [ $rc = 0 ] && is_up "$n"; then
             log "$n: up in $(since "$t")s"
             grep -E 'ready|already|built|install|image|debootstrap|venv|seeded|exists' "$DIR/logs/$n-up.log" | sed 's/^/    /' >&2
