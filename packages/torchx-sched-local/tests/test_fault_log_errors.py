@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sched_local_helpers import eventually, py, small_tmpfs, unmount
+from sched_local_helpers import children, eventually, py, small_tmpfs, unmount
 from torchx.schedulers.streams import Stream
 from torchx.specs import AppState
 from torchx_sched_local.local_scheduler import LocalScheduler
@@ -106,6 +106,28 @@ def test_supervisor_out_of_file_descriptors_keeps_the_job(sched: LocalScheduler,
     desc = sched.wait(app_id, timeout=60)
     assert desc is not None and desc.state == AppState.SUCCEEDED, desc.msg
     assert re.search(r"r/0: 5 bytes of output not stored \(EMFILE on \S+stdout.log\)", desc.msg), desc.msg
+    assert _supervisor_log(sched, app_id) == ""
+
+
+@pytest.mark.parametrize("after", [0.0, 0.3])
+def test_supervisor_out_of_file_descriptors_from_its_start(sched: LocalScheduler, tmp_path: Path, after: float) -> None:
+    """The limit lowered to what the supervisor holds right after the submit (it is still the
+    launcher's fork: its handover to a fresh interpreter must still start) or after the handover."""
+    import time
+
+    go = tmp_path / "go"
+    code = WAIT_FOR_GO + "print('lost', flush=True)\n"
+    app_id = sched.submit(py(code, str(go), name="emfile"), {})
+    (pid,) = children(os.getpid())
+    time.sleep(after)
+    used = {int(fd) for fd in os.listdir(f"/proc/{pid}/fd")}
+    lowest_free = min(set(range(len(used) + 1)) - used)
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, (lowest_free, lowest_free))
+    eventually(lambda: ((sched.store.state(app_id) or {}).get("replicas") or [{}])[0].get("state") == "RUNNING")
+    go.touch()
+    desc = sched.wait(app_id, timeout=60)
+    assert desc is not None
+    assert desc.state == AppState.SUCCEEDED, desc.msg
     assert _supervisor_log(sched, app_id) == ""
 
 

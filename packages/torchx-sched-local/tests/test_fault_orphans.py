@@ -16,7 +16,7 @@ from sched_local_helpers import app, children, eventually
 from torchx.specs import AppState
 from torchx_sched_local import store
 from torchx_sched_local.local_scheduler import LocalScheduler
-from torchx_sched_local.supervisor import REEXEC_AFTER, live_replica_pids
+from torchx_sched_local.supervisor import WATCHDOG_AFTER, live_replica_pids
 
 # the replica (sh) and two descendants in its process group
 TREE = "sleep 300 & sleep 301 & echo up; wait"
@@ -26,11 +26,17 @@ def _started(sched: LocalScheduler, replicas: int = 2) -> tuple[str, dict]:  # t
     app_id = sched.submit(app("sh", "-c", TREE, replicas=replicas), {})
     for k in range(replicas):
         eventually(lambda k=k: list(sched.log_iter(app_id, "r", k)) == ["up\n"])  # type: ignore[misc]
-    eventually(lambda: all(r.get("start_time") for r in (sched.store.state(app_id) or {})["replicas"]))
+    # the supervisor's first state (written once it runs in its own interpreter) lists the replicas
+    eventually(
+        lambda: (
+            [bool(r.get("start_time")) for r in (sched.store.state(app_id) or {}).get("replicas", [])]
+            == [True] * replicas
+        )
+    )
     st = sched.store.state(app_id) or {}
     assert len(live_replica_pids(st)) == 3 * replicas
-    # the watchdog starts once the job has run REEXEC_AFTER (after the supervisor's handover)
-    eventually(lambda: len(children(st["pid"])) == replicas + 1, timeout=REEXEC_AFTER + 10)
+    # the watchdog starts once the job has run WATCHDOG_AFTER (after the supervisor's handover)
+    eventually(lambda: len(children(st["pid"])) == replicas + 1, timeout=WATCHDOG_AFTER + 10)
     return app_id, st
 
 

@@ -2,9 +2,13 @@
 watchdog, ``... _supervise.py --watchdog <job dir>`` (see :mod:`.launch`).
 
 Run without ``site`` (fast start), so it puts this package's parent directory on
-``sys.path`` itself; the job's lock arrives on fd 3.
+``sys.path`` itself; the job's lock arrives on fd 3. Before importing anything, the
+supervisor takes a few spare descriptors: if its file-descriptor limit was lowered to what
+it holds (a supervisor replacing itself mid-job keeps its replicas' pipes), it gives one
+back for each import or file that could not be opened, instead of dying.
 """
 
+import errno
 import os
 import sys
 
@@ -15,6 +19,19 @@ if sys.argv[1] == "--watchdog":
 
     watchdog_main(sys.argv[2])
 else:
-    from torchx_sched_local.supervisor import main
+    room: list[int] = []
+    try:
+        while len(room) < 8:
+            room.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+    except OSError:
+        pass
+    while True:
+        try:
+            from torchx_sched_local.supervisor import main
 
-    main(sys.argv[1:])
+            break
+        except OSError as e:
+            if e.errno not in (errno.EMFILE, errno.ENFILE) or not room:
+                raise
+            os.close(room.pop())
+    main(sys.argv[1:], room)

@@ -6,13 +6,16 @@ nothing is in flight, it ``exec``-s ``_supervise.py <job dir>``: the same pid, s
 replicas stay its children and their output pipes (made inheritable for the exec) stay
 open; it writes what it knows to ``supervisor.resume`` (``marshal``) for its next image,
 which deletes it. Signals that arrive meanwhile stay blocked, then pending, across the
-exec. If anything fails before the exec, the supervisor simply goes on as it was.
+exec. If anything fails before the exec, or the new image would not have the file
+descriptors it needs to start (a low ``ulimit -n``), the supervisor goes on as it was and
+tries again later: an exec that cannot start its interpreter would lose the job.
 """
 
 from __future__ import annotations
 
 import marshal
 import os
+import resource
 import signal
 import sys
 
@@ -23,6 +26,9 @@ if TYPE_CHECKING:
     from typing import Any
 
     from torchx_sched_local.supervisor import Supervisor
+
+#: free file descriptors a fresh supervisor needs to start (its script, modules, state files)
+_FDS_TO_START = 16
 
 _REPLICA_FIELDS = ("state", "pid", "start_time", "exit_code", "restarts", "msg", "error", "alive", "final")
 _WRITER_FIELDS = ("_size", "_indexed", "_last_t", "_skipping", "_open_line", "dropped", "error")
@@ -97,13 +103,24 @@ def take_resume(job_dir: str) -> dict[str, Any] | None:
     return data
 
 
+def _room_to_start(inherited: list[int]) -> bool:
+    """True if a new image holding ``inherited`` (and stdin/out/err) has the descriptors to start."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return True
+    kept = {fd for fd in (*inherited, 0, 1, 2) if fd < soft}
+    return soft - len(kept) >= _FDS_TO_START
+
+
 def reexec(sup: Supervisor) -> None:
     """Replaces the process with a fresh supervisor carrying on the job; returns only if it could not."""
     path = os.path.join(sup.job_dir, "supervisor.resume")
-    data = snapshot(sup)
     inherited = [fd for r in sup.replicas for fd in r.pipes] + [LOCK_FD]
     if sup.watchdog is not None:
         inherited += [fd for fd in (sup.watchdog.fd, sup.watchdog.read_fd) if fd >= 0]
+    if not _room_to_start(inherited):
+        return
+    data = snapshot(sup)
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP})
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)

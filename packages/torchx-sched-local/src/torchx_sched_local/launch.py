@@ -3,7 +3,7 @@ r"""Starting a job's supervisor so that it outlives the launcher, without carryi
 * **fork, then a fresh interpreter** (single-threaded launcher: the CLI, most scripts):
   one ``fork`` + ``setsid`` starts the supervisor at once, so a short job (``utils.echo``)
   ends before a new interpreter could even have started. Once the job has run for
-  :data:`torchx_sched_local.supervisor.REEXEC_AFTER` seconds and the supervisor is idle, it
+  :data:`torchx_sched_local.supervisor.HANDOVER_AFTER` (20 ms) and the supervisor is idle, it
   ``exec``-s ``python -I -S .../_supervise.py <job dir>`` (same pid: its replicas stay its
   children, their pipes stay open), handing over its state in a file: from then on it
   shares no memory with the launcher (a launcher holding 1 GiB leaves a ~10 MB supervisor)

@@ -26,7 +26,7 @@ import select
 import signal
 import time
 
-from torchx_sched_local import logfiles, store
+from torchx_sched_local import handover, logfiles, store
 from torchx_sched_local.launch import LOCK_FD, SUPERVISOR_LOG
 from torchx_sched_local.watchdog import Watchdog
 
@@ -35,7 +35,10 @@ NO_ERROR = "<NONE>"
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Callable
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 #: seconds to wait for a replica's output to reach EOF after it exited (descendants that
 #: escaped its session may keep the pipe open)
@@ -49,8 +52,17 @@ OPEN_LOG_FILES = 64
 _SPARE_FDS = 32
 #: how long the supervisor retries writing the job's final state (e.g. on a full disk)
 FINAL_STATE_RETRY = 5.0
-#: a forked supervisor replaces itself with a fresh interpreter once the job ran this long (s)
-REEXEC_AFTER = 1.0
+#: a forked supervisor replaces itself with a fresh interpreter once the job ran this long (s):
+#: a job that ends sooner (``utils.echo``) never waits for a new interpreter to start, and a
+#: longer one shares the launcher's memory and command line for no more than this
+HANDOVER_AFTER = 0.02
+#: a handover that could not happen (e.g. too few free file descriptors for a new interpreter
+#: to start) is tried again after this long (s); meanwhile the fork goes on as it was
+HANDOVER_RETRY = 1.0
+#: descriptors a fork keeps free for its handover (see :attr:`Supervisor.handover_room`)
+HANDOVER_FDS = 8
+#: the watchdog starts once the job ran this long (s): a short job never pays for its start
+WATCHDOG_AFTER = 1.0
 #: where a supervisor that re-executes itself leaves its state for its next image
 RESUME_FILE = "supervisor.resume"
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -232,9 +244,12 @@ class Supervisor:
     def __init__(self, job_dir: str, app: dict[str, Any], forked: bool = False) -> None:
         self.job_dir = job_dir
         #: a fork of the launcher (replaces itself with a fresh interpreter once the job runs a while)
-        self.reexec_at: float | None = time.monotonic() + REEXEC_AFTER if forked else None
-        #: when the watchdog starts (a fresh supervisor: after as long as a forked one would hand over)
-        self.watchdog_at = time.monotonic() + REEXEC_AFTER
+        self.reexec_at: float | None = time.monotonic() + HANDOVER_AFTER if forked else None
+        #: a fork before its first handover: its fresh image writes the job's first state (RUNNING,
+        #: with this pid), so whoever sees a running job sees the supervisor it keeps
+        self.handover_pending = forked
+        #: when the watchdog starts
+        self.watchdog_at = time.monotonic() + WATCHDOG_AFTER
         self.roles: list[dict[str, Any]] = app["roles"]
         self.replicas = [Replica(spec, self.roles[spec["role_index"]]) for spec in app["replicas"]]
         self.grace = float(app.get("stop_grace_period", 5.0))
@@ -258,6 +273,9 @@ class Supervisor:
         self.watchdog: Watchdog | None = None
         # a spare descriptor, given back to write the state when the process runs out of them
         self._reserve_fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        # a fork's room for its handover: low descriptors the exec closes, so the new image can
+        # start (load its libraries and modules) even if the limit was lowered to what this holds
+        self.handover_room = spare_fds(HANDOVER_FDS) if forked else []
 
     # ------------------------------------------------------------------ main loop
     def run(self, resume: dict[str, Any] | None = None) -> None:
@@ -275,9 +293,7 @@ class Supervisor:
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
         self._watch(wake_r, None)
         if resume is not None:
-            from torchx_sched_local.handover import restore
-
-            restore(self, resume)
+            handover.restore(self, resume)
         elif problem:
             self.failed = self.replicas[0]
             self.msg = problem
@@ -293,7 +309,8 @@ class Supervisor:
         self.app_state = "RUNNING"
         self.dirty = True
         while not self._ended():
-            self._write_state()
+            if not (self.handover_pending and self._idle()):
+                self._write_state()
             timeout = self._timeout()
             for fd, _ in self.poller.poll(None if timeout is None else timeout * 1000):
                 if fd not in self.readers:  # closed by an earlier event of this batch
@@ -307,18 +324,17 @@ class Supervisor:
             self._tick()
             self._guard()
             if self.reexec_at is not None and time.monotonic() >= self.reexec_at and self._idle():
-                from torchx_sched_local.handover import reexec
-
-                self.reexec_at = None
-                reexec(self)  # returns only if it could not
+                self.reexec_at = time.monotonic() + HANDOVER_RETRY  # when it cannot happen now
+                self.handover_pending = False
+                handover.reexec(self)  # returns only if it could not
         self._finish()
 
     def _guard(self) -> None:
-        """Starts the watchdog when due (not while forked: it starts after the handover), feeds it."""
+        """Starts the watchdog when due, feeds it."""
         wd = self.watchdog
         if wd is None:
             return
-        if wd.pid is None and self.reexec_at is None and time.monotonic() >= self.watchdog_at:
+        if wd.pid is None and time.monotonic() >= self.watchdog_at:
             wd.start(LOCK_FD)
         wd.flush()
 
@@ -337,7 +353,7 @@ class Supervisor:
         deadlines = [d for r in self.replicas for d in (r.kill_at, r.drain_deadline) if d is not None]
         if self.reexec_at is not None:
             deadlines.append(self.reexec_at)
-        elif self.watchdog is not None and self.watchdog.pid is None:
+        if self.watchdog is not None and self.watchdog.pid is None:
             deadlines.append(self.watchdog_at)
         if not deadlines:
             return None
@@ -674,6 +690,17 @@ class Supervisor:
                     return
                 time.sleep(0.1)
 
+    def settle_reserve(self) -> None:
+        """Moves the spare descriptor to the lowest free number: a limit later lowered to what the
+        process holds then still leaves it a slot to give back."""
+        try:
+            fd = os.dup(self._reserve_fd)
+        except OSError:
+            return
+        lower = min(fd, self._reserve_fd)
+        os.close(max(fd, self._reserve_fd))
+        self._reserve_fd = lower
+
     def _free_fds(self) -> bool:
         """Out of file descriptors: closes the cached log files and the spare one; False if there were none."""
         if self._reserve_fd < 0:
@@ -751,6 +778,9 @@ def _killpg(pgid: int, sig: int) -> None:
 
 
 def _record_crash(job_dir: str, text: str) -> None:
+    """Writes a crashed supervisor's traceback to its log and FAILED to the job's state (it may have
+    died for want of descriptors: it gives up all but stdio and the job's lock first)."""
+    os.closerange(LOCK_FD + 1, 1 << 20)
     try:
         with open(os.path.join(job_dir, SUPERVISOR_LOG), "a", encoding="utf-8") as f:
             f.write(text)
@@ -797,30 +827,56 @@ def supervise_forked(job_dir: str, lock_fd: int) -> None:
         os._exit(code)
 
 
-def _run(job_dir: str, forked: bool) -> None:
+def spare_fds(count: int) -> list[int]:
+    """Up to ``count`` descriptors on /dev/null (close-on-exec), as many as the limit allows."""
+    room: list[int] = []
+    try:
+        while len(room) < count:
+            room.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+    except OSError:
+        pass
+    return room
+
+
+def with_room(room: list[int], step: Callable[[], T]) -> T:
+    """Runs ``step``; while it fails for want of file descriptors, closes one of ``room`` (spare
+    descriptors held for this) and tries again."""
+    while True:
+        try:
+            return step()
+        except OSError as e:
+            if e.errno not in (errno.EMFILE, errno.ENFILE) or not room:
+                raise
+            os.close(room.pop())
+
+
+def _run(job_dir: str, forked: bool, room: list[int] | None = None) -> None:
     os.set_inheritable(LOCK_FD, False)  # replicas must not hold the job's lock
     for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # a closed pipe or a file size limit is an OSError here
         signal.signal(sig, signal.SIG_IGN)
     os.chdir(job_dir)
-    app = store.read_json(os.path.join(job_dir, store.APP_FILE))
-    resume = None
-    if not forked:
-        from torchx_sched_local.handover import take_resume
+    room = room if room is not None else []
+    app = with_room(room, lambda: store.read_json(os.path.join(job_dir, store.APP_FILE)))
+    resume = None if forked else with_room(room, lambda: handover.take_resume(job_dir))
+    supervisor = with_room(room, lambda: Supervisor(job_dir, app, forked=forked))
+    for fd in room:
+        os.close(fd)
+    room.clear()
+    supervisor.settle_reserve()
+    supervisor.run(resume)
 
-        resume = take_resume(job_dir)
-    Supervisor(job_dir, app, forked=forked).run(resume)
 
-
-def main(argv: list[str]) -> None:
+def main(argv: list[str], room: list[int] | None = None) -> None:
     """Entry of the fresh supervisor process: ``_supervise.py JOB_DIR``, the job's lock on fd 3
-    (and, after a handover, ``supervisor.resume`` in the job directory).
+    (and, after a handover, ``supervisor.resume`` in the job directory); ``room``: spare
+    descriptors to give back if the process's limit leaves none for its start.
 
     Runs the job to its end and exits the process (never returns).
     """
     job_dir = os.path.abspath(argv[0])
     code = 0
     try:
-        _run(job_dir, forked=False)
+        _run(job_dir, forked=False, room=room)
     except BaseException:
         import traceback
 

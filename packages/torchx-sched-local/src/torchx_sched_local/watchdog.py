@@ -2,7 +2,7 @@
 
 The watchdog is a fresh small interpreter (``_supervise.py --watchdog <job dir>``) with the
 read end of a pipe on fd 4 and the job's lock on fd 5, started once the job has run
-``REEXEC_AFTER`` (1 s): a short job never pays for its start (before that, a dead
+``WATCHDOG_AFTER`` (1 s): a short job never pays for its start (before that, a dead
 supervisor's replicas are found and stopped by ``status``/``cancel``). The supervisor tells it, over a pipe, the process
 group of each replica it starts (``+<pgid>``) and reaps (``-<pgid>``), and ``end`` once
 the job's final state is written. If the pipe closes without ``end`` (the supervisor was
