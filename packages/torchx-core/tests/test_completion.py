@@ -292,3 +292,37 @@ def test_zsh_script_works_from_fpath(installed: Path, tmp_path: Path) -> None:
 def test_zsh_script_without_compinit_says_what_to_do(tmp_path: Path) -> None:
     proc = subprocess.run([shell_program("zsh"), "-fc", script("zsh")], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "autoload -Uz compinit && compinit" in proc.stderr, proc.stderr
+
+
+def fish_tab(installed: Path, tmp_path: Path, line: str) -> str:
+    """The command line after typing ``line`` and TAB in an interactive fish (in a pseudo-terminal)."""
+    import pty
+    import select
+    import signal
+    import time
+
+    fish, out = shell_program("fish"), tmp_path / "fish.out"
+    out.unlink(missing_ok=True)
+    env = shell_env(installed)
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: becomes fish
+        os.execve(fish, [fish, "--no-config", "-i"], env)
+    try:
+        setup = f"torchx completion fish | source; bind \\cx 'commandline > {out}; echo DONE >> {out}'\r"
+        os.write(fd, setup.encode() + line.encode() + b"\t\x18")
+        deadline = time.monotonic() + 60
+        while not (out.exists() and out.read_text().endswith("DONE\n")) and time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.1)[0]:
+                os.read(fd, 65536)  # keep the terminal drained
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(fd)
+    text = out.read_text() if out.exists() else ""
+    assert text.endswith("DONE\n"), text
+    return text.removesuffix("DONE\n").removesuffix("\n")
+
+
+def test_fish_inserts_words_and_keeps_the_cursor_after_key_equals(installed: Path, tmp_path: Path) -> None:
+    assert fish_tab(installed, tmp_path, "torchx completion z") == "torchx completion zsh "
+    assert fish_tab(installed, tmp_path, "torchx run -s fake -cfg cl") == "torchx run -s fake -cfg cluster="
