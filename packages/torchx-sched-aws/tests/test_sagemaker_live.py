@@ -6,7 +6,12 @@ servers whose jobs stay InProgress for a few seconds, then end Completed or Fail
 from __future__ import annotations
 
 import io
+import json
+import os
+import subprocess
+import sys
 import tarfile
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -18,12 +23,14 @@ import boto3
 import pytest
 from torchx import specs
 from torchx.runner import Runner, get_runner
+from torchx.testing import PROBE_SCRIPT, hostile_value, macro_probe, macro_probe_output
 from torchx_sched_aws.sagemaker import LOG_GROUP, AWSSageMakerScheduler, create_scheduler
 
 pytestmark = pytest.mark.aws
 
 ROLE_ARN = "arn:aws:iam::123456789012:role/torchx-sagemaker"
 CFG = {"role": ROLE_ARN, "output_path": "s3://torchx-test-output/out"}
+AWS_G5 = specs.resource(h="aws_g5.xlarge")
 
 
 def train_app(num_replicas: int = 2, **kw: Any) -> specs.AppDef:
@@ -155,3 +162,101 @@ def test_cancel_stops_a_running_job(lifecycle: Callable[[str], AWSSageMakerSched
     time.sleep(0.5)
     sched.cancel(app_id)  # ended: a no-op
     assert {a.app_id: a.state for a in sched.list()}[app_id] == specs.AppState.CANCELLED
+
+
+@pytest.fixture
+def sent_requests(aws_live: dict[str, str]) -> tuple[Any, list[dict[str, Any]]]:
+    """A real sagemaker client bound to moto, and the JSON bodies of the CreateTrainingJob
+    requests it sends (moto keeps no ``Environment``: the wire request is the record of it)."""
+    client = boto3.client("sagemaker")
+    bodies: list[dict[str, Any]] = []
+
+    def record(request: Any, **_: Any) -> None:
+        bodies.append(json.loads(request.body))
+
+    client.meta.events.register("before-send.sagemaker.CreateTrainingJob", record)
+    return client, bodies
+
+
+@pytest.fixture
+def marker() -> Iterator[Path]:
+    """The file a command substitution in a value would create (a short path: SageMaker takes
+    arguments of at most 256 characters, and the hostile value holds the path three times)."""
+    with tempfile.TemporaryDirectory(prefix="tx", dir="/tmp") as d:
+        yield Path(d) / "pwned"
+
+
+def test_macro_values_and_hostile_text_arrive_as_data(
+    sent_requests: tuple[Any, list[dict[str, Any]]], marker: Path, tmp_path: Path
+) -> None:
+    client, bodies = sent_requests
+    hostile = hostile_value(str(marker))
+    probe = macro_probe("123456789012.dkr.ecr.us-east-1.amazonaws.com/probe:1", str(marker), resource=AWS_G5)
+    probe.args.append(specs.macros.escape(hostile))  # one more word, to arrive as it is
+    probe.env["HOSTILE"] = specs.macros.escape(hostile)
+    with get_runner("live", clients={"sagemaker": client}) as runner:
+        handle = runner.run(specs.AppDef("macros", roles=[probe]), "aws_sagemaker", CFG)
+    job_name = handle.rsplit("/", 1)[1]
+
+    stored = boto3.client("sagemaker").describe_training_job(TrainingJobName=job_name)["AlgorithmSpecification"]
+    [sent] = bodies
+    assert sent["TrainingJobName"] == job_name
+    for key in ("TrainingImage", "ContainerEntrypoint", "ContainerArguments"):
+        assert stored[key] == sent["AlgorithmSpecification"][key], key
+    assert stored["ContainerEntrypoint"] == ["sh"]
+    assert stored["ContainerArguments"][:2] == ["-c", PROBE_SCRIPT]
+    assert stored["ContainerArguments"][-1] == hostile
+    env = sent["Environment"]
+    assert (env["HOSTILE"], env["MARK"], env["TORCHX_REPLICA_IDX"]) == (hostile, str(marker), "0")
+
+    # SageMaker execs ContainerEntrypoint + ContainerArguments with no shell in between (moto
+    # runs no container): run that argv here, with the job's environment
+    proc = subprocess.run(
+        [*stored["ContainerEntrypoint"], *stored["ContainerArguments"]],
+        env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), **env},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    expected = macro_probe_output("", job_name, 0).splitlines(keepends=True)
+    expected.insert(-1, f"<{hostile}>\n")  # before PROBE_ENV's line
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "".join(expected), "")
+    assert not marker.exists()
+
+    cli = subprocess.run([sys.executable, "-m", "torchx", "status", handle], capture_output=True, text=True, timeout=60)
+    assert (cli.returncode, cli.stderr) == (0, ""), cli.stderr
+    assert cli.stdout.startswith(f"SUCCEEDED  {handle}\n"), cli.stdout
+
+
+def test_hyperparameters_keep_hostile_values_and_fill_macros(
+    sent_requests: tuple[Any, list[dict[str, Any]]], marker: Path
+) -> None:
+    client, bodies = sent_requests
+    hostile = hostile_value(str(marker))
+    role = specs.Role(
+        "trainer",
+        image="123456789012.dkr.ecr.us-east-1.amazonaws.com/train:1",
+        entrypoint="train.py",
+        args=[
+            "--data",
+            specs.macros.escape(hostile),
+            f"--out={specs.macros.img_root}/{specs.macros.app_id}-{specs.macros.replica_id}:$$$$",
+            "--quote",
+            'it\'s "$(id)" `id` $HOME',
+        ],
+        resource=AWS_G5,
+    )
+    with get_runner("live", clients={"sagemaker": client}) as runner:
+        handle = runner.run(
+            specs.AppDef("hyper", roles=[role]), "aws_sagemaker", {**CFG, "args_mode": "hyperparameters"}
+        )
+    job_name = handle.rsplit("/", 1)[1]
+    stored = boto3.client("sagemaker").describe_training_job(TrainingJobName=job_name)["HyperParameters"]
+    assert stored == bodies[0]["HyperParameters"]
+    # the SageMaker framework containers JSON-decode each value and pass it as one argument
+    assert {k: json.loads(v) for k, v in stored.items()} == {
+        "data": hostile,
+        "out": f"/{job_name}-0:$$",
+        "quote": 'it\'s "$(id)" `id` $HOME',
+        "sagemaker_program": "train.py",
+    }

@@ -42,20 +42,38 @@ complete -o default -F _torchx_complete torchx
 """,
     "zsh": """\
 #compdef torchx
-# torchx completion for zsh: eval "$(torchx completion zsh)"
+# torchx completion for zsh: eval "$(torchx completion zsh)" after compinit, or save it as
+# _torchx in a directory of $fpath
 _torchx() {
     local -a candidates
-    candidates=("${(@f)$(torchx __complete "${(@)words[2,CURRENT]}" 2>/dev/null)}")
+    # the words before the current one as typed; the current one up to the cursor, unquoted
+    candidates=("${(@f)$(torchx __complete "${(@)words[2,CURRENT-1]}" "$PREFIX" 2>/dev/null)}")
+    candidates=("${(@)candidates:#}")
+    if (( ! ${#candidates} )); then
+        _files
+        return
+    fi
     compadd -S '' -- "${(@)candidates:#*[^=/]}"
     compadd -- "${(@)candidates:#*[=/]}"
 }
-compdef _torchx torchx
+if [[ ${zsh_eval_context[-1]} == loadautofunc ]]; then
+    _torchx "$@"
+elif (( $+functions[compdef] )); then
+    compdef _torchx torchx
+else
+    print -u2 "torchx completion: zsh's completion system is not loaded; run 'autoload -Uz compinit && compinit' first"
+fi
 """,
     "fish": """\
 # torchx completion for fish: torchx completion fish | source
 function __torchx_complete
     set -l words (commandline -opc) (commandline -ct)
-    torchx __complete $words[2..-1] 2>/dev/null
+    set -l found (torchx __complete $words[2..-1] 2>/dev/null)
+    if set -q found[1]
+        printf '%s\\n' $found
+    else
+        __fish_complete_path (commandline -ct)
+    end
 end
 complete -c torchx -f -a '(__torchx_complete)'
 """,
@@ -210,11 +228,28 @@ def _run_candidates(rest: list[str], current: str, flags: list[str], valued: set
     return _components()
 
 
+def _unquoted(words: list[str]) -> list[str]:
+    """``words`` as typed (bash and zsh pass them so) with the shell's quoting removed, POSIX
+    rules; as given when they hold no quoting or do not parse (fish passes them unquoted)."""
+    if not any(c in w for w in words for c in "'\"\\"):
+        return words
+    import shlex
+
+    try:
+        return shlex.split(" ".join(words))
+    except ValueError:
+        return words
+
+
 def complete(words: list[str]) -> int:
-    """Prints the candidates that start with the last word, one a line; never fails loudly."""
+    """Prints the candidates that start with the last word, one a line; never fails loudly.
+
+    ``words``: the words after ``torchx`` as the shell has them, the last one (the word being
+    completed, up to the cursor) unquoted.
+    """
     current = words[-1] if words else ""
     try:
-        found = [c for c in candidates(words) if c.startswith(current)]
+        found = [c for c in candidates([*_unquoted(words[:-1]), current]) if c.startswith(current)]
     except Exception:  # a completion must never print a traceback into the user's prompt
         found = []
     sys.stdout.write("".join(f"{c}\n" for c in found))
