@@ -52,7 +52,7 @@ OPEN_LOG_FILES = 64
 _SPARE_FDS = 32
 #: how long the supervisor retries writing the job's final state (e.g. on a full disk)
 FINAL_STATE_RETRY = 5.0
-#: a forked supervisor replaces itself with a fresh interpreter once the job ran this long (s):
+#: a forked supervisor replaces itself with a fresh interpreter once its replicas ran this long (s):
 #: a job that ends sooner (``utils.echo``) never waits for a new interpreter to start, and a
 #: longer one shares the launcher's memory and command line for no more than this
 HANDOVER_AFTER = 0.02
@@ -308,6 +308,9 @@ class Supervisor:
                     break
         self.app_state = "RUNNING"
         self.dirty = True
+        # the handover is counted from when every replica runs: a job that ends soon after never waits for it
+        if self.reexec_at is not None:
+            self.reexec_at = time.monotonic() + HANDOVER_AFTER
         while not self._ended():
             if not (self.handover_pending and self._idle()):
                 self._write_state()
