@@ -619,7 +619,8 @@ def _reap() -> None:
 
 
 def _supervisor_died(st: dict[str, Any]) -> str:
-    return f"the job's supervisor (pid {st.get('pid')}) died before the job ended"
+    pid = st.get("pid")
+    return f"the job's supervisor{f' (pid {pid})' if pid else ''} died before the job ended"
 
 
 def _to_ns(when: datetime | None) -> int | None:

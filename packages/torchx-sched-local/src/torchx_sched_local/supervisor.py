@@ -245,9 +245,6 @@ class Supervisor:
         self.job_dir = job_dir
         #: a fork of the launcher (replaces itself with a fresh interpreter once the job runs a while)
         self.reexec_at: float | None = time.monotonic() + HANDOVER_AFTER if forked else None
-        #: a fork before its first handover: its fresh image writes the job's first state (RUNNING,
-        #: with this pid), so whoever sees a running job sees the supervisor it keeps
-        self.handover_pending = forked
         #: when the watchdog starts
         self.watchdog_at = time.monotonic() + WATCHDOG_AFTER
         self.roles: list[dict[str, Any]] = app["roles"]
@@ -312,8 +309,7 @@ class Supervisor:
         if self.reexec_at is not None:
             self.reexec_at = time.monotonic() + HANDOVER_AFTER
         while not self._ended():
-            if not (self.handover_pending and self._idle()):
-                self._write_state()
+            self._write_state()
             timeout = self._timeout()
             for fd, _ in self.poller.poll(None if timeout is None else timeout * 1000):
                 if fd not in self.readers:  # closed by an earlier event of this batch
@@ -328,7 +324,6 @@ class Supervisor:
             self._guard()
             if self.reexec_at is not None and time.monotonic() >= self.reexec_at and self._idle():
                 self.reexec_at = time.monotonic() + HANDOVER_RETRY  # when it cannot happen now
-                self.handover_pending = False
                 handover.reexec(self)  # returns only if it could not
         self._finish()
 
