@@ -308,16 +308,28 @@ class LsfScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal],
         return out
 
     # ------------------------------------------------------------------ stopping
+    def cancel(self, app_id: str) -> None:
+        """Stops the job (an array: every element) if LSF knows it and it has not ended: one
+        ``bjobs``, then ``bkill`` only when something still runs or waits (a sweep cancels an
+        array, then each of its elements)."""
+        if _JOB_ID.fullmatch(app_id):
+            self._stop(app_id, self._jobs(app_id))
+
     def _cancel_existing(self, app_id: str) -> None:
-        """Marks the job (an array: each element still running or pending) cancelled, then ``bkill``."""
-        for job in self._jobs(app_id) if _JOB_ID.fullmatch(app_id) else []:
-            if job.cwd and not is_terminal(app_state(job)):
+        self._stop(app_id, self._jobs(app_id) if _JOB_ID.fullmatch(app_id) else [])
+
+    def _stop(self, app_id: str, jobs: Sequence[LsfJob]) -> None:
+        """Marks each of ``jobs`` still running or pending cancelled, then ``bkill`` s ``app_id``."""
+        live = [job for job in jobs if not is_terminal(app_state(job))]
+        for job in live:
+            if job.cwd:
                 try:
                     with open(os.path.join(job.cwd, cancelled_file(job.job_id)), "w"):
                         pass
                 except OSError as e:  # the job's directory is not visible here: LSF's own word must do
                     logger.debug("cannot mark %s cancelled: %s", job.job_id, e)
-        commands.run(["bkill", app_id], check=False)
+        if live:
+            commands.run(["bkill", app_id], check=False)
 
     def _delete_existing(self, app_id: str) -> None:
         """Stops the job and removes the files torchx made for it (LSF keeps its record)."""
