@@ -173,14 +173,23 @@ def integration_ray(session: nox.Session) -> None:
 
 @nox.session(name="integration-sweep")
 def integration_sweep(session: nox.Session) -> None:
-    """torchx sweep on the live backends: slurm and aws_batch job arrays, kubernetes through the driver."""
+    """torchx sweep on the live backends: slurm, lsf and aws_batch job arrays, kubernetes through the driver."""
     live(
         session,
         [
             pkg("torchx-sweep"),
-            *(pkg(p, "") for p in ("torchx-sched-slurm", "torchx-sched-aws", "torchx-sched-k8s", "torchx-sched-local")),
+            *(
+                pkg(p, "")
+                for p in (
+                    "torchx-sched-slurm",
+                    "torchx-sched-lsf",
+                    "torchx-sched-aws",
+                    "torchx-sched-k8s",
+                    "torchx-sched-local",
+                )
+            ),
         ],
-        "slurm or aws or k8s",
+        "slurm or lsf or aws or k8s",
         "packages/torchx-sweep/tests",
         extra=["boto3", "kubernetes"],
     )

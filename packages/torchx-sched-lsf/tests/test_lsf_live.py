@@ -209,3 +209,31 @@ def test_macro_values_are_data_on_the_cluster(runner: Runner, lsf_cluster: dict[
     for k in range(2):
         assert log(runner, handle, "probe", k, stream=Stream.STDOUT) == macro_probe_output(image, app_id, k)
     assert not os.path.exists(marker)
+
+
+def test_job_array_one_bsub_per_element_state_logs_and_delete(
+    runner: Runner, lsf_cluster: dict[str, str], job_dir: str
+) -> None:
+    from torchx.schedulers import get_scheduler_factories
+
+    code = "import json, os, sys; print(json.dumps([sys.argv[1:], os.environ['ID']])); sys.exit(int(sys.argv[1]))"
+    app_id_env = {"ID": specs.macros.app_id}
+    apps = [
+        specs.AppDef(f"arr-{i}", [role("el", sys.executable, ["-c", code, exit_code, *HOSTILE], env=app_id_env)])
+        for i, exit_code in enumerate(["0", "3", "0"])
+    ]
+    sched = get_scheduler_factories()["lsf"]("lsftest")
+    array_id = sched.schedule(sched.submit_array_dryrun(apps, {"job_dir": job_dir}, max_parallel=2))
+    handles = [f"lsf://lsftest/{sched.array_element_id(array_id, i)}" for i in range(3)]
+    assert handles[0].endswith(f"/{array_id}[1]")
+    states = [wait(runner, h).state for h in handles]
+    assert states == [specs.AppState.SUCCEEDED, specs.AppState.FAILED, specs.AppState.SUCCEEDED]
+    for i, h in enumerate(handles):
+        argv, job_id = json.loads(log(runner, h, "el", stream=Stream.STDOUT))
+        assert argv == [["0", "3", "0"][i], *HOSTILE] and job_id == h.rsplit("/", 1)[1]  # the element's own id
+    whole = runner.status(f"lsf://lsftest/{array_id}")
+    assert whole is not None and whole.state == specs.AppState.FAILED
+    assert [r.state for r in whole.roles[0].replicas] == states
+    assert len(os.listdir(job_dir)) > 0
+    runner.delete(f"lsf://lsftest/{array_id}")
+    assert os.listdir(job_dir) == []  # every element's files

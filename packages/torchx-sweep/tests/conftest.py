@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import urllib.request
 from pathlib import Path
@@ -15,7 +16,7 @@ COMPONENTS = str(Path(__file__).with_name("sweep_components.py"))
 
 def pytest_configure(config: pytest.Config) -> None:
     """Declares the backend markers (also when run outside the monorepo's pytest config)."""
-    for marker in ("slurm: live Slurm", "aws: the moto endpoint", "k8s: live Kubernetes"):
+    for marker in ("slurm: live Slurm", "aws: the moto endpoint", "k8s: live Kubernetes", "lsf: live LSF (OpenLava)"):
         config.addinivalue_line("markers", marker)
 
 
@@ -67,3 +68,37 @@ def aws_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
             monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
     return env
+
+
+@pytest.fixture
+def lsf_cfg(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Run options for the live LSF (OpenLava) cluster, its client put on this process's PATH."""
+    env = live_backend_env("TORCHX_TEST_LSF", "lsf")
+    monkeypatch.setenv("LSF_ENVDIR", env.get("LSF_ENVDIR", os.environ.get("LSF_ENVDIR", "")))
+    bindir = env.get("TORCHX_TEST_LSF_BINDIR", "")
+    if bindir:
+        monkeypatch.setenv("PATH", bindir + os.pathsep + os.environ["PATH"])
+    try:
+        lsid = subprocess.run(["lsid"], capture_output=True, text=True, timeout=15)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        unavailable(f"lsid failed: {e}")
+    if lsid.returncode != 0:
+        unavailable(f"the LSF cluster does not answer: {lsid.stderr.strip() or lsid.stdout.strip()}")
+    return {"job_dir": str(tmp_path_factory.mktemp("lsf-sweep", numbered=True))}
+
+
+@pytest.fixture
+def bsub_log(lsf_cfg: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A file with one line per ``bsub`` run from now on: a ``bsub`` first on PATH that notes the
+    call and execs LSF's own."""
+    real = shutil.which("bsub")
+    if real is None:
+        unavailable("no bsub on PATH")
+    shim = tmp_path / "bsub-shim"
+    shim.mkdir()
+    log = tmp_path / "bsub.calls"
+    log.touch()
+    (shim / "bsub").write_text(f'#!/bin/sh\necho "$*" >>"{log}"\nexec "{real}" "$@"\n')
+    (shim / "bsub").chmod(0o755)
+    monkeypatch.setenv("PATH", str(shim) + os.pathsep + os.environ["PATH"])
+    return log

@@ -1,13 +1,17 @@
-"""A 2x2 grid with hostile arguments on the live backends: Slurm and AWS Batch (moto) as one
-native job array each, Kubernetes through the driver (markers ``slurm``, ``aws``, ``k8s``)."""
+"""A 2x2 grid with hostile arguments on the live backends: Slurm, LSF (OpenLava) and AWS Batch
+(moto) as one native job array each, Kubernetes through the driver (markers ``slurm``, ``lsf``,
+``aws``, ``k8s``)."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
+import sys
 import time
+import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -168,3 +172,81 @@ def test_aws_batch_cancel_stops_every_element(runner: Runner, components: str, a
     status = sweep.wait(timeout=120)
     assert status["state"] == "CANCELLED", status["trials"]
     assert [t["state"] for t in status["trials"]] == ["CANCELLED"] * 3
+
+
+#: GRID with a newline in a value too (LSF's script carries it inside a quoted word)
+LSF_GRID = {"a": ["it's two  words\nline 2", "$(touch pwned) `id`"], "b": GRID["b"]}
+
+
+def lsf_elements(array_id: str) -> list[tuple[str, str]]:
+    """(element id, LSF state) of every element of the array, from ``bjobs``."""
+    out = subprocess.run(["bjobs", "-a", "-w", array_id], capture_output=True, text=True, timeout=30).stdout
+    rows = [row.split() for row in out.splitlines()[1:]]  # JOBID USER STAT ... JOB_NAME[index] ...
+    return [
+        (f"{array_id}[{name.rsplit('[', 1)[1]}", row[2])
+        for row in rows
+        if row and row[0] == array_id
+        for name in row[3:]
+        if name.endswith("]") and "[" in name
+    ]
+
+
+@pytest.mark.lsf
+def test_lsf_grid_is_one_throttled_array(
+    runner: Runner, components: str, lsf_cfg: dict[str, str], bsub_log: Path, isolated: Path
+) -> None:
+    sweep = run_sweep(runner, f"{components}:argv", ["--sleep", "1"], LSF_GRID, "lsf", lsf_cfg, max_parallel=1)
+    spec = SweepStore().load(sweep.sweep_id).spec
+    assert spec["mode"] == "array"
+    array_id = spec["array_handle"].rsplit("/", 1)[-1]
+    assert array_id.isdigit()
+    assert [t.handle for t in sweep.trials()] == [f"lsf://sweeplive/{array_id}[{i}]" for i in range(1, 5)]
+    assert len(bsub_log.read_text().splitlines()) == 1  # one submission for the four trials
+    summary = subprocess.run(["bjobs", "-A", "-w", array_id], capture_output=True, text=True, timeout=30).stdout
+    assert "[1-4]%1 " in summary, summary  # LSF holds the throttle
+    most = 0
+    deadline = time.monotonic() + 180
+    while sweep.status()["state"] in ("RUNNING", "PENDING"):
+        assert time.monotonic() < deadline, sweep.status()
+        most = max(most, sum(st == "RUN" for _, st in lsf_elements(array_id)))
+        time.sleep(0.2)
+    assert most == 1  # the host has two slots: only the throttle keeps it at one
+    status = sweep.wait(timeout=60)
+    assert status["state"] == "SUCCEEDED", status
+    expected = {i: [LSF_GRID["a"][i // 2], LSF_GRID["b"][i % 2]] for i in range(4)}
+    assert printed(runner, sweep, Stream.STDOUT) == expected
+    assert not any(os.path.exists(os.path.join(d, "pwned")) for d in (lsf_cfg["job_dir"], os.getcwd()))
+    cli = subprocess.run(
+        [sys.executable, "-m", "torchx.cli.main", "sweep", "status", sweep.handle, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert cli.returncode == 0, cli.stderr
+    shown = json.loads(cli.stdout)
+    assert (shown["handle"], shown["state"], shown["mode"]) == (sweep.handle, "SUCCEEDED", "array")
+    assert [(t["index"], t["args"], t["state"], t["handle"]) for t in shown["trials"]] == [
+        (i, {"a": expected[i][0], "b": expected[i][1]}, "SUCCEEDED", f"lsf://sweeplive/{array_id}[{i + 1}]")
+        for i in range(4)
+    ]
+
+
+@pytest.mark.lsf
+def test_lsf_cancel_stops_every_element(runner: Runner, components: str, lsf_cfg: dict[str, str]) -> None:
+    mark = f"cancel-{uuid.uuid4().hex[:8]}"
+    trials = [{"a": str(i), "b": mark} for i in range(4)]
+    sweep = run_sweep(runner, f"{components}:argv", ["--sleep", "120"], trials, "lsf", lsf_cfg, max_parallel=2)
+    deadline = time.monotonic() + 60
+    while not any(t.state == "RUNNING" for t in sweep.trials()):
+        assert time.monotonic() < deadline, sweep.status()
+        time.sleep(0.2)
+    sweep.cancel()
+    status = sweep.wait(timeout=60)
+    assert status["state"] == "CANCELLED", status["trials"]
+    assert [t["state"] for t in status["trials"]] == ["CANCELLED"] * 4
+    array_id = str(SweepStore().load(sweep.sweep_id).spec["array_handle"]).rsplit("/", 1)[-1]
+    assert {st for _, st in lsf_elements(array_id)} == {"EXIT"}  # none left running or waiting
+    deadline = time.monotonic() + 15
+    while subprocess.run(["pgrep", "-f", mark], capture_output=True).returncode == 0:
+        assert time.monotonic() < deadline, "a trial's process outlived the cancel"
+        time.sleep(0.2)

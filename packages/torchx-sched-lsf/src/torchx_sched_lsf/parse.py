@@ -31,7 +31,12 @@ _JOB = re.compile(r"^Job <(\d+(?:\[\d+\])?)>")
 _NAME = re.compile(r"Job Name <([^>]*)>")
 _EXEC_CWD = re.compile(r"Execution CWD <([^>]*)>")
 _SUB_CWD = re.compile(r"(?<!Execution )CWD <([^>]*)>")
-_STARTED = re.compile(r"Started (?:on|\d+ Task\(s\) on)(?: \d+ Hosts/Processors)?(?: Host\(s\))? ((?:<[^>]*> ?)+)")
+#: "Started on <h>", "Started 2 Task(s) on Host(s) <h>", an array element's "[3] started on <h>" (OpenLava)
+_STARTED = re.compile(
+    r"(?:Started|\[\d+\] started) (?:on|\d+ Task\(s\) on)(?: \d+ Hosts/Processors)?(?: Host\(s\))? ((?:<[^>]*> ?)+)"
+)
+#: an array element's job name ends in its index: ``name[3]``
+_ELEMENT_NAME = re.compile(r"\[(\d+)\]$")
 _EXIT = re.compile(r"Exited with exit code (\d+)")
 _SIGNAL = re.compile(r"Exited by (?:LSF )?signal (\d+)")
 _KILLED = ("TERM_OWNER", "killed by owner", "TERM_ADMIN", "killed by root or LSF administrator")
@@ -100,7 +105,7 @@ def parse_unformatted(text: str) -> list[LsfJob]:
             reason = record.split("PENDING REASONS:", 1)[1].strip().split("\n\n", 1)[0].strip()
         jobs.append(
             LsfJob(
-                job_id=m.group(1),
+                job_id=element_id(m.group(1), name.group(1) if name else ""),
                 name=name.group(1) if name else "",
                 stat=status.group(1),
                 exit_code=exit_code,
@@ -111,6 +116,14 @@ def parse_unformatted(text: str) -> list[LsfJob]:
             )
         )
     return jobs
+
+
+def element_id(job_id: str, name: str) -> str:
+    """The id of a job as torchx names it: an array element's is ``<job>[<index>]``. IBM LSF
+    prints the bare job id in JOBID unless ``LSB_BJOBS_DISPLAY_ENH=Y``; the element's name
+    (``<array name>[<index>]``) then tells the index."""
+    m = _ELEMENT_NAME.search(name)
+    return f"{job_id}[{m.group(1)}]" if m and job_id.isdigit() else job_id
 
 
 def parse_json(text: str) -> tuple[list[LsfJob], list[str]]:
@@ -133,10 +146,11 @@ def parse_json(text: str) -> tuple[list[LsfJob], list[str]]:
         stat = str(rec.get("STAT", ""))
         code = str(rec.get("EXIT_CODE", "")).strip()
         exit_reason = str(rec.get("EXIT_REASON", "")).strip()
+        name = str(rec.get("JOB_NAME", ""))
         jobs.append(
             LsfJob(
-                job_id=str(rec.get("JOBID", "")),
-                name=str(rec.get("JOB_NAME", "")),
+                job_id=element_id(str(rec.get("JOBID", "")), name),
+                name=name,
                 stat=stat,
                 exit_code=int(code) if code.isdigit() else (0 if stat == "DONE" else None),
                 hosts=_hosts(str(rec.get("EXEC_HOST", ""))),

@@ -7,6 +7,11 @@
 * **logs**: the per-replica files ``lsf-<job>-<role>-<k>.out|.err|.log`` in the job's
   working directory, which LSF itself reports.
 * **retries**: the script starts the replicas again, in the same allocation.
+* **job arrays** (``capabilities.job_arrays``): apps of one shape go out as one
+  ``bsub -J "name[1-N]%K"`` (see :func:`torchx_sched_lsf.script.build_array_request`);
+  element ``i`` of array ``J`` has the app id ``J[i+1]`` (LSF indices start at 1), which
+  ``bjobs``/``bkill`` accept. The array's own id describes the array as one app (one
+  replica per element) and cancels every element.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse
@@ -28,7 +33,7 @@ from torchx.schedulers.shell import validate_shell_app
 from torchx.specs.dryrun import AppDryRunInfo
 from torchx.specs.roles import NONE, AppDef, Role
 from torchx.specs.runopts import CfgVal, runopts
-from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, is_terminal
+from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, aggregate_states, is_terminal
 from torchx.workspace.job_dir import JobDirWorkspaceMixin
 
 from torchx_sched_lsf import commands, script
@@ -38,7 +43,8 @@ from torchx_sched_lsf.states import to_app_state
 
 logger: logging.Logger = logging.getLogger(__name__)
 
-_JOB_ID = re.compile(r"\d+")
+#: a job id, or an array element's ``<job>[<index>]``
+_JOB_ID = re.compile(r"\d+(?:\[\d+\])?")
 _SUBMITTED = re.compile(r"Job <(\d+)> is submitted")
 #: what an LSF client prints when it lacks an option (OpenLava: no -o / -json)
 _NO_OPTION = ("invalid option", "illegal option", "Usage:")
@@ -46,7 +52,7 @@ _NO_OPTION = ("invalid option", "illegal option", "Usage:")
 
 def cancelled_file(app_id: str) -> str:
     """The marker (in the job's directory) that torchx cancelled the job."""
-    return f"lsf-{app_id}.cancelled"
+    return f"lsf-{script.file_key(app_id)}.cancelled"
 
 
 def app_state(job: LsfJob) -> AppState:
@@ -58,6 +64,39 @@ def app_state(job: LsfJob) -> AppState:
         if job.killed or marked or not job.hosts:
             return AppState.CANCELLED
     return state
+
+
+def _element_key(job: LsfJob) -> tuple[int, int]:
+    """Sort key of a job id: ``"12"`` -> (12, 0), an array element ``"12[3]"`` -> (12, 3)."""
+    head, _, index = job.job_id.rstrip("]").partition("[")
+    return (int(head) if head.isdigit() else 0, int(index) if index.isdigit() else 0)
+
+
+def describe_array(array_id: str, elements: list[LsfJob]) -> DescribeAppResponse:
+    """A job array as one app: one role (the elements' first), one replica per element
+    (replica id = element index - 1) in the element's state; the array's state aggregates them."""
+    elements = sorted(elements, key=_element_key)
+    parsed = script.parse_job_name(elements[0].name)
+    app_name, layout = parsed if parsed else (elements[0].name, [(elements[0].name or "job", 1)])
+    role = layout[0][0]
+    states = [app_state(job) for job in elements]
+    replicas = [
+        ReplicaStatus(id=_element_key(job)[1] - 1, state=st, role=role, hostname=job.hosts[0] if job.hosts else "")
+        for job, st in zip(elements, states, strict=True)
+    ]
+    state = aggregate_states(states)
+    counts: dict[str, int] = {}
+    for job in elements:
+        counts[job.stat] = counts.get(job.stat, 0) + 1
+    cwd = next((job.cwd for job in elements if job.cwd), "")
+    return DescribeAppResponse(
+        app_id=array_id,
+        state=state,
+        msg=f"job array of {len(elements)}: " + ", ".join(f"{n} {stat}" for stat, n in sorted(counts.items())),
+        metadata={"workdir": cwd, "lsf_state": "ARRAY", "app_name": app_name, "elements": len(elements)},
+        roles_statuses=[RoleStatus(role, replicas)],
+        roles=[Role(name=role, image=cwd, num_replicas=len(elements))],
+    )
 
 
 def _restarts(job: LsfJob) -> int:
@@ -148,7 +187,7 @@ class LsfScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal],
     """
 
     capabilities = SchedulerCapabilities(
-        log_streams=frozenset({"stdout", "stderr", "combined"}), workspace=True
+        log_streams=frozenset({"stdout", "stderr", "combined"}), workspace=True, job_arrays=True
     )  # the rest: the defaults
 
     #: a job killed before it started has no output files
@@ -181,6 +220,27 @@ class LsfScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal],
         gpus = any(role.resource.gpu > 0 for role in app.roles)
         return AppDryRunInfo(script.build_request(app, opts, gpu_flag=gpus and self.has_gpu_flag()), str)
 
+    def submit_array_dryrun(
+        self, apps: Sequence[AppDef], cfg: Mapping[str, CfgVal], max_parallel: int | None = None
+    ) -> AppDryRunInfo[script.BsubRequest]:
+        """One ``bsub -J "name[1-N]%K"`` job array running ``apps[i]`` as element ``i + 1``, at
+        most ``max_parallel`` at once (see :func:`script.build_array_request`).
+
+        Raises:
+            UnsupportedFeatureError: the apps differ in more than argv and env
+        """
+        opts: LsfOpts = LsfOpts.from_cfg(self.run_opts().resolve(cfg))
+        for app in apps:
+            opts.validate(sum(role.num_replicas for role in app.roles))
+            validate_shell_app(app)
+        gpus = any(role.resource.gpu > 0 for app in apps for role in app.roles)
+        request = script.build_array_request(apps, opts, max_parallel, gpu_flag=gpus and self.has_gpu_flag())
+        return AppDryRunInfo(request, str)
+
+    def array_element_id(self, array_id: str, index: int) -> str:
+        """``<array job id>[<index + 1>]`` (LSF array indices start at 1)."""
+        return f"{array_id}[{index + 1}]"
+
     def schedule(self, dryrun_info: AppDryRunInfo[script.BsubRequest]) -> str:
         """Submits the script with ``bsub``; returns the job id."""
         req = dryrun_info.request
@@ -206,7 +266,8 @@ class LsfScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal],
             return [], [proc.stderr.strip()] if proc.stderr.strip() else []
         return parse_json(proc.stdout)
 
-    def _job(self, app_id: str) -> LsfJob | None:
+    def _jobs(self, app_id: str) -> list[LsfJob]:
+        """What ``bjobs`` knows of ``app_id``: the job, or an array's elements (one call)."""
         found = self._bjobs_json(["-a", app_id])
         if found is not None:
             jobs = found[0]
@@ -215,14 +276,18 @@ class LsfScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal],
             if proc.returncode != 0 and "not found" not in proc.stderr:
                 raise CommandError(["bjobs", "-UF", app_id], proc.returncode, proc.stderr)
             jobs = parse_unformatted(proc.stdout)
-        return next((j for j in jobs if j.job_id == app_id), None)
+        own = [j for j in jobs if j.job_id == app_id]
+        return own or [j for j in jobs if j.job_id.startswith(f"{app_id}[")]
 
     def describe(self, app_id: str) -> DescribeAppResponse | None:
-        """The job's state from one ``bjobs`` call; None if LSF does not know it."""
+        """The job's state from one ``bjobs`` call (a job array's id: the array as one app, see
+        :func:`describe_array`); None if LSF does not know it."""
         if not _JOB_ID.fullmatch(app_id):
             return None
-        job = self._job(app_id)
-        return describe_job(job) if job else None
+        jobs = self._jobs(app_id)
+        if not jobs:
+            return None
+        return describe_job(jobs[0]) if jobs[0].job_id == app_id else describe_array(app_id, jobs)
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """This user's torchx jobs that LSF still knows (finished ones until its CLEAN_PERIOD)."""
@@ -236,23 +301,35 @@ class LsfScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal],
                 raise CommandError(["bjobs", "-a", "-UF"], proc.returncode, proc.stderr)
             jobs = parse_unformatted(proc.stdout)
         out = []
-        for job in sorted(jobs, key=lambda j: int(j.job_id) if j.job_id.isdigit() else 0):
+        for job in sorted(jobs, key=_element_key):
             parsed = script.parse_job_name(job.name)
             if parsed is not None:
                 out.append(ListAppResponse(app_id=job.job_id, state=app_state(job), name=parsed[0]))
         return out
 
     # ------------------------------------------------------------------ stopping
+    def cancel(self, app_id: str) -> None:
+        """Stops the job (an array: every element) if LSF knows it and it has not ended: one
+        ``bjobs``, then ``bkill`` only when something still runs or waits (a sweep cancels an
+        array, then each of its elements)."""
+        if _JOB_ID.fullmatch(app_id):
+            self._stop(app_id, self._jobs(app_id))
+
     def _cancel_existing(self, app_id: str) -> None:
-        desc = self.describe(app_id)
-        workdir = str(desc.metadata.get("workdir") or "") if desc else ""
-        if workdir and desc is not None and not is_terminal(desc.state):
-            try:
-                with open(os.path.join(workdir, cancelled_file(app_id)), "w"):
-                    pass
-            except OSError as e:  # the job's directory is not visible here: LSF's own word must do
-                logger.debug("cannot mark %s cancelled: %s", app_id, e)
-        commands.run(["bkill", app_id], check=False)
+        self._stop(app_id, self._jobs(app_id) if _JOB_ID.fullmatch(app_id) else [])
+
+    def _stop(self, app_id: str, jobs: Sequence[LsfJob]) -> None:
+        """Marks each of ``jobs`` still running or pending cancelled, then ``bkill`` s ``app_id``."""
+        live = [job for job in jobs if not is_terminal(app_state(job))]
+        for job in live:
+            if job.cwd:
+                try:
+                    with open(os.path.join(job.cwd, cancelled_file(job.job_id)), "w"):
+                        pass
+                except OSError as e:  # the job's directory is not visible here: LSF's own word must do
+                    logger.debug("cannot mark %s cancelled: %s", job.job_id, e)
+        if live:
+            commands.run(["bkill", app_id], check=False)
 
     def _delete_existing(self, app_id: str) -> None:
         """Stops the job and removes the files torchx made for it (LSF keeps its record)."""
@@ -261,8 +338,11 @@ class LsfScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal],
             self._cancel_existing(app_id)
         workdir = str(desc.metadata.get("workdir") or "") if desc else ""
         if workdir:
-            for path in glob.glob(os.path.join(glob.escape(workdir), f"lsf-{app_id}[-.]*")):
-                os.remove(path)
+            key = script.file_key(app_id)
+            patterns = [f"lsf-{key}[-.]*"] + ([f"lsf-{key}_[0-9]*"] if key.isdigit() else [])  # an array's elements
+            for pattern in patterns:
+                for path in glob.glob(os.path.join(glob.escape(workdir), pattern)):
+                    os.remove(path)
 
     # ------------------------------------------------------------------ logs
     def log_file(self, app_id: str, role: str, replica_id: int, suffix: str) -> str:

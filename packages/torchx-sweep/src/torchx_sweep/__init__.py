@@ -1,6 +1,6 @@
 """torchx sweep: run a component over a grid, random samples or a file of arguments, on any scheduler.
 
-Trials run as one native job array where the scheduler has arrays (``slurm``, ``aws_batch``),
+Trials run as one native job array where the scheduler has arrays (``slurm``, ``lsf``, ``aws_batch``),
 else a detached driver submits them as slots free up (``local_cwd``, ``kubernetes``, ...).
 
     from torchx_sweep import run_sweep
