@@ -75,6 +75,20 @@ apt_install() {
     log "install took $(since "$t")s"
 }
 
+# ensure_venv <venv> <python check> <pip args...>: (re)creates <venv> with the pip requirements
+# unless its python already passes <python check> (a line of Python that imports what is needed)
+ensure_venv() {
+    local venv=$1 check=$2 t; shift 2
+    "$venv/bin/python" -c "$check" 2>/dev/null && return 0
+    t=$EPOCHREALTIME
+    log "creating venv $venv with $*"
+    rm -rf "$venv"; mkdir -p "$(dirname "$venv")"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check "$@" >"$venv/pip-install.log" 2>&1 \
+        || { tail_log "$venv/pip-install.log" 20; die "pip install failed"; }
+    log "venv ready in $(since "$t")s"
+}
+
 docker_ping() { curl -sf --max-time 5 --unix-socket /var/run/docker.sock http://docker/_ping >/dev/null 2>&1; }
 
 # unmount_under <dir>: unmount every mount point at or below <dir>, deepest first (a kubelet that

@@ -40,15 +40,7 @@ if [ -n "${MOTO_PYTHON:-}" ]; then
     PY=$MOTO_PYTHON
 else
     PY=$VENV/bin/python
-    if ! "$PY" -c 'import moto.server, flask, flask_cors, docker, boto3' 2>/dev/null; then
-        t=$EPOCHREALTIME
-        log "creating venv $VENV with $SPEC"
-        rm -rf "$VENV"; mkdir -p "$(dirname "$VENV")"
-        python3 -m venv "$VENV"
-        "$VENV/bin/pip" install -q --disable-pip-version-check "$SPEC" boto3 docker >"$VENV/pip-install.log" 2>&1 \
-            || { tail_log "$VENV/pip-install.log" 20; die "pip install failed"; }
-        log "venv ready in $(since "$t")s"
-    fi
+    ensure_venv "$VENV" 'import moto.server, flask, flask_cors, docker, boto3' "$SPEC" boto3 docker
 fi
 "$PY" -c 'import moto.server, flask, flask_cors' 2>/dev/null || die "$PY cannot import moto's server"
 

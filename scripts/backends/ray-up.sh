@@ -48,15 +48,7 @@ if [ -n "${RAY_PYTHON:-}" ]; then
     PY=$RAY_PYTHON
 else
     PY=$VENV/bin/python
-    if ! "$PY" -c 'import ray.dashboard, ray.job_submission, aiohttp' 2>/dev/null; then
-        t=$EPOCHREALTIME
-        log "creating venv $VENV with $SPEC"
-        rm -rf "$VENV"; mkdir -p "$(dirname "$VENV")"
-        python3 -m venv "$VENV"
-        "$VENV/bin/pip" install -q --disable-pip-version-check "$SPEC" >"$VENV/pip-install.log" 2>&1 \
-            || { tail_log "$VENV/pip-install.log" 20; die "pip install failed"; }
-        log "venv ready in $(since "$t")s"
-    fi
+    ensure_venv "$VENV" 'import ray.dashboard, ray.job_submission, aiohttp' "$SPEC"
 fi
 BIN=$(dirname "$PY")
 [ -x "$BIN/ray" ] || die "$BIN/ray not found (RAY_PYTHON must be a Python with ray[default] installed)"
