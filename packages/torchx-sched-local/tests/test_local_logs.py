@@ -90,7 +90,9 @@ def test_follow_streams_lines_as_written_and_ends_with_the_replica(sched: LocalS
     end = time.time()
     assert [line for _, line in got][:5] == [f"{i}\n" for i in range(5)]
     assert got[-1][1].startswith("bye ")
-    assert got[4][0] - got[0][0] > 0.15  # lines arrived while the job ran, not all at the end
+    # lines arrived while the job ran (0.2 s between the first and the fifth), not all at the end;
+    # the supervisor's handover to a fresh interpreter may hold one batch back for some ms
+    assert got[4][0] - got[0][0] > 0.1
     exited = float(got[-1][1].split()[1])
     assert end - exited < 0.2  # the tail notices the end at once (measured ~ms; bound leaves room for load)
     assert sched.wait(app_id).state == AppState.SUCCEEDED  # type: ignore[union-attr]
