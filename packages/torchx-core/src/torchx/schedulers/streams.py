@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import os
-import threading
 from collections.abc import Iterable, Iterator
 from enum import Enum
 
@@ -96,6 +95,8 @@ class Tee:
     def __init__(self, out: io.FileIO | io.BufferedIOBase, *sources: str) -> None:
         if not sources:
             raise ValueError("Tee needs at least one source")
+        import threading  # only a Tee needs it: kept off `import torchx.runner`
+
         self.out = out
         self._lock = threading.Lock()
         self._stop = threading.Event()
