@@ -10,6 +10,7 @@ poll waits a quarter second on a terminal (one interval otherwise), so short job
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -105,8 +106,6 @@ class StatusLine:
         self._shown = line
 
     def _poll(self) -> None:
-        import shutil
-
         # a job that ends within the first moment shows no line at all (and costs no status call)
         if self._stop.wait(min(self.interval, 0.25) if self.live else self.interval):
             return
@@ -116,8 +115,19 @@ class StatusLine:
             except Exception:  # the wait itself reports real errors
                 status = None
             if status is not None and not self._stop.is_set():
-                self._show(status, shutil.get_terminal_size().columns)
+                self._show(status, self._columns())
             self._stop.wait(self.interval)
+
+    def _columns(self) -> int:
+        """The terminal's width (``$COLUMNS`` first, as ``shutil.get_terminal_size``; 80 if unknown)."""
+        try:
+            return int(os.environ["COLUMNS"])
+        except (KeyError, ValueError):
+            pass
+        try:
+            return os.get_terminal_size(self.stream.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            return 80
 
     def _show(self, status: AppStatus, width: int) -> None:
         line = summarize(status, time.monotonic() - self._started, width if self.live else 0)
