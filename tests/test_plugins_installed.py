@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from conftest import torchx
+from torchx.testing import run_torchx
 
 
 def test_all_installed_plugins_load_cleanly() -> None:
-    proc = torchx("plugins", "--json")
+    proc = run_torchx("plugins", "--json")
     data = json.loads(proc.stdout)
     errors = {p["dist"]: p["errors"] for p in data["plugins"] if p["errors"]}
     assert not errors, errors

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import torchx
+from torchx.testing import run_torchx
 
 pytest.importorskip("torchx_sched_local")
 pytest.importorskip("torchx_components")
@@ -47,12 +47,12 @@ def test_quiet_run_and_wait_show_no_line() -> None:
 
 
 def test_wait_timeout_says_it_timed_out() -> None:
-    handle = torchx("run", "--detach", "-s", "local_cwd", "utils.sh", "sleep", "5").stdout.strip()
+    handle = run_torchx("run", "--detach", "-s", "local_cwd", "utils.sh", "sleep", "5").stdout.strip()
     try:
-        waited = torchx("wait", "--timeout", "0.5", handle)
+        waited = run_torchx("wait", "--timeout", "0.5", handle)
         assert waited.returncode == 2
         assert f"timed out after 0.5 s waiting for {handle}; it is RUNNING" in waited.stderr
         code, screen = run_on_a_terminal("wait", "--timeout", "1.5", handle)
         assert code == 2 and "\r\x1b[KRUNNING  1 running" in screen, screen
     finally:
-        torchx("cancel", handle)
+        run_torchx("cancel", handle)

@@ -9,7 +9,9 @@ session into their own directories (not into the environment, since a legacy
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -53,3 +55,28 @@ def use_dist(installed_dists: dict[str, Path], monkeypatch: pytest.MonkeyPatch) 
     for top in added:
         for key in [k for k in sys.modules if k == top or k.startswith(top + ".")]:
             del sys.modules[key]
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+@pytest.fixture
+def write() -> Callable[[Path, str], Path]:
+    """``write(path, text)`` writes a (dedented) file the user would have, e.g. a ``.torchxconfig``."""
+    return _write
+
+
+def _script(path: Path, source: str, *args: str) -> subprocess.CompletedProcess[str]:
+    path.write_text(textwrap.dedent(source))
+    return subprocess.run(
+        [sys.executable, str(path), *args], capture_output=True, text=True, cwd=path.parent, timeout=180
+    )
+
+
+@pytest.fixture
+def script() -> Callable[..., subprocess.CompletedProcess[str]]:
+    """``script(path, source, *args)`` writes a user's python script to ``path`` and runs it
+    from its directory."""
+    return _script

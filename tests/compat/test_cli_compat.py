@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from compat.userland import torchx, write
+from torchx.testing import run_torchx
 
 pytest.importorskip("torchx_sched_local")
 pytest.importorskip("torchx_components")
@@ -16,7 +16,7 @@ ARGS_PY = "import sys\nprint('ARGS', sys.argv[1:])\n"
 
 
 def test_run_log_is_torchx_flag_not_log_level(isolated: Path) -> None:
-    proc = torchx("run", "--log", "-s", "local_cwd", "utils.echo", "--msg", "tail me")
+    proc = run_torchx("run", "--log", "-s", "local_cwd", "utils.echo", "--msg", "tail me")
     assert proc.returncode == 0, proc.stderr
     assert "tail me" in proc.stdout and "ambiguous" not in proc.stderr
 
@@ -30,29 +30,31 @@ def test_run_log_is_torchx_flag_not_log_level(isolated: Path) -> None:
         ["--w", "--dry", "--sched", "x"],  # prefixes of torchx run's flags
     ],
 )
-def test_nothing_after_the_component_is_a_torchx_option(isolated: Path, script_args: list[str]) -> None:
+def test_nothing_after_the_component_is_a_torchx_option(
+    isolated: Path, script_args: list[str], write: Callable[[Path, str], Path]
+) -> None:
     write(isolated / "args.py", ARGS_PY)
-    proc = torchx("run", "-s", "local_cwd", "utils.python", "--script", "args.py", "--", *script_args)
+    proc = run_torchx("run", "-s", "local_cwd", "utils.python", "--script", "args.py", "--", *script_args)
     assert proc.returncode == 0, proc.stderr
     assert f"ARGS {script_args!r}" in proc.stdout
-    proc = torchx("run", "-s", "local_cwd", "utils.python", "args.py", *script_args)
+    proc = run_torchx("run", "-s", "local_cwd", "utils.python", "args.py", *script_args)
     assert proc.returncode == 0, proc.stderr
     assert f"ARGS {script_args!r}" in proc.stdout and "Traceback" not in proc.stderr
 
 
 def test_run_flags_may_be_abbreviated_before_the_component(isolated: Path) -> None:
-    proc = torchx("run", "--dry", "--parent", "p1", "-s", "local_cwd", "utils.echo", "--msg", "abbreviated")
+    proc = run_torchx("run", "--dry", "--parent", "p1", "-s", "local_cwd", "utils.echo", "--msg", "abbreviated")
     assert proc.returncode == 0 and "abbreviated" in proc.stdout, proc.stderr
-    assert torchx("run", "--s", "local_cwd", "utils.echo").returncode == 2  # --scheduler or --scheduler_args?
+    assert run_torchx("run", "--s", "local_cwd", "utils.echo").returncode == 2  # --scheduler or --scheduler_args?
 
 
 def test_scheduler_twice_is_an_error(isolated: Path) -> None:
-    proc = torchx("run", "-s", "local_cwd", "-s", "local_docker", "--dryrun", "utils.echo")
+    proc = run_torchx("run", "-s", "local_cwd", "-s", "local_docker", "--dryrun", "utils.echo")
     assert proc.returncode == 2 and "given twice" in proc.stderr
 
 
 def test_unknown_cfg_key_warns_once_with_suggestion(isolated: Path) -> None:
-    proc = torchx(
+    proc = run_torchx(
         "run", "-s", "local_cwd", "-cfg", "log_dri=/tmp/x,partition=a", "-cfg", "log_dri=/tmp/y", "utils.echo"
     )
     assert proc.returncode == 0, proc.stderr
@@ -61,7 +63,7 @@ def test_unknown_cfg_key_warns_once_with_suggestion(isolated: Path) -> None:
 
 
 def test_wrong_cfg_type_still_fails(isolated: Path) -> None:
-    proc = torchx("run", "-s", "local_cwd", "-cfg", "stop_grace_period=soon", "utils.echo")
+    proc = run_torchx("run", "-s", "local_cwd", "-cfg", "stop_grace_period=soon", "utils.echo")
     assert proc.returncode == 1 and "stop_grace_period" in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -74,14 +76,16 @@ def test_wrong_cfg_type_still_fails(isolated: Path) -> None:
         ("utils.booth", "booth", ["--x1", "1", "--x2", "3"]),
     ],
 )
-def test_builtins_print_gives_a_runnable_component(isolated: Path, name: str, fn: str, args: list[str]) -> None:
-    printed = torchx("builtins", "--print", name)
+def test_builtins_print_gives_a_runnable_component(
+    isolated: Path, name: str, fn: str, args: list[str], write: Callable[[Path, str], Path]
+) -> None:
+    printed = run_torchx("builtins", "--print", name)
     assert printed.returncode == 0, printed.stderr
     ast.parse(printed.stdout)
     write(isolated / "my_component.py", printed.stdout)
-    proc = torchx("run", "-s", "local_cwd", f"./my_component.py:{fn}", *args)
+    proc = run_torchx("run", "-s", "local_cwd", f"./my_component.py:{fn}", *args)
     if name == "utils.booth":  # needs fsspec in the job; the dry run proves the copy materializes
-        proc = torchx("run", "--dryrun", "-s", "local_cwd", f"./my_component.py:{fn}", *args)
+        proc = run_torchx("run", "--dryrun", "-s", "local_cwd", f"./my_component.py:{fn}", *args)
         assert proc.returncode == 0, proc.stderr
         return
     assert proc.returncode == 0, proc.stderr

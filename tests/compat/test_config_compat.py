@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from compat.userland import script, torchx, write
+from torchx.testing import run_torchx
 
 pytest.importorskip("torchx_sched_local")
 pytest.importorskip("torchx_components")
 
 
-def test_project_config_drives_the_cli(isolated: Path) -> None:
+def test_project_config_drives_the_cli(isolated: Path, write: Callable[[Path, str], Path]) -> None:
     logs = isolated / "logs"
     write(
         isolated / ".torchxconfig",
@@ -31,7 +32,7 @@ def test_project_config_drives_the_cli(isolated: Path) -> None:
         scheduler = local_cwd
         """,
     )
-    proc = torchx("run")
+    proc = run_torchx("run")
     assert proc.returncode == 0, proc.stderr
     handle = proc.stdout.splitlines()[0]
     assert handle.startswith("local_cwd://torchx/echo-")
@@ -41,14 +42,16 @@ def test_project_config_drives_the_cli(isolated: Path) -> None:
     assert "hello from config" in (logs / app_id / "echo" / "0" / "stdout.log").read_text()
 
 
-def test_wrongly_typed_value_is_one_clear_error(isolated: Path) -> None:
+def test_wrongly_typed_value_is_one_clear_error(isolated: Path, write: Callable[[Path, str], Path]) -> None:
     write(isolated / ".torchxconfig", "[local_cwd]\nstop_grace_period = soon\n")
-    proc = torchx("run", "--dryrun", "-s", "local_cwd", "utils.echo")
+    proc = run_torchx("run", "--dryrun", "-s", "local_cwd", "utils.echo")
     assert proc.returncode == 1
     assert proc.stderr.count("\n") == 1 and "stop_grace_period = soon" in proc.stderr and "float" in proc.stderr
 
 
-def test_programmatic_apply_as_in_the_torchx_docs(isolated: Path) -> None:
+def test_programmatic_apply_as_in_the_torchx_docs(
+    isolated: Path, script: Callable[..., subprocess.CompletedProcess[str]], write: Callable[[Path, str], Path]
+) -> None:
     bob = isolated / "bob"
     bob.mkdir()
     write(bob / ".torchxconfig", "[local_cwd]\nlog_dir = /from/bob\nprepend_cwd = true\nstop_grace_period = 2\n")
@@ -79,15 +82,17 @@ def test_programmatic_apply_as_in_the_torchx_docs(isolated: Path) -> None:
     assert proc.stdout.strip() == "SUCCEEDED"
 
 
-def test_configure_then_load_round_trip(isolated: Path) -> None:
-    proc = torchx("configure", "-s", "local_cwd", "--print", "-a")
+def test_configure_then_load_round_trip(
+    isolated: Path, script: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
+    proc = run_torchx("configure", "-s", "local_cwd", "--print", "-a")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == (
         "[local_cwd]\nlog_dir = None\nprepend_cwd = False\nauto_set_cuda_visible_devices = False\n"
         "stop_grace_period = 5.0\n\n"
     )
-    assert torchx("configure", "-s", "local_cwd", "--print").stdout == "[local_cwd]\n\n"  # nothing required
-    assert torchx("configure").returncode == 0
+    assert run_torchx("configure", "-s", "local_cwd", "--print").stdout == "[local_cwd]\n\n"  # nothing required
+    assert run_torchx("configure").returncode == 0
     assert (isolated / ".torchxconfig").read_text().startswith("[")
     proc = script(
         isolated / "roundtrip.py",
@@ -113,7 +118,9 @@ def test_configure_then_load_round_trip(isolated: Path) -> None:
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
 
 
-def test_one_cfg_for_several_schedulers(isolated: Path) -> None:
+def test_one_cfg_for_several_schedulers(
+    isolated: Path, script: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
     proc = script(
         isolated / "multi.py",
         """\
@@ -136,18 +143,18 @@ def test_one_cfg_for_several_schedulers(isolated: Path) -> None:
     assert proc.stdout.split() == ["SUCCEEDED", "rejected", "prepend_cwd"]
 
 
-def test_torchxconfig_variable(isolated: Path) -> None:
+def test_torchxconfig_variable(isolated: Path, write: Callable[[Path, str], Path]) -> None:
     other = write(isolated / "team.ini", "[component:utils.echo]\nmsg = from TORCHXCONFIG\n")
     write(isolated / ".torchxconfig", "[component:utils.echo]\nmsg = from cwd\n")
-    proc = torchx("run", "-s", "local_cwd", "utils.echo", env={"TORCHXCONFIG": str(other)})
+    proc = run_torchx("run", "-s", "local_cwd", "utils.echo", env={"TORCHXCONFIG": str(other)})
     assert "from TORCHXCONFIG" in proc.stdout, proc.stderr
-    missing = torchx("run", "-s", "local_cwd", "utils.echo", env={"TORCHXCONFIG": str(isolated / "nope")})
+    missing = run_torchx("run", "-s", "local_cwd", "utils.echo", env={"TORCHXCONFIG": str(isolated / "nope")})
     assert missing.returncode == 1 and "TORCHXCONFIG" in missing.stderr and "Traceback" not in missing.stderr
 
 
-def test_percent_and_typos_in_values(isolated: Path) -> None:
+def test_percent_and_typos_in_values(isolated: Path, write: Callable[[Path, str], Path]) -> None:
     write(isolated / ".torchxconfig", "[component:utils.echo]\nmsg = 100% done\n")
-    proc = torchx("run", "-s", "local_cwd", "utils.echo")
+    proc = run_torchx("run", "-s", "local_cwd", "utils.echo")
     assert proc.returncode == 0 and "100% done" in proc.stdout, proc.stderr
-    typo = torchx("run", "--dryrun", "-s", "local_cwd", "-cfg", "prepend_cwd=ture", "utils.echo")
+    typo = run_torchx("run", "--dryrun", "-s", "local_cwd", "-cfg", "prepend_cwd=ture", "utils.echo")
     assert typo.returncode == 1 and "prepend_cwd" in typo.stderr  # TorchX would silently read False

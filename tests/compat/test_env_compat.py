@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from compat.userland import script, torchx, write
+from torchx.testing import run_torchx
 
 pytest.importorskip("torchx_sched_local")
 pytest.importorskip("torchx_components")
@@ -31,10 +32,10 @@ def job_env(proc_stdout: str) -> dict[str, str]:
     return json.loads(line.split("ENV ", 1)[1])  # type: ignore[no-any-return]
 
 
-def test_job_gets_job_id_trackers_and_parent_from_config(isolated: Path) -> None:
+def test_job_gets_job_id_trackers_and_parent_from_config(isolated: Path, write: Callable[[Path, str], Path]) -> None:
     write(isolated / "env.py", PRINT_ENV)
     write(isolated / ".torchxconfig", "[torchx:tracker]\nfsspec =\n\n[tracker:fsspec]\nconfig = /tmp/tracking\n")
-    proc = torchx("run", "-s", "local_cwd", "--parent_run_id", "parent-1", "utils.python", "env.py")
+    proc = run_torchx("run", "-s", "local_cwd", "--parent_run_id", "parent-1", "utils.python", "env.py")
     assert proc.returncode == 0, proc.stderr
     handle = proc.stdout.splitlines()[0]
     env = job_env(proc.stdout)
@@ -44,7 +45,9 @@ def test_job_gets_job_id_trackers_and_parent_from_config(isolated: Path) -> None
     assert env["TORCHX_PARENT_RUN_ID"] == "parent-1"
 
 
-def test_launcher_environment_overrides_config(isolated: Path) -> None:
+def test_launcher_environment_overrides_config(
+    isolated: Path, script: Callable[..., subprocess.CompletedProcess[str]], write: Callable[[Path, str], Path]
+) -> None:
     write(isolated / ".torchxconfig", "[torchx:tracker]\nfsspec =\n\n[tracker:fsspec]\nconfig = /tmp/tracking\n")
     proc = script(
         isolated / "launch.py",
@@ -81,15 +84,17 @@ def test_launcher_environment_overrides_config(isolated: Path) -> None:
     ]
 
 
-def test_no_tracker_variables_without_trackers(isolated: Path) -> None:
+def test_no_tracker_variables_without_trackers(isolated: Path, write: Callable[[Path, str], Path]) -> None:
     write(isolated / "env.py", PRINT_ENV)
-    proc = torchx("run", "-s", "local_cwd", "utils.python", "env.py")
+    proc = run_torchx("run", "-s", "local_cwd", "utils.python", "env.py")
     env = job_env(proc.stdout)
     assert env["TORCHX_JOB_ID"] == proc.stdout.splitlines()[0]
     assert not {"TORCHX_TRACKERS", "TORCHX_PARENT_RUN_ID"} & set(env)
 
 
-def test_app_run_in_the_job_records_to_the_configured_tracker(isolated: Path) -> None:
+def test_app_run_in_the_job_records_to_the_configured_tracker(
+    isolated: Path, write: Callable[[Path, str], Path]
+) -> None:
     pytest.importorskip("torchx_tracker")
     pytest.importorskip("fsspec")
     store = isolated / "tracking"
@@ -103,15 +108,17 @@ def test_app_run_in_the_job_records_to_the_configured_tracker(isolated: Path) ->
         print("RUN", run.job_id())
         """,
     )
-    proc = torchx("run", "-s", "local_cwd", "--parent_run_id", "exp-7", "utils.python", "train.py")
+    proc = run_torchx("run", "-s", "local_cwd", "--parent_run_id", "exp-7", "utils.python", "train.py")
     assert proc.returncode == 0, proc.stderr
     handle = proc.stdout.splitlines()[0]
     assert f"RUN {handle}" in proc.stdout
-    listed = torchx("tracker", "list", "jobs", "--parent-run-id", "exp-7")
+    listed = run_torchx("tracker", "list", "jobs", "--parent-run-id", "exp-7")
     assert handle in listed.stdout, listed.stderr
 
 
-def test_module_function_tracker_names_give_valid_variable_names(isolated: Path) -> None:
+def test_module_function_tracker_names_give_valid_variable_names(
+    isolated: Path, script: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
     proc = script(
         isolated / "launch.py",
         """\

@@ -7,8 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from compat.compat_cli import torchx
+from torchx.testing import run_torchx
 
 pytest.importorskip("torchx_components")
 pytest.importorskip("torchx_sched_local")
@@ -24,7 +23,7 @@ def _listed(output: str) -> set[str]:
 
 
 def test_builtins_without_legacy_entries_have_no_prefix() -> None:
-    names = _listed(torchx("builtins").stdout)
+    names = _listed(run_torchx("builtins").stdout)
     assert {"dist.ddp", "utils.echo"} <= names
     assert not any(n.startswith("torchx.") for n in names)
 
@@ -33,7 +32,7 @@ def test_registering_components_hides_builtins_and_torchx_entry_adds_them_back(
     use_dist: Callable[[str], Path],
 ) -> None:
     use_dist("legacy_comps")
-    proc = torchx("builtins")
+    proc = run_torchx("builtins")
     assert proc.returncode == 0, proc.stderr
     names = _listed(proc.stdout)
     # foo = my_project.bar, test = my_project: one module under two names gives two aliases
@@ -48,13 +47,13 @@ def test_registering_components_hides_builtins_and_torchx_entry_adds_them_back(
 
 def test_registered_components_run(use_dist: Callable[[str], Path]) -> None:
     use_dist("legacy_comps")
-    run = torchx("run", "-s", "local_cwd", "foo.baz.trainer", "--name", "test app")
+    run = run_torchx("run", "-s", "local_cwd", "foo.baz.trainer", "--name", "test app")
     assert run.returncode == 0, run.stderr
     assert "trained test app for 1 epochs" in run.stdout
-    builtin = torchx("run", "-s", "local_cwd", "torchx.utils.echo", "--msg", "prefixed builtin")
+    builtin = run_torchx("run", "-s", "local_cwd", "torchx.utils.echo", "--msg", "prefixed builtin")
     assert builtin.returncode == 0, builtin.stderr
     assert "prefixed builtin" in builtin.stdout
-    gone = torchx("run", "-s", "local_cwd", "utils.echo")
+    gone = run_torchx("run", "-s", "local_cwd", "utils.echo")
     assert gone.returncode != 0 and "unknown component 'utils.echo'" in gone.stderr
 
 

@@ -9,8 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from compat.compat_cli import torchx
+from torchx.testing import run_torchx
 
 pytest.importorskip("torchx_components")
 
@@ -24,21 +23,21 @@ def legacy_sched(use_dist: Callable[[str], Path], monkeypatch: pytest.MonkeyPatc
 def _wait_for(handle: str, state: str) -> dict[str, object]:
     deadline = time.monotonic() + 30
     while True:
-        status = json.loads(torchx("status", handle, "--json").stdout)
+        status = json.loads(run_torchx("status", handle, "--json").stdout)
         if status["state"] == state or time.monotonic() > deadline:
             return status  # type: ignore[no-any-return]
         time.sleep(0.1)
 
 
 def test_cli_lifecycle(isolated: Path) -> None:
-    opts = torchx("runopts", "legacy_proc")
+    opts = run_torchx("runopts", "legacy_proc")
     assert opts.returncode == 0 and "shell" in opts.stdout, opts.stdout + opts.stderr
 
-    dry = torchx("run", "--dryrun", "-s", "legacy_proc", "utils.echo", "--msg", "hi")
+    dry = run_torchx("run", "--dryrun", "-s", "legacy_proc", "utils.echo", "--msg", "hi")
     assert dry.returncode == 0, dry.stderr
     assert "ProcRequest" in dry.stdout and "'echo', 'hi'" in dry.stdout
 
-    run = torchx(
+    run = run_torchx(
         "run",
         "-s",
         "legacy_proc",
@@ -53,26 +52,26 @@ def test_cli_lifecycle(isolated: Path) -> None:
     assert run.returncode == 0, run.stderr
     handle = run.stdout.strip().splitlines()[0]
     assert handle.startswith("legacy_proc://torchx/"), run.stdout
-    assert torchx("wait", handle).returncode == 0
+    assert run_torchx("wait", handle).returncode == 0
     assert _wait_for(handle, "SUCCEEDED")["state"] == "SUCCEEDED"
     assert (isolated / "made-here").exists()  # the replica ran in the launcher's directory
 
-    log = torchx("log", f"{handle}/sh/0")
+    log = run_torchx("log", f"{handle}/sh/0")
     assert "from-legacy" in log.stdout, log.stdout + log.stderr
-    described = torchx("describe", handle)
+    described = run_torchx("describe", handle)
     assert described.returncode == 0, described.stderr
-    listed = torchx("list", "-s", "legacy_proc", "--json")
+    listed = run_torchx("list", "-s", "legacy_proc", "--json")
     assert handle in {a["app_handle"] for a in json.loads(listed.stdout)}, listed.stdout + listed.stderr
 
-    long = torchx("run", "-s", "legacy_proc", "utils.sh", "sleep", "60")
+    long = run_torchx("run", "-s", "legacy_proc", "utils.sh", "sleep", "60")
     long_handle = long.stdout.strip().splitlines()[0]
     assert _wait_for(long_handle, "RUNNING")["state"] == "RUNNING"
-    assert torchx("cancel", long_handle).returncode == 0
+    assert run_torchx("cancel", long_handle).returncode == 0
     assert _wait_for(long_handle, "CANCELLED")["state"] == "CANCELLED"
 
 
 def test_two_argument_validate_is_called() -> None:
-    proc = torchx("run", "--dryrun", "-s", "legacy_proc", "utils.echo", "--num_replicas", "5")
+    proc = run_torchx("run", "--dryrun", "-s", "legacy_proc", "utils.echo", "--num_replicas", "5")
     assert proc.returncode != 0
     assert "runs at most 4 replicas per role" in proc.stderr
     assert "Traceback" not in proc.stderr

@@ -8,11 +8,11 @@ step runs as a dry run on ``slurm``, which shows ``.torchxconfig``'s ``[slurm]``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from compat.userland import torchx, write
+from torchx.testing import run_torchx
 
 pytest.importorskip("torchx_sched_local")
 pytest.importorskip("torchx_components")
@@ -45,29 +45,29 @@ partition=torchx
 """
 
 
-def test_quickstart(isolated: Path) -> None:
-    assert torchx("--help").returncode == 0
+def test_quickstart(isolated: Path, write: Callable[[Path, str], Path]) -> None:
+    assert run_torchx("--help").returncode == 0
 
     # Hello World / Launching
     write(isolated / "my_app.py", MY_APP)
-    help_text = torchx("run", "--scheduler", "local_cwd", "utils.python", "--help")
+    help_text = run_torchx("run", "--scheduler", "local_cwd", "utils.python", "--help")
     assert help_text.returncode == 0 and "--script" in help_text.stdout
-    proc = torchx("run", "--scheduler", "local_cwd", "utils.python", "--script", "my_app.py", "your name")
+    proc = run_torchx("run", "--scheduler", "local_cwd", "utils.python", "--script", "my_app.py", "your name")
     assert proc.returncode == 0, proc.stderr
     assert "Hello, your name!" in proc.stdout
 
     # Distributed
-    assert torchx("run", "--scheduler", "local_docker", "dist.ddp", "--help").returncode == 0
+    assert run_torchx("run", "--scheduler", "local_docker", "dist.ddp", "--help").returncode == 0
     write(isolated / "dist_app.py", DIST_APP)
 
     # .torchxconfig
     write(isolated / ".torchxconfig", TORCHXCONFIG)
-    again = torchx("run", "--scheduler", "local_cwd", "utils.python", "--script", "my_app.py", "your name")
+    again = run_torchx("run", "--scheduler", "local_cwd", "utils.python", "--script", "my_app.py", "your name")
     assert again.returncode == 0 and "Hello, your name!" in again.stdout, again.stderr
 
     # Remote Schedulers (as a dry run) and "All config options"
-    assert torchx("runopts").returncode == 0
+    assert run_torchx("runopts").returncode == 0
     pytest.importorskip("torchx_sched_slurm")
-    slurm = torchx("run", "--dryrun", "--scheduler", "slurm", "dist.ddp", "-j", "2x2", "--script", "dist_app.py")
+    slurm = run_torchx("run", "--dryrun", "--scheduler", "slurm", "dist.ddp", "-j", "2x2", "--script", "dist_app.py")
     assert slurm.returncode == 0, slurm.stderr
     assert "--partition=torchx" in slurm.stdout and "dist_app.py" in slurm.stdout

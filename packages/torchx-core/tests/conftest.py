@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import textwrap
 from collections.abc import Callable, Iterator
@@ -29,11 +28,8 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     _named_resource_factories._loaded = loaded
 
 
-MakeDist = Callable[..., Path]
-
-
 @pytest.fixture
-def make_dist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> MakeDist:
+def make_dist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Path]]:
     """Installs a fake distribution into a fresh site dir on sys.path.
 
     ``make_dist("name", {"group": {"ep": "value"}}, {"module.py": "source"})``
@@ -62,7 +58,7 @@ def make_dist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> MakeDist:
         torchx.plugins.reset()
         return site
 
-    yield make  # type: ignore[misc]
+    yield make
     for rel in created:
         mod = rel[:-3].replace("/", ".").removesuffix(".__init__")
         for key in [k for k in sys.modules if k == mod or k.startswith(mod + ".")]:
@@ -159,7 +155,7 @@ def torchx_schedulers():
 
 
 @pytest.fixture
-def fake_scheduler(make_dist: MakeDist) -> str:
+def fake_scheduler(make_dist: Callable[..., Path]) -> str:
     """Installs a plugin distribution providing the scheduler ``fake``; returns its name."""
     make_dist(
         "torchx-fake-sched",
@@ -167,18 +163,3 @@ def fake_scheduler(make_dist: MakeDist) -> str:
         {"fake_sched/__init__.py": "", "fake_sched/plugin.py": FAKE_PLUGIN, "fake_sched/scheduler.py": FAKE_SCHEDULER},
     )
     return "fake"
-
-
-def run_cli(*args: str, env: dict[str, str] | None = None, cwd: str | None = None) -> tuple[int, str, str]:
-    """Runs ``python -m torchx ARGS`` in a subprocess; returns (exit code, stdout, stderr)."""
-    import subprocess
-
-    proc = subprocess.run(
-        [sys.executable, "-m", "torchx", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        cwd=cwd,
-        timeout=120,
-    )
-    return proc.returncode, proc.stdout, proc.stderr

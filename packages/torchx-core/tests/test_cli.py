@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from torchx.testing import run_cli
 
 COMPONENTS = '''
 import torchx.specs as specs

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 from torchx.cli.completion import candidates, script
+from torchx.testing import run_cli
 
 COMPONENTS = '''
 import torchx.specs as specs

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import io
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import MakeDist
 from torchx.runner import config
 
 TYPED_SCHEDULER = """
@@ -61,7 +61,7 @@ def torchx_schedulers():
 
 
 @pytest.fixture
-def typed(make_dist: MakeDist) -> str:
+def typed(make_dist: Callable[..., Path]) -> str:
     make_dist(
         "torchx-typed-sched",
         {"torchx": {"typed": "typed_sched.plugin"}},

@@ -10,10 +10,10 @@ import sys
 
 import pytest
 import torchx.plugins
-from conftest import run_cli
 from torchx.plugins.registry import PluginInfo, Registry
 from torchx.schedulers.api import call_declared
 from torchx.specs.finder import get_components
+from torchx.testing import run_cli
 
 SHIM_PLUGIN = """
 from torchx.plugins import hookimpl, LegacyModule

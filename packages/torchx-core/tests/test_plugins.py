@@ -5,9 +5,9 @@ import sys
 
 import pytest
 import torchx.plugins
-from conftest import run_cli
 from torchx.plugins import SchedulerPlugin, cache, get_registry
 from torchx.specs.finder import get_component, get_components
+from torchx.testing import run_cli
 
 PLUGIN_OK = """
 from torchx.plugins import hookimpl, SchedulerPlugin, NamedResourcePlugin, ComponentSource, CliCommand, TrackerPlugin, WorkspacePlugin

@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sched_local_helpers import eventually, run_cli
 from torchx import specs
 from torchx.schedulers.streams import Stream
 from torchx.specs import AppState
-from torchx.testing import hostile_value, macro_probe, macro_probe_output
+from torchx.testing import eventually, hostile_value, macro_probe, macro_probe_output, run_cli
 from torchx_sched_local.docker_scheduler import LABEL_APP_ID
 
 pytestmark = pytest.mark.docker

@@ -14,9 +14,9 @@ import resource
 import time
 
 import pytest
-from sched_local_helpers import run_python
 from torchx.schedulers.streams import Stream
 from torchx.specs import AppState
+from torchx.testing import run_python
 from torchx_sched_local import logfiles
 from torchx_sched_local.local_scheduler import LocalScheduler
 

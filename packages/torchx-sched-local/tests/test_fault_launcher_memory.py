@@ -13,9 +13,9 @@ import os
 import sys
 from pathlib import Path
 
-from sched_local_helpers import children, eventually, proc_status, run_python
 from torchx.schedulers.streams import Stream
 from torchx.specs import AppState
+from torchx.testing import children, eventually, proc_status, run_python
 from torchx_sched_local.local_scheduler import LocalScheduler
 from torchx_sched_local.supervisor import WATCHDOG_AFTER
 
@@ -125,9 +125,9 @@ def test_the_handover_loses_nothing(sched: LocalScheduler, tmp_path: Path) -> No
 
 
 def test_cancel_after_the_handover(sched: LocalScheduler) -> None:
-    from sched_local_helpers import app
+    from torchx.testing import command_app
 
-    app_id = sched.submit(app("sh", "-c", "echo up; sleep 300", replicas=2), {"stop_grace_period": 1})
+    app_id = sched.submit(command_app("sh", "-c", "echo up; sleep 300", replicas=2), {"stop_grace_period": 1})
     supervisor_pid = eventually_pid(sched, app_id)
     job_dir = sched.store.job_dir(app_id)
     eventually(lambda: _argv(supervisor_pid)[-1:] == [job_dir], timeout=10)

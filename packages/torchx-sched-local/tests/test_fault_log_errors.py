@@ -19,9 +19,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sched_local_helpers import children, eventually, py, small_tmpfs, unmount
 from torchx.schedulers.streams import Stream
 from torchx.specs import AppState
+from torchx.testing import children, eventually, python_app, small_tmpfs, unmount
 from torchx_sched_local.local_scheduler import LocalScheduler
 
 WAIT_FOR_GO = "import os, sys, time\nwhile not os.path.exists(sys.argv[1]): time.sleep(0.01)\n"
@@ -49,7 +49,7 @@ def test_full_disk_drops_and_counts_output_and_the_replica_runs_on(sched: LocalS
         "open(sys.argv[1], 'w').write('finished')\n"
     )
     marker = small_fs.parent / "finished"
-    app_id = sched.submit(py(code, str(marker), name="full"), {"log_dir": str(small_fs)})
+    app_id = sched.submit(python_app(code, str(marker), name="full"), {"log_dir": str(small_fs)})
     desc = sched.wait(app_id, timeout=120)
     assert desc is not None
     # the replica ran to its end and the job succeeded; status names the bytes lost and why
@@ -82,7 +82,7 @@ def test_log_dir_removed_while_running_is_recreated(sched: LocalScheduler, tmp_p
     go = tmp_path / "go"
     logs = tmp_path / "logs"
     code = "print('before', flush=True)\n" + WAIT_FOR_GO + "print('after', flush=True)\n"
-    app_id = sched.submit(py(code, str(go), name="rm"), {"log_dir": str(logs)})
+    app_id = sched.submit(python_app(code, str(go), name="rm"), {"log_dir": str(logs)})
     eventually(lambda: list(sched.log_iter(app_id, "r", 0)) == ["before\n"])
     shutil.rmtree(logs)
     go.touch()
@@ -95,7 +95,7 @@ def test_log_dir_removed_while_running_is_recreated(sched: LocalScheduler, tmp_p
 def test_supervisor_out_of_file_descriptors_keeps_the_job(sched: LocalScheduler, tmp_path: Path) -> None:
     go = tmp_path / "go"
     code = WAIT_FOR_GO + "print('lost', flush=True)\n"
-    app_id = sched.submit(py(code, str(go), name="emfile"), {})
+    app_id = sched.submit(python_app(code, str(go), name="emfile"), {})
     eventually(lambda: ((sched.store.state(app_id) or {}).get("replicas") or [{}])[0].get("state") == "RUNNING")
     pid = (sched.store.state(app_id) or {})["pid"]
     eventually(lambda: not _writing_state(pid, sched.store.job_dir(app_id)))  # no transient descriptor counted
@@ -117,7 +117,7 @@ def test_supervisor_out_of_file_descriptors_from_its_start(sched: LocalScheduler
 
     go = tmp_path / "go"
     code = WAIT_FOR_GO + "print('lost', flush=True)\n"
-    app_id = sched.submit(py(code, str(go), name="emfile"), {})
+    app_id = sched.submit(python_app(code, str(go), name="emfile"), {})
     (pid,) = children(os.getpid())
     lock = os.path.join(sched.store.job_dir(app_id), "lock")
     eventually(lambda: _fd_target(pid, 3) == lock, interval=0.0005)  # detached from the launcher

@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 
 import pytest
-from sched_local_helpers import eventually, proc_status, py, run_python
 from torchx.specs import AppState
+from torchx.testing import eventually, proc_status, python_app, run_python
 from torchx_sched_local.local_scheduler import LocalScheduler
 
 SIZE = 100 << 20
@@ -41,7 +41,7 @@ print(elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, len(li
 @pytest.mark.slow
 def test_a_100mb_line(sched: LocalScheduler, tmp_path: Path) -> None:
     go = tmp_path / "go"
-    app_id = sched.submit(py(WRITE, str(go), name="long"), {})
+    app_id = sched.submit(python_app(WRITE, str(go), name="long"), {})
     eventually(lambda: ((sched.store.state(app_id) or {}).get("replicas") or [{}])[0].get("state") == "RUNNING")
     supervisor = (sched.store.state(app_id) or {})["pid"]
     job_dir = sched.store.job_dir(app_id)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import signal
 
-from sched_local_helpers import app, children, eventually
 from torchx.specs import AppState
+from torchx.testing import children, command_app, eventually
 from torchx_sched_local import store
 from torchx_sched_local.local_scheduler import LocalScheduler
 from torchx_sched_local.supervisor import WATCHDOG_AFTER, live_replica_pids
@@ -23,7 +23,7 @@ TREE = "sleep 300 & sleep 301 & echo up; wait"
 
 
 def _started(sched: LocalScheduler, replicas: int = 2) -> tuple[str, dict]:  # type: ignore[type-arg]
-    app_id = sched.submit(app("sh", "-c", TREE, replicas=replicas), {})
+    app_id = sched.submit(command_app("sh", "-c", TREE, replicas=replicas), {})
     for k in range(replicas):
         eventually(lambda k=k: list(sched.log_iter(app_id, "r", k)) == ["up\n"])  # type: ignore[misc]
     # the supervisor's first state (written once it runs in its own interpreter) lists the replicas
@@ -73,7 +73,7 @@ def test_supervisor_and_watchdog_killed_status_names_the_pids_and_cancel_stops_t
 
 
 def test_watchdog_leaves_a_job_that_ended_alone(sched: LocalScheduler) -> None:
-    app_id = sched.submit(app("sh", "-c", "echo done"), {})
+    app_id = sched.submit(command_app("sh", "-c", "echo done"), {})
     desc = sched.wait(app_id, timeout=30)
     assert desc is not None and desc.state == AppState.SUCCEEDED and desc.msg == ""
     eventually(lambda: not store.lock_is_held(sched.store.job_dir(app_id)))  # the watchdog exited too

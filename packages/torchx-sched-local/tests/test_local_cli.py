@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from sched_local_helpers import run_cli, run_python
+from torchx.testing import run_cli, run_python
 
 COMPONENT = '''
 import torchx.specs as specs

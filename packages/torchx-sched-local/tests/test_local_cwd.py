@@ -9,10 +9,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from sched_local_helpers import app, run_cli
 from torchx import specs
 from torchx.schedulers.streams import Stream
 from torchx.specs import AppState
+from torchx.testing import command_app, run_cli
 from torchx_sched_local.local_scheduler import LocalScheduler
 
 
@@ -57,9 +57,9 @@ def test_relative_entrypoints_in_the_cwd_run_from_there(sched: LocalScheduler, i
     _script(isolated / "hello.sh", 'echo "hello from $(pwd)"\n')
     (isolated / "sub").mkdir()
     _script(isolated / "sub" / "deep.sh", "echo deep\n")
-    assert _run(sched, app("train_main.py", "x", image="/somewhere/else")) == "train x\n"
-    assert _run(sched, app("./hello.sh", image="img:latest")) == f"hello from {isolated}\n"
-    assert _run(sched, app("sub/deep.sh")) == "deep\n"
+    assert _run(sched, command_app("train_main.py", "x", image="/somewhere/else")) == "train x\n"
+    assert _run(sched, command_app("./hello.sh", image="img:latest")) == f"hello from {isolated}\n"
+    assert _run(sched, command_app("sub/deep.sh")) == "deep\n"
 
 
 def test_names_not_in_the_cwd_are_looked_up_on_path(
@@ -69,17 +69,17 @@ def test_names_not_in_the_cwd_are_looked_up_on_path(
     bin_dir.mkdir()
     _script(bin_dir / "only-on-path", "echo from path\n")
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    assert _run(sched, app("only-on-path")) == "from path\n"
+    assert _run(sched, command_app("only-on-path")) == "from path\n"
     # a name on PATH and in the cwd: PATH wins (the cwd ends the PATH, as upstream) unless prepend_cwd
     _script(isolated / "only-on-path", "echo from cwd\n")
-    assert _run(sched, app("only-on-path")) == "from path\n"
-    assert _run(sched, app("only-on-path"), {"prepend_cwd": True}) == "from cwd\n"
+    assert _run(sched, command_app("only-on-path")) == "from path\n"
+    assert _run(sched, command_app("only-on-path"), {"prepend_cwd": True}) == "from cwd\n"
 
 
 def test_the_cwd_ends_the_replicas_path(sched: LocalScheduler, isolated: Path) -> None:
-    out = _run(sched, app(sys.executable, "-c", "import os; print(os.environ['PATH'])"))
+    out = _run(sched, command_app(sys.executable, "-c", "import os; print(os.environ['PATH'])"))
     assert out.rstrip("\n").split(os.pathsep)[-1] == str(isolated)
-    out = _run(sched, app(sys.executable, "-c", "import os; print(os.environ['PATH'])"), {"prepend_cwd": True})
+    out = _run(sched, command_app(sys.executable, "-c", "import os; print(os.environ['PATH'])"), {"prepend_cwd": True})
     assert out.split(os.pathsep)[0] == str(isolated)
 
 
@@ -89,7 +89,7 @@ def test_a_role_path_gets_the_cwd_too(sched: LocalScheduler, isolated: Path) -> 
 
 
 def test_relative_output_files_land_in_the_cwd(sched: LocalScheduler, isolated: Path) -> None:
-    _run(sched, app("sh", "-c", "echo written > out.txt", image="/tmp", replicas=1))
+    _run(sched, command_app("sh", "-c", "echo written > out.txt", image="/tmp", replicas=1))
     assert (isolated / "out.txt").read_text() == "written\n"
     assert not Path("/tmp/out.txt").exists() or Path("/tmp/out.txt").read_text() != "written\n"
 

@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sched_local_helpers import app, eventually, run_cli, run_python
 from torchx import specs
 from torchx.specs import AppState
+from torchx.testing import command_app, eventually, run_cli, run_python
 from torchx_sched_local import store
 from torchx_sched_local.limits import MAX_REPLICAS
 from torchx_sched_local.local_scheduler import LocalScheduler
@@ -48,7 +48,7 @@ def _damage(path: Path, how: str) -> None:
 
 
 def _finished_jobs(sched: LocalScheduler, n: int) -> list[str]:
-    ids = [sched.submit(app("true", name=f"ok{i}"), {}) for i in range(n)]
+    ids = [sched.submit(command_app("true", name=f"ok{i}"), {}) for i in range(n)]
     for app_id in ids:
         assert sched.wait(app_id, timeout=30).state == AppState.SUCCEEDED  # type: ignore[union-attr]
     return ids
@@ -107,7 +107,7 @@ def test_a_job_dir_without_its_state_file_is_reported(sched: LocalScheduler, cap
 
 
 def test_deleting_a_running_job_with_a_damaged_state_says_why_it_cannot(sched: LocalScheduler) -> None:
-    app_id = sched.submit(app("sleep", "300"), {})
+    app_id = sched.submit(command_app("sleep", "300"), {})
     eventually(lambda: sched.describe(app_id).state == AppState.RUNNING)  # type: ignore[union-attr]
     state_file = Path(sched.store.job_dir(app_id)) / store.STATE_FILE
     good = state_file.read_text()
@@ -239,13 +239,13 @@ def test_full_disk_submit_is_one_clear_line_and_leaves_nothing(
     monkeypatch.setenv(store.STATE_DIR_ENV, str(state))
     sched = LocalScheduler("torchx", state_dir=str(state))
     (done,) = _finished_jobs(sched, 1)
-    running = sched.submit(app("sleep", "300"), {})
+    running = sched.submit(command_app("sleep", "300"), {})
     eventually(lambda: sched.describe(running).state == AppState.RUNNING)  # type: ignore[union-attr]
     _fill(small_disk)
     before = sorted(os.listdir(state))
 
     with pytest.raises(OSError) as info:
-        sched.submit(app("true"), {})
+        sched.submit(command_app("true"), {})
     assert info.value.errno == errno.ENOSPC
     assert re.fullmatch(
         rf"cannot record local_cwd app (t-\w+): No space left on device: {state}/\1/app\.json", str(info.value)
@@ -276,7 +276,7 @@ def test_read_only_state_dir_is_one_clear_line(small_disk: Path, isolated: Path)
     subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
     sched = LocalScheduler("torchx", state_dir=str(state))
     with pytest.raises(OSError) as info:
-        sched.submit(app("true"), {})
+        sched.submit(command_app("true"), {})
     assert info.value.errno == errno.EROFS
     assert re.fullmatch(rf"cannot record local_cwd app t-\w+: Read-only file system: {state}", str(info.value))
     assert os.listdir(state) == [] and sched.list() == []
@@ -325,7 +325,7 @@ def test_logs_never_follow_a_symlink(sched: LocalScheduler, tmp_path: Path) -> N
     target.write_text("precious\n")
     # the replica plants a symlink where its stdout log will be created, then prints
     code = f"import os; os.symlink({str(target)!r}, os.path.join(os.environ['PET_LOG_DIR'], 'stdout.log')); print('x')"
-    app_id = sched.submit(app(sys.executable, "-c", code), {})
+    app_id = sched.submit(command_app(sys.executable, "-c", code), {})
     desc = sched.wait(app_id, timeout=30)
     assert desc is not None and desc.state in (AppState.SUCCEEDED, AppState.FAILED)
     assert target.read_text() == "precious\n"
@@ -338,7 +338,7 @@ def test_logs_never_follow_a_symlink(sched: LocalScheduler, tmp_path: Path) -> N
 def test_huge_replica_counts_are_refused_at_once(sched: LocalScheduler, count: int) -> None:
     t = time.perf_counter()
     with pytest.raises(ValueError, match=rf"asks for {count} replicas; local_cwd starts at most \d+ on this machine"):
-        sched.submit_dryrun(app("true", replicas=count), {})
+        sched.submit_dryrun(command_app("true", replicas=count), {})
     assert time.perf_counter() - t < 0.5
     assert sched.list() == []
 
@@ -378,7 +378,7 @@ def test_local_docker_dry_run_refuses_huge_counts_too() -> None:
 
     t = time.perf_counter()
     with pytest.raises(ValueError, match="asks for 1000000000 replicas; local_docker starts at most"):
-        DockerScheduler("t").submit_dryrun(app("true", image="busybox", replicas=10**9), {})
+        DockerScheduler("t").submit_dryrun(command_app("true", image="busybox", replicas=10**9), {})
     assert time.perf_counter() - t < 0.5
 
 

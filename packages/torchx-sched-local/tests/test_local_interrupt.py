@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from sched_local_helpers import eventually, run_cli
 from torchx.specs import AppState
+from torchx.testing import eventually, run_cli
 from torchx_sched_local.local_scheduler import LocalScheduler
 
 COMPONENT = '''

@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
-from sched_local_helpers import app, eventually, run_python
 from torchx import specs
 from torchx.specs import AppState
+from torchx.testing import alive, command_app, eventually, run_python
 from torchx_sched_local import store
 from torchx_sched_local.local_scheduler import LocalScheduler
 from torchx_sched_local.supervisor import group_alive
@@ -29,14 +29,6 @@ print(sched.submit(specs.AppDef("bg", [role]), {}), flush=True)
 if sys.argv[2] == "hang":
     time.sleep(60)
 """
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except OSError:
-        return False
 
 
 def _replica_pids(sched: LocalScheduler, app_id: str) -> list[int]:
@@ -96,7 +88,7 @@ def test_launch_from_a_multithreaded_process_uses_a_fresh_interpreter(sched: Loc
     t = threading.Thread(target=stop.wait)
     t.start()
     try:
-        app_id = sched.submit(app("echo", "from exec path"), {})
+        app_id = sched.submit(command_app("echo", "from exec path"), {})
     finally:
         stop.set()
         t.join()
@@ -111,7 +103,7 @@ def test_launch_from_a_multithreaded_process_uses_a_fresh_interpreter(sched: Loc
 
 
 def test_wait_reacts_at_once_and_honours_timeout(sched: LocalScheduler) -> None:
-    app_id = sched.submit(app("sleep", "0.4"), {})
+    app_id = sched.submit(command_app("sleep", "0.4"), {})
     t = time.monotonic()
     desc = sched.wait(app_id, timeout=0.1)
     assert 0.09 <= time.monotonic() - t < 0.3
@@ -124,7 +116,7 @@ def test_wait_reacts_at_once_and_honours_timeout(sched: LocalScheduler) -> None:
 
 def test_cancel_kills_the_whole_process_tree(sched: LocalScheduler, tmp_path: Path) -> None:
     script = "sleep 300 & (sleep 300 & sleep 300) & echo started; wait"
-    app_id = sched.submit(app("sh", "-c", script, replicas=2), {"stop_grace_period": 2.0})
+    app_id = sched.submit(command_app("sh", "-c", script, replicas=2), {"stop_grace_period": 2.0})
     eventually(lambda: all(list(sched.log_iter(app_id, "r", k)) == ["started\n"] for k in (0, 1)))
     pgids = _replica_pids(sched, app_id)
     assert len(pgids) == 2 and all(group_alive(p) for p in pgids)
@@ -139,7 +131,7 @@ def test_cancel_kills_the_whole_process_tree(sched: LocalScheduler, tmp_path: Pa
 
 def test_cancel_escalates_to_sigkill_after_the_grace_period(sched: LocalScheduler) -> None:
     script = "trap '' TERM; echo ready; while :; do sleep 0.05; done"
-    app_id = sched.submit(app("sh", "-c", script), {"stop_grace_period": 0.3})
+    app_id = sched.submit(command_app("sh", "-c", script), {"stop_grace_period": 0.3})
     eventually(lambda: list(sched.log_iter(app_id, "r")) == ["ready\n"])
     pgids = _replica_pids(sched, app_id)
     t = time.monotonic()
@@ -150,15 +142,15 @@ def test_cancel_escalates_to_sigkill_after_the_grace_period(sched: LocalSchedule
 
 
 def test_stray_children_are_killed_when_the_replica_exits(sched: LocalScheduler) -> None:
-    app_id = sched.submit(app("sh", "-c", "sleep 300 & echo $!"), {})
+    app_id = sched.submit(command_app("sh", "-c", "sleep 300 & echo $!"), {})
     assert sched.wait(app_id, timeout=10).state == AppState.SUCCEEDED  # type: ignore[union-attr]
     (pid_line,) = list(sched.log_iter(app_id, "r"))
     child = int(pid_line)
-    eventually(lambda: not _alive(child))
+    eventually(lambda: not alive(child))
 
 
 def test_delete_forgets_the_job(sched: LocalScheduler) -> None:
-    app_id = sched.submit(app("sleep", "300"), {"stop_grace_period": 1.0})
+    app_id = sched.submit(command_app("sleep", "300"), {"stop_grace_period": 1.0})
     eventually(lambda: bool(_replica_pids(sched, app_id)))
     pgids = _replica_pids(sched, app_id)
     job_dir = sched.store.job_dir(app_id)
@@ -171,7 +163,7 @@ def test_delete_forgets_the_job(sched: LocalScheduler) -> None:
 
 
 def test_cancel_of_an_ended_job_is_a_noop(sched: LocalScheduler) -> None:
-    app_id = sched.submit(app("/bin/true"), {})
+    app_id = sched.submit(command_app("/bin/true"), {})
     sched.wait(app_id)
     sched.cancel(app_id)
     assert sched.describe(app_id).state == AppState.SUCCEEDED  # type: ignore[union-attr]
@@ -198,7 +190,7 @@ def _flaky_app(
 ) -> specs.AppDef:
     for k, n in fails.items():
         (tmp_path / f"fail-{k}").write_text(str(n))
-    return app(
+    return command_app(
         sys.executable,
         "-c",
         FLAKY,
@@ -271,7 +263,7 @@ def test_role_retry_restarts_the_role_only(sched: LocalScheduler, tmp_path: Path
 def test_failure_stops_the_other_replicas(sched: LocalScheduler) -> None:
     code = "import sys, time; sys.exit(5) if sys.argv[1] == '0' else time.sleep(300)"
     app_id = sched.submit(
-        app(sys.executable, "-c", code, specs.macros.replica_id, replicas=3), {"stop_grace_period": 2}
+        command_app(sys.executable, "-c", code, specs.macros.replica_id, replicas=3), {"stop_grace_period": 2}
     )
     desc = sched.wait(app_id, timeout=10)
     assert desc is not None and desc.state == AppState.FAILED
@@ -284,7 +276,7 @@ def test_failure_stops_the_other_replicas(sched: LocalScheduler) -> None:
 
 
 def test_list_is_newest_first_and_sees_other_processes(sched: LocalScheduler) -> None:
-    first = sched.submit(app("/bin/true", name="first"), {})
+    first = sched.submit(command_app("/bin/true", name="first"), {})
     sched.wait(first)
     proc = run_python(LAUNCH, "exit 4", "exit")
     second = proc.stdout.strip()
@@ -340,7 +332,7 @@ def test_a_thousand_concurrent_submissions_are_not_lost(sched: LocalScheduler) -
 
 
 def test_state_files_are_json_and_private(sched: LocalScheduler) -> None:
-    app_id = sched.submit(app("/bin/true"), {})
+    app_id = sched.submit(command_app("/bin/true"), {})
     sched.wait(app_id)
     job_dir = sched.store.job_dir(app_id)
     assert os.stat(sched.store.root).st_mode & 0o077 == 0

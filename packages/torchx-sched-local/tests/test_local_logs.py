@@ -8,10 +8,10 @@ import time
 from datetime import datetime, timedelta
 
 import pytest
-from sched_local_helpers import app, py
 from torchx.runner import get_runner
 from torchx.schedulers.streams import Stream
 from torchx.specs import AppState
+from torchx.testing import command_app, python_app
 from torchx_sched_local.local_scheduler import LocalScheduler
 
 
@@ -23,7 +23,7 @@ def _finished(sched: LocalScheduler, application) -> str:  # type: ignore[no-unt
 
 
 def test_streams(sched: LocalScheduler) -> None:
-    app_id = _finished(sched, app("sh", "-c", "echo out1; echo err1 >&2; echo out2; echo err2 >&2"))
+    app_id = _finished(sched, command_app("sh", "-c", "echo out1; echo err1 >&2; echo out2; echo err2 >&2"))
     assert list(sched.log_iter(app_id, "r", 0, streams=Stream.STDOUT)) == ["out1\n", "out2\n"]
     assert list(sched.log_iter(app_id, "r", 0, streams=Stream.STDERR)) == ["err1\n", "err2\n"]
     combined = list(sched.log_iter(app_id, "r", 0))
@@ -42,7 +42,7 @@ def test_a_megabyte_line_is_never_split(sched: LocalScheduler) -> None:
         "    os.write(1, b'\\n')\n"
         "os.write(1, b'tail without newline')\n"
     )
-    app_id = _finished(sched, py(code))
+    app_id = _finished(sched, python_app(code))
     big = "x" * (1 << 20) + "\n"
     assert list(sched.log_iter(app_id, "r", 0, streams=Stream.STDOUT)) == [big, big, big, "tail without newline\n"]
     combined = list(sched.log_iter(app_id, "r", 0))
@@ -56,19 +56,21 @@ def test_every_line_arrives_and_only_newline_breaks_lines(sched: LocalScheduler)
     code = (
         "import sys\nfor i in range(100000): sys.stdout.write(f'{i}\\n')\nsys.stdout.write('a\\rb\\x0bc\\u2028d\\r\\n')"
     )
-    app_id = _finished(sched, py(code))
+    app_id = _finished(sched, python_app(code))
     lines = list(sched.log_iter(app_id, "r", 0, streams=Stream.STDOUT))
     assert lines[:100000] == [f"{i}\n" for i in range(100000)]
     assert lines[100000:] == ["a\rb\x0bc\u2028d\r\n"]
 
 
 def test_regex(sched: LocalScheduler) -> None:
-    app_id = _finished(sched, app("sh", "-c", "echo apple; echo banana; echo apricot"))
+    app_id = _finished(sched, command_app("sh", "-c", "echo apple; echo banana; echo apricot"))
     assert list(sched.log_iter(app_id, "r", 0, regex="^ap")) == ["apple\n", "apricot\n"]
 
 
 def test_since_and_until(sched: LocalScheduler) -> None:
-    app_id = _finished(sched, py("import time; print('early', flush=True); time.sleep(0.3); print('late', flush=True)"))
+    app_id = _finished(
+        sched, python_app("import time; print('early', flush=True); time.sleep(0.3); print('late', flush=True)")
+    )
     st = sched.store.state(app_id) or {}
     created = datetime.fromtimestamp(st["created"])
     middle = created + timedelta(seconds=0.15)
@@ -83,7 +85,7 @@ def test_since_and_until(sched: LocalScheduler) -> None:
 
 def test_follow_streams_lines_as_written_and_ends_with_the_replica(sched: LocalScheduler) -> None:
     code = "import time\nfor i in range(5):\n    print(i, flush=True); time.sleep(0.05)\nprint('bye', time.time(), flush=True)"
-    app_id = sched.submit(py(code), {})
+    app_id = sched.submit(python_app(code), {})
     got: list[tuple[float, str]] = []
     for line in sched.log_iter(app_id, "r", 0, should_tail=True):
         got.append((time.time(), line))
@@ -103,7 +105,7 @@ def test_follow_stops_when_its_replica_is_done_even_if_others_run(sched: LocalSc
     from torchx import specs
 
     app_id = sched.submit(
-        app(sys.executable, "-c", code, specs.macros.replica_id, replicas=2), {"stop_grace_period": 1}
+        command_app(sys.executable, "-c", code, specs.macros.replica_id, replicas=2), {"stop_grace_period": 1}
     )
     t = time.monotonic()
     assert list(sched.log_iter(app_id, "r", 0, should_tail=True)) == ["hi\n"]
@@ -119,13 +121,13 @@ def test_follow_stops_when_its_replica_is_done_even_if_others_run(sched: LocalSc
 
 
 def test_follow_a_finished_job_returns_everything(sched: LocalScheduler) -> None:
-    app_id = _finished(sched, app("sh", "-c", "echo a; echo b"))
+    app_id = _finished(sched, command_app("sh", "-c", "echo a; echo b"))
     assert list(sched.log_iter(app_id, "r", 0, should_tail=True)) == ["a\n", "b\n"]
 
 
 def test_follow_with_since_until(sched: LocalScheduler) -> None:
     app_id = sched.submit(
-        py(
+        python_app(
             "import time; print('early', flush=True); time.sleep(0.3); print('late', flush=True); time.sleep(0.3); print('later', flush=True)"
         ),
         {},
@@ -147,7 +149,7 @@ def test_follow_with_since_until(sched: LocalScheduler) -> None:
 
 
 def test_unknown_replica_or_role(sched: LocalScheduler) -> None:
-    app_id = _finished(sched, app("/bin/true", replicas=2))
+    app_id = _finished(sched, command_app("/bin/true", replicas=2))
     with pytest.raises(ValueError, match=r"has no replica r/2; it has: r \(replicas 0..1\)"):
         list(sched.log_iter(app_id, "r", 2))
     with pytest.raises(ValueError, match="has no replica nope/0"):
@@ -156,7 +158,7 @@ def test_unknown_replica_or_role(sched: LocalScheduler) -> None:
 
 def test_runner_log_lines_accepts_time_filters_and_streams() -> None:
     with get_runner() as runner:
-        handle = runner.run(app("sh", "-c", "echo o; echo e >&2"), "local_cwd")
+        handle = runner.run(command_app("sh", "-c", "echo o; echo e >&2"), "local_cwd")
         runner.wait(handle)
         assert list(
             runner.log_lines(handle, "r", 0, streams=Stream.STDERR, since=datetime.now() - timedelta(minutes=1))
@@ -167,7 +169,7 @@ def test_many_followers_in_threads_each_end_with_their_replica(sched: LocalSched
     from torchx import specs
 
     code = "import sys, time\nk = int(sys.argv[1])\nfor i in range(3):\n    print(k, i, flush=True); time.sleep(0.05 * k)\nprint('end', time.time(), flush=True)"
-    app_id = sched.submit(app(sys.executable, "-c", code, specs.macros.replica_id, replicas=6), {})
+    app_id = sched.submit(command_app(sys.executable, "-c", code, specs.macros.replica_id, replicas=6), {})
     results: dict[int, tuple[list[str], float]] = {}
 
     def follow(k: int) -> None:

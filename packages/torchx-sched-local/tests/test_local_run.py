@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from sched_local_helpers import app
 from torchx import specs
 from torchx.runner import get_runner
 from torchx.schedulers.streams import Stream
 from torchx.specs import AppState
+from torchx.testing import command_app
 from torchx_sched_local.local_scheduler import LocalScheduler
 from torchx_sched_local.store import InvalidAppIdError
 
@@ -37,7 +37,9 @@ def test_args_reach_the_process_byte_identical(sched: LocalScheduler) -> None:
         "ünï€😀",
         "*",
     ]
-    app_id = sched.submit(app(sys.executable, "-c", "import json, sys; print(json.dumps(sys.argv[1:]))", *args), {})
+    app_id = sched.submit(
+        command_app(sys.executable, "-c", "import json, sys; print(json.dumps(sys.argv[1:]))", *args), {}
+    )
     assert sched.wait(app_id).state == AppState.SUCCEEDED  # type: ignore[union-attr]
     assert json.loads(_output(sched, app_id)) == args
 
@@ -81,10 +83,10 @@ def test_env_and_macros(tmp_path: Path, isolated: Path) -> None:
 @pytest.mark.parametrize(
     "make, expected",
     [
-        (lambda: app("no-such-command-xyz"), "entrypoint 'no-such-command-xyz' not found on PATH"),
-        (lambda: app("./missing.sh"), "not found"),
-        (lambda: app("./plain.txt"), "is not executable"),
-        (lambda: app("./noshebang"), "Exec format error"),
+        (lambda: command_app("no-such-command-xyz"), "entrypoint 'no-such-command-xyz' not found on PATH"),
+        (lambda: command_app("./missing.sh"), "not found"),
+        (lambda: command_app("./plain.txt"), "is not executable"),
+        (lambda: command_app("./noshebang"), "Exec format error"),
     ],
     ids=["not-on-path", "missing-path", "not-executable", "exec-format"],
 )
@@ -108,7 +110,7 @@ def test_failure_reports_exit_code_and_error_file(sched: LocalScheduler) -> None
         "import os, sys; open(os.environ['TORCHELASTIC_ERROR_FILE'], 'w').write('{\"message\": \"boom\"}')"
         " if sys.argv[1] == '1' else None; sys.exit(3 if sys.argv[1] == '1' else 0)"
     )
-    app_id = sched.submit(app(sys.executable, "-c", code, specs.macros.replica_id, replicas=2), {})
+    app_id = sched.submit(command_app(sys.executable, "-c", code, specs.macros.replica_id, replicas=2), {})
     desc = sched.wait(app_id)
     assert desc is not None and desc.state == AppState.FAILED
     assert desc.msg == "r/1 exited with code 3"
@@ -119,7 +121,7 @@ def test_failure_reports_exit_code_and_error_file(sched: LocalScheduler) -> None
 
 
 def test_killed_by_signal_message(sched: LocalScheduler) -> None:
-    app_id = sched.submit(app("sh", "-c", "kill -9 $$$$"), {})  # macros turn $$ into $
+    app_id = sched.submit(command_app("sh", "-c", "kill -9 $$$$"), {})  # macros turn $$ into $
     desc = sched.wait(app_id)
     assert desc is not None and desc.state == AppState.FAILED
     assert desc.msg == "r/0 killed by signal 9 (SIGKILL)"
@@ -169,7 +171,7 @@ def test_app_ids_cannot_escape_the_state_dir(sched: LocalScheduler, tmp_path: Pa
 
 
 def test_schedule_twice_is_refused(sched: LocalScheduler) -> None:
-    info = sched.submit_dryrun(app("/bin/true"), {})
+    info = sched.submit_dryrun(command_app("/bin/true"), {})
     app_id = sched.schedule(info)
     with pytest.raises(ValueError, match="already exists"):
         sched.schedule(info)
@@ -178,7 +180,7 @@ def test_schedule_twice_is_refused(sched: LocalScheduler) -> None:
 
 def test_dryrun_shows_the_commands() -> None:
     with get_runner() as runner:
-        info = runner.dryrun(app("echo", "hello world", replicas=2), "local_cwd")
+        info = runner.dryrun(command_app("echo", "hello world", replicas=2), "local_cwd")
     text = str(info)
     assert "echo 'hello world'" in text
     assert "# r/1" in text
@@ -186,7 +188,7 @@ def test_dryrun_shows_the_commands() -> None:
 
 def test_log_dir_option(sched: LocalScheduler, tmp_path: Path) -> None:
     logs = tmp_path / "mylogs"
-    app_id = sched.submit(app("echo", "to the log dir"), {"log_dir": str(logs)})
+    app_id = sched.submit(command_app("echo", "to the log dir"), {"log_dir": str(logs)})
     assert sched.wait(app_id).state == AppState.SUCCEEDED  # type: ignore[union-attr]
     assert (logs / app_id / "r" / "0" / "stdout.log").read_text() == "to the log dir\n"
     assert stat.S_IMODE(os.stat(logs / app_id / "r" / "0" / "stdout.log").st_mode) == 0o600
@@ -206,6 +208,6 @@ def test_unwritable_log_dir_is_a_clear_error_and_leaves_nothing(sched: LocalSche
     blocked = tmp_path / "blocked"
     blocked.write_text("a file, not a directory")
     with pytest.raises(OSError, match=r"^cannot record local_cwd app t-\S+: Not a directory: .*blocked$"):
-        sched.submit(app("/bin/true"), {"log_dir": str(blocked)})
+        sched.submit(command_app("/bin/true"), {"log_dir": str(blocked)})
     assert sched.list() == []
     assert os.listdir(sched.store.root) == []

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from torchx.testing import live_backend_env, unavailable
 
-#: words that break naive quoting (each must reach the process unchanged)
+#: words that break naive quoting (each must reach the process unchanged): the ``hostile`` fixture
 HOSTILE = [
     ":",
     "$(touch /tmp/torchx-pwned-lsf)",
@@ -24,6 +24,13 @@ HOSTILE = [
     "*",
     "",
 ]
+
+
+@pytest.fixture
+def hostile() -> list[str]:
+    """Words that break naive quoting (``:``, ``$(...)``, quotes, a newline, ``%J`` ...): each
+    must reach the process unchanged."""
+    return list(HOSTILE)
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,6 @@ import time
 from typing import Any
 
 import pytest
-from conftest import HOSTILE
 from torchx import specs
 from torchx.runner import Runner
 from torchx.schedulers.streams import Stream
@@ -55,8 +54,10 @@ def log(runner: Runner, handle: str, role_name: str, k: int = 0, stream: Stream 
     return "".join(runner.log_lines(handle, role_name, k, streams=stream))
 
 
-def test_lifecycle_echo_sleep_cancel_list(runner: Runner, lsf_cluster: dict[str, str], job_dir: str) -> None:
-    msg = " ".join(HOSTILE)
+def test_lifecycle_echo_sleep_cancel_list(
+    runner: Runner, lsf_cluster: dict[str, str], job_dir: str, hostile: list[str]
+) -> None:
+    msg = " ".join(hostile)
     echo = run(runner, job_dir, role("echo", "echo", [msg]), name="echo")
     sleeper = run(runner, job_dir, role("sleeper", "sleep", ["300"]), name="sleeper")
     status = wait(runner, echo)
@@ -97,14 +98,14 @@ def test_stdout_and_stderr_apart_and_together(runner: Runner, lsf_cluster: dict[
 
 
 def test_two_replicas_see_rank0_host_replica_id_and_app_id(
-    runner: Runner, lsf_cluster: dict[str, str], job_dir: str
+    runner: Runner, lsf_cluster: dict[str, str], job_dir: str, hostile: list[str]
 ) -> None:
     code = "import json, os, sys; print(json.dumps([os.environ['TORCHX_RANK0_HOST'], sys.argv[1:], os.environ['V']]))"
-    env = {"V": "a,b=c " + " ".join(HOSTILE)}
+    env = {"V": "a,b=c " + " ".join(hostile)}
     handle = run(
         runner,
         job_dir,
-        role("p", sys.executable, ["-c", code, "${replica_id}", "${app_id}", *HOSTILE], replicas=2, env=env),
+        role("p", sys.executable, ["-c", code, "${replica_id}", "${app_id}", *hostile], replicas=2, env=env),
     )
     status = wait(runner, handle)
     assert status.state == specs.AppState.SUCCEEDED, status
@@ -113,7 +114,7 @@ def test_two_replicas_see_rank0_host_replica_id_and_app_id(
     replicas = [r for rs in status.roles for r in rs.replicas]
     assert [(r.id, r.hostname) for r in replicas] == [(0, host), (1, host)]
     for k in range(2):
-        assert json.loads(log(runner, handle, "p", k)) == [host, [str(k), app_id, *HOSTILE], env["V"]]
+        assert json.loads(log(runner, handle, "p", k)) == [host, [str(k), app_id, *hostile], env["V"]]
 
 
 @pytest.mark.slow

@@ -13,7 +13,6 @@ import time
 from typing import Any
 
 import pytest
-from conftest import HOSTILE
 from torchx import specs
 from torchx.specs.runopts import InvalidRunConfigException
 from torchx.testing import hostile_value, macro_probe, macro_probe_output
@@ -47,14 +46,14 @@ def read(tmp: str, role_name: str, k: int, ext: str, job_id: str = "42") -> str:
         return f.read()
 
 
-def test_hostile_argv_and_env_arrive_byte_identical(tmp_path: Any) -> None:
+def test_hostile_argv_and_env_arrive_byte_identical(tmp_path: Any, hostile: list[str]) -> None:
     code = "import json, os, sys; print(json.dumps([sys.argv[1:], os.environ['H'], os.environ['T']]))"
-    env = {"H": " ".join(HOSTILE) + " ${app_id}/${replica_id}", "T": "x"}
-    app = specs.AppDef("argv", [role("p", ["-c", code, *HOSTILE], replicas=2, env=env)])
+    env = {"H": " ".join(hostile) + " ${app_id}/${replica_id}", "T": "x"}
+    app = specs.AppDef("argv", [role("p", ["-c", code, *hostile], replicas=2, env=env)])
     assert run_script(str(tmp_path), app) == 0
     for k in range(2):
         argv, h, _ = json.loads(read(str(tmp_path), "p", k, "out"))
-        assert argv == HOSTILE and h == " ".join(HOSTILE) + f" 42/{k}"
+        assert argv == hostile and h == " ".join(hostile) + f" 42/{k}"
     assert not os.path.exists("/tmp/torchx-pwned-lsf")
 
 
@@ -171,7 +170,7 @@ def test_fast_replicas_are_each_waited_for_once(tmp_path: Any) -> None:
 
 
 @pytest.mark.parametrize("launcher", ["blaunch", "lsrun"])
-def test_replicas_on_other_hosts_go_through_the_launcher(tmp_path: Any, launcher: str) -> None:
+def test_replicas_on_other_hosts_go_through_the_launcher(tmp_path: Any, launcher: str, hostile: list[str]) -> None:
     """blaunch -z HOST (real LSF) or lsrun -m HOST (OpenLava) gets the replica's exact argv;
     stand-ins record their arguments and run the command here."""
     bindir = tmp_path / "bin"
@@ -182,7 +181,7 @@ def test_replicas_on_other_hosts_go_through_the_launcher(tmp_path: Any, launcher
     stub.chmod(0o755)
     path = f"{bindir}:/usr/bin:/bin"  # no LSF client here but the stand-in
     code = "import json, sys; print(json.dumps(sys.argv[1:]))"
-    app = specs.AppDef("remote", [role("p", ["-c", code, *HOSTILE], replicas=3)])
+    app = specs.AppDef("remote", [role("p", ["-c", code, *hostile], replicas=3)])
     req = build_request(app, LsfOpts())
     here = socket.gethostname()
     env = {"PATH": path, "LSB_JOBID": "5", "LSB_MCPU_HOSTS": f"{here} 1 nodeB 1 nodeC 1"}
@@ -191,7 +190,7 @@ def test_replicas_on_other_hosts_go_through_the_launcher(tmp_path: Any, launcher
     assert subprocess.run(["bash", "-c", req.script], cwd=work, env=env, timeout=60).returncode == 0
     assert sorted((bindir / "hosts").read_text().split()) == ["nodeB", "nodeC"]  # replica 0 ran here
     for k in range(3):
-        assert json.loads(read(str(work), "p", k, "out", "5")) == HOSTILE
+        assert json.loads(read(str(work), "p", k, "out", "5")) == hostile
 
 
 def test_sigint_like_bkill_stops_the_replicas_and_no_retry_starts(tmp_path: Any) -> None:

@@ -30,15 +30,6 @@ def ray_cluster() -> RayCluster:
     return RayCluster(address=address)
 
 
-def alive(pid: int) -> bool:
-    """The process exists and is not a zombie (this container's PID 1 may not reap orphans)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except FileNotFoundError:
-        return False
-
-
 @pytest.fixture
 def runner() -> Iterator[object]:
     """A torchx Runner (session ``raytest``)."""

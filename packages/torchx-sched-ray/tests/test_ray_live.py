@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import RayCluster, alive
 from torchx import specs
 from torchx.runner import Runner
 from torchx.schedulers.streams import Stream
-from torchx.testing import hostile_value, macro_probe, macro_probe_output
+from torchx.testing import alive, hostile_value, macro_probe, macro_probe_output
 
 pytestmark = pytest.mark.ray
 
@@ -53,7 +52,7 @@ def role(name: str, entrypoint: str, args: list[str], replicas: int = 1, cpu: in
     )
 
 
-def run(runner: Runner, cluster: RayCluster, appdef: specs.AppDef, **cfg: Any) -> str:
+def run(runner: Runner, cluster: Any, appdef: specs.AppDef, **cfg: Any) -> str:
     return runner.run(appdef, "ray", {"address": cluster.address, **cfg})
 
 
@@ -76,7 +75,7 @@ def wait_running(runner: Runner, handle: str, timeout: float = 60) -> specs.AppS
     return st
 
 
-def test_echo_with_hostile_args(runner: Runner, ray_cluster: RayCluster) -> None:
+def test_echo_with_hostile_args(runner: Runner, ray_cluster: Any) -> None:
     msg = " ".join(HOSTILE)
     handle = run(runner, ray_cluster, app("echo", role("echo", "echo", [msg])))
     status = wait(runner, handle)
@@ -88,7 +87,7 @@ def test_echo_with_hostile_args(runner: Runner, ray_cluster: RayCluster) -> None
     assert not os.path.exists("/tmp/torchx-ray-pwned")
 
 
-def test_argv_env_and_macros_arrive_as_data(runner: Runner, ray_cluster: RayCluster) -> None:
+def test_argv_env_and_macros_arrive_as_data(runner: Runner, ray_cluster: Any) -> None:
     code = "import json, os, sys; print(json.dumps([sys.argv[1:], os.environ['HOSTILE'], os.getcwd()]))"
     env = {"HOSTILE": "a,b=c " + " ".join(HOSTILE), "APP": "${app_id}"}
     args = ["-c", code, *HOSTILE, "${app_id}", "${replica_id}", "${img_root}", "$${app_id}"]
@@ -102,7 +101,7 @@ def test_argv_env_and_macros_arrive_as_data(runner: Runner, ray_cluster: RayClus
         assert hostile == env["HOSTILE"].replace("$$", "$")
 
 
-def test_two_replicas_see_their_rank_and_the_rank0_address(runner: Runner, ray_cluster: RayCluster) -> None:
+def test_two_replicas_see_their_rank_and_the_rank0_address(runner: Runner, ray_cluster: Any) -> None:
     script = 'echo "$TORCHX_REPLICA_IDX $TORCHX_NUM_REPLICAS $TORCHX_RANK0_HOST $TORCHX_ROLE_NAME"'
     handle = run(runner, ray_cluster, app("ranks", role("trainer", "bash", ["-c", script], replicas=2)))
     status = wait(runner, handle)
@@ -113,7 +112,7 @@ def test_two_replicas_see_their_rank_and_the_rank0_address(runner: Runner, ray_c
         assert log(runner, handle, "trainer", k).split() == [str(k), "2", hosts[0], "trainer"]
 
 
-def test_failing_replica_fails_the_app_and_stops_the_others(runner: Runner, ray_cluster: RayCluster) -> None:
+def test_failing_replica_fails_the_app_and_stops_the_others(runner: Runner, ray_cluster: Any) -> None:
     roles = [role("ok", "sleep", ["60"]), role("bad", "bash", ["-c", "sleep 1; echo oops >&2; printf tail; exit 3"])]
     handle = run(runner, ray_cluster, app("fail", *roles))
     status = wait(runner, handle)
@@ -127,7 +126,7 @@ def test_failing_replica_fails_the_app_and_stops_the_others(runner: Runner, ray_
     assert log(runner, handle, "bad", stream=Stream.STDOUT) == "tail"  # no newline was printed
 
 
-def test_max_retries_reruns_the_app(runner: Runner, ray_cluster: RayCluster, tmp_path: Path) -> None:
+def test_max_retries_reruns_the_app(runner: Runner, ray_cluster: Any, tmp_path: Path) -> None:
     marker = tmp_path / "attempted"
     script = f'echo "run $TORCHX_REPLICA_IDX"; test -e {marker} || {{ touch {marker}; exit 5; }}'
     handle = run(runner, ray_cluster, app("retry", role("w", "bash", ["-c", script], max_retries=1)))
@@ -136,7 +135,7 @@ def test_max_retries_reruns_the_app(runner: Runner, ray_cluster: RayCluster, tmp
     assert log(runner, handle, "w") == "run 0\nrun 0\n"  # both attempts
 
 
-def test_gang_placement_is_all_or_none(runner: Runner, ray_cluster: RayCluster) -> None:
+def test_gang_placement_is_all_or_none(runner: Runner, ray_cluster: Any) -> None:
     # the test cluster has 4 CPUs: one 3-CPU replica would fit, two never do, so none starts
     appdef = app("gang", role("big", "echo", ["started"], replicas=2, cpu=3))
     handle = run(runner, ray_cluster, appdef, placement_timeout=8)
@@ -149,7 +148,7 @@ def test_gang_placement_is_all_or_none(runner: Runner, ray_cluster: RayCluster) 
     assert log(runner, handle, "big", 0) == log(runner, handle, "big", 1) == ""
 
 
-def test_cancel_then_list_shows_both(runner: Runner, ray_cluster: RayCluster) -> None:
+def test_cancel_then_list_shows_both(runner: Runner, ray_cluster: Any) -> None:
     done = run(runner, ray_cluster, app("quick", role("quick", "true", [])))
     script = "echo $$$$; exec sleep 300"  # "$$$$": the shell's $$ after the macro escape
     handle = run(runner, ray_cluster, app("sleepy", role("sleepy", "bash", ["-c", script], replicas=2)))
@@ -173,7 +172,7 @@ def test_cancel_then_list_shows_both(runner: Runner, ray_cluster: RayCluster) ->
     assert listed[handle] == specs.AppState.CANCELLED and listed[done] == specs.AppState.SUCCEEDED
 
 
-def test_log_tail_follows_and_since_filters(runner: Runner, ray_cluster: RayCluster) -> None:
+def test_log_tail_follows_and_since_filters(runner: Runner, ray_cluster: Any) -> None:
     script = "for i in 1 2 3 4; do echo line $i; sleep 1; done"
     handle = run(runner, ray_cluster, app("tail", role("t", "bash", ["-c", script])))
     seen: list[tuple[float, str]] = []
@@ -194,7 +193,7 @@ def test_log_tail_follows_and_since_filters(runner: Runner, ray_cluster: RayClus
     assert "".join(runner.log_lines(handle, "t", 0, since=datetime.now() - timedelta(minutes=5))).count("line") == 4
 
 
-def test_workspace_is_the_working_dir(runner: Runner, ray_cluster: RayCluster, tmp_path: Path) -> None:
+def test_workspace_is_the_working_dir(runner: Runner, ray_cluster: Any, tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "main.sh").write_text('echo "img=$1 cwd=$(pwd) secret=$(ls secret.txt 2>/dev/null)"\n')
@@ -213,20 +212,20 @@ def test_workspace_is_the_working_dir(runner: Runner, ray_cluster: RayCluster, t
     assert not [p for p in os.listdir(tempfile.gettempdir()) if p.startswith("torchx-ray-ws-")], "staging dir kept"
 
 
-def test_delete_forgets_the_job(runner: Runner, ray_cluster: RayCluster) -> None:
+def test_delete_forgets_the_job(runner: Runner, ray_cluster: Any) -> None:
     handle = run(runner, ray_cluster, app("del", role("d", "sleep", ["300"])))
     wait_running(runner, handle)
     runner.delete(handle)
     assert runner.status(handle) is None
 
 
-def test_unknown_app(runner: Runner, ray_cluster: RayCluster) -> None:
+def test_unknown_app(runner: Runner, ray_cluster: Any) -> None:
     netloc = ray_cluster.address.split("://", 1)[1]
     assert runner.status(f"ray://raytest/{netloc}-no-such-job") is None
 
 
 @pytest.mark.slow
-def test_requirements_are_installed_into_the_job_env(runner: Runner, ray_cluster: RayCluster, tmp_path: Path) -> None:
+def test_requirements_are_installed_into_the_job_env(runner: Runner, ray_cluster: Any, tmp_path: Path) -> None:
     # tomli-w (a tiny pure-Python wheel) is not in the cluster's venv: Ray's pip runtime env installs it
     req = tmp_path / "requirements.txt"
     req.write_text("tomli-w\n")
@@ -236,7 +235,7 @@ def test_requirements_are_installed_into_the_job_env(runner: Runner, ray_cluster
     assert log(runner, handle, "p") == "a = 1\n"
 
 
-def test_sigkilled_actor_fails_its_replica_and_takes_no_orphan_along(runner: Runner, ray_cluster: RayCluster) -> None:
+def test_sigkilled_actor_fails_its_replica_and_takes_no_orphan_along(runner: Runner, ray_cluster: Any) -> None:
     script = 'echo "$$$$ $PPID"; exec sleep 300'  # the replica's pid and its actor's (the Ray worker)
     handle = run(runner, ray_cluster, app("killed", role("k", "bash", ["-c", script]), role("other", "sleep", ["300"])))
     wait_running(runner, handle)
@@ -254,7 +253,7 @@ def test_sigkilled_actor_fails_its_replica_and_takes_no_orphan_along(runner: Run
     assert not alive(pid), "the replica's process must die with its actor"
 
 
-def test_macro_values_are_data_on_the_cluster(runner: Runner, ray_cluster: RayCluster) -> None:
+def test_macro_values_are_data_on_the_cluster(runner: Runner, ray_cluster: Any) -> None:
     marker = "/tmp/torchx-ray-macro-pwned"
     probe = macro_probe("unused", marker, num_replicas=2, resource=specs.Resource(cpu=1, gpu=0, memMB=128))
     probe.args.append(specs.macros.escape(hostile_value(marker)))  # one more word, to arrive as it is

@@ -7,7 +7,7 @@ import sys
 import time
 
 import pytest
-from conftest import alive
+from torchx.testing import alive
 from torchx_sched_ray.torchx_ray_driver.placeholders import IMG_ROOT, RANK0_HOST, REPLICA_ID
 from torchx_sched_ray.torchx_ray_driver.replica import ReplicaProcess
 

@@ -19,9 +19,9 @@ import random
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import RayCluster
 from torchx import specs
 from torchx.runner import Runner
 
@@ -40,7 +40,7 @@ dist.destroy_process_group()
 """
 
 
-def test_ddp_2x1_all_reduces(runner: Runner, ray_cluster: RayCluster, tmp_path: Path) -> None:
+def test_ddp_2x1_all_reduces(runner: Runner, ray_cluster: Any, tmp_path: Path) -> None:
     pytest.importorskip("torch")
     if importlib.util.find_spec("torchx_components") is None:
         pytest.skip("dist.ddp needs torchx-components installed")

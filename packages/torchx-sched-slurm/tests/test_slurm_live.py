@@ -11,7 +11,6 @@ import time
 from typing import Any
 
 import pytest
-from conftest import SlurmCluster
 from torchx import specs
 from torchx.runner import Runner
 from torchx.schedulers.streams import Stream
@@ -49,7 +48,7 @@ def role(name: str, entrypoint: str, args: list[str], replicas: int = 1, **kw: A
     )
 
 
-def run(runner: Runner, cluster: SlurmCluster, job_dir: str, appdef: specs.AppDef, **cfg: Any) -> str:
+def run(runner: Runner, cluster: Any, job_dir: str, appdef: specs.AppDef, **cfg: Any) -> str:
     return runner.run(appdef, "slurm", {"partition": cluster.partition, "job_dir": job_dir, **cfg})
 
 
@@ -63,7 +62,7 @@ def log(runner: Runner, handle: str, role_name: str, k: int = 0, stream: Stream 
     return "".join(runner.log_lines(handle, role_name, k, streams=stream))
 
 
-def test_echo_with_hostile_args(runner: Runner, slurm_cluster: SlurmCluster, job_dir: str) -> None:
+def test_echo_with_hostile_args(runner: Runner, slurm_cluster: Any, job_dir: str) -> None:
     msg = " ".join(HOSTILE)
     handle = run(runner, slurm_cluster, job_dir, app("echo", role("echo", "echo", [msg])))
     status = wait(runner, handle)
@@ -72,9 +71,7 @@ def test_echo_with_hostile_args(runner: Runner, slurm_cluster: SlurmCluster, job
     assert not os.path.exists("/tmp/torchx-pwned")
 
 
-def test_hostile_argv_env_and_comment_arrive_byte_identical(
-    runner: Runner, slurm_cluster: SlurmCluster, job_dir: str
-) -> None:
+def test_hostile_argv_env_and_comment_arrive_byte_identical(runner: Runner, slurm_cluster: Any, job_dir: str) -> None:
     code = "import json, os, sys; print(json.dumps([sys.argv[1:], os.environ['HOSTILE']]))"
     env = {"HOSTILE": "a,b=c " + " ".join(HOSTILE)}
     comment = 'a "quoted" #comment \\ with hetjob in it'
@@ -95,9 +92,7 @@ def test_hostile_argv_env_and_comment_arrive_byte_identical(
     assert shown.stdout.split("\x1f")[0] == comment
 
 
-def test_two_roles_two_replicas_see_rank0_host_and_replica_id(
-    runner: Runner, slurm_cluster: SlurmCluster, job_dir: str
-) -> None:
+def test_two_roles_two_replicas_see_rank0_host_and_replica_id(runner: Runner, slurm_cluster: Any, job_dir: str) -> None:
     if slurm_cluster.nodes < 4:
         pytest.skip("needs 4 nodes (one per het-job component)")
     script = 'echo "$(hostname) $TORCHX_RANK0_HOST ${REPLICA} ${APP}"'
@@ -115,9 +110,7 @@ def test_two_roles_two_replicas_see_rank0_host_and_replica_id(
         assert log(runner, handle, name, k).split() == [host, hosts[("trainer", 0)], str(k), app_id]
 
 
-def test_failing_replica_fails_the_app_with_its_exit_code(
-    runner: Runner, slurm_cluster: SlurmCluster, job_dir: str
-) -> None:
+def test_failing_replica_fails_the_app_with_its_exit_code(runner: Runner, slurm_cluster: Any, job_dir: str) -> None:
     roles = [role("ok", "sleep", ["60"]), role("bad", "bash", ["-c", "sleep 1; echo oops >&2; exit 3"])]
     handle = run(runner, slurm_cluster, job_dir, app("fail", *roles))
     status = wait(runner, handle)
@@ -130,7 +123,7 @@ def test_failing_replica_fails_the_app_with_its_exit_code(
     assert log(runner, handle, "bad", stream=Stream.STDERR) == "oops\n"
 
 
-def test_log_shows_all_output_by_default(runner: Runner, slurm_cluster: SlurmCluster, job_dir: str) -> None:
+def test_log_shows_all_output_by_default(runner: Runner, slurm_cluster: Any, job_dir: str) -> None:
     script = "echo out1; sleep 0.3; echo err1 >&2; sleep 0.3; echo out2"
     handle = run(runner, slurm_cluster, job_dir, app("both", role("s", "bash", ["-c", script])))
     assert wait(runner, handle).state == specs.AppState.SUCCEEDED
@@ -141,7 +134,7 @@ def test_log_shows_all_output_by_default(runner: Runner, slurm_cluster: SlurmClu
 
 
 @pytest.mark.slow
-def test_max_retries_recovers_a_failed_first_attempt(runner: Runner, slurm_cluster: SlurmCluster, job_dir: str) -> None:
+def test_max_retries_recovers_a_failed_first_attempt(runner: Runner, slurm_cluster: Any, job_dir: str) -> None:
     marker = os.path.join(job_dir, "attempted")
     script = f'echo "attempt $SLURM_RESTART_COUNT"; test -e {marker} || {{ touch {marker}; exit 5; }}'
     handle = run(runner, slurm_cluster, job_dir, app("retry", role("w", "bash", ["-c", script], max_retries=1)))
@@ -150,7 +143,7 @@ def test_max_retries_recovers_a_failed_first_attempt(runner: Runner, slurm_clust
     assert log(runner, handle, "w") == "attempt \nattempt 1\n"  # both attempts, appended
 
 
-def test_cancel_and_list(runner: Runner, slurm_cluster: SlurmCluster, job_dir: str) -> None:
+def test_cancel_and_list(runner: Runner, slurm_cluster: Any, job_dir: str) -> None:
     handle = run(runner, slurm_cluster, job_dir, app("sleepy", role("sleepy", "sleep", ["300"], replicas=2)))
     deadline = time.monotonic() + 30
     while (st := runner.status(handle)) is not None and st.state != specs.AppState.RUNNING:
@@ -165,7 +158,7 @@ def test_cancel_and_list(runner: Runner, slurm_cluster: SlurmCluster, job_dir: s
     assert {a.app_handle: a.state for a in runner.list("slurm")}[handle] == specs.AppState.CANCELLED
 
 
-def test_log_tail_follows_a_running_job(runner: Runner, slurm_cluster: SlurmCluster, job_dir: str) -> None:
+def test_log_tail_follows_a_running_job(runner: Runner, slurm_cluster: Any, job_dir: str) -> None:
     script = "for i in 1 2 3 4; do echo line $i; sleep 0.7; done"
     handle = run(runner, slurm_cluster, job_dir, app("tail", role("t", "bash", ["-c", script])))
     seen: list[tuple[float, str]] = []
@@ -184,7 +177,7 @@ def test_log_tail_follows_a_running_job(runner: Runner, slurm_cluster: SlurmClus
     assert seen[0][0] < ended[0] - 1.0, "the first line should arrive while the job still runs"
 
 
-def test_job_dir_workspace(runner: Runner, slurm_cluster: SlurmCluster, job_dir: str, tmp_path: Any) -> None:
+def test_job_dir_workspace(runner: Runner, slurm_cluster: Any, job_dir: str, tmp_path: Any) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "main.sh").write_text('echo "from $(pwd) img=$1"\n')
@@ -201,12 +194,12 @@ def test_job_dir_workspace(runner: Runner, slurm_cluster: SlurmCluster, job_dir:
     assert os.path.exists(os.path.join(job, "main.sh"))
 
 
-def test_unknown_app(runner: Runner, slurm_cluster: SlurmCluster) -> None:
+def test_unknown_app(runner: Runner, slurm_cluster: Any) -> None:
     assert runner.status("slurm://slurmtest/999999999") is None
     assert runner.status("slurm://slurmtest/not-a-job") is None
 
 
-def test_macro_values_are_data_on_the_cluster(runner: Runner, slurm_cluster: SlurmCluster, job_dir: str) -> None:
+def test_macro_values_are_data_on_the_cluster(runner: Runner, slurm_cluster: Any, job_dir: str) -> None:
     marker = os.path.join(job_dir, "pwned")
     image = os.path.join(job_dir, hostile_value(marker))  # the img_root macro
     probe = macro_probe(image, marker, num_replicas=2, resource=specs.Resource(cpu=1, gpu=0, memMB=256))

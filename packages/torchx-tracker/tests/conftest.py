@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import fsspec
@@ -41,3 +41,16 @@ def tracker_root(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         yield str(tmp_path / "tracker")
     else:
         yield request.getfixturevalue("memory_root")
+
+
+def _write_torchxconfig(directory: Path, tracker_dir: str) -> Path:
+    path = directory / ".torchxconfig"
+    path.write_text(f"[torchx:tracker]\nfsspec =\n\n[tracker:fsspec]\nconfig = {tracker_dir}\n")
+    return path
+
+
+@pytest.fixture
+def write_torchxconfig() -> Callable[[Path, str], Path]:
+    """``write_torchxconfig(directory, tracker_dir)`` writes ``directory/.torchxconfig``
+    selecting the fsspec tracker at ``tracker_dir``; returns its path."""
+    return _write_torchxconfig

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +15,9 @@ import pytest
 from torchx.runner.api import Runner
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
 from torchx.specs import AppDef, AppDryRunInfo, Resource, Role, macros
+from torchx.testing import run_cli
 from torchx.tracker import AppRun
 from torchx_tracker.fsspec_backend import create
-from tracker_testlib import run_torchx, write_torchxconfig
 
 JOB = str(Path(__file__).with_name("tracker_job.py"))
 PARENT = "local_cwd://torchx/parent-0"
@@ -76,7 +77,7 @@ def launch(parent_run_id: str | None) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def store(tmp_path: Path, isolated: Path) -> str:
+def store(tmp_path: Path, isolated: Path, write_torchxconfig: Callable[[Path, str], Path]) -> str:
     root = str(tmp_path / "store")
     write_torchxconfig(isolated, root)
     return root
@@ -98,17 +99,17 @@ def test_job_records_its_artifacts_and_metadata(store: str, isolated: Path) -> N
     assert tracker.metadata(run_id) == {"lr": 0.1, "replica_0": True, "replica_1": True}
     assert tracker.artifacts(run_id)["model"].path in ("/ckpt/0/model.pt", "/ckpt/1/model.pt")
 
-    proc = run_torchx("tracker", "list", "metadata", run_id, "--json", cwd=isolated)
+    proc = run_cli("tracker", "list", "metadata", run_id, "--json", cwd=isolated)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"lr": 0.1, "replica_0": True, "replica_1": True}
-    proc = run_torchx("tracker", "list", "artifacts", "--artifact", "model", run_id, cwd=isolated)
+    proc = run_cli("tracker", "list", "artifacts", "--artifact", "model", run_id, cwd=isolated)
     assert proc.returncode == 0, proc.stderr
     assert "model" in proc.stdout and "/model.pt" in proc.stdout
 
 
 def test_job_records_its_parent_automatically(store: str, isolated: Path) -> None:
     launch(PARENT)
-    proc = run_torchx("tracker", "list", "jobs", "--parent-run-id", PARENT, "--json", cwd=isolated)
+    proc = run_cli("tracker", "list", "jobs", "--parent-run-id", PARENT, "--json", cwd=isolated)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == ["envsched://torchx/chain-1"]
 

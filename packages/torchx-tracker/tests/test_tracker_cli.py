@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from torchx import testing
 from torchx.cli.main import run_cli
 from torchx_tracker.cli import lineage_lines
 from torchx_tracker.fsspec_backend import create
-from tracker_testlib import run_torchx, write_torchxconfig
 
 CHILD = "local_cwd://torchx/train-2"
 PARENT = "local_cwd://torchx/prep-1"
@@ -34,7 +35,7 @@ def store(tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def configured(store: str, isolated: Path) -> str:
+def configured(store: str, isolated: Path, write_torchxconfig: Callable[[Path, str], Path]) -> str:
     """``.torchxconfig`` in the cwd names the store."""
     write_torchxconfig(isolated, store)
     return store
@@ -117,7 +118,9 @@ def test_tracker_flag_reads_its_config_section(configured: str, capsys: pytest.C
     assert json.loads(out) == [OTHER, PARENT, CHILD]
 
 
-def test_user_config_in_home_is_read(store: str, isolated: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_user_config_in_home_is_read(
+    store: str, isolated: Path, capsys: pytest.CaptureFixture[str], write_torchxconfig: Callable[[Path, str], Path]
+) -> None:
     import os
 
     write_torchxconfig(Path(os.environ["HOME"]), store)
@@ -147,19 +150,19 @@ def test_errors(argv: list[str], error: str) -> None:
 
 
 def test_subprocess_with_config_and_clear_errors(configured: str, isolated: Path, tmp_path: Path) -> None:
-    proc = run_torchx("tracker", "list", "artifacts", CHILD, "--json", cwd=isolated)
+    proc = testing.run_cli("tracker", "list", "artifacts", CHILD, "--json", cwd=isolated)
     assert proc.returncode == 0, proc.stderr
     assert {a["name"] for a in json.loads(proc.stdout)} == {"model", "logs"}
 
     empty = tmp_path / "empty"
     empty.mkdir()
-    proc = run_torchx("tracker", "list", "jobs", cwd=empty)
+    proc = testing.run_cli("tracker", "list", "jobs", cwd=empty)
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines() == [
         "torchx: error: no tracker configured: add `[torchx:tracker]` with a line `fsspec =` and `[tracker:fsspec]`"
         " with `config = /path/to/tracker/dir` to .torchxconfig, or pass --tracker fsspec --config /path/to/tracker/dir"
     ]
-    proc = run_torchx("tracker", cwd=empty)
+    proc = testing.run_cli("tracker", cwd=empty)
     assert proc.returncode == 2 and "the following arguments are required: {list}" in proc.stderr
 
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tracker_testlib import run_torchx, write_torchxconfig
+from torchx.testing import run_cli
 
 pytest.importorskip("torchx_sched_local", reason="the local_cwd scheduler (torchx-sched-local) is not installed")
 
@@ -44,11 +45,19 @@ COMPONENT = textwrap.dedent(
 )
 
 
-def run_tracked_job(cwd: Path, store: str) -> str:
-    """Runs the job to completion with ``--parent_run_id``; returns its app handle."""
-    write_torchxconfig(cwd, store)
+@pytest.fixture
+def store(isolated: Path, tmp_path: Path, write_torchxconfig: Callable[[Path, str], Path]) -> str:
+    """A tracker root, named by the ``.torchxconfig`` of the working directory."""
+    root = str(tmp_path / "store")
+    write_torchxconfig(isolated, root)
+    return root
+
+
+def run_tracked_job(cwd: Path) -> str:
+    """Runs the job to completion with ``--parent_run_id`` (the tracker of ``cwd``'s
+    ``.torchxconfig``); returns its app handle."""
     (cwd / "tracked_component.py").write_text(COMPONENT)
-    proc = run_torchx(
+    proc = run_cli(
         "run",
         "-s",
         "local_cwd",
@@ -67,28 +76,28 @@ def run_tracked_job(cwd: Path, store: str) -> str:
 
 
 def tracker_json(cwd: Path, *args: str) -> Any:
-    proc = run_torchx("tracker", "list", *args, "--json", cwd=cwd)
+    proc = run_cli("tracker", "list", *args, "--json", cwd=cwd)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
 
-def test_job_records_artifacts_and_metadata(isolated: Path, tmp_path: Path) -> None:
-    handle = run_tracked_job(isolated, str(tmp_path / "store"))
+def test_job_records_artifacts_and_metadata(isolated: Path, store: str) -> None:
+    handle = run_tracked_job(isolated)
     assert handle in tracker_json(isolated, "jobs")
     assert tracker_json(isolated, "metadata", handle) == {"lr": 0.1, "replica_0": True, "replica_1": True}
     artifacts = tracker_json(isolated, "artifacts", "--artifact", "model", handle)
     assert [(a["name"], a["metadata"]) for a in artifacts] == [("model", {"acc": 0.9})]
-    proc = run_torchx("tracker", "list", "metadata", handle, cwd=isolated)
+    proc = run_cli("tracker", "list", "metadata", handle, cwd=isolated)
     assert proc.returncode == 0 and "replica_1" in proc.stdout, proc.stderr
 
 
-def test_job_records_its_parent(isolated: Path, tmp_path: Path) -> None:
-    handle = run_tracked_job(isolated, str(tmp_path / "store"))
+def test_job_records_its_parent(isolated: Path, store: str) -> None:
+    handle = run_tracked_job(isolated)
     assert tracker_json(isolated, "jobs", "--parent-run-id", PARENT) == [handle]
     assert tracker_json(isolated, "lineage", handle) == {
         "run_id": handle,
         "sources": [{"source_run_id": PARENT, "artifact_name": None}],
         "parents": [{"run_id": PARENT, "sources": [], "parents": []}],
     }
-    proc = run_torchx("tracker", "list", "lineage", handle, cwd=isolated)
+    proc = run_cli("tracker", "list", "lineage", handle, cwd=isolated)
     assert proc.stdout.splitlines() == [handle, f"└── {PARENT}"]

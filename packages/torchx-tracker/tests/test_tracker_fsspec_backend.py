@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import multiprocessing
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -164,23 +165,28 @@ def test_writers_in_threads_all_land(tracker_root: str) -> None:
     assert list(tracker.sources(RUN)) == [TrackerSource(PARENT, None)]
 
 
-def _replica(root: str, replica: int, n: int) -> None:
-    tracker = create(root)
-    for j in range(n):
-        tracker.add_metadata(RUN, **{f"r{replica}_{j}": j, "last_writer": replica})
-        tracker.add_artifact(RUN, f"ckpt-{replica}-{j}", f"/ckpt/{replica}/{j}")
-        tracker.add_source(RUN, PARENT, "model")
+#: one replica writing to the tracker: python -c REPLICA ROOT RUN PARENT REPLICA_ID N
+REPLICA = """
+import sys
+from torchx_tracker.fsspec_backend import create
+
+root, run, parent, replica, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+tracker = create(root)
+for j in range(n):
+    tracker.add_metadata(run, **{f"r{replica}_{j}": j, "last_writer": replica})
+    tracker.add_artifact(run, f"ckpt-{replica}-{j}", f"/ckpt/{replica}/{j}")
+    tracker.add_source(run, parent, "model")
+"""
 
 
 def test_writers_in_processes_all_land(tmp_path: Path) -> None:
     root = str(tmp_path / "tracker")
-    ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_replica, args=(root, r, 20)) for r in range(4)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(60)
-    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", REPLICA, root, RUN, PARENT, str(r), "20"], stderr=subprocess.PIPE)
+        for r in range(4)
+    ]
+    errors = [p.communicate(timeout=60)[1].decode() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], errors
     tracker = create(root)
     metadata = tracker.metadata(RUN)
     assert len(metadata) == 4 * 20 + 1

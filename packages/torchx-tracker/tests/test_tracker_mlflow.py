@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("mlflow", reason="MLflow is not installed: pip install 'torchx-tracker[mlflow]'")
 
+from torchx import testing
 from torchx.cli.main import run_cli
 from torchx.tracker.api import Lineage, TrackerArtifact, TrackerSource
 from torchx_tracker.mlflow_backend import TAG_RUN_ID, TAG_RUN_KEY, MlflowTracker, create
-from tracker_testlib import run_torchx
 
 RUN = "local_cwd://torchx/train-abc"
 PARENT = "local_cwd://torchx/prep-1"
@@ -81,25 +83,28 @@ def test_duplicate_mlflow_runs_are_merged(uri: str) -> None:
     assert list(reader.run_ids()) == [RUN]
 
 
-def _replica(uri: str, replica: int) -> None:
-    import os
+#: one replica writing to the tracker: python -c REPLICA URI RUN PARENT REPLICA_ID
+REPLICA = """
+import sys
+from torchx_tracker.mlflow_backend import create
 
-    os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
-    tracker = create(uri)
-    for j in range(5):
-        tracker.add_metadata(RUN, **{f"r{replica}_{j}": j})
-    tracker.add_source(RUN, PARENT)
+uri, run, parent, replica = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+tracker = create(uri)
+for j in range(5):
+    tracker.add_metadata(run, **{f"r{replica}_{j}": j})
+tracker.add_source(run, parent)
+"""
 
 
 @pytest.mark.slow
 def test_concurrent_replicas_merge(uri: str) -> None:
-    ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_replica, args=(uri, r)) for r in range(3)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-    assert [p.exitcode for p in procs] == [0, 0, 0]
+    env = {**os.environ, "MLFLOW_ALLOW_FILE_STORE": "true"}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", REPLICA, uri, RUN, PARENT, str(r)], env=env, stderr=subprocess.PIPE)
+        for r in range(3)
+    ]
+    errors = [p.communicate(timeout=120)[1].decode() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], errors
     tracker = create(uri)
     assert len(tracker.metadata(RUN)) == 15
     assert list(tracker.sources(RUN)) == [TrackerSource(PARENT, None)]
@@ -126,6 +131,6 @@ def test_cli_reads_mlflow(uri: str, isolated: Path, capsys: pytest.CaptureFixtur
     (isolated / ".torchxconfig").write_text(f"[torchx:tracker]\nmlflow =\n\n[tracker:mlflow]\nconfig = {uri}\n")
     assert run_cli(["tracker", "list", "metadata", RUN, "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {"lr": 0.5}
-    proc = run_torchx("tracker", "list", "jobs", cwd=isolated)
+    proc = testing.run_cli("tracker", "list", "jobs", cwd=isolated)
     assert proc.returncode == 0, proc.stderr
     assert RUN in proc.stdout

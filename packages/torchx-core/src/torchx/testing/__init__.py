@@ -6,6 +6,12 @@
     def isolated(tmp_path, monkeypatch):
         return isolate(tmp_path, monkeypatch)
 
+Also here: running the CLI (:func:`run_cli`, :func:`run_torchx`), one-role apps
+(:func:`command_app`, :func:`python_app`) and real processes (:func:`eventually`,
+:func:`alive`, :func:`children`, :func:`proc_status`, :func:`small_tmpfs` ...). Shared test
+helpers live here or in fixtures, never in a module a test imports by a bare name: one
+``pytest`` run covers every package's tests (``--import-mode=importlib``).
+
 Live-backend tests read the environment that ``scripts/backends/services.sh`` writes
 (``$TORCHX_SERVICES_ENV``, default ``/tmp/torchx-services/env.sh``). They skip when the
 backend is absent, and fail instead when ``TORCHX_REQUIRE_LIVE=1`` (CI sets it).
@@ -19,10 +25,41 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from torchx.testing.apps import command_app, python_app
+from torchx.testing.cli import CliResult, run_cli, run_torchx
+from torchx.testing.processes import alive, children, eventually, proc_status, run_python, small_tmpfs, unmount
+
 if TYPE_CHECKING:
     import pytest
 
     from torchx.specs import Role
+
+__all__ = [
+    "PASSTHROUGH_ARGS",
+    "PROBE_SCRIPT",
+    "CliResult",
+    "alive",
+    "children",
+    "command_app",
+    "eventually",
+    "hostile_value",
+    "install_distribution",
+    "isolate",
+    "live_backend_env",
+    "macro_probe",
+    "macro_probe_output",
+    "measure_scheduler",
+    "proc_status",
+    "python_app",
+    "read_env_file",
+    "run_cli",
+    "run_python",
+    "run_torchx",
+    "services_env_file",
+    "small_tmpfs",
+    "unavailable",
+    "unmount",
+]
 
 ENV_REQUIRE_LIVE = "TORCHX_REQUIRE_LIVE"
 

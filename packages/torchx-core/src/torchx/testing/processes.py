@@ -1,0 +1,94 @@
+"""Real processes for tests: waiting for a condition, reading ``/proc``, a small tmpfs for
+full-disk faults. Linux only (``/proc``; mounting needs root)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+
+def eventually(check: Callable[[], bool], timeout: float = 10.0, interval: float = 0.01) -> None:
+    """Waits until ``check()`` is true.
+
+    Raises:
+        AssertionError: it was still false after ``timeout`` seconds
+    """
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s: {check}")
+        time.sleep(interval)
+
+
+def run_python(
+    code: str, *args: str, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """Runs ``python -c code args`` in a process of its own (this interpreter, the process
+    environment plus ``env``) and returns its result."""
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=timeout,
+        check=False,
+    )
+
+
+def _stat_fields(pid: int | str) -> list[bytes]:
+    """The fields of ``/proc/<pid>/stat`` after the command name: state, ppid, ..."""
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        return f.read().rsplit(b")", 1)[1].split()
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie (a container's PID 1 may not reap orphans)."""
+    try:
+        return _stat_fields(pid)[0] not in (b"Z", b"X")
+    except OSError:  # gone (between the open and the read too)
+        return False
+
+
+def children(pid: int) -> list[int]:
+    """The live (not zombie) child processes of ``pid``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = _stat_fields(entry)
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != b"Z":
+                found.append(int(entry))
+    return found
+
+
+def proc_status(pid: int, field: str) -> int:
+    """A ``kB`` field of ``/proc/<pid>/status`` (``VmRSS``, ``VmHWM``), in bytes."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
+def small_tmpfs(path: Path, size: str = "1m") -> Path:
+    """Mounts a real tmpfs of ``size`` on ``path`` (created; needs root); undo with :func:`unmount`."""
+    path.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, f"these fault-injection tests mount a tmpfs and need root: {proc.stderr.strip()}"
+    return path
+
+
+def unmount(path: Path) -> None:
+    """Unmounts what :func:`small_tmpfs` mounted (lazily: a straggler holding a file cannot block it)."""
+    subprocess.run(["umount", "-l", str(path)], capture_output=True, check=False)
