@@ -40,13 +40,15 @@ def test_detach_then_follow_and_wait_from_other_processes(isolated: Path) -> Non
     log = run_torchx("log", "--tail", "--streams", "stdout", handle)
     assert "done" in log.stdout, log.stderr
     waited = run_torchx("wait", handle, "--json")
-    assert waited.returncode == 0 and json.loads(waited.stdout)["state"] == "SUCCEEDED"
+    assert waited.returncode == 0
+    assert json.loads(waited.stdout)["state"] == "SUCCEEDED"
 
 
 def test_wait_exit_code_follows_the_job() -> None:
     handle = run_torchx("run", "--detach", "-s", "local_cwd", "utils.sh", "exit", "4").stdout.strip()
     waited = run_torchx("wait", handle)
-    assert waited.returncode == 1 and "FAILED" in waited.stdout
+    assert waited.returncode == 1
+    assert "FAILED" in waited.stdout
 
 
 def test_builtins_lists_components_with_summaries() -> None:
@@ -65,4 +67,5 @@ def test_dryrun_prints_request_without_running() -> None:
 
 def test_component_help() -> None:
     proc = run_torchx("run", "utils.echo", "--help")
-    assert proc.returncode == 0 and "--msg" in proc.stdout
+    assert proc.returncode == 0
+    assert "--msg" in proc.stdout

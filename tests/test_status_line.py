@@ -38,12 +38,14 @@ def test_attached_run_shows_a_live_line_and_the_output() -> None:
     code, screen = run_on_a_terminal("run", "-s", "local_cwd", "utils.sh", "--", "sh", "-c", "sleep 1.6; echo done")
     assert code == 0, screen
     assert "\r\x1b[KRUNNING  1 running  0:0" in screen
-    assert "sh/0\x1b[0m done\r\n" in screen and "SUCCEEDED" in screen
+    assert "sh/0\x1b[0m done\r\n" in screen
+    assert "SUCCEEDED" in screen
 
 
 def test_quiet_run_and_wait_show_no_line() -> None:
     code, screen = run_on_a_terminal("run", "--quiet", "-s", "local_cwd", "utils.sh", "sleep", "1.2")
-    assert code == 0 and "\x1b[K" not in screen, screen
+    assert code == 0, screen
+    assert "\x1b[K" not in screen, screen
 
 
 def test_wait_timeout_says_it_timed_out() -> None:
@@ -53,6 +55,7 @@ def test_wait_timeout_says_it_timed_out() -> None:
         assert waited.returncode == 2
         assert f"timed out after 0.5 s waiting for {handle}; it is RUNNING" in waited.stderr
         code, screen = run_on_a_terminal("wait", "--timeout", "1.5", handle)
-        assert code == 2 and "\r\x1b[KRUNNING  1 running" in screen, screen
+        assert code == 2, screen
+        assert "\r\x1b[KRUNNING  1 running" in screen, screen
     finally:
         run_torchx("cancel", handle)

@@ -25,7 +25,8 @@ def test_version_is_the_torchx_api_level() -> None:
 
 
 def test_app_state_and_status_text() -> None:
-    assert repr(AppState.SUCCEEDED) == "SUCCEEDED (4)" and str(AppState.FAILED) == "FAILED"
+    assert repr(AppState.SUCCEEDED) == "SUCCEEDED (4)"
+    assert str(AppState.FAILED) == "FAILED"
     status = AppStatus(
         AppState.FAILED,
         1,
@@ -223,7 +224,9 @@ def test_aws_named_resources_are_torchx_07s() -> None:
         factory = getattr(named_resources_aws, name.replace(".", "_"))
         assert factory() == res
     extras = {"aws_c5.18xlarge", "aws_g6e.48xlarge", "aws_inf2.xlarge", "aws_p5en.48xlarge"}
-    assert extras <= set(named_resources_aws.NAMED_RESOURCES) and len(named_resources_aws.NAMED_RESOURCES) == 40
-    assert named_resources_aws.GiB == 983 and named_resources_aws.aws_p3_2xlarge().memMB == 61 * 983
+    assert extras <= set(named_resources_aws.NAMED_RESOURCES)
+    assert len(named_resources_aws.NAMED_RESOURCES) == 40
+    assert named_resources_aws.GiB == 983
+    assert named_resources_aws.aws_p3_2xlarge().memMB == 61 * 983
     assert specs.resource(h="aws_p3.2xlarge") == named_resources_aws.aws_p3_2xlarge()
     assert named_resources_aws.instance_type_from_resource(named_resources_aws.aws_g5_xlarge()) == "g5.xlarge"

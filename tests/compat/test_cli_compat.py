@@ -18,7 +18,8 @@ ARGS_PY = "import sys\nprint('ARGS', sys.argv[1:])\n"
 def test_run_log_is_torchx_flag_not_log_level(isolated: Path) -> None:
     proc = run_torchx("run", "--log", "-s", "local_cwd", "utils.echo", "--msg", "tail me")
     assert proc.returncode == 0, proc.stderr
-    assert "tail me" in proc.stdout and "ambiguous" not in proc.stderr
+    assert "tail me" in proc.stdout
+    assert "ambiguous" not in proc.stderr
 
 
 @pytest.mark.parametrize(
@@ -39,18 +40,21 @@ def test_nothing_after_the_component_is_a_torchx_option(
     assert f"ARGS {script_args!r}" in proc.stdout
     proc = run_torchx("run", "-s", "local_cwd", "utils.python", "args.py", *script_args)
     assert proc.returncode == 0, proc.stderr
-    assert f"ARGS {script_args!r}" in proc.stdout and "Traceback" not in proc.stderr
+    assert f"ARGS {script_args!r}" in proc.stdout
+    assert "Traceback" not in proc.stderr
 
 
 def test_run_flags_may_be_abbreviated_before_the_component(isolated: Path) -> None:
     proc = run_torchx("run", "--dry", "--parent", "p1", "-s", "local_cwd", "utils.echo", "--msg", "abbreviated")
-    assert proc.returncode == 0 and "abbreviated" in proc.stdout, proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    assert "abbreviated" in proc.stdout, proc.stderr
     assert run_torchx("run", "--s", "local_cwd", "utils.echo").returncode == 2  # --scheduler or --scheduler_args?
 
 
 def test_scheduler_twice_is_an_error(isolated: Path) -> None:
     proc = run_torchx("run", "-s", "local_cwd", "-s", "local_docker", "--dryrun", "utils.echo")
-    assert proc.returncode == 2 and "given twice" in proc.stderr
+    assert proc.returncode == 2
+    assert "given twice" in proc.stderr
 
 
 def test_unknown_cfg_key_warns_once_with_suggestion(isolated: Path) -> None:
@@ -59,12 +63,16 @@ def test_unknown_cfg_key_warns_once_with_suggestion(isolated: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     warnings = [line for line in proc.stderr.splitlines() if "log_dri" in line]
-    assert len(warnings) == 1 and "did you mean 'log_dir'" in warnings[0] and "'partition'" in warnings[0]
+    assert len(warnings) == 1
+    assert "did you mean 'log_dir'" in warnings[0]
+    assert "'partition'" in warnings[0]
 
 
 def test_wrong_cfg_type_still_fails(isolated: Path) -> None:
     proc = run_torchx("run", "-s", "local_cwd", "-cfg", "stop_grace_period=soon", "utils.echo")
-    assert proc.returncode == 1 and "stop_grace_period" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 1
+    assert "stop_grace_period" in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 @pytest.mark.parametrize(
@@ -96,7 +104,8 @@ def test_builtins_print_source_api(isolated: Path) -> None:
     from torchx.specs.finder import get_builtin_source
 
     source = get_builtin_source("dist.ddp")
-    assert "def ddp(" in source and "TORCHX_IMAGE" in source
+    assert "def ddp(" in source
+    assert "TORCHX_IMAGE" in source
     namespace: dict[str, object] = {}
     exec(compile(source, "ddp_copy.py", "exec"), namespace)  # a self-contained module
     assert callable(namespace["ddp"])

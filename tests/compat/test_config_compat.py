@@ -37,7 +37,8 @@ def test_project_config_drives_the_cli(isolated: Path, write: Callable[[Path, st
     handle = proc.stdout.splitlines()[0]
     assert handle.startswith("local_cwd://torchx/echo-")
     assert "hello from config" in proc.stdout
-    assert "not_an_option" in proc.stderr and "Traceback" not in proc.stderr  # warned, not fatal
+    assert "not_an_option" in proc.stderr
+    assert "Traceback" not in proc.stderr  # warned, not fatal
     app_id = handle.rsplit("/", 1)[1]
     assert "hello from config" in (logs / app_id / "echo" / "0" / "stdout.log").read_text()
 
@@ -46,7 +47,9 @@ def test_wrongly_typed_value_is_one_clear_error(isolated: Path, write: Callable[
     write(isolated / ".torchxconfig", "[local_cwd]\nstop_grace_period = soon\n")
     proc = run_torchx("run", "--dryrun", "-s", "local_cwd", "utils.echo")
     assert proc.returncode == 1
-    assert proc.stderr.count("\n") == 1 and "stop_grace_period = soon" in proc.stderr and "float" in proc.stderr
+    assert proc.stderr.count("\n") == 1
+    assert "stop_grace_period = soon" in proc.stderr
+    assert "float" in proc.stderr
 
 
 def test_programmatic_apply_as_in_the_torchx_docs(
@@ -115,7 +118,8 @@ def test_configure_then_load_round_trip(
         print("ok")
         """,
     )
-    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok", proc.stderr
 
 
 def test_one_cfg_for_several_schedulers(
@@ -149,12 +153,16 @@ def test_torchxconfig_variable(isolated: Path, write: Callable[[Path, str], Path
     proc = run_torchx("run", "-s", "local_cwd", "utils.echo", env={"TORCHXCONFIG": str(other)})
     assert "from TORCHXCONFIG" in proc.stdout, proc.stderr
     missing = run_torchx("run", "-s", "local_cwd", "utils.echo", env={"TORCHXCONFIG": str(isolated / "nope")})
-    assert missing.returncode == 1 and "TORCHXCONFIG" in missing.stderr and "Traceback" not in missing.stderr
+    assert missing.returncode == 1
+    assert "TORCHXCONFIG" in missing.stderr
+    assert "Traceback" not in missing.stderr
 
 
 def test_percent_and_typos_in_values(isolated: Path, write: Callable[[Path, str], Path]) -> None:
     write(isolated / ".torchxconfig", "[component:utils.echo]\nmsg = 100% done\n")
     proc = run_torchx("run", "-s", "local_cwd", "utils.echo")
-    assert proc.returncode == 0 and "100% done" in proc.stdout, proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    assert "100% done" in proc.stdout, proc.stderr
     typo = run_torchx("run", "--dryrun", "-s", "local_cwd", "-cfg", "prepend_cwd=ture", "utils.echo")
-    assert typo.returncode == 1 and "prepend_cwd" in typo.stderr  # TorchX would silently read False
+    assert typo.returncode == 1
+    assert "prepend_cwd" in typo.stderr  # TorchX would silently read False

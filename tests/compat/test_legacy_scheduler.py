@@ -31,11 +31,13 @@ def _wait_for(handle: str, state: str) -> dict[str, object]:
 
 def test_cli_lifecycle(isolated: Path) -> None:
     opts = run_torchx("runopts", "legacy_proc")
-    assert opts.returncode == 0 and "shell" in opts.stdout, opts.stdout + opts.stderr
+    assert opts.returncode == 0, opts.stdout + opts.stderr
+    assert "shell" in opts.stdout, opts.stdout + opts.stderr
 
     dry = run_torchx("run", "--dryrun", "-s", "legacy_proc", "utils.echo", "--msg", "hi")
     assert dry.returncode == 0, dry.stderr
-    assert "ProcRequest" in dry.stdout and "'echo', 'hi'" in dry.stdout
+    assert "ProcRequest" in dry.stdout
+    assert "'echo', 'hi'" in dry.stdout
 
     run = run_torchx(
         "run",
@@ -112,7 +114,8 @@ def test_runner_lifecycle(isolated: Path) -> None:
         assert len(info.request.replicas) == 2
         handle = runner.schedule(info)
         status = runner.wait(handle, wait_interval=0.1)
-        assert status is not None and status.state == specs.AppState.SUCCEEDED
+        assert status is not None
+        assert status.state == specs.AppState.SUCCEEDED
         lines = "".join(runner.log_lines(handle, "worker", k=1))
         app_id = handle.rsplit("/", 1)[1]
         assert f"replica 1 of {app_id}" in lines
@@ -127,4 +130,5 @@ def test_runner_lifecycle(isolated: Path) -> None:
         handle2 = runner.run(sleeper, "legacy_proc")
         runner.cancel(handle2)
         final = runner.wait(handle2, wait_interval=0.1)
-        assert final is not None and final.state == specs.AppState.CANCELLED
+        assert final is not None
+        assert final.state == specs.AppState.CANCELLED

@@ -51,7 +51,8 @@ def test_quickstart(isolated: Path, write: Callable[[Path, str], Path]) -> None:
     # Hello World / Launching
     write(isolated / "my_app.py", MY_APP)
     help_text = run_torchx("run", "--scheduler", "local_cwd", "utils.python", "--help")
-    assert help_text.returncode == 0 and "--script" in help_text.stdout
+    assert help_text.returncode == 0
+    assert "--script" in help_text.stdout
     proc = run_torchx("run", "--scheduler", "local_cwd", "utils.python", "--script", "my_app.py", "your name")
     assert proc.returncode == 0, proc.stderr
     assert "Hello, your name!" in proc.stdout
@@ -63,11 +64,13 @@ def test_quickstart(isolated: Path, write: Callable[[Path, str], Path]) -> None:
     # .torchxconfig
     write(isolated / ".torchxconfig", TORCHXCONFIG)
     again = run_torchx("run", "--scheduler", "local_cwd", "utils.python", "--script", "my_app.py", "your name")
-    assert again.returncode == 0 and "Hello, your name!" in again.stdout, again.stderr
+    assert again.returncode == 0, again.stderr
+    assert "Hello, your name!" in again.stdout, again.stderr
 
     # Remote Schedulers (as a dry run) and "All config options"
     assert run_torchx("runopts").returncode == 0
     pytest.importorskip("torchx_sched_slurm")
     slurm = run_torchx("run", "--dryrun", "--scheduler", "slurm", "dist.ddp", "-j", "2x2", "--script", "dist_app.py")
     assert slurm.returncode == 0, slurm.stderr
-    assert "--partition=torchx" in slurm.stdout and "dist_app.py" in slurm.stdout
+    assert "--partition=torchx" in slurm.stdout
+    assert "dist_app.py" in slurm.stdout

@@ -114,7 +114,8 @@ def test_result_tracker_reads_what_booth_writes(tmp_path) -> None:  # type: igno
     tracker = FsspecResultTracker(str(tmp_path))
     assert tracker[7] == {"booth_eval": 0.0}
     tracker["next"] = {"loss": 0.5}
-    assert tracker.get("next") == {"loss": 0.5} and tracker.get("absent") == {}
+    assert tracker.get("next") == {"loss": 0.5}
+    assert tracker.get("absent") == {}
 
 
 def test_component_test_case_runs_a_component() -> None:

@@ -196,7 +196,8 @@ def test_process_monitor_timeout_and_usage() -> None:
     assert time.monotonic() - began < 15
     assert "timeout (0.5s) reached" in out.stdout
     out = run_app("process_monitor", "--timeout", "1", "sleep", "1")
-    assert out.returncode == 2 and "give the command after --" in out.stderr
+    assert out.returncode == 2
+    assert "give the command after --" in out.stderr
 
 
 # ---------------------------------------------------------------- torchserve
@@ -263,7 +264,8 @@ def test_torchserve_component() -> None:
     ]
     assert role.port_map == {"model-download": 9000}
     default = serve.torchserve("m.mar", "http://ts:8081").roles[0]
-    assert "--port" not in default.args and default.port_map == {"model-download": 8222}
+    assert "--port" not in default.args
+    assert default.port_map == {"model-download": 8222}
 
 
 def test_torchserve_registers_model(tmp_path: Path, management_api: tuple[str, list[dict[str, object]]]) -> None:
@@ -295,7 +297,8 @@ def test_torchserve_registers_model(tmp_path: Path, management_api: tuple[str, l
     assert calls[0]["path"] == "/models"
     query = calls[0]["query"]
     assert isinstance(query, dict)
-    assert query["model_name"] == "m" and query["initial_workers"] == "1"
+    assert query["model_name"] == "m"
+    assert query["initial_workers"] == "1"
     assert query["url"].endswith("/my%20model.mar")
     assert calls[0]["body"] == b"MAR" * 1000
 
@@ -308,9 +311,12 @@ def test_torchserve_reports_failures(tmp_path: Path, management_api: tuple[str, 
         "torchserve", "--model_path", str(model), "--management_api", url, "--port", "0", "--param", "model_name=bad"
     )
     assert out.returncode == 1
-    assert "registration failed: HTTP 400" in out.stderr and "bad model" in out.stderr
+    assert "registration failed: HTTP 400" in out.stderr
+    assert "bad model" in out.stderr
     out = run_app("torchserve", "--model_path", str(model), "--management_api", url, "--port", "0", "--dryrun")
-    assert out.returncode == 0 and out.stdout.startswith(f"POST {url}/models?url=http")
+    assert out.returncode == 0
+    assert out.stdout.startswith(f"POST {url}/models?url=http")
     assert len(calls) == 1  # the dry run sent nothing
     out = run_app("torchserve", "--model_path", str(tmp_path / "nope.mar"), "--management_api", url, "--port", "0")
-    assert out.returncode == 1 and "No such file" in out.stderr
+    assert out.returncode == 1
+    assert "No such file" in out.stderr

@@ -69,7 +69,8 @@ def run_ddp(runner: Runner, workdir: Path, j: str) -> dict[int, tuple[int, float
     assert app is not None
     role = app.roles[0]
     logs = ["".join(runner.log_lines(handle, role.name, k)) for k in range(role.num_replicas)]
-    assert status is not None and status.state == AppState.SUCCEEDED, "\n".join(logs)
+    assert status is not None, "\n".join(logs)
+    assert status.state == AppState.SUCCEEDED, "\n".join(logs)
     ranks: dict[int, tuple[int, float, str]] = {}
     for log in logs:
         for line in log.splitlines():

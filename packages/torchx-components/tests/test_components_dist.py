@@ -90,7 +90,8 @@ def test_ddp_single_node_defaults() -> None:
     app = ddp("--script", "train.py", "--", "--lr", "0.1")
     role = app.roles[0]
     assert (app.name, role.name) == ("train", "train")
-    assert role.entrypoint == "bash" and role.args[0] == "-c"
+    assert role.entrypoint == "bash"
+    assert role.args[0] == "-c"
     assert (role.num_replicas, role.min_replicas) == (1, 1)
     assert (role.resource.cpu, role.resource.gpu, role.resource.memMB) == (2, 0, 1024)
     assert role.port_map == {"c10d": 29500}
@@ -175,7 +176,8 @@ def test_ddp_static_backend_passes_node_rank(tmp_path: Path) -> None:
     assert argv[argv.index("--node_rank") + 1] == "2"
     single = ddp("-j", "1x2", "--rdzv_backend", "static", "--rdzv_port", "1234", "--script", "t.py").roles[0]
     argv = torchrun_argv(single, tmp=tmp_path)
-    assert argv[3] == "localhost:1234" and argv[argv.index("--node_rank") + 1] == "0"
+    assert argv[3] == "localhost:1234"
+    assert argv[argv.index("--node_rank") + 1] == "0"
 
 
 def test_ddp_options() -> None:
@@ -199,10 +201,12 @@ def test_ddp_options() -> None:
         "img:1",
     )
     role = app.roles[0]
-    assert app.name == "run7" and role.name == "main"
+    assert app.name == "run7"
+    assert role.name == "main"
     assert role.image == "img:1"
     assert (role.resource.cpu, role.resource.gpu) == (16, 2)
-    assert role.env["LOGLEVEL"] == "INFO" and role.env["FOO"] == "bar"
+    assert role.env["LOGLEVEL"] == "INFO"
+    assert role.env["FOO"] == "bar"
     assert role.env["TORCH_DISTRIBUTED_DEBUG"] == "DETAIL"
     assert role.env["TORCHX_TRACKING_EXPERIMENT_NAME"] == "exp1"
     assert role.max_retries == 2
@@ -274,8 +278,10 @@ def test_a_node_without_torchrun_is_told_what_to_install(tmp_path: Path) -> None
         (tmp_path / tool).symlink_to(subprocess.run(["which", tool], capture_output=True, text=True).stdout.strip())
     proc = subprocess.run([role.entrypoint, *role.args], capture_output=True, text=True, env=env, timeout=30)
     assert proc.returncode == 127
-    assert "torchrun is not on PATH" in proc.stderr and "CPU wheel: pip install torch --index-url" in proc.stderr
+    assert "torchrun is not on PATH" in proc.stderr
+    assert "CPU wheel: pip install torch --index-url" in proc.stderr
     (tmp_path / "nvidia-smi").write_text("#!/bin/sh\n")
     (tmp_path / "nvidia-smi").chmod(0o755)
     proc = subprocess.run([role.entrypoint, *role.args], capture_output=True, text=True, env=env, timeout=30)
-    assert proc.returncode == 127 and proc.stderr.strip().endswith("environment: pip install torch")
+    assert proc.returncode == 127
+    assert proc.stderr.strip().endswith("environment: pip install torch")

@@ -52,7 +52,8 @@ def test_every_builtin_is_listed_with_a_summary() -> None:
     assert set(components) >= BUILTINS
     for name in BUILTINS:
         c = components[name]
-        assert c.description and "\n" not in c.description, name
+        assert c.description, name
+        assert "\n" not in c.description, name
         assert c.module == "torchx_components." + name.rpartition(".")[0]
 
 
@@ -90,7 +91,8 @@ def test_builtins_cli_lists_one_line_each(capsys: pytest.CaptureFixture[str]) ->
     assert "Distributed data parallel training" in listed["dist.ddp"]
     assert run_cli(["builtins", "--print", "utils.echo"]) == 0
     source = capsys.readouterr().out
-    assert "\ndef echo(" in source and "from torchx.version import TORCHX_IMAGE\n" in source  # runs when saved
+    assert "\ndef echo(" in source
+    assert "from torchx.version import TORCHX_IMAGE\n" in source  # runs when saved
 
 
 @pytest.mark.parametrize("name", sorted(BUILTINS))

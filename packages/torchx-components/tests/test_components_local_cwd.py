@@ -32,13 +32,15 @@ def run(runner: Runner, component: str, args: list[str], role: str) -> tuple[App
 def test_echo(runner: Runner) -> None:
     state, log = run(runner, "utils.echo", ["--msg", "hello from ${app_id}"], "echo")
     assert state == AppState.SUCCEEDED
-    assert log.startswith("hello from ") and "${app_id}" not in log
+    assert log.startswith("hello from ")
+    assert "${app_id}" not in log
 
 
 def test_echo_replicas(runner: Runner) -> None:
     handle = runner.run_component("utils.echo", ["--msg", "hi", "--num_replicas", "2"], scheduler="local_cwd")
     status = runner.wait(handle, wait_interval=0.2, timeout=120)
-    assert status is not None and status.state == AppState.SUCCEEDED
+    assert status is not None
+    assert status.state == AppState.SUCCEEDED
     assert [list(runner.log_lines(handle, "echo", k)) for k in (0, 1)] == [["hi\n"], ["hi\n"]]
 
 
@@ -72,7 +74,8 @@ def test_python_module_and_code(runner: Runner) -> None:
     assert log == "['x', 'y z']\n"
     state, log = run(runner, "utils.python", ["-m", "json.tool", "--", "--help"], "python")
     assert state == AppState.SUCCEEDED
-    assert "usage:" in log and "json.tool" in log
+    assert "usage:" in log
+    assert "json.tool" in log
 
 
 def test_booth_and_copy(runner: Runner, isolated: Path) -> None:
@@ -110,7 +113,8 @@ def test_macros_from_a_hostile_working_directory_run_nothing(
         args, role = ["--script", "t.py", "--", *words], "t"
     handle = runner.run_component(component, args, scheduler="local_cwd")
     status = runner.wait(handle, wait_interval=0.2, timeout=120)
-    assert status is not None and status.state == AppState.SUCCEEDED, status
+    assert status is not None, status
+    assert status.state == AppState.SUCCEEDED, status
     app_id = handle.rsplit("/", 1)[1]
     lines = "".join(runner.log_lines(handle, role, 0))
     expected = "".join(f"<{w}>\n" for w in [str(cwd), f"{app_id}-0", *PASSTHROUGH_ARGS])

@@ -34,7 +34,8 @@ def test_echo_defaults_and_args() -> None:
     )
     role = role_of(materialize_appdef(utils.echo, ["--msg", "hi there", "--num_replicas", "3", "--image", "/tmp"]))
     assert (role.args, role.num_replicas, role.image) == (["hi there"], 3, "/tmp")
-    assert role.resource.cpu == 1 and role.resource.gpu == 0
+    assert role.resource.cpu == 1
+    assert role.resource.gpu == 0
 
 
 def test_touch_requires_file() -> None:
@@ -73,7 +74,8 @@ def test_sh_options() -> None:
     assert role.entrypoint == "bash"
     assert role.args == ["-c", '"$@"', "sh", "ls"]
     assert role.num_replicas == 2
-    assert role.resource.memMB == 2048 and role.resource.cpu == 1
+    assert role.resource.memMB == 2048
+    assert role.resource.cpu == 1
     assert role.env == {"A": "1", "B": "x y"}
     assert role.max_retries == 3
     assert role.mounts == [specs.BindMount(src_path="/data", dst_path="/mnt/data", read_only=True)]
@@ -228,6 +230,7 @@ def test_arguments_without_macros_arrive_byte_identical(component: Any) -> None:
     role = role_of(materialize_appdef(component, argv))
     filled = specs.macros.Values(img_root="/r", app_id="A", replica_id="0").apply(role)
     want = text.replace("${app_id}", "A")
-    assert want in filled.args and text not in filled.args
+    assert want in filled.args
+    assert text not in filled.args
     if component is utils.binary:
         assert filled.entrypoint == want

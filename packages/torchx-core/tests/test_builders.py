@@ -87,7 +87,8 @@ def test_types_and_varargs() -> None:
             "--b",
         ],
     )
-    assert app.name == "x" and app.roles[0].num_replicas == 3
+    assert app.name == "x"
+    assert app.roles[0].num_replicas == 3
     assert meta(app) == {"ratio": 2.5, "debug": True, "tag": "t", "ids": [1, 2], "count": None}
     assert app.roles[0].env == {"A": "1,2", "B": "3"}
     assert app.roles[0].args == ["a", "--b"]
@@ -97,7 +98,8 @@ def test_bool_forms_and_double_dash() -> None:
     assert meta(materialize_appdef(comp, ["--name", "x", "--debug", "false"]))["debug"] is False
     assert meta(materialize_appdef(comp, ["--name", "x", "--debug", "True"]))["debug"] is True
     app = materialize_appdef(comp, ["--name", "x", "--", "--n", "5"])
-    assert app.roles[0].args == ["--n", "5"] and app.roles[0].num_replicas == 1
+    assert app.roles[0].args == ["--n", "5"]
+    assert app.roles[0].num_replicas == 1
 
 
 def test_optional_empty_is_none() -> None:
@@ -109,7 +111,9 @@ def test_defaults_precedence_function_config_cli() -> None:
     assert materialize_appdef(comp, ["--name", "x"], {"n": "2"}).roles[0].num_replicas == 2
     assert materialize_appdef(comp, ["--name", "x", "-n", "5"], {"n": "2"}).roles[0].num_replicas == 5
     app = materialize_appdef(comp, [], config={"name": "cfg", "n": 4, "script_args": "a b"})
-    assert app.name == "cfg" and app.roles[0].num_replicas == 4 and app.roles[0].args == ["a", "b"]
+    assert app.name == "cfg"
+    assert app.roles[0].num_replicas == 4
+    assert app.roles[0].args == ["a", "b"]
 
 
 @pytest.mark.parametrize(
@@ -162,7 +166,9 @@ def test_help_text_comes_from_docstring() -> None:
     from torchx.specs.builders import component_parser
 
     text = component_parser(comp, prog="torchx run comp").format_help()
-    assert "A test component." in text and "replicas (int, default: 1)" in text and "--name NAME" in text
+    assert "A test component." in text
+    assert "replicas (int, default: 1)" in text
+    assert "--name NAME" in text
 
 
 def test_to_dict() -> None:

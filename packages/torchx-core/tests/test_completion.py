@@ -70,7 +70,8 @@ def test_cli_filters_by_prefix_and_never_fails_loudly() -> None:
     code, out, err = run_cli("__complete", "st")
     assert (code, out, err) == (0, "status\n", "")
     code, out, err = run_cli("__complete", "run", "-s", "local_cwd", "--nosuch", "")
-    assert code == 0 and "Traceback" not in err
+    assert code == 0
+    assert "Traceback" not in err
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
@@ -106,9 +107,11 @@ def test_bash_script_completes_words_bash_split(
 def test_completion_verb_prints_each_script() -> None:
     for shell in ("bash", "zsh", "fish"):
         code, out, _ = run_cli("completion", shell)
-        assert code == 0 and "__complete" in out
+        assert code == 0
+        assert "__complete" in out
     code, _, err = run_cli("completion", "tcsh")
-    assert code == 2 and "invalid choice" in err
+    assert code == 2
+    assert "invalid choice" in err
 
 
 # ---------------------------------------------------------------- zsh and fish, in the real shells
@@ -198,7 +201,8 @@ def zsh_complete(installed: Path, tmp_path: Path, line: str, pre: str = "", post
         timeout=120,
     )
     lines = out.read_text().splitlines() if out.exists() else []
-    assert proc.returncode == 0 and lines[-1:] == ["DONE"], (proc.returncode, proc.stderr, lines)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr, lines)
+    assert lines[-1:] == ["DONE"], (proc.returncode, proc.stderr, lines)
     buffer = next(x for x in lines if x.startswith("BUFFER "))[len("BUFFER ") :]
     return {x[len("HIT ") :] for x in lines if x.startswith("HIT ")}, buffer
 
@@ -276,7 +280,8 @@ def test_zsh_and_fish_complete_handles(installed: Path, tmp_path: Path, jobs: li
 def test_zsh_and_fish_fall_back_to_files(installed: Path, tmp_path: Path) -> None:
     (tmp_path / "src_dir").mkdir()
     zsh_hits, buffer = zsh_complete(installed, tmp_path, f"torchx run --workspace {tmp_path}/src_")
-    assert "src_dir" in zsh_hits and buffer == f"torchx run --workspace {tmp_path}/src_dir/", (zsh_hits, buffer)
+    assert "src_dir" in zsh_hits, (zsh_hits, buffer)
+    assert buffer == f"torchx run --workspace {tmp_path}/src_dir/", (zsh_hits, buffer)
     assert fish_complete(installed, f"torchx run --workspace {tmp_path}/src_") == {f"{tmp_path}/src_dir/"}
 
 
@@ -291,7 +296,8 @@ def test_zsh_script_works_from_fpath(installed: Path, tmp_path: Path) -> None:
 
 def test_zsh_script_without_compinit_says_what_to_do(tmp_path: Path) -> None:
     proc = subprocess.run([shell_program("zsh"), "-fc", script("zsh")], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0 and "autoload -Uz compinit && compinit" in proc.stderr, proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    assert "autoload -Uz compinit && compinit" in proc.stderr, proc.stderr
 
 
 def fish_tab(installed: Path, tmp_path: Path, line: str) -> str:

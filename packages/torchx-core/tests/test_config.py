@@ -100,7 +100,8 @@ def test_load_converts_to_option_types_and_keeps_given_keys(typed: str, caplog: 
         "tags": ["x", "y,z"],  # lists are `;`-separated, as TorchX writes them
         "labels": {"team": "ml", "tier": "gold"},
     }
-    assert "bogus" in caplog.text and "not a run option" in caplog.text
+    assert "bogus" in caplog.text
+    assert "not a run option" in caplog.text
 
 
 def test_load_none_and_bad_values(typed: str) -> None:
@@ -157,7 +158,8 @@ def test_dump_all_required_only_and_round_trip(typed: str) -> None:
     }
     everything = io.StringIO()
     config.dump(everything)  # no schedulers: every installed one
-    assert "[typed]\n" in everything.getvalue() and "[fake]" not in everything.getvalue()
+    assert "[typed]\n" in everything.getvalue()
+    assert "[fake]" not in everything.getvalue()
     with pytest.raises(ValueError, match="not a registered scheduler"):
         config.dump(io.StringIO(), ["nope"])
 

@@ -47,7 +47,8 @@ def test_lint_results_are_cached_until_the_file_changes(tmp_path: Path) -> None:
     first, parsed = _scan_in_fresh_process(component, tmp_path / "cache")
     assert parsed
     assert "('hello', 'Says hello.', [])" in first
-    assert "'broken'" in first and "missing type annotation" in first
+    assert "'broken'" in first
+    assert "missing type annotation" in first
 
     again, parsed = _scan_in_fresh_process(component, tmp_path / "cache")
     assert (again, parsed) == (first, False)  # from the cache: nothing parsed

@@ -65,7 +65,8 @@ def test_registered_path_is_the_plugins_module(make_dist) -> None:  # type: igno
         mod = importlib.import_module("torchx.schedulers.alpha_scheduler")
         import alpha_compat
 
-        assert mod is alpha_compat and mod.__spec__.name == "alpha_compat"
+        assert mod is alpha_compat
+        assert mod.__spec__.name == "alpha_compat"
         from torchx.schedulers.alpha_scheduler import AlphaScheduler
 
         assert AlphaScheduler is alpha_compat.AlphaScheduler
@@ -174,7 +175,8 @@ def test_legacy_entry_hides_builtins_and_is_reported(make_dist) -> None:  # type
     site = make_dist("team-comps", {"torchx.components": {"foo": "my_project.bar", "test": "my_project"}})
     names = set(get_components())
     assert {"foo.baz.trainer", "test.bar.baz.trainer"} <= names
-    assert "fakedist.ddp" not in names and "torchx.fakedist.ddp" not in names
+    assert "fakedist.ddp" not in names
+    assert "torchx.fakedist.ddp" not in names
     assert not any("deep" in n for n in names)  # my_project/bar/ns has no __init__.py
     reg = torchx.plugins.get_registry()
     assert any(c.kind == "components" and c.name == "fake_builtins" for c in reg.conflicts)
@@ -186,7 +188,8 @@ def test_prefixed_and_underscore_aliases_add_builtins_back(make_dist) -> None:  
     _install_builtins(make_dist)
     make_dist("team-comps", {"torchx.components": {"torchx": "torchx.components", "_0": "my_project.bar"}})
     names = set(get_components())
-    assert {"torchx.fakedist.ddp", "baz.trainer"} <= names and "fakedist.ddp" not in names
+    assert {"torchx.fakedist.ddp", "baz.trainer"} <= names
+    assert "fakedist.ddp" not in names
     torchx.plugins.reset()
 
 
@@ -202,7 +205,8 @@ def test_top_level_namespace_package_is_searched_but_not_its_namespace_subpackag
     _install_builtins(make_dist)
     make_dist("team-comps", {"torchx.components": {"ns": "ns_top"}})
     names = set(get_components())
-    assert "ns.top.top" in names and not any("below" in n for n in names)
+    assert "ns.top.top" in names
+    assert not any("below" in n for n in names)
 
 
 def test_torchx_group_components_stay_additive(make_dist) -> None:  # type: ignore[no-untyped-def]
@@ -211,7 +215,8 @@ def test_torchx_group_components_stay_additive(make_dist) -> None:  # type: igno
     make_dist("b-extra", {"torchx": {"extra": "extra_plugin"}}, {"extra_plugin.py": other})
     make_dist("team-comps", {"torchx.components": {"foo": "my_project.bar"}})
     names = set(get_components())
-    assert {"foo.baz.trainer", "extra.bar.baz.trainer"} <= names and "fakedist.ddp" not in names
+    assert {"foo.baz.trainer", "extra.bar.baz.trainer"} <= names
+    assert "fakedist.ddp" not in names
 
 
 class _Old:

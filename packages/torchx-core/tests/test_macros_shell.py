@@ -65,7 +65,8 @@ def test_shell_args_with_hostile_values_run_nothing(tmp_path: Path) -> None:
     )
     assert out.stdout == macro_probe_output(img_root, app_id, 3)
     assert not marker.exists()
-    assert "<$$>\n" in out.stdout and f"<{PASSTHROUGH_ARGS[5]}>\n" in out.stdout
+    assert "<$$>\n" in out.stdout
+    assert f"<{PASSTHROUGH_ARGS[5]}>\n" in out.stdout
 
 
 @pytest.mark.parametrize("text", ["", "@R@", "a@R@b", "@R@@R@", "it's @R@ $(id) `id`\n$$", "no token 'x'"])

@@ -92,10 +92,12 @@ def test_discovery_registers_everything_and_imports_no_implementation(make_dist)
     reg = get_registry()
     assert reg.schedulers["alpha"].factory == "alpha_impl:create_scheduler"
     assert reg.named_resources["alpha.big"].factory == "alpha_impl:big"
-    assert reg.trackers["alpha"].name == "alpha" and reg.workspaces["alpha"].mixin == "alpha_impl:Mixin"
+    assert reg.trackers["alpha"].name == "alpha"
+    assert reg.workspaces["alpha"].mixin == "alpha_impl:Mixin"
     assert reg.cli_commands["hello"].help == "say hello"
     info = next(p for p in reg.plugins if p.dist == "torchx-alpha")
-    assert info.version == "2.3" and not info.errors
+    assert info.version == "2.3"
+    assert not info.errors
     assert info.registers["schedulers"] == ["alpha"]
     assert "alpha_impl" not in sys.modules
 
@@ -108,7 +110,8 @@ def test_components_listed_statically_and_named_by_prefix(make_dist) -> None:  #
     assert not any("invalid" in n or "_private" in n or "_helpers" in n for n in names)
     assert "alpha_comps.baz" not in sys.modules
     comp = get_component("foo.baz.trainer")
-    assert comp.fn().name == "t" and comp.description == "Trains."
+    assert comp.fn().name == "t"
+    assert comp.description == "Trains."
 
 
 def test_legacy_groups_add_to_plugins_and_win_clashes(make_dist) -> None:  # type: ignore[no-untyped-def]
@@ -126,10 +129,12 @@ def test_legacy_groups_add_to_plugins_and_win_clashes(make_dist) -> None:  # typ
     assert set(reg.schedulers) >= {"alpha", "team"}
     assert reg.schedulers["alpha"].factory == "team:create_alpha"
     assert reg.named_resources["gpu_x2"].factory == "team:gpu_x2"
-    assert "teamtrack" in reg.trackers and "teamcmd" in reg.cli_commands
+    assert "teamtrack" in reg.trackers
+    assert "teamcmd" in reg.cli_commands
     [conflict] = reg.conflicts
     assert (conflict.kind, conflict.name) == ("schedulers", "alpha")
-    assert conflict.winner.startswith("team-legacy") and conflict.loser.startswith("torchx-alpha")
+    assert conflict.winner.startswith("team-legacy")
+    assert conflict.loser.startswith("torchx-alpha")
 
 
 def test_clash_between_plugins_first_distribution_wins(make_dist) -> None:  # type: ignore[no-untyped-def]
@@ -222,7 +227,8 @@ def torchx_post_submit(app_handle, app, scheduler, cfg):
     app = AppDef("ok", roles=[Role("r", "i", entrypoint="echo", resource=resource(cpu=1))])
     with get_runner() as runner:
         info = runner.dryrun(app, "fake")
-        assert info.app is not None and info.app.metadata == {"audited": "yes"}
+        assert info.app is not None
+        assert info.app.metadata == {"audited": "yes"}
         assert app.metadata == {}
         handle = runner.schedule(info)
         with pytest.raises(SubmissionRejected, match="rejected by plugin policy:policy: name 'forbidden'"):
@@ -258,7 +264,8 @@ def torchx_post_submit(app_handle):
     try:
         with get_runner() as runner:
             info = runner.dryrun(app, "fake")
-            assert info.app is not None and info.app.name == "app-alpha-zeta"
+            assert info.app is not None
+            assert info.app.name == "app-alpha-zeta"
             runner.schedule(info)
     finally:
         del torchx.plugins.__dict__["_TEST_CALLS"]
@@ -288,12 +295,14 @@ def torchx_post_submit(app_handle):
     from torchx.specs import AppDef, Role, resource
 
     info = next(p for p in get_registry().plugins if p.dist == "policy-wrapper")
-    assert len(info.errors) == 1 and "torchx_pre_submit is declared as a wrapper" in info.errors[0]
+    assert len(info.errors) == 1
+    assert "torchx_pre_submit is declared as a wrapper" in info.errors[0]
     assert info.event_hooks == ["torchx_post_submit"]
     app = AppDef("app", roles=[Role("r", "i", entrypoint="echo", resource=resource(cpu=1))])
     with get_runner() as runner:
         dryrun = runner.dryrun(app, "fake")
-    assert dryrun.app is not None and dryrun.app.name == "app"
+    assert dryrun.app is not None
+    assert dryrun.app.name == "app"
 
 
 def test_cli_lists_plugins_and_runs_plugin_command(make_dist) -> None:  # type: ignore[no-untyped-def]
@@ -305,16 +314,17 @@ def test_cli_lists_plugins_and_runs_plugin_command(make_dist) -> None:  # type: 
     code, out, err = run_cli("hello", "world", env=env)
     assert (code, out.strip()) == (0, "hello world")
     code, out, err = run_cli("plugins", env=env)
-    assert (
-        code == 1 and "torchx-alpha 2.3" in out and "error: cannot load module 'bad_plugin': ImportError: nope" in out
-    )
+    assert code == 1
+    assert "torchx-alpha 2.3" in out
+    assert "error: cannot load module 'bad_plugin': ImportError: nope" in out
     code, out, err = run_cli("plugins", "--json", env=env)
     import json
 
     data = json.loads(out)
     assert {p["dist"] for p in data["plugins"]} >= {"torchx-alpha", "broken-import"}
     code, out, err = run_cli("--help", env=env)
-    assert code == 0 and "hello" in out
+    assert code == 0
+    assert "hello" in out
 
 
 def test_a_failed_plugin_is_named_where_it_matters(make_dist, fake_scheduler) -> None:  # type: ignore[no-untyped-def]
@@ -346,10 +356,14 @@ def test_registrations_are_frozen_positional_values_and_survive_the_cache(make_d
     install_alpha(make_dist)
     make_dist("team-legacy", {"torchx.schedulers": {"alpha": "team:create_alpha"}})
     reg = get_registry()
-    assert reg.conflicts and reg.plugins
+    assert reg.conflicts
+    assert reg.plugins
     again = type(reg).from_data(reg.to_data())  # what the marshal cache stores and reads back
-    assert again.schedulers == reg.schedulers and again.components == reg.components
-    assert again.conflicts == reg.conflicts and again.plugins == reg.plugins and again.origin == reg.origin
+    assert again.schedulers == reg.schedulers
+    assert again.components == reg.components
+    assert again.conflicts == reg.conflicts
+    assert again.plugins == reg.plugins
+    assert again.origin == reg.origin
     import marshal
 
     assert marshal.loads(marshal.dumps(reg.to_data())) == reg.to_data()  # plain data only

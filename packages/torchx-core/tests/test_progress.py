@@ -59,7 +59,8 @@ def test_live_line_is_redrawn_in_place_and_log_lines_go_above_it() -> None:
     text = term.getvalue()
     assert text.startswith("\r\x1b[KRUNNING  1 running  0:00")
     # cleared before the log line, redrawn after it, cleared at the end
-    assert text.count("\r\x1b[KRUNNING") == 2 and text.endswith("\r\x1b[K")
+    assert text.count("\r\x1b[KRUNNING") == 2
+    assert text.endswith("\r\x1b[K")
     assert out.getvalue() == "r/0 hello\n"
 
 

@@ -34,7 +34,8 @@ def test_init_repr_eq() -> None:
     p = Point(1, tags=["a"])
     assert (p.x, p.y, p.tags) == (1, 0, ["a"])
     assert repr(p) == "Point(x=1, y=0, tags=['a'])"
-    assert p == Point(1, 0, ["a"]) and p != Point(2)
+    assert p == Point(1, 0, ["a"])
+    assert p != Point(2)
     assert Point(1).tags is not Point(1).tags  # a fresh default per instance
     with pytest.raises(TypeError, match="missing 1 required positional argument: 'x'"):
         Point()  # type: ignore[call-arg]
@@ -44,18 +45,21 @@ def test_init_repr_eq() -> None:
         Point(1, x=2)  # type: ignore[misc]
     with pytest.raises(TypeError, match="unhashable"):
         hash(p)
-    assert hash(Key("a")) == hash(Key("a")) and len({Key("a"), Key("a")}) == 1
+    assert hash(Key("a")) == hash(Key("a"))
+    assert len({Key("a"), Key("a")}) == 1
 
 
 def test_dataclasses_functions_accept_records() -> None:
     p = Point(1, 2, ["t"])
-    assert dataclasses.is_dataclass(p) and dataclasses.is_dataclass(Point)
+    assert dataclasses.is_dataclass(p)
+    assert dataclasses.is_dataclass(Point)
     assert [f.name for f in dataclasses.fields(Point)] == ["x", "y", "tags"]
     assert dataclasses.asdict(p) == {"x": 1, "y": 2, "tags": ["t"]}
     assert dataclasses.astuple(p) == (1, 2, ["t"])
     assert dataclasses.replace(p, y=5) == Point(1, 5, ["t"])
     assert replace(p, x=9) == Point(9, 2, ["t"])
-    assert copy.deepcopy(p) == p and pickle.loads(pickle.dumps(p)) == p
+    assert copy.deepcopy(p) == p
+    assert pickle.loads(pickle.dumps(p)) == p
     role = Role(name="r", image="i", args=["a"])
     assert dataclasses.replace(role, name="s").args == ["a"]
     assert dataclasses.asdict(AppDef("app", roles=[role]))["roles"][0]["resource"]["cpu"] == -1
@@ -105,13 +109,16 @@ def test_deep_copy_copies_every_container_and_record() -> None:
     original = AppDef("a", roles=[MyRole(name="r", image="i", env={"A": "1"}, args=["x"])], metadata={"m": "v"})
     original.roles[0].metadata["extra"] = Slotted([1])
     copied = deep_copy(original)
-    assert copied == original and type(copied.roles[0]) is MyRole
+    assert copied == original
+    assert type(copied.roles[0]) is MyRole
     copied.roles[0].env["B"] = "2"
     copied.roles[0].args.append("y")
     copied.roles[0].metadata["extra"].items.append(2)
     copied.metadata["n"] = "w"
-    assert original.roles[0].env == {"A": "1"} and original.roles[0].args == ["x"]
-    assert original.roles[0].metadata["extra"].items == [1] and original.metadata == {"m": "v"}
+    assert original.roles[0].env == {"A": "1"}
+    assert original.roles[0].args == ["x"]
+    assert original.roles[0].metadata["extra"].items == [1]
+    assert original.metadata == {"m": "v"}
 
 
 def test_the_first_instance_compiles_the_init() -> None:
@@ -131,7 +138,8 @@ def test_the_first_instance_compiles_the_init() -> None:
     assert Counted.__dict__["__init__"] is not record_module._init  # compiled by the first call
     assert Counted.__init__.__qualname__.endswith("Counted.__init__")
     for i, c in enumerate(made):
-        assert c == (Counted(i) if i % 2 else Counted(i, "x", [i])) and c.seen
+        assert c == (Counted(i) if i % 2 else Counted(i, "x", [i]))
+        assert c.seen
     assert made[1].items is not made[3].items
     with pytest.raises(TypeError):
         Counted()  # type: ignore[call-arg]
@@ -167,20 +175,29 @@ class Frozen:
 
 def test_frozen_records_are_immutable_hashable_and_read_as_tuples() -> None:
     f = Frozen("a", sizes=[1, 2])  # type: ignore[arg-type]
-    assert f.sizes == frozenset({1, 2}) and type(f.sizes) is frozenset  # normalized by __post_init__
+    assert f.sizes == frozenset({1, 2})
+    assert type(f.sizes) is frozenset  # normalized by __post_init__
     with pytest.raises(FrozenInstanceError, match="Frozen is frozen: cannot assign 'name'"):
         f.name = "b"  # type: ignore[misc]
     with pytest.raises(AttributeError, match="cannot delete 'size'"):
         del f.size  # type: ignore[misc]
-    assert hash(f) == hash(Frozen("a", 1, frozenset({1, 2}))) and len({f, Frozen("a", sizes={2, 1})}) == 1  # type: ignore[arg-type]
+    assert hash(f) == hash(Frozen("a", 1, frozenset({1, 2})))
+    assert len({f, Frozen("a", sizes={2, 1})}) == 1  # type: ignore[arg-type]
     name, size, sizes = f
-    assert (name, size, sizes) == ("a", 1, frozenset({1, 2})) and list(f) == ["a", 1, frozenset({1, 2})]
-    assert f == ("a", 1, frozenset({1, 2})) and ("a", 1, frozenset({1, 2})) == f and f != ("a", 1)
+    assert (name, size, sizes) == ("a", 1, frozenset({1, 2}))
+    assert list(f) == ["a", 1, frozenset({1, 2})]
+    assert f == ("a", 1, frozenset({1, 2}))
+    assert ("a", 1, frozenset({1, 2})) == f
+    assert f != ("a", 1)
     assert (f[0], f[-1], f[:2], len(f)) == ("a", frozenset({1, 2}), ("a", 1), 3)
     assert hash(f) == hash(("a", 1, frozenset({1, 2})))  # equal to its tuple, so hashed as it
-    assert dataclasses.fields(f)[0].name == "name" and dataclasses.replace(f, size=3).size == 3
-    assert dataclasses.asdict(f)["name"] == "a" and replace(f, name="z") == Frozen("z", 1, frozenset({1, 2}))
-    assert copy.deepcopy(f) == f and pickle.loads(pickle.dumps(f)) == f and deep_copy(f) == f
+    assert dataclasses.fields(f)[0].name == "name"
+    assert dataclasses.replace(f, size=3).size == 3
+    assert dataclasses.asdict(f)["name"] == "a"
+    assert replace(f, name="z") == Frozen("z", 1, frozenset({1, 2}))
+    assert copy.deepcopy(f) == f
+    assert pickle.loads(pickle.dumps(f)) == f
+    assert deep_copy(f) == f
     assert Frozen.__dataclass_params__.frozen  # the dataclasses view says frozen too
 
 
@@ -194,7 +211,9 @@ def test_a_subclass_made_first_compiles_its_record_bases_init() -> None:
     class Plain(Base):
         """Not a record itself."""
 
-    assert Plain(1).a == 1 and Base.__dict__["__init__"] is not record_module._init and Base(2).a == 2
+    assert Plain(1).a == 1
+    assert Base.__dict__["__init__"] is not record_module._init
+    assert Base(2).a == 2
 
 
 def test_fields_are_exactly_the_annotated_names() -> None:
@@ -205,12 +224,15 @@ def test_fields_are_exactly_the_annotated_names() -> None:
         LIMIT = 3
         a: int = 1
 
-    assert [f.name for f in fields_of(WithConstant)] == ["a"] and WithConstant().LIMIT == 3
+    assert [f.name for f in fields_of(WithConstant)] == ["a"]
+    assert WithConstant().LIMIT == 3
 
 
 def test_runner_events_are_dataclasses_as_upstream_and_round_trip_as_json() -> None:
     from torchx.runner.events import SourceType, TorchxEvent
 
     event = TorchxEvent("session", "local_cwd", "run", app_id="a1", source=SourceType.EXTERNAL)
-    assert dataclasses.asdict(event)["app_id"] == "a1" and dataclasses.replace(event, api="wait").api == "wait"
-    assert TorchxEvent.deserialize(event.serialize()) == event and '"source": "EXTERNAL"' in str(event)
+    assert dataclasses.asdict(event)["app_id"] == "a1"
+    assert dataclasses.replace(event, api="wait").api == "wait"
+    assert TorchxEvent.deserialize(event.serialize()) == event
+    assert '"source": "EXTERNAL"' in str(event)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import copy
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -40,13 +41,16 @@ def test_dryrun_never_mutates_and_injects_env(fake_scheduler: str) -> None:
     with get_runner() as runner:
         info = runner.dryrun(original, fake_scheduler, cfg={"cluster": "c1"})
     assert original == snapshot
-    assert info.request["cluster"] == "c1" and info.request["replicas"] == [
+    assert info.request["cluster"] == "c1"
+    assert info.request["replicas"] == [
         ["-c", "print(1)", "0"],
         ["-c", "print(1)", "1"],
     ]
     env = info.request["env"][0]
-    assert env["TORCHX_JOB_ID"] == "fake://torchx/${app_id}" and env["TORCHX_INTERNAL_SESSION_ID"] == "torchx"
-    assert str(info) == "FAKE job on c1" and info.scheduler == fake_scheduler
+    assert env["TORCHX_JOB_ID"] == "fake://torchx/${app_id}"
+    assert env["TORCHX_INTERNAL_SESSION_ID"] == "torchx"
+    assert str(info) == "FAKE job on c1"
+    assert info.scheduler == fake_scheduler
     assert info.cfg["retries"] == 0
 
 
@@ -55,7 +59,9 @@ def test_run_status_wait_list_cancel_delete_logs(fake_scheduler: str) -> None:
         handle = runner.run(app(), fake_scheduler)
         assert handle.startswith("fake://torchx/job-")
         status = runner.status(handle)
-        assert status is not None and status.state == AppState.SUCCEEDED and status.roles[0].role == "trainer"
+        assert status is not None
+        assert status.state == AppState.SUCCEEDED
+        assert status.roles[0].role == "trainer"
         assert runner.wait(handle, wait_interval=0.01).state == AppState.SUCCEEDED  # type: ignore[union-attr]
         assert handle in {a.app_handle for a in runner.list(fake_scheduler)}
         assert runner.describe(handle).roles[0].name == "trainer"  # type: ignore[union-attr]
@@ -114,12 +120,19 @@ def test_unknown_scheduler_and_bad_cfg(fake_scheduler: str) -> None:
     with get_runner() as runner:
         with pytest.raises(UnknownSchedulerException, match="Did you mean 'fake'"):
             runner.run(app(), "fak")
-        with pytest.raises(UnknownSchedulerException, match=r"pip install \S*torchx-sched-slurm"):
-            runner.run(app(), "slurm")
         # unknown keys pass through (one cfg may serve several schedulers); wrong types fail
         assert runner.dryrun(app(), fake_scheduler, cfg={"clster": "x"})._cfg["clster"] == "x"
         with pytest.raises(InvalidRunConfigException, match="'retries' expects int"):
             runner.dryrun(app(), fake_scheduler, cfg={"retries": "x"})
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("torchx_sched_slurm") is not None,
+    reason="the install hint needs torchx-sched-slurm absent (nox -s \"tests(package='torchx-core')\")",
+)
+def test_known_scheduler_not_installed_names_its_package() -> None:
+    with get_runner() as runner, pytest.raises(UnknownSchedulerException, match=r"pip install \S*torchx-sched-slurm"):
+        runner.run(app(), "slurm")
 
 
 def test_torchxconfig_precedence(
@@ -132,14 +145,16 @@ def test_torchxconfig_precedence(
     (home / ".torchxconfig").write_text("[fake]\ncluster = from_home\n")
     with get_runner() as runner:
         info = runner.dryrun(app(), fake_scheduler)
-        assert info.request["cluster"] == "from_home" and info.cfg["retries"] == 3
+        assert info.request["cluster"] == "from_home"
+        assert info.cfg["retries"] == 3
         assert runner.dryrun(app(), fake_scheduler, cfg={"cluster": "explicit"}).request["cluster"] == "explicit"
     other = tmp_path / "other.ini"
     other.write_text("[fake]\ncluster = from_env\n")
     monkeypatch.setenv("TORCHXCONFIG", str(other))
     with get_runner() as runner:
         info = runner.dryrun(app(), fake_scheduler)
-        assert info.request["cluster"] == "from_env" and info.cfg["retries"] == 0
+        assert info.request["cluster"] == "from_env"
+        assert info.cfg["retries"] == 0
     monkeypatch.setenv("TORCHXCONFIG", "")
     with get_runner() as runner:
         assert runner.dryrun(app(), fake_scheduler).request["cluster"] == "default"

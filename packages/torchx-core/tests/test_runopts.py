@@ -37,8 +37,10 @@ def test_resolve_casts_strings_from_config_files() -> None:
     resolved = make_opts().resolve(
         {"cluster_id": "7", "preemptible": "True", "queues": "a;b", "labels": "k:v,x:y", "priority": 1}
     )
-    assert resolved["cluster_id"] == 7 and resolved["preemptible"] is True
-    assert resolved["queues"] == ["a", "b"] and resolved["labels"] == {"k": "v", "x": "y"}
+    assert resolved["cluster_id"] == 7
+    assert resolved["preemptible"] is True
+    assert resolved["queues"] == ["a", "b"]
+    assert resolved["labels"] == {"k": "v", "x": "y"}
     assert resolved["priority"] == 1
 
 
@@ -93,7 +95,8 @@ def test_add_rejects_bad_declarations() -> None:
 
 def test_repr_lists_required_first() -> None:
     text = repr(make_opts())
-    assert text.index("cluster_id") < text.index("priority") and "required" in text
+    assert text.index("cluster_id") < text.index("priority")
+    assert "required" in text
 
 
 def test_merge_with_or() -> None:
@@ -117,12 +120,16 @@ class MyOpts(StructuredOpts):
 
 def test_structured_opts_as_runopts_and_from_cfg() -> None:
     opts = MyOpts.as_runopts()
-    assert opts.get("cluster") is not None and opts.get("cluster").help == "Cluster to submit to."  # type: ignore[union-attr]
-    assert opts.get("mail-user") is not None and opts.get("mail_user") is opts.get("mail-user")
+    assert opts.get("cluster") is not None
+    assert opts.get("cluster").help == "Cluster to submit to."  # type: ignore[union-attr]
+    assert opts.get("mail-user") is not None
+    assert opts.get("mail_user") is opts.get("mail-user")
     assert opts.get("maxNodes") is opts.get("max_nodes")
     resolved = opts.resolve({"mailUser": "a@b", "max_nodes": "8"})
     parsed = MyOpts.from_cfg(resolved)
-    assert parsed.mail_user == "a@b" and parsed.max_nodes == 8 and parsed.cluster == "default"
+    assert parsed.mail_user == "a@b"
+    assert parsed.max_nodes == 8
+    assert parsed.cluster == "default"
     assert dict(parsed) == {"cluster": "default", "mail-user": "a@b", "max_nodes": 8, "tags": []}
 
 

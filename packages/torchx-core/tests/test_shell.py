@@ -58,7 +58,8 @@ def test_wait_for_replicas_counts_simultaneous_exits(tmp_path: Path) -> None:
 def test_wait_for_replicas_first_failure_stops_the_others(tmp_path: Path) -> None:
     start = "pids=()\nsleep 60 & pids+=($!)\n(sleep 0.2; exit 3) & pids+=($!)\n"
     proc = bash(start + "\n".join(wait_for_replicas()) + '\nexit "$rc"', tmp_path)
-    assert proc.returncode == 3 and "stopping the others" in proc.stderr
+    assert proc.returncode == 3
+    assert "stopping the others" in proc.stderr
 
 
 def test_run_split_copies_each_stream_and_passes_both_on(tmp_path: Path) -> None:

@@ -31,7 +31,8 @@ def test_roles_do_not_share_default_resource() -> None:
     a, b = Role("a", "img"), Role("b", "img")
     a.resource.capabilities["x"] = 1
     assert b.resource.capabilities == {}
-    assert a.resource == Resource(-1, -1, -1, {"x": 1}) and b.resource == specs.NULL_RESOURCE
+    assert a.resource == Resource(-1, -1, -1, {"x": 1})
+    assert b.resource == specs.NULL_RESOURCE
 
 
 def test_macros_substitute_entrypoint_args_env_metadata_and_leave_role_unchanged() -> None:
@@ -49,7 +50,8 @@ def test_macros_substitute_entrypoint_args_env_metadata_and_leave_role_unchanged
     assert out.args == ["--id", "app-7", "--rank=3", "$HOME", "${unknown}"]
     assert out.env["ID"] == "app-7"
     assert out.metadata == {"nested": {"list": ["3"]}}
-    assert role.args[1] == "${app_id}" and role.metadata["nested"]["list"] == ["${replica_id}"]
+    assert role.args[1] == "${app_id}"
+    assert role.metadata["nested"]["list"] == ["${replica_id}"]
     assert values.substitute("x${replica_id}") == "x3"
 
 
@@ -67,8 +69,10 @@ def test_app_status_terminal_and_raise() -> None:
     with pytest.raises(AppStatusError, match="FAILED: exit 3"):
         failed.raise_for_status()
     assert not AppStatus(AppState.RUNNING).is_terminal()
-    assert specs.is_terminal(AppState.CANCELLED) and not specs.is_terminal(AppState.UNKNOWN)
-    assert specs.is_started(AppState.RUNNING) and not specs.is_started(AppState.PENDING)
+    assert specs.is_terminal(AppState.CANCELLED)
+    assert not specs.is_terminal(AppState.UNKNOWN)
+    assert specs.is_started(AppState.RUNNING)
+    assert not specs.is_started(AppState.PENDING)
 
 
 def test_app_status_json_format_and_repr() -> None:
@@ -80,19 +84,23 @@ def test_app_status_json_format_and_repr() -> None:
         ],
     )
     data = status.to_json(filter_roles=["b"])
-    assert data["state"] == "RUNNING" and [r["role"] for r in data["roles"]] == ["b"]
+    assert data["state"] == "RUNNING"
+    assert [r["role"] for r in data["roles"]] == ["b"]
     assert data["roles"][0]["replicas"][0]["state"] == "FAILED"
     text = status.format()
     assert text.startswith("AppStatus:\n    State: RUNNING\n    Num Restarts: 0\n    Roles: \n *a[0]:RUNNING\n")
     assert ' *b[0]:FAILED {"x": 1}' in text  # JSON, but not a torchelastic error: shown as is
-    assert "  state: RUNNING (3)\n" in repr(status) and repr(AppState.FAILED) == "FAILED (5)"
+    assert "  state: RUNNING (3)\n" in repr(status)
+    assert repr(AppState.FAILED) == "FAILED (5)"
 
 
 def test_parse_mounts_all_kinds_and_aliases() -> None:
     mounts = parse_mounts(
         ["type=bind,src=~/data,dst=/mnt/data,readonly", "type=volume,source=vol,target=/v", "type=device,src=/dev/fuse"]
     )
-    assert isinstance(mounts[0], BindMount) and mounts[0].read_only and not mounts[0].src_path.startswith("~")
+    assert isinstance(mounts[0], BindMount)
+    assert mounts[0].read_only
+    assert not mounts[0].src_path.startswith("~")
     assert mounts[1] == VolumeMount(src="vol", dst_path="/v", read_only=False)
     assert mounts[2] == DeviceMount(src_path="/dev/fuse", dst_path="/dev/fuse", permissions="rwm")
     assert parse_mounts(["type=bind", "src=/a", "dst=/b"]) == [BindMount("/a", "/b")]
@@ -121,7 +129,8 @@ def test_named_resources_builtin_tables() -> None:
     assert p4.memMB == 1152 * int(1024 * 0.96)
     assert p4.capabilities["node.kubernetes.io/instance-type"] == "p4d.24xlarge"
     assert p4.devices == {"vpc.amazonaws.com/efa": 4}
-    assert "gpu.xlarge" in specs.named_resources and len(specs.named_resources) > 40
+    assert "gpu.xlarge" in specs.named_resources
+    assert len(specs.named_resources) > 40
     assert specs.resource(cpu=4) == Resource(4, 0, 1024)
 
 
@@ -150,13 +159,12 @@ def test_named_resources_from_plugins(make_dist) -> None:  # type: ignore[no-unt
 
 def test_appdef_defaults() -> None:
     app = AppDef("x")
-    assert app.roles == [] and app.metadata == {}
+    assert app.roles == []
+    assert app.metadata == {}
     role = Role("r", "img")
-    assert (
-        role.entrypoint == specs.MISSING
-        and role.num_replicas == 1
-        and role.retry_policy == specs.RetryPolicy.APPLICATION
-    )
+    assert role.entrypoint == specs.MISSING
+    assert role.num_replicas == 1
+    assert role.retry_policy == specs.RetryPolicy.APPLICATION
 
 
 def test_yaml_dump_round_trips_through_json_compatible_parsing() -> None:
@@ -165,8 +173,12 @@ def test_yaml_dump_round_trips_through_json_compatible_parsing() -> None:
     from torchx.util.yaml import dump
 
     text = dump({"a": "x\u2028y", "b": ["true", "1", "plain", "with space"], "c": {}, "d": None})
-    assert "\u2028" not in text and "\\u2028" in text
-    assert 'a: "x\\u2028y"' in text and '- "true"' in text and "- plain" in text and "c: {}" in text
+    assert "\u2028" not in text
+    assert "\\u2028" in text
+    assert 'a: "x\\u2028y"' in text
+    assert '- "true"' in text
+    assert "- plain" in text
+    assert "c: {}" in text
     assert json.loads(text.split("a: ", 1)[1].splitlines()[0]) == "x\u2028y"
 
 

@@ -90,7 +90,9 @@ def test_plain_only_when_unambiguous() -> None:
     assert scalar("yes") == '"yes"'
     assert scalar("0.1.0") == '"0.1.0"'
     assert scalar("\u2028") == '"\\u2028"'
-    assert scalar(True) == "true" and scalar(None) == "null" and scalar(3) == "3"
+    assert scalar(True) == "true"
+    assert scalar(None) == "null"
+    assert scalar(3) == "3"
 
 
 def test_block_layout_like_kubectl() -> None:
@@ -102,5 +104,6 @@ def test_shared_objects_are_written_in_full_each_time() -> None:
     shared = {"cpu": "1", "memory": "1Mi"}
     docs = [{"a": shared, "b": [shared]}, {"c": {"d": shared}}]
     text = dump_all(docs)
-    assert "&" not in text and "*" not in text
+    assert "&" not in text
+    assert "*" not in text
     assert list(yaml.safe_load_all(text)) == docs

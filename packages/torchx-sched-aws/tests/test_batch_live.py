@@ -42,7 +42,8 @@ def test_hostile_echo_runs_in_a_real_container(runner: Runner, batch_docker: str
     )
     handle = runner.run(specs.AppDef("echo", roles=[role]), "aws_batch", {"queue": batch_docker})
     status = runner.wait(handle, wait_interval=0.5, timeout=120)
-    assert status is not None and status.state == specs.AppState.SUCCEEDED, status
+    assert status is not None, status
+    assert status.state == specs.AppState.SUCCEEDED, status
     assert list(runner.log_lines(handle, "echo", 0)) == [" ".join(HOSTILE) + "\n"]
     assert list(runner.log_lines(handle, "echo", 0, regex="nothing-like-this")) == []
     later = datetime.now(timezone.utc) + timedelta(hours=1)
@@ -62,15 +63,18 @@ def test_two_node_job_with_hostile_args(runner: Runner, batch_docker: str, pytho
     )
     handle = runner.run(specs.AppDef("mnp", roles=[role]), "aws_batch", {"queue": batch_docker})
     status = runner.wait(handle, wait_interval=0.5, timeout=180)
-    assert status is not None and status.state == specs.AppState.SUCCEEDED, status
+    assert status is not None, status
+    assert status.state == specs.AppState.SUCCEEDED, status
     assert [len(r.replicas) for r in status.roles] == [2]
     desc = runner.describe(handle)
-    assert desc is not None and desc.roles[0].num_replicas == 2
+    assert desc is not None
+    assert desc.roles[0].num_replicas == 2
     # moto keeps every node's output in the job's one stream and sets no AWS_BATCH_JOB_NODE_INDEX
     lines = [json.loads(line) for line in runner.log_lines(handle, "trainer", 1)]
     assert len(lines) == 2
     hosts = sorted(host for host, _, _ in lines)
-    assert hosts[1] == "localhost" and hosts[0].count(".") == 3  # main node, then the worker's view of it
+    assert hosts[1] == "localhost"
+    assert hosts[0].count(".") == 3  # main node, then the worker's view of it
     for _, idx, argv in lines:
         assert argv == [*HOSTILE, f"rank={idx}"]
 
@@ -85,7 +89,8 @@ def test_failing_job_fails_with_its_output(runner: Runner, batch_docker: str, bu
     )
     handle = runner.run(specs.AppDef("boom", roles=[role]), "aws_batch", {"queue": batch_docker})
     status = runner.wait(handle, wait_interval=0.5, timeout=120)
-    assert status is not None and status.state == specs.AppState.FAILED, status
+    assert status is not None, status
+    assert status.state == specs.AppState.FAILED, status
     assert "about to fail\n" in list(runner.log_lines(handle, "boom", 0))
 
 
@@ -97,7 +102,8 @@ def test_cancel_a_running_job_and_list(runner: Runner, batch_docker: str, busybo
     wait_for(runner, handle, {specs.AppState.RUNNING})
     app_id = handle.rsplit("/", 1)[1]
     listed = {a.app_id: a for a in runner.list("aws_batch", {"queue": batch_docker})}
-    assert listed[app_id].state == specs.AppState.RUNNING and listed[app_id].name == "sleeper"
+    assert listed[app_id].state == specs.AppState.RUNNING
+    assert listed[app_id].name == "sleeper"
     assert app_id in {a.app_id for a in runner.list("aws_batch")}  # every queue
 
     t0 = time.monotonic()
@@ -121,7 +127,8 @@ def test_tail_follows_until_the_job_ends(runner: Runner, batch_docker: str, busy
     handle = runner.run(specs.AppDef("tail", roles=[role]), "aws_batch", {"queue": batch_docker})
     assert list(runner.log_lines(handle, "tail", 0, should_tail=True)) == ["one\n", "two\n"]
     status = runner.status(handle)
-    assert status is not None and status.state == specs.AppState.SUCCEEDED
+    assert status is not None
+    assert status.state == specs.AppState.SUCCEEDED
 
 
 def test_unknown_queue_and_unknown_app(runner: Runner, batch_queue: str, busybox_image: str) -> None:
@@ -152,7 +159,8 @@ def test_macro_values_are_data_in_a_real_container(runner: Runner, batch_docker:
     probe.args.append(specs.macros.escape(hostile_value(marker)))  # one more word, to arrive as it is
     handle = runner.run(specs.AppDef("macros", roles=[probe]), "aws_batch", {"queue": batch_docker})
     status = runner.wait(handle, wait_interval=0.5, timeout=120)
-    assert status is not None and status.state == specs.AppState.SUCCEEDED, status
+    assert status is not None, status
+    assert status.state == specs.AppState.SUCCEEDED, status
     expected = macro_probe_output("", handle.rsplit("/", 1)[1], 0).splitlines(keepends=True)
     expected.insert(-1, f"<{hostile_value(marker)}>\n")  # before PROBE_ENV's line
     assert "".join(runner.log_lines(handle, "probe", 0)) == "".join(expected)

@@ -39,7 +39,8 @@ def test_single_replica_is_a_container_job_run_directly() -> None:
     app = specs.AppDef("echo", roles=[role(args=["hi", specs.macros.replica_id, specs.macros.app_id], max_retries=2)])
     job = build_job(app, opts(), "echo-1")
     d = job.job_definition
-    assert d["type"] == "container" and "nodeProperties" not in d
+    assert d["type"] == "container"
+    assert "nodeProperties" not in d
     c = d["containerProperties"]
     assert c["command"] == ["echo", "hi", "0", "q:echo-1"]
     assert env_of(c) == {
@@ -50,7 +51,8 @@ def test_single_replica_is_a_container_job_run_directly() -> None:
     }
     assert c["resourceRequirements"] == [{"type": "VCPU", "value": "2"}, {"type": "MEMORY", "value": "1024"}]
     assert c["linuxParameters"] == {"devices": [], "sharedMemorySize": 1024}
-    assert c["logConfiguration"] == {"logDriver": "awslogs"} and c["privileged"] is False
+    assert c["logConfiguration"] == {"logDriver": "awslogs"}
+    assert c["privileged"] is False
     assert d["retryStrategy"] == {"attempts": 3}
     assert job.app_id == "q:echo-1"
     assert job.submit == {"jobName": "echo-1", "jobQueue": "q", "tags": d["tags"]}
@@ -68,19 +70,25 @@ def test_multinode_has_one_node_range_per_role() -> None:
     d = build_job(
         app, opts(privileged=True, job_role_arn="arn:job", execution_role_arn="arn:exec"), "ddp-1"
     ).job_definition
-    assert d["type"] == "multinode" and d["retryStrategy"] == {"attempts": 5}
+    assert d["type"] == "multinode"
+    assert d["retryStrategy"] == {"attempts": 5}
     nodes = d["nodeProperties"]
-    assert nodes["numNodes"] == 4 and nodes["mainNode"] == 0
+    assert nodes["numNodes"] == 4
+    assert nodes["mainNode"] == 0
     ranges = nodes["nodeRangeProperties"]
     assert [r["targetNodes"] for r in ranges] == ["0:2", "3"]
     worker, ps = (r["container"] for r in ranges)
-    assert worker["instanceType"] == "p4d.24xlarge" and "instanceType" not in ps
+    assert worker["instanceType"] == "p4d.24xlarge"
+    assert "instanceType" not in ps
     assert {"type": "GPU", "value": "8"} in worker["resourceRequirements"]
     assert [d["hostPath"] for d in worker["linuxParameters"]["devices"]] == [
         f"/dev/infiniband/uverbs{i}" for i in range(4)
     ]
-    assert worker["privileged"] and worker["jobRoleArn"] == "arn:job" and worker["executionRoleArn"] == "arn:exec"
-    assert env_of(ps)["TORCHX_ROLE_IDX"] == "1" and env_of(ps)["TORCHX_ROLE_NAME"] == "ps"
+    assert worker["privileged"]
+    assert worker["jobRoleArn"] == "arn:job"
+    assert worker["executionRoleArn"] == "arn:exec"
+    assert env_of(ps)["TORCHX_ROLE_IDX"] == "1"
+    assert env_of(ps)["TORCHX_ROLE_NAME"] == "ps"
     assert "TORCHX_REPLICA_IDX" not in env_of(ps)  # per node: exported by the wrapper
     assert worker["command"][:2] == ["/bin/sh", "-c"]
 
@@ -111,16 +119,19 @@ def test_wrapper_quotes_every_user_word_and_expands_replica_id() -> None:
     ranges = build_job(app, opts(), "q-1").job_definition["nodeProperties"]["nodeRangeProperties"]
     assert ranges[1]["targetNodes"] == "2:4"
     b = ranges[1]["container"]
-    assert env_of(b)["PLAIN"] == "$HOME" and "MY_RANK" not in env_of(b)
+    assert env_of(b)["PLAIN"] == "$HOME"
+    assert "MY_RANK" not in env_of(b)
     out = run_wrapper(b, node_index=3, main_addr="10.0.0.7")
     assert out.split("\n")[:-1] == [*HOSTILE[:8], *HOSTILE[8].split("\n"), HOSTILE[9], "--rank=1", "1'$x'"]
 
     b_env = {**b, "command": ["/bin/sh", "-c", b["command"][2].rsplit("; exec ", 1)[0] + "; env"]}
     printed = run_wrapper(b_env, node_index=4, main_addr=None)
-    assert "TORCHX_REPLICA_IDX=2\n" in printed and "MY_RANK=r2`\n" in printed
+    assert "TORCHX_REPLICA_IDX=2\n" in printed
+    assert "MY_RANK=r2`\n" in printed
     assert "TORCHX_RANK0_HOST=localhost\n" in printed  # the main node has no MAIN_NODE address
     printed = run_wrapper(b_env, node_index=2, main_addr="10.0.0.7")
-    assert "TORCHX_REPLICA_IDX=0\n" in printed and "TORCHX_RANK0_HOST=10.0.0.7\n" in printed
+    assert "TORCHX_REPLICA_IDX=0\n" in printed
+    assert "TORCHX_RANK0_HOST=10.0.0.7\n" in printed
 
 
 def test_mounts_and_devices() -> None:
@@ -148,9 +159,11 @@ def test_mounts_and_devices() -> None:
 def test_fair_share_and_tags() -> None:
     app = specs.AppDef("my app!", roles=[role()], metadata={"team": "ml/infra", "bad key?": "v#1"})
     job = build_job(app, opts(share_id="teamA", priority=7), "x-1")
-    assert job.submit["shareIdentifier"] == "teamA" and job.submit["schedulingPriorityOverride"] == 7
+    assert job.submit["shareIdentifier"] == "teamA"
+    assert job.submit["schedulingPriorityOverride"] == 7
     tags = job.job_definition["tags"]
-    assert tags["team"] == "ml/infra" and tags["bad key_"] == "v_1"
+    assert tags["team"] == "ml/infra"
+    assert tags["bad key_"] == "v_1"
     assert tags["torchx.pytorch.org/app-name"] == "my app_"
     assert "torchx.pytorch.org/version" in tags
 
@@ -231,7 +244,8 @@ def test_macro_values_are_data_on_every_node(replicas: int, tmp_path: Path) -> N
     )
     for k, c in enumerate(containers):
         assert run_wrapper(c, node_index=k, main_addr="10.0.0.7") == macro_probe_output("", job.app_id, k)
-    assert job.app_id == f"q:{name}" and not marker.exists()
+    assert job.app_id == f"q:{name}"
+    assert not marker.exists()
 
 
 def test_array_job_runs_each_elements_own_args_and_env() -> None:
@@ -247,9 +261,11 @@ def test_array_job_runs_each_elements_own_args_and_env() -> None:
     job = build_array_job(apps, opts(), "sw-1")
     assert job.submit["arrayProperties"] == {"size": len(HOSTILE)}
     definition = job.job_definition
-    assert definition["type"] == "container" and "nodeProperties" not in definition
+    assert definition["type"] == "container"
+    assert "nodeProperties" not in definition
     container = definition["containerProperties"]
-    assert env_of(container)["SAME"] == "1" and "V" not in env_of(container)
+    assert env_of(container)["SAME"] == "1"
+    assert "V" not in env_of(container)
     for i, value in enumerate(HOSTILE):
         # real Batch sets AWS_BATCH_JOB_ARRAY_INDEX; moto only AWS_BATCH_JOB_ID=<parent>:<index>
         for extra in ({"AWS_BATCH_JOB_ARRAY_INDEX": str(i)}, {"AWS_BATCH_JOB_ID": f"abc-123:{i}"}):

@@ -222,7 +222,8 @@ def test_docker_workspace_plugin_is_mixed_in(monkeypatch: pytest.MonkeyPatch) ->
     try:
         client = offline_client("batch")
         sched = create_batch("test", clients={"batch": client})
-        assert isinstance(sched, FakeDockerWorkspace) and "quiet" in sched.run_opts()
+        assert isinstance(sched, FakeDockerWorkspace)
+        assert "quiet" in sched.run_opts()
         app = echo_app(workspace=specs.Workspace({"/src": ""}))
         cfg = sched.run_opts().resolve({"queue": "q", "image_repo": "repo/x"})
         sched.build_workspaces(app.roles, cfg)

@@ -61,7 +61,8 @@ def test_create_describe_list_cancel_and_upload(runner: Runner, tmp_path: Path) 
     handle = runner.run(train_app(max_retries=1), "aws_sagemaker", cfg, workspace=str(tmp_path))
     job_name = handle.rsplit("/", 1)[1]
     status = runner.status(handle)
-    assert status is not None and status.state == specs.AppState.SUCCEEDED  # moto completes at once
+    assert status is not None
+    assert status.state == specs.AppState.SUCCEEDED  # moto completes at once
     assert [r.hostname for r in status.roles[0].replicas] == ["algo-1", "algo-2"]
 
     desc = runner.describe_app(handle)
@@ -85,7 +86,8 @@ def test_create_describe_list_cancel_and_upload(runner: Runner, tmp_path: Path) 
     assert job_name in {a.app_id for a in runner.list("aws_sagemaker")}
     runner.cancel(handle)  # already ended: a no-op
     status = runner.status(handle)
-    assert status is not None and status.state == specs.AppState.SUCCEEDED
+    assert status is not None
+    assert status.state == specs.AppState.SUCCEEDED
     assert runner.status("aws_sagemaker://live/never-submitted") is None
 
 
@@ -144,9 +146,13 @@ def test_lifecycle_in_progress_then_final(
     sched = lifecycle(final)
     app_id = sched.submit(train_app(num_replicas=1), CFG)
     desc = sched.describe(app_id)
-    assert desc is not None and desc.state == specs.AppState.RUNNING and desc.msg == "Training"
+    assert desc is not None
+    assert desc.state == specs.AppState.RUNNING
+    assert desc.msg == "Training"
     ended = sched.wait(app_id, timeout=30, poll_interval=0.5)
-    assert ended is not None and ended.state == state and msg in ended.msg
+    assert ended is not None
+    assert ended.state == state
+    assert msg in ended.msg
     assert {a.app_id: a.state for a in sched.list()}[app_id] == state
 
 

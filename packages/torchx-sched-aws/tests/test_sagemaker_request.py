@@ -45,7 +45,8 @@ def test_command_mode_request() -> None:
     app = specs.AppDef("train", roles=[role(num_replicas=2, max_retries=3, env={"FOO": specs.macros.app_id})])
     job = build_training_job(app, opts(hyperparameters={"a": "1"}), "train-1")
     r = job.request
-    assert r["TrainingJobName"] == "train-1" and r["RoleArn"] == ROLE_ARN
+    assert r["TrainingJobName"] == "train-1"
+    assert r["RoleArn"] == ROLE_ARN
     assert r["AlgorithmSpecification"] == {
         "TrainingImage": "img:1",
         "TrainingInputMode": "File",
@@ -64,8 +65,10 @@ def test_command_mode_request() -> None:
         "TORCHX_RANK0_HOST": "algo-1",
     }
     tags = {t["Key"]: t["Value"] for t in r["Tags"]}
-    assert tags["torchx.pytorch.org/user"] == "bob" and tags["torchx.pytorch.org/app-name"] == "train"
-    assert job.source is None and "VpcConfig" not in r
+    assert tags["torchx.pytorch.org/user"] == "bob"
+    assert tags["torchx.pytorch.org/app-name"] == "train"
+    assert job.source is None
+    assert "VpcConfig" not in r
 
 
 def test_hyperparameters_mode_and_source_upload() -> None:
@@ -87,7 +90,8 @@ def test_hyperparameters_mode_and_source_upload() -> None:
     assert r["Environment"]["TORCHX_SOURCE_S3_URI"] == uri
     assert r["Environment"]["TORCHX_REPLICA_IDX"] == "0"
     assert r["ResourceConfig"]["InstanceType"] == "ml.m5.xlarge"
-    assert job.source is ws and job.source_uri == uri
+    assert job.source is ws
+    assert job.source_uri == uri
     assert json.loads(str(job))["upload_workspace"] == {"workspace": "/src/proj", "to": uri}
 
 
@@ -135,7 +139,8 @@ def test_states() -> None:
     assert training_state("InProgress", "Training") == s.RUNNING
     assert training_state("Completed", "Completed") == s.SUCCEEDED
     assert training_state("Failed") == s.FAILED
-    assert training_state("Stopping") == s.CANCELLED and training_state("Stopped") == s.CANCELLED
+    assert training_state("Stopping") == s.CANCELLED
+    assert training_state("Stopped") == s.CANCELLED
 
 
 def test_tarball_keeps_destinations_and_honours_torchxignore(tmp_path: Path) -> None:
@@ -153,7 +158,8 @@ def test_tarball_keeps_destinations_and_honours_torchxignore(tmp_path: Path) -> 
     with tarfile.open(fileobj=buf, mode="r:gz") as tar:
         names = sorted(tar.getnames())
         assert tar.extractfile("train.py").read() == b"print('hi')\n"  # type: ignore[union-attr]
-    assert names == [".torchxignore", "conf/cfg.yaml", "pkg/m.py", "train.py"] and n == 4
+    assert names == [".torchxignore", "conf/cfg.yaml", "pkg/m.py", "train.py"]
+    assert n == 4
     with pytest.raises(FileNotFoundError, match="does not exist"):
         write_tarball(specs.Workspace({str(tmp_path / "nope"): ""}), io.BytesIO())
 

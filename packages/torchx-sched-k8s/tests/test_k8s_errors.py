@@ -26,13 +26,15 @@ def test_validation_error_keeps_the_server_message_on_one_line() -> None:
     )
     e = api_error('create Job "x"', 422, "Unprocessable Entity", body, "ns")
     assert str(e).startswith('create Job "x": the API server rejected the object: Job.batch "x" is invalid')
-    assert "\n" not in str(e) and e.status == 422
+    assert "\n" not in str(e)
+    assert e.status == 422
 
 
 def test_missing_namespace() -> None:
     body = status(404, "NotFound", 'namespaces "nope" not found', {"name": "nope", "kind": "namespaces"})
     e = str(api_error("create Service 'a'", 404, "Not Found", body, "nope"))
-    assert "namespace 'nope' does not exist" in e and "kubectl create namespace nope" in e
+    assert "namespace 'nope' does not exist" in e
+    assert "kubectl create namespace nope" in e
 
 
 def test_missing_crd_forbidden_and_unauthorized() -> None:
@@ -57,7 +59,8 @@ def test_missing_crd_forbidden_and_unauthorized() -> None:
             "ns",
         )
     )
-    assert "forbidden in namespace 'ns'" in e and "RBAC" in e
+    assert "forbidden in namespace 'ns'" in e
+    assert "RBAC" in e
     assert "credentials" in str(api_error("list Jobs", 401, "Unauthorized", "Unauthorized"))
 
 

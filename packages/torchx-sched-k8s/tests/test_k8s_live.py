@@ -82,7 +82,8 @@ def test_hostile_echo_succeeds_with_the_exact_text(runner: Any, k8s_cluster: Any
     )
     handle = runner.run(specs.AppDef("echo", roles=[r]), "kubernetes", cfg=k8s_cfg)
     status = runner.wait(handle, wait_interval=0.5, timeout=WAIT)
-    assert status is not None and status.state == AppState.SUCCEEDED, status
+    assert status is not None, status
+    assert status.state == AppState.SUCCEEDED, status
     assert "".join(runner.log_lines(handle, "echo", 0)) == HOSTILE + "\n"
 
 
@@ -99,7 +100,8 @@ def test_two_roles_two_replicas_see_their_ids_and_rank0(
     )
     handle = runner.run(app, "kubernetes", cfg=k8s_cfg)
     status = runner.wait(handle, wait_interval=0.5, timeout=WAIT)
-    assert status is not None and status.state == AppState.SUCCEEDED, status
+    assert status is not None, status
+    assert status.state == AppState.SUCCEEDED, status
     name, ns = app_name(handle), k8s_cluster.namespace
     rank0 = f"master-role-0.{name}.{ns}.svc"
     for role_name in ("Master_Role", "worker"):
@@ -107,7 +109,8 @@ def test_two_roles_two_replicas_see_their_ids_and_rank0(
             assert "".join(runner.log_lines(handle, role_name, k)) == f"{role_name} {k} {k} {rank0}\n"
     core, _, _ = kube
     svc = core.read_namespaced_service(name, ns)
-    assert svc.spec.cluster_ip == "None" and svc.spec.publish_not_ready_addresses
+    assert svc.spec.cluster_ip == "None"
+    assert svc.spec.publish_not_ready_addresses
     assert svc.spec.selector == {names.LABEL_APP_NAME: name}
     pods = core.list_namespaced_pod(ns, label_selector=names.app_selector(name)).items
     assert sorted((p.spec.hostname, p.spec.subdomain) for p in pods) == sorted(
@@ -125,8 +128,10 @@ def test_failing_replica_fails_the_app_and_stops_the_others(
         specs.AppDef("fail", roles=[role(k8s_cluster, "r", script, num_replicas=2)]), "kubernetes", cfg=k8s_cfg
     )
     status = runner.wait(handle, wait_interval=0.5, timeout=WAIT)
-    assert status is not None and status.state == AppState.FAILED, status
-    assert "r/1" in status.msg and "exit 3" in status.msg
+    assert status is not None, status
+    assert status.state == AppState.FAILED, status
+    assert "r/1" in status.msg
+    assert "exit 3" in status.msg
     _, batch, _ = kube
     jobs = batch.list_namespaced_job(k8s_cluster.namespace, label_selector=names.app_selector(app_name(handle))).items
     assert {j.spec.parallelism for j in jobs} == {0}  # the sleeping replica was stopped
@@ -152,7 +157,8 @@ def test_replica_retry_reruns_only_the_failed_replica(
     )
     handle = runner.run(specs.AppDef("retry", roles=[r]), "kubernetes", cfg=k8s_cfg)
     status = runner.wait(handle, wait_interval=0.5, timeout=WAIT)
-    assert status is not None and status.state == AppState.SUCCEEDED, status
+    assert status is not None, status
+    assert status.state == AppState.SUCCEEDED, status
     assert status.num_restarts == 1
     assert (tmp_path / "runs-0").read_text() == "run\nrun\n"
     assert (tmp_path / "runs-1").read_text() == "run\n"
@@ -171,7 +177,8 @@ def test_application_retry_restarts_every_replica(
     r = role(k8s_cluster, "r", script, num_replicas=2, max_retries=1, mounts=[specs.BindMount(d, d)])
     handle = runner.run(specs.AppDef("apprestart", roles=[r]), "kubernetes", cfg=k8s_cfg)
     status = runner.wait(handle, wait_interval=0.5, timeout=WAIT)
-    assert status is not None and status.state == AppState.SUCCEEDED, status
+    assert status is not None, status
+    assert status.state == AppState.SUCCEEDED, status
     assert status.num_restarts == 1
     assert (tmp_path / "runs-0").read_text() == "run\nrun\n"
     assert (tmp_path / "runs-1").read_text() == "run\nrun\n"
@@ -181,7 +188,9 @@ def test_application_retries_run_out(runner: Any, k8s_cluster: Any, k8s_cfg: dic
     r = role(k8s_cluster, "r", "exit 5", max_retries=1)
     handle = runner.run(specs.AppDef("alwaysfails", roles=[r]), "kubernetes", cfg=k8s_cfg)
     status = runner.wait(handle, wait_interval=0.5, timeout=WAIT)
-    assert status is not None and status.state == AppState.FAILED and status.num_restarts == 1, status
+    assert status is not None, status
+    assert status.state == AppState.FAILED, status
+    assert status.num_restarts == 1, status
 
 
 def test_cancel_keeps_the_record_and_delete_removes_everything(
@@ -193,14 +202,16 @@ def test_cancel_keeps_the_record_and_delete_removes_everything(
     wait_for(runner, handle, {AppState.RUNNING})
     runner.cancel(handle)
     status = runner.status(handle)
-    assert status is not None and status.state == AppState.CANCELLED
+    assert status is not None
+    assert status.state == AppState.CANCELLED
     name, ns = app_name(handle), k8s_cluster.namespace
     deadline = time.monotonic() + WAIT
     while objects_of(kube, ns, name)["pods"]:  # the Job controller kills the pods
         assert time.monotonic() < deadline
         time.sleep(0.3)
     left = objects_of(kube, ns, name)
-    assert len(left["jobs"]) == 2 and left["services"] == [name]
+    assert len(left["jobs"]) == 2
+    assert left["services"] == [name]
     assert runner.status(handle).state == AppState.CANCELLED  # still describable
     runner.cancel(handle)  # no-op on an ended app
     runner.delete(handle)
@@ -227,8 +238,11 @@ def test_server_side_validation_error_is_clear_and_creates_nothing(
     with pytest.raises(KubernetesError) as e:
         runner.schedule(info)
     msg = str(e.value)
-    assert msg.startswith("validate Job") and "rejected the object" in msg and "Invalid value" in msg, msg
-    assert "\n" not in msg and e.value.status == 422
+    assert msg.startswith("validate Job"), msg
+    assert "rejected the object" in msg, msg
+    assert "Invalid value" in msg, msg
+    assert "\n" not in msg
+    assert e.value.status == 422
     assert not any(objects_of(kube, k8s_cluster.namespace, info.request.name).values())
     info = runner.dryrun(
         app, "kubernetes", cfg={**k8s_cfg, "node_selector": {"disk": "not valid!"}, "validate_spec": False}
@@ -248,7 +262,8 @@ def test_list_shows_the_apps_of_the_namespace(runner: Any, k8s_cluster: Any, k8s
     handle = runner.run(specs.AppDef("listed", roles=[role(k8s_cluster, "r", "true")]), "kubernetes", cfg=k8s_cfg)
     runner.wait(handle, wait_interval=0.5, timeout=WAIT)
     apps = {a.app_handle: a for a in runner.list("kubernetes", cfg={"namespace": k8s_cluster.namespace})}
-    assert apps[handle].state == AppState.SUCCEEDED and apps[handle].name == "listed"
+    assert apps[handle].state == AppState.SUCCEEDED
+    assert apps[handle].name == "listed"
     assert handle not in {a.app_handle for a in runner.list("kubernetes", cfg={"namespace": "kube-system"})}
 
 
@@ -279,7 +294,8 @@ def test_volcano_mode_against_the_schemaless_crd(
     vc = custom.get_namespaced_custom_object("batch.volcano.sh", "v1alpha1", ns, "jobs", name)
     assert [t["name"] for t in vc["spec"]["tasks"]] == ["r-0", "r-1"]
     status = runner.status(handle)
-    assert status.state == AppState.PENDING and [len(r.replicas) for r in status.roles] == [2]
+    assert status.state == AppState.PENDING
+    assert [len(r.replicas) for r in status.roles] == [2]
     assert handle in {a.app_handle for a in runner.list("kubernetes", cfg={"namespace": ns})}
     runner.cancel(handle)
     assert runner.status(handle).state == AppState.CANCELLED
@@ -437,7 +453,8 @@ def test_docker_workspace_image_runs_in_a_pod(
     repo = "localhost/torchx-k8s-ws-test"
     info = runner.dryrun(app, "kubernetes", cfg={**k8s_cfg, "image_repo": repo}, workspace=str(tmp_path))
     ((local, (pushed_repo, tag)),) = info.request.images_to_push.items()
-    assert pushed_repo == repo and local.startswith("sha256:")
+    assert pushed_repo == repo
+    assert local.startswith("sha256:")
     image = info.request.objects[1]["spec"]["template"]["spec"]["containers"][0]["image"]
     assert image == f"{repo}:{tag}"
     client = docker.from_env()
@@ -446,7 +463,8 @@ def test_docker_workspace_image_runs_in_a_pod(
     try:
         handle = runner.schedule(info)
         status = runner.wait(handle, wait_interval=0.5, timeout=WAIT)
-        assert status is not None and status.state == AppState.SUCCEEDED, status
+        assert status is not None, status
+        assert status.state == AppState.SUCCEEDED, status
         assert "".join(runner.log_lines(handle, "r", 0)) == "from the workspace\n"
         runner.delete(handle)
     finally:
@@ -465,7 +483,8 @@ def test_many_replicas_are_created_in_parallel(
     handle = runner.run(specs.AppDef("many", roles=[r]), "kubernetes", cfg=k8s_cfg)
     assert len(objects_of(kube, k8s_cluster.namespace, app_name(handle))["jobs"]) == 10
     status = runner.wait(handle, wait_interval=0.5, timeout=3 * WAIT)
-    assert status is not None and status.state == AppState.SUCCEEDED, status
+    assert status is not None, status
+    assert status.state == AppState.SUCCEEDED, status
     assert "".join(runner.log_lines(handle, "r", 9)) == "9\n"
     runner.delete(handle)
 
@@ -476,7 +495,8 @@ def test_macro_values_are_data_in_pods(runner: Any, k8s_cluster: Any, k8s_cfg: d
     probe.args.append(specs.macros.escape(hostile_value(marker)))  # one more word, to arrive as it is
     handle = runner.run(specs.AppDef("macros", roles=[probe]), "kubernetes", cfg=k8s_cfg)
     status = runner.wait(handle, wait_interval=0.5, timeout=WAIT)
-    assert status is not None and status.state == AppState.SUCCEEDED, status
+    assert status is not None, status
+    assert status.state == AppState.SUCCEEDED, status
     app_id = handle.rsplit("/", 1)[1]
     for k in range(2):
         expected = macro_probe_output("", app_id, k).splitlines(keepends=True)

@@ -48,22 +48,29 @@ def env(c: dict[str, Any]) -> dict[str, Any]:
 def test_service_then_one_job_per_replica_with_unique_dns_names() -> None:
     app = specs.AppDef("My_App!", roles=[role(name="Train er", num_replicas=3), role(name="ps", num_replicas=2)])
     req = build_jobs(app, KubernetesOpts(namespace="team"))
-    assert req.kind == "jobs" and req.namespace == "team"
+    assert req.kind == "jobs"
+    assert req.namespace == "team"
     assert req.app_id == f"team:{req.name}"
-    assert re.match(r"^[a-z][-a-z0-9]*$", req.name) and len(req.name) <= 39
+    assert re.match(r"^[a-z][-a-z0-9]*$", req.name)
+    assert len(req.name) <= 39
     svc, *jobs = req.objects
-    assert svc["kind"] == "Service" and svc["metadata"]["name"] == req.name
-    assert svc["spec"]["clusterIP"] == "None" and svc["spec"]["publishNotReadyAddresses"] is True
+    assert svc["kind"] == "Service"
+    assert svc["metadata"]["name"] == req.name
+    assert svc["spec"]["clusterIP"] == "None"
+    assert svc["spec"]["publishNotReadyAddresses"] is True
     assert svc["spec"]["selector"] == {names.LABEL_APP_NAME: req.name}
     assert len(jobs) == 5
     job_names = [j["metadata"]["name"] for j in jobs]
     assert len(set(job_names)) == 5
     for j in jobs:
-        assert DNS_LABEL.match(j["metadata"]["name"]) and len(j["metadata"]["name"]) <= 63
+        assert DNS_LABEL.match(j["metadata"]["name"])
+        assert len(j["metadata"]["name"]) <= 63
         spec = j["spec"]["template"]["spec"]
-        assert DNS_LABEL.match(spec["hostname"]) and spec["subdomain"] == req.name
+        assert DNS_LABEL.match(spec["hostname"])
+        assert spec["subdomain"] == req.name
         assert spec["restartPolicy"] == "Never"
-        assert j["spec"]["parallelism"] == 1 and j["spec"]["completions"] == 1
+        assert j["spec"]["parallelism"] == 1
+        assert j["spec"]["completions"] == 1
         assert "completionMode" not in j["spec"]  # no Indexed Jobs: Kubernetes 1.20
         labels = j["metadata"]["labels"]
         assert labels[names.LABEL_APP_NAME] == req.name
@@ -86,7 +93,8 @@ def test_long_and_clashing_role_names_stay_unique_and_short() -> None:
 
 def test_app_name_starting_with_digit_is_a_dns1035_label() -> None:
     name = names.app_name("123")
-    assert name[0].isalpha() and DNS_LABEL.match(name)
+    assert name[0].isalpha()
+    assert DNS_LABEL.match(name)
 
 
 def test_env_macros_and_rank0_per_replica() -> None:
@@ -118,7 +126,8 @@ def test_env_macros_and_rank0_per_replica() -> None:
         lit = ["--lit", "$${replica_id}", "--host", f"$${RANK0_ENV}"]  # "$$": the kubelet's escape for "$"
         assert c["args"] == ["--id", str(k), "--app", req.app_id, *lit]
         e = env(c)
-        assert e["TORCHX_REPLICA_IDX"] == str(k) and e["TORCHX_ROLE_NAME"] == "worker"
+        assert e["TORCHX_REPLICA_IDX"] == str(k)
+        assert e["TORCHX_ROLE_NAME"] == "worker"
         assert e[RANK0_ENV] == rank0
         assert e["MY_RANK"] == f"r{k}"
         assert e["IP"] == {"fieldRef": {"fieldPath": "status.podIP"}}
@@ -145,7 +154,8 @@ def test_small_pods_request_their_limits() -> None:
         specs.AppDef("a", roles=[role(resource=specs.Resource(cpu=1, gpu=0, memMB=256))]), KubernetesOpts()
     )
     r = container(jobs_of(req.objects)[0])["resources"]
-    assert r["requests"] == {"cpu": "900m", "memory": "256Mi"} and r["limits"]["memory"] == "256Mi"
+    assert r["requests"] == {"cpu": "900m", "memory": "256Mi"}
+    assert r["limits"]["memory"] == "256Mi"
 
 
 def test_instance_type_capability_and_options_place_pods() -> None:
@@ -187,7 +197,8 @@ def test_mounts_become_hostpath_pvc_and_privileged_devices() -> None:
     c = spec["containers"][0]
     vm = {m["name"]: m for m in c["volumeMounts"]}
     assert vm["mount-0"] == {"name": "mount-0", "mountPath": "/mnt/data", "readOnly": True}
-    assert vm["mount-1"]["readOnly"] is False and vm["mount-2"]["readOnly"] is True
+    assert vm["mount-1"]["readOnly"] is False
+    assert vm["mount-2"]["readOnly"] is True
     assert c["securityContext"] == {"privileged": True}
 
 
@@ -216,8 +227,10 @@ def test_retry_policies_map_to_backoff_limits() -> None:
     assert jobs[0]["spec"]["backoffLimit"] == 3
     assert jobs[1]["spec"]["backoffLimit"] == 0
     ann = jobs[1]["metadata"]["annotations"]
-    assert ann[names.ANNOTATION_MAX_RETRIES] == "2" and ann[names.ANNOTATION_RETRY_POLICY] == "APPLICATION"
-    assert ann[names.ANNOTATION_MIN_REPLICAS] == "2" and ann[names.ANNOTATION_NUM_REPLICAS] == "4"
+    assert ann[names.ANNOTATION_MAX_RETRIES] == "2"
+    assert ann[names.ANNOTATION_RETRY_POLICY] == "APPLICATION"
+    assert ann[names.ANNOTATION_MIN_REPLICAS] == "2"
+    assert ann[names.ANNOTATION_NUM_REPLICAS] == "4"
 
 
 def test_pod_options() -> None:
@@ -231,8 +244,10 @@ def test_pod_options() -> None:
     )
     job = jobs_of(build_jobs(specs.AppDef("a", roles=[role()]), opts).objects)[0]
     spec = job["spec"]["template"]["spec"]
-    assert spec["serviceAccountName"] == "sa" and spec["priorityClassName"] == "high"
-    assert spec["imagePullSecrets"] == [{"name": "regcred"}] and spec["terminationGracePeriodSeconds"] == 1
+    assert spec["serviceAccountName"] == "sa"
+    assert spec["priorityClassName"] == "high"
+    assert spec["imagePullSecrets"] == [{"name": "regcred"}]
+    assert spec["terminationGracePeriodSeconds"] == 1
     assert spec["containers"][0]["imagePullPolicy"] == "IfNotPresent"
     assert job["metadata"]["labels"][names.LABEL_KUEUE_QUEUE] == "team-q"
     assert names.LABEL_KUEUE_QUEUE not in job["spec"]["template"]["metadata"]["labels"]
@@ -250,17 +265,22 @@ def test_volcano_job_has_a_task_per_replica_and_retry_policies() -> None:
     )
     req = build_volcano(app, KubernetesOpts(namespace="ns", queue="q", priority_class="p"))
     (vc,) = req.objects
-    assert vc["apiVersion"] == "batch.volcano.sh/v1alpha1" and vc["kind"] == "Job"
+    assert vc["apiVersion"] == "batch.volcano.sh/v1alpha1"
+    assert vc["kind"] == "Job"
     spec = vc["spec"]
-    assert spec["schedulerName"] == "volcano" and spec["queue"] == "q" and spec["priorityClassName"] == "p"
-    assert spec["minAvailable"] == 2 and spec["maxRetry"] == 2
+    assert spec["schedulerName"] == "volcano"
+    assert spec["queue"] == "q"
+    assert spec["priorityClassName"] == "p"
+    assert spec["minAvailable"] == 2
+    assert spec["maxRetry"] == 2
     assert spec["plugins"]["svc"] == ["--publish-not-ready-addresses"]
     assert [t["name"] for t in spec["tasks"]] == ["m-0", "w-0", "w-1", "w-2"]
     assert spec["tasks"][0]["policies"][1] == {"event": "PodFailed", "action": "RestartJob"}
     assert spec["tasks"][1]["policies"][1] == {"event": "PodFailed", "action": "RestartTask"}
     assert spec["tasks"][1]["maxRetry"] == 5
     pod = spec["tasks"][2]["template"]["spec"]
-    assert pod["subdomain"] == req.name and pod["hostname"] == "w-1"
+    assert pod["subdomain"] == req.name
+    assert pod["hostname"] == "w-1"
     assert env(pod["containers"][0])[RANK0_ENV] == f"m-0.{req.name}.ns.svc"
 
 
@@ -270,13 +290,15 @@ def test_mcad_appwrapper_wraps_service_and_pods() -> None:
     )
     req = build_mcad(app, MCADOpts(namespace="ns", priority=7))
     (aw,) = req.objects
-    assert aw["apiVersion"] == "workload.codeflare.dev/v1beta1" and aw["kind"] == "AppWrapper"
+    assert aw["apiVersion"] == "workload.codeflare.dev/v1beta1"
+    assert aw["kind"] == "AppWrapper"
     assert aw["spec"]["priority"] == 7
     assert aw["spec"]["schedulingSpec"] == {"minAvailable": 2, "requeuing": {"maxNumRequeuings": 3}}
     items = aw["spec"]["resources"]["GenericItems"]
     assert [i["generictemplate"]["kind"] for i in items] == ["Service", "Pod", "Pod"]
     pod = items[2]["generictemplate"]
-    assert pod["metadata"]["name"] == f"{req.name}-trainer-1" and pod["spec"]["hostname"] == "trainer-1"
+    assert pod["metadata"]["name"] == f"{req.name}-trainer-1"
+    assert pod["spec"]["hostname"] == "trainer-1"
     assert items[2]["custompodresources"] == [
         {
             "replicas": 1,
@@ -302,14 +324,16 @@ def test_hostile_text_survives_the_yaml_round_trip(build: Any) -> None:
         else [d["spec"]["template"]["spec"] for d in docs if d["kind"] == "Job"]
     )
     k8s_escaped = HOSTILE.replace("$", "$$")  # the kubelet turns "$$" back into "$" (and reads "$(VAR)")
-    assert pods and all(p["containers"][0]["args"] == [k8s_escaped] for p in pods)
+    assert pods
+    assert all(p["containers"][0]["args"] == [k8s_escaped] for p in pods)
     assert all(env(p["containers"][0])["X"] == k8s_escaped for p in pods)
 
 
 def test_requests_share_constant_parts_but_yaml_never_uses_aliases() -> None:
     req = build_jobs(specs.AppDef("a", roles=[role(num_replicas=3)]), KubernetesOpts())
     text = req.to_yaml()
-    assert "&id" not in text and "*id" not in text
+    assert "&id" not in text
+    assert "*id" not in text
     assert list(yaml.safe_load_all(text)) == req.objects
 
 
@@ -344,4 +368,5 @@ def test_macro_values_are_data_in_the_manifest(build: Any, tmp_path: Path) -> No
         argv = [kubelet_expand(w) for w in [*c["command"], *c["args"]]]
         out = subprocess.run(argv, env=values, capture_output=True, text=True, check=True)
         assert out.stdout == macro_probe_output("", req.app_id, k)
-    assert req.app_id.startswith(namespace) and not marker.exists()
+    assert req.app_id.startswith(namespace)
+    assert not marker.exists()

@@ -73,7 +73,8 @@ def test_run_options() -> None:
         assert opts.get(key) is not None, key
     assert opts.get("namespace").default == "default"  # type: ignore[union-attr]
     mcad = create_mcad_scheduler("t").run_opts()
-    assert mcad.get("priority") is not None and mcad.get("mode") is None
+    assert mcad.get("priority") is not None
+    assert mcad.get("mode") is None
 
 
 def test_runner_dry_run_prints_kubectl_ready_yaml() -> None:
@@ -145,7 +146,8 @@ def test_dry_run_of_a_thousand_replicas_is_fast() -> None:
         text = str(info)
         t2 = time.perf_counter()
         best_dryrun, best_yaml = min(best_dryrun, t1 - t0), min(best_yaml, t2 - t1)
-    assert len(info.request.objects) == 1001 and text.count("\nkind: Job\n") == 1000
+    assert len(info.request.objects) == 1001
+    assert text.count("\nkind: Job\n") == 1000
     # budgets: 30 ms and 0.1 s on an idle machine; the bounds leave room for a loaded CI box
     assert best_dryrun < 0.09, best_dryrun
     assert best_yaml < 0.3, best_yaml
@@ -187,7 +189,8 @@ def test_unreachable_server_is_one_clear_line() -> None:
     with pytest.raises(KubernetesError) as e:
         sched.describe("default:x-abc")
     msg = str(e.value)
-    assert msg.startswith("list Jobs") and "cannot reach the Kubernetes API server at https://127.0.0.1:1" in msg
+    assert msg.startswith("list Jobs")
+    assert "cannot reach the Kubernetes API server at https://127.0.0.1:1" in msg
     assert "\n" not in msg
 
 

@@ -58,13 +58,16 @@ def test_pending_running_succeeded() -> None:
     jobs = [job("r", 0), job("r", 1)]
     assert view_jobs(jobs, []).state == AppState.PENDING  # type: ignore[union-attr]
     view = view_jobs(jobs, [pod("r", 0, "Running"), pod("r", 1, "Pending")])
-    assert view is not None and view.state == AppState.RUNNING
+    assert view is not None
+    assert view.state == AppState.RUNNING
     assert [(r.id, r.state, r.hostname) for r in view.roles_statuses()[0].replicas] == [
         (0, AppState.RUNNING, "node-1"),
         (1, AppState.PENDING, "node-1"),
     ]
     done = view_jobs([job("r", 0, ("Complete",)), job("r", 1, ("Complete",))], [])
-    assert done is not None and done.state == AppState.SUCCEEDED and done.num_restarts == 0
+    assert done is not None
+    assert done.state == AppState.SUCCEEDED
+    assert done.num_restarts == 0
 
 
 def test_failed_replica_fails_the_app_with_its_reason() -> None:
@@ -72,8 +75,12 @@ def test_failed_replica_fails_the_app_with_its_reason() -> None:
         "r", 1, "Failed", containerStatuses=[{"state": {"terminated": {"exitCode": 3, "reason": "Error"}}}]
     )
     view = view_jobs([job("r", 0), job("r", 1, ("Failed",), failed=1)], [pod("r", 0, "Running"), failed_pod])
-    assert view is not None and view.state == AppState.FAILED and view.failed_roles == ["r"]
-    assert "r/1" in view.msg and "exit 3" in view.msg and "BackoffLimitExceeded" in view.msg
+    assert view is not None
+    assert view.state == AppState.FAILED
+    assert view.failed_roles == ["r"]
+    assert "r/1" in view.msg
+    assert "exit 3" in view.msg
+    assert "BackoffLimitExceeded" in view.msg
 
 
 def test_elastic_role_tolerates_failures_down_to_min_replicas() -> None:
@@ -83,7 +90,8 @@ def test_elastic_role_tolerates_failures_down_to_min_replicas() -> None:
         job("r", 2, ("Complete",), num=3, min_rep=2),
     ]
     view = view_jobs(jobs, [])
-    assert view is not None and view.state == AppState.SUCCEEDED
+    assert view is not None
+    assert view.state == AppState.SUCCEEDED
 
 
 def test_cancelled_and_restarts() -> None:
@@ -91,7 +99,8 @@ def test_cancelled_and_restarts() -> None:
     view = view_jobs(
         [job("r", 0, extra=extra), job("r", 1, ("Complete",), extra=extra, failed=1)], [pod("r", 0, "Running")]
     )
-    assert view is not None and view.state == AppState.CANCELLED
+    assert view is not None
+    assert view.state == AppState.CANCELLED
     assert [r.state for r in view.replicas] == [AppState.CANCELLED, AppState.SUCCEEDED]
     assert view.num_restarts == 3  # 2 app restarts + 1 pod retried by the Job controller
 
@@ -121,8 +130,10 @@ def test_role_definitions_are_reconstructed_in_app_order() -> None:
     a = job("second", 0, extra={names.ANNOTATION_ROLE_INDEX: "1"})
     b = job("first", 0, extra={names.ANNOTATION_ROLE_INDEX: "0"})
     view = view_jobs([a, b], [])
-    assert view is not None and [r.name for r in view.role_defs] == ["first", "second"]
-    assert view.role_defs[0].entrypoint == "python" and view.role_defs[0].args == ["-m", "x"]
+    assert view is not None
+    assert [r.name for r in view.role_defs] == ["first", "second"]
+    assert view.role_defs[0].entrypoint == "python"
+    assert view.role_defs[0].args == ["-m", "x"]
 
 
 def _templates(role: str, n: int) -> list[dict[str, Any]]:
@@ -142,7 +153,8 @@ def test_volcano_phases() -> None:
         "status": {"state": {"phase": "Running"}, "retryCount": 1},
     }
     view = volcano_view(vc, [pod("w", 0, "Running")])
-    assert view.state == AppState.RUNNING and view.num_restarts == 1
+    assert view.state == AppState.RUNNING
+    assert view.num_restarts == 1
     assert [r.state for r in view.replicas] == [AppState.RUNNING, AppState.PENDING]
     vc["status"] = {"state": {"phase": "Completed"}}
     assert volcano_view(vc, []).state == AppState.SUCCEEDED
@@ -157,7 +169,9 @@ def test_mcad_states() -> None:
     ]
     aw = {"metadata": {}, "spec": {"resources": {"GenericItems": items}}, "status": {"state": "Failed"}}
     view = mcad_view(aw, [pod("w", 0, "Failed", containerStatuses=[{"state": {"terminated": {"exitCode": 1}}}])])
-    assert view.state == AppState.FAILED and len(view.replicas) == 2 and "exit 1" in view.msg
+    assert view.state == AppState.FAILED
+    assert len(view.replicas) == 2
+    assert "exit 1" in view.msg
 
 
 def test_described_role_has_the_values_not_the_kubelet_escapes() -> None:
@@ -170,4 +184,5 @@ def test_described_role_has_the_values_not_the_kubelet_escapes() -> None:
     req = build_jobs(specs.AppDef("a", [r]), KubernetesOpts(namespace="ns"))
     view = view_jobs([o for o in req.objects if o["kind"] == "Job"], [])
     assert view is not None
-    assert view.role_defs[0].args == ["-c", text] and view.role_defs[0].env["E"] == "${app_id}"
+    assert view.role_defs[0].args == ["-c", text]
+    assert view.role_defs[0].env["E"] == "${app_id}"

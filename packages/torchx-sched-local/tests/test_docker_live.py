@@ -56,7 +56,8 @@ def test_replicas_reach_rank0_by_hostname(docker_sched: Any, docker_live: dict[s
     role = _role(docker_live["TORCHX_TEST_DOCKER_IMAGE"], "python3", "-c", SERVER, num_replicas=2)
     app_id = _run(docker_sched, role)
     desc = docker_sched.wait(app_id, timeout=60)
-    assert desc is not None and desc.state == AppState.SUCCEEDED, desc
+    assert desc is not None, desc
+    assert desc.state == AppState.SUCCEEDED, desc
     assert list(docker_sched.log_iter(app_id, "w", 0)) == ["rank0 got hello from w-1\n"]
     assert list(docker_sched.log_iter(app_id, "w", 1)) == ["sent\n"]
     assert [r.hostname for r in desc.roles_statuses[0].replicas] == ["w-0", "w-1"]
@@ -89,12 +90,14 @@ def test_failure_message_and_retries_through_the_restart_policy(
         _role(image, "sh", "-c", script, max_retries=2, retry_policy=specs.RetryPolicy.REPLICA, mounts=[mount]),
     )
     desc = docker_sched.wait(app_id, timeout=60)
-    assert desc is not None and desc.state == AppState.SUCCEEDED, desc
+    assert desc is not None, desc
+    assert desc.state == AppState.SUCCEEDED, desc
     assert desc.num_restarts == 1
     assert (tmp_path / "starts").read_text() == "x\nx\n"
     failing = _run(docker_sched, _role(image, "sh", "-c", "exit 7"))
     desc = docker_sched.wait(failing, timeout=60)
-    assert desc is not None and desc.state == AppState.FAILED
+    assert desc is not None
+    assert desc.state == AppState.FAILED
     assert desc.msg == "w/0 exited with code 7"
 
 
@@ -109,7 +112,9 @@ def test_a_replica_failing_for_good_stops_the_others(
     assert time.monotonic() - t < 15
     assert client.containers.list(filters={"label": f"{LABEL_APP_ID}={app_id}"}) == []  # running ones only
     for d in (desc, docker_sched.describe(app_id)):  # again, now that w/0 has an exit code too
-        assert d is not None and d.state == AppState.FAILED and d.msg == "w/1 exited with code 1", d
+        assert d is not None, d
+        assert d.state == AppState.FAILED, d
+        assert d.msg == "w/1 exited with code 1", d
         replicas = d.roles_statuses[0].replicas
         assert [r.state for r in replicas] == [AppState.FAILED] * 2
         assert json.loads(replicas[1].structured_error_msg) == {"message": "w/1 exited with code 1", "exit_code": 1}
@@ -136,7 +141,8 @@ def test_mounts_devices_and_limits(docker_sched: Any, docker_live: dict[str, str
         )
         app_id = _run(docker_sched, role)
         desc = docker_sched.wait(app_id, timeout=60)
-        assert desc is not None and desc.state == AppState.SUCCEEDED, desc
+        assert desc is not None, desc
+        assert desc.state == AppState.SUCCEEDED, desc
         assert list(docker_sched.log_iter(app_id, "w", 0)) == ["from host\n", "v\n", "dev\n", "read-only\n"]
         assert (tmp_path / "out.txt").read_text() == "written\n"
         (container,) = client.containers.list(all=True, filters={"label": f"{LABEL_APP_ID}={app_id}"})
@@ -231,7 +237,8 @@ def test_macro_values_are_data_in_containers(docker_sched: Any, docker_live: dic
     role.args.append(specs.macros.escape(hostile_value(marker)))  # one more word, to arrive as it is
     app_id = _run(docker_sched, role, name="macros")
     desc = docker_sched.wait(app_id, timeout=60)
-    assert desc is not None and desc.state == AppState.SUCCEEDED, desc
+    assert desc is not None, desc
+    assert desc.state == AppState.SUCCEEDED, desc
     for k in (0, 1):
         out = "".join(docker_sched.log_iter(app_id, "probe", k, streams=Stream.STDOUT))
         expected = macro_probe_output("", app_id, k).splitlines(keepends=True)

@@ -42,7 +42,8 @@ def test_a_thousand_replicas_under_ulimit_1024(sched: LocalScheduler) -> None:
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]  # the usual setup: soft 1024, a higher hard limit
     app_id = _launch(1024, hard, 1000)
     desc = sched.wait(app_id, timeout=300)
-    assert desc is not None and desc.state == AppState.SUCCEEDED, desc.msg
+    assert desc is not None, desc.msg
+    assert desc.state == AppState.SUCCEEDED, desc.msg
     states = [r["state"] for r in (sched.store.state(app_id) or {})["replicas"]]
     assert states == ["SUCCEEDED"] * 1000
     # every stream of every replica is intact (read as log_iter reads them; log_iter itself for a sample)
@@ -60,11 +61,12 @@ def test_a_hard_limit_too_low_fails_before_anything_starts(sched: LocalScheduler
     t = time.monotonic()
     app_id = _launch(1024, 1024, 1000)
     desc = sched.wait(app_id, timeout=60)
-    assert desc is not None and desc.state == AppState.FAILED
-    assert "not started: 1000 replicas need 2096 open files" in desc.msg and "`ulimit -Hn` is 1024" in desc.msg, (
-        desc.msg
-    )
-    assert "Traceback" not in desc.msg and time.monotonic() - t < 30
+    assert desc is not None
+    assert desc.state == AppState.FAILED
+    assert "not started: 1000 replicas need 2096 open files" in desc.msg, desc.msg
+    assert "`ulimit -Hn` is 1024" in desc.msg, desc.msg
+    assert "Traceback" not in desc.msg
+    assert time.monotonic() - t < 30
     # nothing ran: no replica has a pid or wrote a log file
     assert all(r.get("pid") is None for r in (sched.store.state(app_id) or {})["replicas"])
     log_root = os.path.join(sched.store.job_dir(app_id), "logs")
@@ -74,5 +76,6 @@ def test_a_hard_limit_too_low_fails_before_anything_starts(sched: LocalScheduler
 def test_what_fits_the_hard_limit_runs(sched: LocalScheduler) -> None:
     app_id = _launch(256, 256, 80)  # 2 x 80 + 96 = 256
     desc = sched.wait(app_id, timeout=120)
-    assert desc is not None and desc.state == AppState.SUCCEEDED, desc.msg
+    assert desc is not None, desc.msg
+    assert desc.state == AppState.SUCCEEDED, desc.msg
     assert all(list(sched.log_iter(app_id, "r", k, streams=Stream.STDOUT)) == ["o\n"] for k in range(80))

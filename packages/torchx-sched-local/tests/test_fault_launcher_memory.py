@@ -72,11 +72,15 @@ def test_supervisor_of_a_1gib_launcher_is_small_and_names_only_the_job(sched: Lo
         rss = proc_status(pid, "VmRSS")
         assert rss <= LIMIT, f"pid {pid}: {rss / 2**20:.1f} MB RSS"
         argv = _argv(pid)
-        assert argv[-1] == job_dir and "s3cret" not in " ".join(argv) and "TOKEN" not in " ".join(argv), argv
-        assert os.path.basename(argv[3]) == "_supervise.py" and argv[4:-1] in ([], ["--watchdog"]), argv
+        assert argv[-1] == job_dir, argv
+        assert "s3cret" not in " ".join(argv), argv
+        assert "TOKEN" not in " ".join(argv), argv
+        assert os.path.basename(argv[3]) == "_supervise.py", argv
+        assert argv[4:-1] in ([], ["--watchdog"]), argv
     sched.cancel(app_id)
     desc = sched.describe(app_id)
-    assert desc is not None and desc.state == AppState.CANCELLED
+    assert desc is not None
+    assert desc.state == AppState.CANCELLED
 
 
 HANDOVER = """
@@ -113,10 +117,12 @@ def test_the_handover_loses_nothing(sched: LocalScheduler, tmp_path: Path) -> No
     job_dir = sched.store.job_dir(app_id)
     eventually(lambda: _argv(supervisor)[-1:] == [job_dir], timeout=10)  # handed over mid-job
     desc = sched.wait(app_id, timeout=60)
-    assert desc is not None and desc.state == AppState.SUCCEEDED, desc.msg
+    assert desc is not None, desc.msg
+    assert desc.state == AppState.SUCCEEDED, desc.msg
     st = sched.store.state(app_id) or {}
     assert st["pid"] == supervisor
-    assert [r["restarts"] for r in st["replicas"]] == [1, 0] and st["num_restarts"] == 1
+    assert [r["restarts"] for r in st["replicas"]] == [1, 0]
+    assert st["num_restarts"] == 1
     assert list(sched.log_iter(app_id, "r", 0, streams=Stream.STDOUT)) == ["start 0\n", "partial-line\n"] * 2
     assert list(sched.log_iter(app_id, "r", 1, streams=Stream.STDOUT)) == ["start 1\n", "partial-line\n"]
     assert sorted(sched.log_iter(app_id, "r", 1)) == ["err 1\n", "partial-line\n", "start 1\n"]
@@ -133,7 +139,8 @@ def test_cancel_after_the_handover(sched: LocalScheduler) -> None:
     eventually(lambda: _argv(supervisor_pid)[-1:] == [job_dir], timeout=10)
     sched.cancel(app_id)
     desc = sched.describe(app_id)
-    assert desc is not None and desc.state == AppState.CANCELLED
+    assert desc is not None
+    assert desc.state == AppState.CANCELLED
     assert [r.state for r in desc.roles_statuses[0].replicas] == [AppState.CANCELLED] * 2
 
 

@@ -57,12 +57,15 @@ def test_full_disk_drops_and_counts_output_and_the_replica_runs_on(sched: LocalS
     assert marker.read_text() == "finished"
     match = re.search(r"r/0: (\d+) bytes of output not stored \(ENOSPC on (\S+)\)", desc.msg)
     assert match, desc.msg
-    assert int(match.group(1)) > 1_000_000 and match.group(2).startswith(str(small_fs))
+    assert int(match.group(1)) > 1_000_000
+    assert match.group(2).startswith(str(small_fs))
     (replica,) = (sched.store.state(app_id) or {})["replicas"]
-    assert replica["dropped_bytes"] == int(match.group(1)) and replica["log_error"].startswith("ENOSPC on ")
+    assert replica["dropped_bytes"] == int(match.group(1))
+    assert replica["log_error"].startswith("ENOSPC on ")
     # what was stored is whole lines, in order
     lines = list(sched.log_iter(app_id, "r", 0, streams=Stream.STDOUT))
-    assert lines and all(re.fullmatch(r"\d{4}x{1000}\n", line) for line in lines)
+    assert lines
+    assert all(re.fullmatch(r"\d{4}x{1000}\n", line) for line in lines)
     numbers = [int(line[:4]) for line in lines]
     assert numbers == sorted(numbers)
     assert _supervisor_log(sched, app_id) == ""
@@ -87,7 +90,8 @@ def test_log_dir_removed_while_running_is_recreated(sched: LocalScheduler, tmp_p
     shutil.rmtree(logs)
     go.touch()
     desc = sched.wait(app_id, timeout=60)
-    assert desc is not None and desc.state == AppState.SUCCEEDED, desc.msg
+    assert desc is not None, desc.msg
+    assert desc.state == AppState.SUCCEEDED, desc.msg
     assert list(sched.log_iter(app_id, "r", 0, streams=Stream.STDOUT)) == ["after\n"]
     assert _supervisor_log(sched, app_id) == ""
 
@@ -104,7 +108,8 @@ def test_supervisor_out_of_file_descriptors_keeps_the_job(sched: LocalScheduler,
     resource.prlimit(pid, resource.RLIMIT_NOFILE, (lowest_free, lowest_free))  # every open() now fails
     go.touch()
     desc = sched.wait(app_id, timeout=60)
-    assert desc is not None and desc.state == AppState.SUCCEEDED, desc.msg
+    assert desc is not None, desc.msg
+    assert desc.state == AppState.SUCCEEDED, desc.msg
     assert re.search(r"r/0: 5 bytes of output not stored \(EMFILE on \S+stdout.log\)", desc.msg), desc.msg
     assert _supervisor_log(sched, app_id) == ""
 

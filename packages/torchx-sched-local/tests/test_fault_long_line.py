@@ -54,16 +54,19 @@ def test_a_100mb_line(sched: LocalScheduler, tmp_path: Path) -> None:
     assert peak < 32 << 20, f"supervisor peak RSS {peak / 2**20:.1f} MB while storing a 100 MB line"
     Path(str(go) + ".end").touch()
     desc = sched.wait(app_id, timeout=60)
-    assert desc is not None and desc.state == AppState.SUCCEEDED, desc.msg
+    assert desc is not None, desc.msg
+    assert desc.state == AppState.SUCCEEDED, desc.msg
     # each byte once: the two logs hold exactly the output; the rest is small indexes
     sizes = {name: os.path.getsize(os.path.join(replica_dir, name)) for name in os.listdir(replica_dir)}
-    assert sizes["stdout.log"] == SIZE + 1 and sizes["stderr.log"] == len("after\n")
+    assert sizes["stdout.log"] == SIZE + 1
+    assert sizes["stderr.log"] == len("after\n")
     assert sum(sizes.values()) < SIZE + 4096, sizes
     for stream, expected in (("stdout", [SIZE + 1]), ("combined", [SIZE + 1, 6])):
         proc = run_python(READ, app_id, stream, timeout=300)
         assert proc.returncode == 0, proc.stderr
         elapsed, maxrss, count, lengths = proc.stdout.split(maxsplit=3)
-        assert eval(lengths) == expected and int(count) == len(expected)
+        assert eval(lengths) == expected
+        assert int(count) == len(expected)
         # one str of the line (100 MB) + its pieces while reading (100 MB) + the interpreter
         assert int(maxrss) < 2.6 * SIZE + (80 << 20), f"{stream}: reader peak RSS {int(maxrss) / 2**20:.0f} MB"
         assert float(elapsed) < 30, f"{stream}: {float(elapsed):.1f} s to read a 100 MB line"

@@ -46,11 +46,14 @@ def test_sigkill_of_the_supervisor_kills_every_replica_and_says_why(sched: Local
     eventually(lambda: not store.lock_is_held(sched.store.job_dir(app_id)))
     assert live_replica_pids(st) == []  # the replicas and their children are gone
     desc = sched.describe(app_id)
-    assert desc is not None and desc.state == AppState.FAILED
+    assert desc is not None
+    assert desc.state == AppState.FAILED
     assert f"the job's supervisor (pid {st['pid']}) died before the job ended; its replicas" in desc.msg, desc.msg
     sched.cancel(app_id)
     desc = sched.describe(app_id)
-    assert desc is not None and desc.state == AppState.FAILED and "supervisor" in desc.msg
+    assert desc is not None
+    assert desc.state == AppState.FAILED
+    assert "supervisor" in desc.msg
 
 
 def test_supervisor_and_watchdog_killed_status_names_the_pids_and_cancel_stops_them(sched: LocalScheduler) -> None:
@@ -63,19 +66,27 @@ def test_supervisor_and_watchdog_killed_status_names_the_pids_and_cancel_stops_t
     live = live_replica_pids(st)
     assert len(live) == 6
     desc = sched.describe(app_id)
-    assert desc is not None and desc.state == AppState.FAILED
-    assert "died before the job ended" in desc.msg and all(str(pid) in desc.msg for pid in live), desc.msg
+    assert desc is not None
+    assert desc.state == AppState.FAILED
+    assert "died before the job ended" in desc.msg, desc.msg
+    assert all(str(pid) in desc.msg for pid in live), desc.msg
     sched.cancel(app_id)
     assert live_replica_pids(st) == []
     desc = sched.describe(app_id)
-    assert desc is not None and desc.state == AppState.FAILED
-    assert "died before the job ended" in desc.msg and "`cancel` killed its replicas" in desc.msg, desc.msg
+    assert desc is not None
+    assert desc.state == AppState.FAILED
+    assert "died before the job ended" in desc.msg, desc.msg
+    assert "`cancel` killed its replicas" in desc.msg, desc.msg
 
 
 def test_watchdog_leaves_a_job_that_ended_alone(sched: LocalScheduler) -> None:
     app_id = sched.submit(command_app("sh", "-c", "echo done"), {})
     desc = sched.wait(app_id, timeout=30)
-    assert desc is not None and desc.state == AppState.SUCCEEDED and desc.msg == ""
+    assert desc is not None
+    assert desc.state == AppState.SUCCEEDED
+    assert desc.msg == ""
     eventually(lambda: not store.lock_is_held(sched.store.job_dir(app_id)))  # the watchdog exited too
     desc = sched.describe(app_id)
-    assert desc is not None and desc.state == AppState.SUCCEEDED and desc.msg == ""
+    assert desc is not None
+    assert desc.state == AppState.SUCCEEDED
+    assert desc.msg == ""

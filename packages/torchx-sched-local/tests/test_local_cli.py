@@ -67,7 +67,8 @@ def test_run_streams_output_and_waits_every_time(component: str) -> None:
 def test_run_failure_exits_nonzero(component: str) -> None:
     proc = run_cli("run", "-s", "local_cwd", f"{component}:fail", "--code", "7")
     assert proc.returncode == 1
-    assert "FAILED" in proc.stderr and "fail/0 exited with code 7" in proc.stderr
+    assert "FAILED" in proc.stderr
+    assert "fail/0 exited with code 7" in proc.stderr
 
 
 def test_detached_job_is_managed_from_later_processes(component: str) -> None:
@@ -75,11 +76,15 @@ def test_detached_job_is_managed_from_later_processes(component: str) -> None:
     assert proc.returncode == 0, proc.stderr
     handle = proc.stdout.strip()
     status = run_cli("status", handle)
-    assert status.returncode == 0 and "RUNNING" in status.stdout, status
+    assert status.returncode == 0, status
+    assert "RUNNING" in status.stdout, status
     listed = run_cli("list", "-s", "local_cwd")
-    assert handle in listed.stdout and "RUNNING" in listed.stdout
+    assert handle in listed.stdout
+    assert "RUNNING" in listed.stdout
     described = run_cli("describe", handle)
-    assert described.returncode == 0 and "sleep" in described.stdout and "300" in described.stdout
+    assert described.returncode == 0
+    assert "sleep" in described.stdout
+    assert "300" in described.stdout
     cancel = run_cli("cancel", handle)
     assert cancel.returncode == 0, cancel.stderr
     status = run_cli("status", handle)

@@ -20,7 +20,8 @@ def _run(sched: LocalScheduler, appdef: specs.AppDef, cfg: dict[str, object] | N
     """Runs the app to its end; returns replica 0's stdout (fails the test if the app failed)."""
     app_id = sched.submit(appdef, cfg or {})
     desc = sched.wait(app_id, timeout=30)
-    assert desc is not None and desc.state == AppState.SUCCEEDED, desc
+    assert desc is not None, desc
+    assert desc.state == AppState.SUCCEEDED, desc
     return "".join(sched.log_iter(app_id, appdef.roles[0].name, 0, streams=Stream.STDOUT))
 
 

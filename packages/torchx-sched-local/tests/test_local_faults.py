@@ -65,11 +65,13 @@ def test_a_damaged_state_file_breaks_only_its_own_job(
     with caplog.at_level(logging.WARNING, logger="torchx_sched_local"):
         listed = {r.app_id for r in sched.list()}
     assert listed == {good_a, good_b}
-    assert str(state_file) in caplog.text and f"local_cwd://test/{bad}" in caplog.text
+    assert str(state_file) in caplog.text
+    assert f"local_cwd://test/{bad}" in caplog.text
 
     with pytest.raises(store.UnreadableJobError) as info:
         sched.describe(bad)
-    assert str(state_file) in str(info.value) and "torchx delete local_cwd://test/" in str(info.value)
+    assert str(state_file) in str(info.value)
+    assert "torchx delete local_cwd://test/" in str(info.value)
 
     sched.delete(bad)
     assert not os.path.exists(sched.store.job_dir(bad))
@@ -128,15 +130,18 @@ def test_cli_on_a_damaged_job(sched: LocalScheduler) -> None:
 
     listed = run_cli("list", "-s", "local_cwd")
     assert listed.returncode == 0, listed.stderr
-    assert f"local_cwd://torchx/{good}" in listed.stdout and bad not in listed.stdout
-    assert str(state_file) in listed.stderr and "Traceback" not in listed.stderr
+    assert f"local_cwd://torchx/{good}" in listed.stdout
+    assert bad not in listed.stdout
+    assert str(state_file) in listed.stderr
+    assert "Traceback" not in listed.stderr
     assert len(listed.stderr.strip().splitlines()) == 1
 
     for verb in ("status", "describe", "wait", "cancel"):
         proc = run_cli(verb, handle)
         assert proc.returncode == 1, (verb, proc)
         (line,) = proc.stderr.strip().splitlines()
-        assert line.startswith("torchx: error: unreadable local job file") and str(state_file) in line, line
+        assert line.startswith("torchx: error: unreadable local job file"), line
+        assert str(state_file) in line, line
         assert f"`torchx delete {handle}` removes the job" in line
 
     deleted = run_cli("delete", handle)
@@ -169,9 +174,11 @@ def test_job_files_are_written_whole_and_durably(
     target = tmp_path / "w" / "x.json"
     store.write_json(str(target), {"a": 1})
     assert [c[0] for c in calls] == ["fsync", "rename", "fsync"]
-    assert calls[0][1].startswith(str(tmp_path / "w" / ".x.json.")) and calls[1][1] == str(target)
+    assert calls[0][1].startswith(str(tmp_path / "w" / ".x.json."))
+    assert calls[1][1] == str(target)
     assert calls[2][1] == str(tmp_path / "w")
-    assert json.loads(target.read_text()) == {"a": 1} and os.listdir(tmp_path / "w") == ["x.json"]
+    assert json.loads(target.read_text()) == {"a": 1}
+    assert os.listdir(tmp_path / "w") == ["x.json"]
 
 
 def test_list_sweeps_what_killed_launchers_and_deleters_left(sched: LocalScheduler) -> None:
@@ -256,14 +263,18 @@ def test_full_disk_submit_is_one_clear_line_and_leaves_nothing(
         '    """One echo."""\n    return specs.AppDef("one", [specs.Role("r", image=".", entrypoint="echo")])\n'
     )
     proc = run_cli("run", "-s", "local_cwd", "comp.py:one")
-    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.returncode == 1
+    assert proc.stdout == ""
     (line,) = proc.stderr.strip().splitlines()
-    assert line.startswith("torchx: error: cannot record local_cwd app one-") and "No space left on device" in line
+    assert line.startswith("torchx: error: cannot record local_cwd app one-")
+    assert "No space left on device" in line
     assert str(state) in line
     assert sorted(os.listdir(state)) == before  # no job dir, no hidden staging dir, no temporary file
 
     listed = run_cli("list", "-s", "local_cwd")
-    assert listed.returncode == 0 and done in listed.stdout and running in listed.stdout, listed
+    assert listed.returncode == 0, listed
+    assert done in listed.stdout, listed
+    assert running in listed.stdout, listed
     for app_id in (done, running):  # delete works on a full disk, running or not
         deleted = run_cli("delete", f"local_cwd://torchx/{app_id}")
         assert deleted.returncode == 0, deleted.stderr
@@ -279,7 +290,8 @@ def test_read_only_state_dir_is_one_clear_line(small_disk: Path, isolated: Path)
         sched.submit(command_app("true"), {})
     assert info.value.errno == errno.EROFS
     assert re.fullmatch(rf"cannot record local_cwd app t-\w+: Read-only file system: {state}", str(info.value))
-    assert os.listdir(state) == [] and sched.list() == []
+    assert os.listdir(state) == []
+    assert sched.list() == []
 
 
 # ---------------------------------------------------------------- permissions
@@ -313,7 +325,8 @@ def test_job_files_are_private_whatever_the_umask(tmp_path: Path, umask: int) ->
     for app_id, log_root in ((inside, state / inside / "logs"), (outside, logs / outside)):
         job = state / app_id
         assert mode(job) == 0o700
-        assert mode(job / "app.json") == 0o600 and "s3cret" in (job / "app.json").read_text()
+        assert mode(job / "app.json") == 0o600
+        assert "s3cret" in (job / "app.json").read_text()
         assert mode(job / "state.json") == 0o600
         for d in (log_root, log_root / "r", log_root / "r" / "0"):
             assert mode(d) == 0o700, d
@@ -327,7 +340,8 @@ def test_logs_never_follow_a_symlink(sched: LocalScheduler, tmp_path: Path) -> N
     code = f"import os; os.symlink({str(target)!r}, os.path.join(os.environ['PET_LOG_DIR'], 'stdout.log')); print('x')"
     app_id = sched.submit(command_app(sys.executable, "-c", code), {})
     desc = sched.wait(app_id, timeout=30)
-    assert desc is not None and desc.state in (AppState.SUCCEEDED, AppState.FAILED)
+    assert desc is not None
+    assert desc.state in (AppState.SUCCEEDED, AppState.FAILED)
     assert target.read_text() == "precious\n"
 
 

@@ -129,7 +129,8 @@ def test_ctrl_c_never_touches_detached_jobs(sched: LocalScheduler) -> None:
     eventually(lambda: _holds_a_pidfd(waiter.pid), timeout=30)  # it is blocked waiting on the supervisor
     waiter.send_signal(signal.SIGINT)
     _, err = waiter.communicate(timeout=30)
-    assert waiter.returncode == 130 and err == f"torchx: stopped waiting; {other} goes on\n"
+    assert waiter.returncode == 130
+    assert err == f"torchx: stopped waiting; {other} goes on\n"
     # an attached run interrupted next to them cancels only its own job
     attached = _start("-s", "local_cwd", "comp.py:ticker")
     mine = _handle_and_first_line(attached)
@@ -149,7 +150,8 @@ def _only_status_lines(stderr: str, handle: str) -> bool:
 def test_a_closed_output_ends_the_run_quietly(sched: LocalScheduler) -> None:
     proc = _start("-s", "local_cwd", "comp.py:ticker", quiet=False)
     handle = _handle_and_first_line(proc)
-    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout is not None
+    assert proc.stderr is not None
     proc.stdout.close()  # `| head -2` exits
     assert proc.wait(timeout=30) == 141
     assert _only_status_lines(proc.stderr.read(), handle)

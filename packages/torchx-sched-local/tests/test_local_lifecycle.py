@@ -41,9 +41,11 @@ def test_job_outlives_a_launcher_that_exits(sched: LocalScheduler) -> None:
     assert proc.returncode == 0, proc.stderr
     app_id = proc.stdout.strip()
     desc = sched.describe(app_id)
-    assert desc is not None and desc.state in (AppState.SUBMITTED, AppState.PENDING, AppState.RUNNING)
+    assert desc is not None
+    assert desc.state in (AppState.SUBMITTED, AppState.PENDING, AppState.RUNNING)
     desc = sched.wait(app_id, timeout=10)
-    assert desc is not None and desc.state == AppState.SUCCEEDED
+    assert desc is not None
+    assert desc.state == AppState.SUCCEEDED
     assert list(sched.log_iter(app_id, "r")) == ["survived\n"]
 
 
@@ -58,9 +60,11 @@ def test_job_outlives_a_launcher_killed_with_sigkill(sched: LocalScheduler) -> N
     proc.kill()
     proc.wait()
     desc = sched.describe(app_id)
-    assert desc is not None and desc.state in (AppState.SUBMITTED, AppState.PENDING, AppState.RUNNING)
+    assert desc is not None
+    assert desc.state in (AppState.SUBMITTED, AppState.PENDING, AppState.RUNNING)
     desc = sched.wait(app_id, timeout=10)
-    assert desc is not None and desc.state == AppState.SUCCEEDED
+    assert desc is not None
+    assert desc.state == AppState.SUCCEEDED
     assert list(sched.log_iter(app_id, "r")) == ["still here\n"]
 
 
@@ -79,7 +83,8 @@ def test_job_survives_signals_to_the_launchers_process_group(sched: LocalSchedul
         os.killpg(proc.pid, sig)
     proc.wait()
     desc = sched.wait(app_id, timeout=10)
-    assert desc is not None and desc.state == AppState.SUCCEEDED, desc
+    assert desc is not None, desc
+    assert desc.state == AppState.SUCCEEDED, desc
     assert list(sched.log_iter(app_id, "r")) == ["unharmed\n"]
 
 
@@ -93,7 +98,8 @@ def test_launch_from_a_multithreaded_process_uses_a_fresh_interpreter(sched: Loc
         stop.set()
         t.join()
     desc = sched.wait(app_id, timeout=20)
-    assert desc is not None and desc.state == AppState.SUCCEEDED
+    assert desc is not None
+    assert desc.state == AppState.SUCCEEDED
     assert list(sched.log_iter(app_id, "r")) == ["from exec path\n"]
     st = sched.store.state(app_id)
     assert st is not None
@@ -107,10 +113,12 @@ def test_wait_reacts_at_once_and_honours_timeout(sched: LocalScheduler) -> None:
     t = time.monotonic()
     desc = sched.wait(app_id, timeout=0.1)
     assert 0.09 <= time.monotonic() - t < 0.3
-    assert desc is not None and desc.state in (AppState.SUBMITTED, AppState.RUNNING)  # a loaded machine may lag
+    assert desc is not None
+    assert desc.state in (AppState.SUBMITTED, AppState.RUNNING)  # a loaded machine may lag
     desc = sched.wait(app_id, poll_interval=5)
     elapsed = time.monotonic() - t
-    assert desc is not None and desc.state == AppState.SUCCEEDED
+    assert desc is not None
+    assert desc.state == AppState.SUCCEEDED
     assert elapsed < 0.4 + 0.15, elapsed  # not a poll_interval-sized sleep
 
 
@@ -119,12 +127,14 @@ def test_cancel_kills_the_whole_process_tree(sched: LocalScheduler, tmp_path: Pa
     app_id = sched.submit(command_app("sh", "-c", script, replicas=2), {"stop_grace_period": 2.0})
     eventually(lambda: all(list(sched.log_iter(app_id, "r", k)) == ["started\n"] for k in (0, 1)))
     pgids = _replica_pids(sched, app_id)
-    assert len(pgids) == 2 and all(group_alive(p) for p in pgids)
+    assert len(pgids) == 2
+    assert all(group_alive(p) for p in pgids)
     t = time.monotonic()
     LocalScheduler("other", state_dir=sched.store.root).cancel(app_id)
     assert time.monotonic() - t < 2.0  # sh and sleep die on SIGTERM: no SIGKILL wait
     desc = sched.describe(app_id)
-    assert desc is not None and desc.state == AppState.CANCELLED
+    assert desc is not None
+    assert desc.state == AppState.CANCELLED
     assert [r.state for r in desc.roles_statuses[0].replicas] == [AppState.CANCELLED] * 2
     assert not any(group_alive(p) for p in pgids)
 
@@ -216,7 +226,8 @@ def _restarts(sched: LocalScheduler, app_id: str) -> list[int]:
 def test_replica_retry_restarts_only_the_failed_replica(sched: LocalScheduler, tmp_path: Path) -> None:
     app_id = sched.submit(_flaky_app(tmp_path, specs.RetryPolicy.REPLICA, 2, {1: 2}), {})
     desc = sched.wait(app_id, timeout=20)
-    assert desc is not None and desc.state == AppState.SUCCEEDED, desc
+    assert desc is not None, desc
+    assert desc.state == AppState.SUCCEEDED, desc
     assert desc.num_restarts == 2
     assert (_starts(tmp_path, 0), _starts(tmp_path, 1)) == (1, 3)
     assert _restarts(sched, app_id) == [0, 2]
@@ -225,7 +236,8 @@ def test_replica_retry_restarts_only_the_failed_replica(sched: LocalScheduler, t
 def test_application_retry_restarts_every_replica(sched: LocalScheduler, tmp_path: Path) -> None:
     app_id = sched.submit(_flaky_app(tmp_path, specs.RetryPolicy.APPLICATION, 1, {1: 1}), {})
     desc = sched.wait(app_id, timeout=20)
-    assert desc is not None and desc.state == AppState.SUCCEEDED, desc
+    assert desc is not None, desc
+    assert desc.state == AppState.SUCCEEDED, desc
     assert desc.num_restarts == 1
     assert _restarts(sched, app_id) == [1, 1]
     assert _starts(tmp_path, 1) == 2
@@ -234,7 +246,8 @@ def test_application_retry_restarts_every_replica(sched: LocalScheduler, tmp_pat
 def test_retries_exhausted_fail_the_job(sched: LocalScheduler, tmp_path: Path) -> None:
     app_id = sched.submit(_flaky_app(tmp_path, specs.RetryPolicy.APPLICATION, 2, {0: 99}), {})
     desc = sched.wait(app_id, timeout=20)
-    assert desc is not None and desc.state == AppState.FAILED
+    assert desc is not None
+    assert desc.state == AppState.FAILED
     assert desc.num_restarts == 2
     assert desc.msg == "r/0 exited with code 3"
     assert _starts(tmp_path, 0) == 3
@@ -254,7 +267,8 @@ def test_role_retry_restarts_the_role_only(sched: LocalScheduler, tmp_path: Path
     steady = specs.Role("steady", image="/tmp", entrypoint=sys.executable, args=["-c", FLAKY, str(tmp_path), "s"])
     app_id = sched.submit(specs.AppDef("roles", [flaky, steady]), {})
     desc = sched.wait(app_id, timeout=20)
-    assert desc is not None and desc.state == AppState.SUCCEEDED, desc
+    assert desc is not None, desc
+    assert desc.state == AppState.SUCCEEDED, desc
     assert desc.num_restarts == 1
     assert _restarts(sched, app_id) == [1, 1, 0]
     assert len((tmp_path / "starts-s").read_text()) == 1
@@ -266,7 +280,8 @@ def test_failure_stops_the_other_replicas(sched: LocalScheduler) -> None:
         command_app(sys.executable, "-c", code, specs.macros.replica_id, replicas=3), {"stop_grace_period": 2}
     )
     desc = sched.wait(app_id, timeout=10)
-    assert desc is not None and desc.state == AppState.FAILED
+    assert desc is not None
+    assert desc.state == AppState.FAILED
     assert desc.msg == "r/0 exited with code 5"
     states = [r.state for r in desc.roles_statuses[0].replicas]
     assert states == [AppState.FAILED, AppState.CANCELLED, AppState.CANCELLED]
@@ -313,7 +328,8 @@ def _submit_concurrently(sched: LocalScheduler, processes: int, per_process: int
     assert len(submitted) == len(set(submitted)) == processes * per_process
     for app_id in submitted:
         desc = sched.wait(app_id, timeout=60)
-        assert desc is not None and desc.state == AppState.SUCCEEDED, (app_id, desc)
+        assert desc is not None, (app_id, desc)
+        assert desc.state == AppState.SUCCEEDED, (app_id, desc)
     listed = sched.list()
     assert sorted(a.app_id for a in listed) == sorted(submitted)
     assert {a.state for a in listed} == {AppState.SUCCEEDED}

@@ -18,7 +18,8 @@ from torchx_sched_local.local_scheduler import LocalScheduler
 def _finished(sched: LocalScheduler, application) -> str:  # type: ignore[no-untyped-def]
     app_id = sched.submit(application, {})
     desc = sched.wait(app_id, timeout=30)
-    assert desc is not None and desc.state == AppState.SUCCEEDED, desc
+    assert desc is not None, desc
+    assert desc.state == AppState.SUCCEEDED, desc
     return app_id
 
 
@@ -117,7 +118,8 @@ def test_follow_stops_when_its_replica_is_done_even_if_others_run(sched: LocalSc
     time.sleep(0.2)
     sched.cancel(app_id)
     thread.join(5)
-    assert not thread.is_alive() and follower == ["hi\n"]
+    assert not thread.is_alive()
+    assert follower == ["hi\n"]
 
 
 def test_follow_a_finished_job_returns_everything(sched: LocalScheduler) -> None:

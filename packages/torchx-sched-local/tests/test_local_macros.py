@@ -24,7 +24,8 @@ def test_macro_values_from_a_hostile_directory_run_nothing(
     role = macro_probe("ignored", str(marker), num_replicas=2)
     app_id = sched.submit(specs.AppDef("macros", [role]), {})
     desc = sched.wait(app_id, timeout=60)
-    assert desc is not None and desc.state == AppState.SUCCEEDED, desc
+    assert desc is not None, desc
+    assert desc.state == AppState.SUCCEEDED, desc
     for k in (0, 1):
         out = "".join(sched.log_iter(app_id, "probe", k, streams=Stream.STDOUT))
         assert out == macro_probe_output(str(cwd), app_id, k)

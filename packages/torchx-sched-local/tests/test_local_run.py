@@ -112,7 +112,8 @@ def test_failure_reports_exit_code_and_error_file(sched: LocalScheduler) -> None
     )
     app_id = sched.submit(command_app(sys.executable, "-c", code, specs.macros.replica_id, replicas=2), {})
     desc = sched.wait(app_id)
-    assert desc is not None and desc.state == AppState.FAILED
+    assert desc is not None
+    assert desc.state == AppState.FAILED
     assert desc.msg == "r/1 exited with code 3"
     replicas = {r.id: r for r in desc.roles_statuses[0].replicas}
     assert replicas[1].state == AppState.FAILED
@@ -123,7 +124,8 @@ def test_failure_reports_exit_code_and_error_file(sched: LocalScheduler) -> None
 def test_killed_by_signal_message(sched: LocalScheduler) -> None:
     app_id = sched.submit(command_app("sh", "-c", "kill -9 $$$$"), {})  # macros turn $$ into $
     desc = sched.wait(app_id)
-    assert desc is not None and desc.state == AppState.FAILED
+    assert desc is not None
+    assert desc.state == AppState.FAILED
     assert desc.msg == "r/0 killed by signal 9 (SIGKILL)"
 
 
@@ -150,7 +152,8 @@ def test_describe_returns_the_submitted_roles_from_another_process(sched: LocalS
     assert desc.roles == [role]
     assert desc.metadata == {"team": "ml"}
     assert [r.state for r in desc.roles_statuses[0].replicas] == [AppState.SUCCEEDED] * 3
-    assert desc.ui_url is not None and desc.ui_url.startswith("file://")
+    assert desc.ui_url is not None
+    assert desc.ui_url.startswith("file://")
 
 
 def test_app_ids_cannot_escape_the_state_dir(sched: LocalScheduler, tmp_path: Path) -> None:
@@ -165,7 +168,8 @@ def test_app_ids_cannot_escape_the_state_dir(sched: LocalScheduler, tmp_path: Pa
             list(sched.log_iter(bad, "r"))
         with pytest.raises(InvalidAppIdError):
             sched.store.job_dir(bad)
-    assert outside.exists() and list(outside.iterdir()) == []
+    assert outside.exists()
+    assert list(outside.iterdir()) == []
     with get_runner() as runner:
         assert runner.status("local_cwd://torchx/../outside") is None
 

@@ -58,7 +58,8 @@ def run(runner: Runner, cluster: Any, appdef: specs.AppDef, **cfg: Any) -> str:
 
 def wait(runner: Runner, handle: str, timeout: float = 120) -> specs.AppStatus:
     status = runner.wait(handle, wait_interval=0.2, timeout=timeout)
-    assert status is not None and status.is_terminal(), f"{handle} did not end in {timeout}s: {status}"
+    assert status is not None, f"{handle} did not end in {timeout}s: {status}"
+    assert status.is_terminal(), f"{handle} did not end in {timeout}s: {status}"
     return status
 
 
@@ -69,7 +70,8 @@ def log(runner: Runner, handle: str, role_name: str, k: int = 0, stream: Stream 
 def wait_running(runner: Runner, handle: str, timeout: float = 60) -> specs.AppStatus:
     deadline = time.monotonic() + timeout
     while (st := runner.status(handle)) is not None and st.state != specs.AppState.RUNNING:
-        assert time.monotonic() < deadline and not st.is_terminal(), st
+        assert time.monotonic() < deadline, st
+        assert not st.is_terminal(), st
         time.sleep(0.3)
     assert st is not None
     return st
@@ -107,7 +109,8 @@ def test_two_replicas_see_their_rank_and_the_rank0_address(runner: Runner, ray_c
     status = wait(runner, handle)
     assert status.state == specs.AppState.SUCCEEDED, status
     hosts = {r.id: r.hostname for rs in status.roles for r in rs.replicas}
-    assert set(hosts) == {0, 1} and all(hosts.values())
+    assert set(hosts) == {0, 1}
+    assert all(hosts.values())
     for k in range(2):
         assert log(runner, handle, "trainer", k).split() == [str(k), "2", hosts[0], "trainer"]
 
@@ -141,7 +144,8 @@ def test_gang_placement_is_all_or_none(runner: Runner, ray_cluster: Any) -> None
     handle = run(runner, ray_cluster, appdef, placement_timeout=8)
     time.sleep(4)
     pending = runner.status(handle)
-    assert pending is not None and pending.state == specs.AppState.PENDING, pending
+    assert pending is not None, pending
+    assert pending.state == specs.AppState.PENDING, pending
     status = wait(runner, handle)
     assert status.state == specs.AppState.FAILED
     assert "could not place all 2 replicas" in status.msg
@@ -161,7 +165,8 @@ def test_cancel_then_list_shows_both(runner: Runner, ray_cluster: Any) -> None:
         time.sleep(0.3)
     assert wait(runner, done).state == specs.AppState.SUCCEEDED
     listed = {a.app_handle: a for a in runner.list("ray", {"address": ray_cluster.address})}
-    assert listed[handle].state == specs.AppState.RUNNING and listed[handle].name == "sleepy"
+    assert listed[handle].state == specs.AppState.RUNNING
+    assert listed[handle].name == "sleepy"
     runner.cancel(handle)
     status = wait(runner, handle, timeout=60)
     assert status.state == specs.AppState.CANCELLED
@@ -169,7 +174,8 @@ def test_cancel_then_list_shows_both(runner: Runner, ray_cluster: Any) -> None:
     time.sleep(1)
     assert [p for p in pids if alive(p)] == [], "the replicas' processes must be gone"
     listed = {a.app_handle: a.state for a in runner.list("ray", {"address": ray_cluster.address})}
-    assert listed[handle] == specs.AppState.CANCELLED and listed[done] == specs.AppState.SUCCEEDED
+    assert listed[handle] == specs.AppState.CANCELLED
+    assert listed[done] == specs.AppState.SUCCEEDED
 
 
 def test_log_tail_follows_and_since_filters(runner: Runner, ray_cluster: Any) -> None:
@@ -208,7 +214,8 @@ def test_workspace_is_the_working_dir(runner: Runner, ray_cluster: Any, tmp_path
     handle = runner.schedule(info)
     assert wait(runner, handle).state == specs.AppState.SUCCEEDED
     img, cwd, secret = log(runner, handle, "ws").split()
-    assert img == "img=" + cwd[len("cwd=") :] and secret == "secret="
+    assert img == "img=" + cwd[len("cwd=") :]
+    assert secret == "secret="
     assert not [p for p in os.listdir(tempfile.gettempdir()) if p.startswith("torchx-ray-ws-")], "staging dir kept"
 
 
@@ -266,5 +273,6 @@ def test_macro_values_are_data_on_the_cluster(runner: Runner, ray_cluster: Any) 
         img_root = out[1 : out.index(">\n")]  # the job's working dir on the cluster: the first word
         expected = macro_probe_output(img_root, app_id, k).splitlines(keepends=True)
         expected.insert(-1, f"<{hostile_value(marker)}>\n")  # before PROBE_ENV's line
-        assert img_root and out == "".join(expected)
+        assert img_root
+        assert out == "".join(expected)
     assert not os.path.exists(marker)

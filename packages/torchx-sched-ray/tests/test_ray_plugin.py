@@ -16,7 +16,9 @@ def test_registered_through_the_torchx_entry_point_group() -> None:
     scheduler = get_scheduler_factories()["ray"]("session")
     assert scheduler.backend == "ray"
     caps = scheduler.capabilities
-    assert caps.workspace and caps.log_since_until and caps.delete
+    assert caps.workspace
+    assert caps.log_since_until
+    assert caps.delete
     assert caps.retry_policies == frozenset({RetryPolicy.APPLICATION})
 
 

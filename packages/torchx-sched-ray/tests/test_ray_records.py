@@ -58,7 +58,8 @@ def test_describe_replicas_from_records() -> None:
         records.state(2, 3.0, "CANCELLED", -15, "10.0.0.1"),
     )
     desc = status.describe("h:1-app-x", "FAILED", "Job failed", META, log)
-    assert desc.state == AppState.FAILED and desc.num_restarts == 0
+    assert desc.state == AppState.FAILED
+    assert desc.num_restarts == 0
     states = [(r.role, r.id, r.state, r.hostname) for rs in desc.roles_statuses for r in rs.replicas]
     assert states == [
         ("trainer", 0, AppState.SUCCEEDED, "10.0.0.1"),
@@ -79,7 +80,8 @@ def test_running_job_waiting_for_placement_is_pending() -> None:
 def test_replicas_of_an_ended_job_take_its_state_and_restarts_count() -> None:
     log = _log(records.attempt(1.0, 0), records.attempt(2.0, 1), records.state(0, 2.0, "RUNNING", None, "h"))
     desc = status.describe("a", "STOPPED", "stopped", META, log)
-    assert desc.state == AppState.CANCELLED and desc.num_restarts == 1
+    assert desc.state == AppState.CANCELLED
+    assert desc.num_restarts == 1
     assert {r.state for rs in desc.roles_statuses for r in rs.replicas} == {AppState.CANCELLED}
 
 

@@ -35,7 +35,8 @@ def test_runs_argv_without_a_shell_and_fills_placeholders(tmp_path: object, monk
     argv = [sys.executable, "-c", code, "$(id)", f"k={REPLICA_ID}", f"{IMG_ROOT}/d", ""]
     proc.start(argv, {"R": REPLICA_ID, "H": RANK0_HOST}, 7, "10.1.2.3")
     lines, exit_code, stopped = drain(proc)
-    assert exit_code == 3 and not stopped
+    assert exit_code == 3
+    assert not stopped
     assert ("o", repr(["$(id)", "k=7", f"{tmp_path}/d", ""]), True) in lines
     assert ("e", "7 10.1.2.3", True) in lines
     assert ("o", "no newline", False) in lines
@@ -51,9 +52,11 @@ def test_stop_terminates_the_process_group() -> None:
         child = next((int(text) for _, _, text, _ in got), 0)
     proc.stop(grace=1.0)
     _, exit_code, stopped = drain(proc)
-    assert stopped and exit_code == -signal.SIGTERM
+    assert stopped
+    assert exit_code == -signal.SIGTERM
     time.sleep(0.2)
-    assert not alive(pid) and not alive(child)
+    assert not alive(pid)
+    assert not alive(child)
 
 
 def test_a_command_that_cannot_start() -> None:

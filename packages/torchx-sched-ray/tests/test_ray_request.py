@@ -39,7 +39,8 @@ def test_role_becomes_argv_env_and_resources_with_macros_filled() -> None:
     app = specs.AppDef("my app", [role(args=args, num_replicas=3, env={"A": "${replica_id}", "B": "$$HOME"})])
     _, job = dryrun(app, address="http://h:1")
     spec = job.spec  # type: ignore[attr-defined]
-    assert job.app_id == f"h:1-{job.submission_id}" and job.submission_id.startswith("my-app-")  # type: ignore[attr-defined]
+    assert job.app_id == f"h:1-{job.submission_id}"
+    assert job.submission_id.startswith("my-app-")  # type: ignore[attr-defined]
     (r,) = spec["roles"]
     assert r["num_replicas"] == 3
     assert r["argv"] == ["python", job.app_id, f"r={REPLICA_ID}", f"{IMG_ROOT}/x", "${app_id}", args[4]]  # type: ignore[attr-defined]
@@ -65,7 +66,8 @@ def test_app_level_settings_and_printable_request() -> None:
     assert (spec["max_retries"], spec["placement_strategy"], spec["placement_timeout"]) == (1, "STRICT_PACK", 5)
     assert json.loads(job.metadata["torchx.roles"]) == [["x", 1], ["y", 1]]  # type: ignore[attr-defined]
     shown = json.loads(str(job))
-    assert shown["entrypoint"] == "python -m torchx_ray_driver" and shown["app.json"] == spec
+    assert shown["entrypoint"] == "python -m torchx_ray_driver"
+    assert shown["app.json"] == spec
 
 
 def test_working_dir_and_requirements(tmp_path: Path) -> None:
@@ -88,7 +90,8 @@ def test_workspace_is_staged_and_shipped_then_removed(tmp_path: Path) -> None:
         r.workspace = specs.Workspace({str(ws): ""})
     sched.build_workspaces(app.roles, {})
     staged = app.roles[0].image
-    assert app.roles[1].image == staged and sched.staged == [staged]
+    assert app.roles[1].image == staged
+    assert sched.staged == [staged]
     assert sorted(p.name for p in Path(staged).rglob("*")) == [".torchxignore", "a.py", "pkg"]
     job = sched.submit_dryrun(app, {}).request
     assert job.runtime_env["working_dir"] == staged
@@ -140,7 +143,8 @@ def test_app_ids_carry_the_address(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_dryrun_of_1000_replicas_is_one_role_entry() -> None:
     _, job = dryrun(specs.AppDef("big", [role(num_replicas=1000)]))
-    assert len(job.spec["roles"]) == 1 and job.spec["roles"][0]["num_replicas"] == 1000  # type: ignore[attr-defined]
+    assert len(job.spec["roles"]) == 1
+    assert job.spec["roles"][0]["num_replicas"] == 1000  # type: ignore[attr-defined]
 
 
 def test_macro_values_are_data_on_the_replicas(tmp_path: Path) -> None:

@@ -56,7 +56,8 @@ def test_ddp_2x1_all_reduces(runner: Runner, ray_cluster: Any, tmp_path: Path) -
     status = runner.wait(handle, wait_interval=0.5, timeout=300)
     role = app.roles[0].name
     logs = ["".join(runner.log_lines(handle, role, k)) for k in range(2)]
-    assert status is not None and status.state == specs.AppState.SUCCEEDED, (status, logs)
+    assert status is not None, (status, logs)
+    assert status.state == specs.AppState.SUCCEEDED, (status, logs)
     rank0 = next(r.hostname for rs in status.roles for r in rs.replicas if r.id == 0)
     found = sorted(re.findall(rf"rank (\d) world 2 sum 3\.0 rank0 {re.escape(rank0)}", "".join(logs)))
     assert found == ["0", "1"], logs

@@ -54,7 +54,8 @@ def run(runner: Runner, cluster: Any, job_dir: str, appdef: specs.AppDef, **cfg:
 
 def wait(runner: Runner, handle: str, timeout: float = 90) -> specs.AppStatus:
     status = runner.wait(handle, wait_interval=0.2, timeout=timeout)
-    assert status is not None and status.is_terminal(), f"{handle} did not end in {timeout}s: {status}"
+    assert status is not None, f"{handle} did not end in {timeout}s: {status}"
+    assert status.is_terminal(), f"{handle} did not end in {timeout}s: {status}"
     return status
 
 
@@ -150,7 +151,8 @@ def test_cancel_and_list(runner: Runner, slurm_cluster: Any, job_dir: str) -> No
         assert time.monotonic() < deadline, st
         time.sleep(0.2)
     listed = {a.app_handle: a for a in runner.list("slurm")}
-    assert listed[handle].state == specs.AppState.RUNNING and listed[handle].name == "sleepy"
+    assert listed[handle].state == specs.AppState.RUNNING
+    assert listed[handle].name == "sleepy"
     runner.cancel(handle)
     status = wait(runner, handle, timeout=30)
     assert status.state == specs.AppState.CANCELLED

@@ -77,7 +77,8 @@ def test_sacct_failed_job_uses_the_srun_steps() -> None:
     assert replica_states(desc)["ps/0"] == AppState.FAILED
     assert replica_states(desc)["trainer/0"] == AppState.CANCELLED
     error = json.loads(desc.structured_error_msg)
-    assert error["exit_code"] == 3 and error["step_state"] == "FAILED"
+    assert error["exit_code"] == 3
+    assert error["step_state"] == "FAILED"
 
 
 def test_completed_from_squeue_and_sacct() -> None:
@@ -130,7 +131,8 @@ def test_retried_job_counts_attempts_and_reads_the_last_one() -> None:
 def test_list_rows_group_by_job_and_skip_foreign_names() -> None:
     comps = parse_sacct(fixture("list.sacct"))
     jobs = {c.app_id for c in comps}
-    assert "38" in jobs and "41" in jobs
+    assert "38" in jobs
+    assert "41" in jobs
     assert all(c.role not in ("expA", "allocation") for c in comps)
 
 
@@ -172,7 +174,8 @@ def test_status_of_a_running_job_is_one_squeue_call(monkeypatch: pytest.MonkeyPa
 
     calls = recorded_commands(monkeypatch, {"squeue": fixture("het_running.squeue")})
     desc = SlurmScheduler("t").describe("38")
-    assert desc is not None and desc.state == AppState.RUNNING
+    assert desc is not None
+    assert desc.state == AppState.RUNNING
     assert [c[0] for c in calls] == ["squeue"]
 
 
@@ -184,11 +187,13 @@ def test_ended_job_prefers_settled_sacct_then_squeue(monkeypatch: pytest.MonkeyP
     )
     desc = SlurmScheduler("t").describe("41")
     assert [c[0] for c in calls] == ["squeue", "sacct"]
-    assert desc is not None and json.loads(desc.structured_error_msg)["step_state"] == "FAILED"
+    assert desc is not None
+    assert json.loads(desc.structured_error_msg)["step_state"] == "FAILED"
     # sacct lagging (no rows yet): the controller's view
     recorded_commands(monkeypatch, {"squeue": fixture("het_failed.squeue")})
     desc = SlurmScheduler("t").describe("41")
-    assert desc is not None and desc.msg == "ps/0 FAILED (exit code 3)"
+    assert desc is not None
+    assert desc.msg == "ps/0 FAILED (exit code 3)"
     # slurmctld forgot the job: sacct alone; neither knows it: None
     recorded_commands(monkeypatch, {"sacct": fixture("het_failed.sacct")})
     assert SlurmScheduler("t").describe("41") is not None
@@ -201,7 +206,8 @@ def test_array_element_ids_parse_and_sort() -> None:
 
     row = ["200", "N/A", "N/A", "PENDING", "JobArrayTaskLimit", "", "0", "0", "/w", "190", "2", "r-0"]
     (comp,) = parse_squeue(SEP.join(row) + SEP)
-    assert comp.app_id == "190_2" and comp.reason == "JobArrayTaskLimit"
+    assert comp.app_id == "190_2"
+    assert comp.reason == "JobArrayTaskLimit"
 
     rows = [
         ["12_10", "COMPLETED", "0:0", "None", "n1", "/w", "r-0"],

@@ -14,7 +14,8 @@ def test_registered_through_the_torchx_entry_point_group() -> None:
     assert record.factory == "torchx_sched_slurm.scheduler:create_scheduler"
     scheduler = get_scheduler_factories()["slurm"]("session")
     assert scheduler.backend == "slurm"
-    assert scheduler.capabilities.workspace and not scheduler.capabilities.log_since_until
+    assert scheduler.capabilities.workspace
+    assert not scheduler.capabilities.log_since_until
 
 
 def test_plugin_module_is_light() -> None:

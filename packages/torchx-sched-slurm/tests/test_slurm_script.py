@@ -86,7 +86,10 @@ def test_one_component_per_replica_in_role_order() -> None:
     assert len(secs) == 3
     assert [s[0] for s in secs] == ["--job-name=trainer-0", "--job-name=trainer-1", "--job-name=ps-0"]
     for s in secs:
-        assert "--nodes=1" in s and "--ntasks=1" in s and "--cpus-per-task=2" in s and "--mem=1024M" in s
+        assert "--nodes=1" in s
+        assert "--ntasks=1" in s
+        assert "--cpus-per-task=2" in s
+        assert "--mem=1024M" in s
 
 
 def test_single_replica_is_a_plain_job() -> None:
@@ -101,7 +104,8 @@ def test_het_groups_and_exit_code_handling() -> None:
     script = dryrun(specs.AppDef("app", [role("a", 2), role("b", 1)]))
     assert re.findall(r"^srun --het-group=(\d+) ", script, re.M) == ["0", "1", "2"]
     assert all(line.endswith("&") for line in script.splitlines() if line.startswith("srun"))
-    assert script.count("pids+=($!)") == 3 and "while [ ${#pids[@]} -gt 0 ]; do" in script
+    assert script.count("pids+=($!)") == 3
+    assert "while [ ${#pids[@]} -gt 0 ]; do" in script
     assert script.rstrip().endswith('exit "$rc"')
     assert "requeue" not in script
 
@@ -110,7 +114,9 @@ def test_resources_gpu_nomem_exclusive() -> None:
     res = specs.Resource(cpu=4, gpu=2, memMB=2048)
     app = specs.AppDef("app", [role(resource=res)])
     (sec,) = sections(dryrun(app, {"nomem": True, "exclusive": True}))
-    assert "--gpus-per-node=2" in sec and "--cpus-per-task=4" in sec and "--exclusive" in sec
+    assert "--gpus-per-node=2" in sec
+    assert "--cpus-per-task=4" in sec
+    assert "--exclusive" in sec
     assert not any(o.startswith("--mem") for o in sec)
 
 
@@ -138,7 +144,8 @@ def test_run_options_per_component_and_mail_on_the_first() -> None:
         ):
             assert opt in sec
     for opt in ("--comment=nightly", "--mail-user=me@example.com", "--mail-type=END,FAIL"):
-        assert opt in first and opt not in second
+        assert opt in first
+        assert opt not in second
 
 
 def test_retries_requeue_with_the_smallest_max_retries() -> None:
@@ -331,7 +338,8 @@ def test_job_array_picks_each_tasks_args_quoted() -> None:
     script = str(info.request)
     assert sections(script)[0][:2] == ["--job-name=r-0", "--nodes=1"]
     assert "--array=0-11%3" in sections(script)[0]
-    assert "hetjob" not in script and script.count("\nsrun ") == 1
+    assert "hetjob" not in script
+    assert script.count("\nsrun ") == 1
     assert re.search(
         r'^srun --output=slurm-"\$\{SLURM_ARRAY_JOB_ID\}_\$\{SLURM_ARRAY_TASK_ID\}"-r-0\.log ', script, re.M
     )
@@ -343,7 +351,8 @@ def test_job_array_picks_each_tasks_args_quoted() -> None:
         )
         assert json.loads(proc.stdout) == {"argv": [value, f"job=77_{i}"], "env": value}
     unknown = subprocess.run(["bash", "-c", body], env={"SLURM_ARRAY_TASK_ID": "12"}, capture_output=True, text=True)
-    assert unknown.returncode == 2 and "no task 12" in unknown.stderr
+    assert unknown.returncode == 2
+    assert "no task 12" in unknown.stderr
 
 
 def test_job_array_without_throttle_and_refusals() -> None:

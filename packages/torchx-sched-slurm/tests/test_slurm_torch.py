@@ -63,7 +63,8 @@ def test_ddp_2x1_all_reduce(runner: Runner, slurm_cluster: Any, job_dir: str) ->
     logs = [
         "".join(runner.log_lines(handle, role, k, streams=s)) for k in range(2) for s in (Stream.STDOUT, Stream.STDERR)
     ]
-    assert status is not None and status.state == specs.AppState.SUCCEEDED, (status, logs)
+    assert status is not None, (status, logs)
+    assert status.state == specs.AppState.SUCCEEDED, (status, logs)
     found = sorted(re.findall(r"rank (\d) world 2 sum 3\.0", "".join(logs[0::2])))
     assert found == ["0", "1"], logs
     hosts = {r.hostname for rs in status.roles for r in rs.replicas}

@@ -104,7 +104,8 @@ def test_job_records_its_artifacts_and_metadata(store: str, isolated: Path) -> N
     assert json.loads(proc.stdout) == {"lr": 0.1, "replica_0": True, "replica_1": True}
     proc = run_cli("tracker", "list", "artifacts", "--artifact", "model", run_id, cwd=isolated)
     assert proc.returncode == 0, proc.stderr
-    assert "model" in proc.stdout and "/model.pt" in proc.stdout
+    assert "model" in proc.stdout
+    assert "/model.pt" in proc.stdout
 
 
 def test_job_records_its_parent_automatically(store: str, isolated: Path) -> None:
@@ -116,6 +117,7 @@ def test_job_records_its_parent_automatically(store: str, isolated: Path) -> Non
 
 def test_run_from_env_outside_a_job_records_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     run = AppRun.run_from_env()
-    assert run.id == "<UNDEFINED>" and list(run.backends) == []
+    assert run.id == "<UNDEFINED>"
+    assert list(run.backends) == []
     monkeypatch.setenv("TORCHX_TRACKERS", "fsspec")  # configured but without a root: skipped with a warning
     assert list(AppRun.run_from_env().backends) == []

@@ -62,7 +62,8 @@ def test_list_metadata(configured: str, capsys: pytest.CaptureFixture[str]) -> N
     out, _ = cli(capsys, "list", "metadata", CHILD, "--json")
     assert json.loads(out) == {"lr": 0.1, "optimizer": "adam"}
     out, err = cli(capsys, "list", "metadata", "local_cwd://torchx/none")
-    assert out == "" and "has no metadata" in err
+    assert out == ""
+    assert "has no metadata" in err
 
 
 def test_list_artifacts(configured: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -74,7 +75,8 @@ def test_list_artifacts(configured: str, capsys: pytest.CaptureFixture[str]) -> 
     out, _ = cli(capsys, "list", "artifacts", "--artifact", "model", CHILD, "--json")
     assert json.loads(out) == [{"name": "model", "path": "/ckpt/model.pt", "metadata": {"acc": 0.9}}]
     out, err = cli(capsys, "list", "artifacts", "--artifact", "nope", CHILD)
-    assert out == "" and "has no artifact 'nope'" in err
+    assert out == ""
+    assert "has no artifact 'nope'" in err
 
 
 def test_list_lineage(configured: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -163,7 +165,8 @@ def test_subprocess_with_config_and_clear_errors(configured: str, isolated: Path
         " with `config = /path/to/tracker/dir` to .torchxconfig, or pass --tracker fsspec --config /path/to/tracker/dir"
     ]
     proc = testing.run_cli("tracker", cwd=empty)
-    assert proc.returncode == 2 and "the following arguments are required: {list}" in proc.stderr
+    assert proc.returncode == 2
+    assert "the following arguments are required: {list}" in proc.stderr
 
 
 def test_help_imports_no_backend_library() -> None:

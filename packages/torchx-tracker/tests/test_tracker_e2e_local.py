@@ -88,7 +88,8 @@ def test_job_records_artifacts_and_metadata(isolated: Path, store: str) -> None:
     artifacts = tracker_json(isolated, "artifacts", "--artifact", "model", handle)
     assert [(a["name"], a["metadata"]) for a in artifacts] == [("model", {"acc": 0.9})]
     proc = run_cli("tracker", "list", "metadata", handle, cwd=isolated)
-    assert proc.returncode == 0 and "replica_1" in proc.stdout, proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    assert "replica_1" in proc.stdout, proc.stderr
 
 
 def test_job_records_its_parent(isolated: Path, store: str) -> None:

@@ -21,7 +21,8 @@ from torchx_tracker.fsspec_config import FsspecTrackerConfig, parse_settings
 def test_keys_roundtrip(run_id: str) -> None:
     key = runkeys.encode(run_id)
     assert not runkeys.is_hashed(key)
-    assert key.isalnum() and key.upper() == key  # one case, no separators
+    assert key.isalnum()
+    assert key.upper() == key  # one case, no separators
     assert runkeys.decode(key) == run_id
 
 
