@@ -61,8 +61,7 @@ def services_env() -> dict[str, str]:
 def live(session: nox.Session, packages: list[str], marker: str, *paths: str, extra: list[str] | None = None) -> None:
     session.install(pkg("torchx-core", ""), *packages, *(extra or []))
     env = {**services_env(), "TORCHX_REQUIRE_LIVE": "1"}
-    for path in paths:  # one pytest per test tree (each has its own conftest)
-        session.run("pytest", "-m", marker, path, *session.posargs, env=env)
+    session.run("pytest", "-m", marker, *paths, *session.posargs, env=env)
 
 
 @nox.session
@@ -94,15 +93,14 @@ def tests(session: nox.Session, package: str) -> None:
 
 @nox.session
 def e2e(session: nox.Session) -> None:
-    """Every package together: the cross-package tests in tests/ and each package's tests again
-    (the ones that need a sibling package, e.g. components running on local_cwd, run here).
-    tests/compat pip-installs its test plugins (tests/compat/plugins/*) into directories of
-    their own and puts one on the path per test, so they never change what the others see."""
+    """Every package together, one pytest over the whole tree (the root pyproject's testpaths):
+    the cross-package tests in tests/ and each package's tests again (the ones that need a
+    sibling package, e.g. components running on local_cwd, run here). tests/compat pip-installs
+    its test plugins (tests/compat/plugins/*) into directories of their own and puts one on the
+    path per test, so they never change what the others see."""
     extras = {"torchx-tracker": "test,mlflow", "torchx-sched-local": "test,docker"}
     session.install(pkg("torchx-core"), *(pkg(p, extras.get(p, "test")) for p in PACKAGES if p != "torchx-core"))
-    for path in ["tests", *(f"packages/{p}/tests" for p in PACKAGES if p != "torchx-core")]:
-        # one pytest per directory: each test tree has its own conftest and helper modules
-        session.run("pytest", "-m", f"not ({LIVE_MARKERS})", path, *session.posargs)
+    session.run("pytest", "-m", f"not ({LIVE_MARKERS})", *session.posargs)
 
 
 @nox.session(name="integration-docker")
