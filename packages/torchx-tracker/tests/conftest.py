@@ -54,3 +54,11 @@ def write_torchxconfig() -> Callable[[Path, str], Path]:
     """``write_torchxconfig(directory, tracker_dir)`` writes ``directory/.torchxconfig``
     selecting the fsspec tracker at ``tracker_dir``; returns its path."""
     return _write_torchxconfig
+
+
+@pytest.fixture
+def configured_store(tmp_path: Path, isolated: Path) -> str:
+    """A tracker root (``tmp_path/store``) that the ``.torchxconfig`` of the working directory names."""
+    root = str(tmp_path / "store")
+    _write_torchxconfig(isolated, root)
+    return root

@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -76,26 +75,19 @@ def launch(parent_run_id: str | None) -> list[dict[str, Any]]:
     return replicas
 
 
-@pytest.fixture
-def store(tmp_path: Path, isolated: Path, write_torchxconfig: Callable[[Path, str], Path]) -> str:
-    root = str(tmp_path / "store")
-    write_torchxconfig(isolated, root)
-    return root
-
-
-def test_runner_puts_the_tracker_config_into_the_job_env(store: str) -> None:
+def test_runner_puts_the_tracker_config_into_the_job_env(configured_store: str) -> None:
     replicas = launch(PARENT)
     env = replicas[0]["env"]
     assert env["TORCHX_TRACKERS"] == "fsspec"
-    assert env["TORCHX_TRACKER_FSSPEC_CONFIG"] == store
+    assert env["TORCHX_TRACKER_FSSPEC_CONFIG"] == configured_store
     assert env["TORCHX_PARENT_RUN_ID"] == PARENT
     assert env["TORCHX_JOB_ID"] == "envsched://torchx/chain-1"
 
 
-def test_job_records_its_artifacts_and_metadata(store: str, isolated: Path) -> None:
+def test_job_records_its_artifacts_and_metadata(configured_store: str, isolated: Path) -> None:
     launch(PARENT)
     run_id = "envsched://torchx/chain-1"
-    tracker = create(store)
+    tracker = create(configured_store)
     assert tracker.metadata(run_id) == {"lr": 0.1, "replica_0": True, "replica_1": True}
     assert tracker.artifacts(run_id)["model"].path in ("/ckpt/0/model.pt", "/ckpt/1/model.pt")
 
@@ -108,7 +100,7 @@ def test_job_records_its_artifacts_and_metadata(store: str, isolated: Path) -> N
     assert "/model.pt" in proc.stdout
 
 
-def test_job_records_its_parent_automatically(store: str, isolated: Path) -> None:
+def test_job_records_its_parent_automatically(configured_store: str, isolated: Path) -> None:
     launch(PARENT)
     proc = run_cli("tracker", "list", "jobs", "--parent-run-id", PARENT, "--json", cwd=isolated)
     assert proc.returncode == 0, proc.stderr

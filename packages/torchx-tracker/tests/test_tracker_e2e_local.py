@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,14 +44,6 @@ COMPONENT = textwrap.dedent(
 )
 
 
-@pytest.fixture
-def store(isolated: Path, tmp_path: Path, write_torchxconfig: Callable[[Path, str], Path]) -> str:
-    """A tracker root, named by the ``.torchxconfig`` of the working directory."""
-    root = str(tmp_path / "store")
-    write_torchxconfig(isolated, root)
-    return root
-
-
 def run_tracked_job(cwd: Path) -> str:
     """Runs the job to completion with ``--parent_run_id`` (the tracker of ``cwd``'s
     ``.torchxconfig``); returns its app handle."""
@@ -81,7 +72,7 @@ def tracker_json(cwd: Path, *args: str) -> Any:
     return json.loads(proc.stdout)
 
 
-def test_job_records_artifacts_and_metadata(isolated: Path, store: str) -> None:
+def test_job_records_artifacts_and_metadata(isolated: Path, configured_store: str) -> None:
     handle = run_tracked_job(isolated)
     assert handle in tracker_json(isolated, "jobs")
     assert tracker_json(isolated, "metadata", handle) == {"lr": 0.1, "replica_0": True, "replica_1": True}
@@ -92,7 +83,7 @@ def test_job_records_artifacts_and_metadata(isolated: Path, store: str) -> None:
     assert "replica_1" in proc.stdout, proc.stderr
 
 
-def test_job_records_its_parent(isolated: Path, store: str) -> None:
+def test_job_records_its_parent(isolated: Path, configured_store: str) -> None:
     handle = run_tracked_job(isolated)
     assert tracker_json(isolated, "jobs", "--parent-run-id", PARENT) == [handle]
     assert tracker_json(isolated, "lineage", handle) == {
