@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HOSTILE
 from torchx import specs
 from torchx.schedulers.capabilities import UnsupportedFeatureError
 from torchx.specs.status import AppState
@@ -45,8 +44,8 @@ def trial(name: str, args: list[str], env: dict[str, str] | None = None, **kw: A
     return specs.AppDef(name, [role])
 
 
-def trials(n: int) -> list[specs.AppDef]:
-    return [trial(f"sw-1a2b-{i}", [HOSTILE[i % len(HOSTILE)], str(i)]) for i in range(n)]
+def trials(n: int, words: list[str]) -> list[specs.AppDef]:
+    return [trial(f"sw-1a2b-{i}", [words[i % len(words)], str(i)]) for i in range(n)]
 
 
 def run_element(tmp: Path, script: str, index: int, job_id: str = "42") -> int:
@@ -54,18 +53,18 @@ def run_element(tmp: Path, script: str, index: int, job_id: str = "42") -> int:
     return subprocess.run(["bash", "-c", script], cwd=tmp, env=env, timeout=60).returncode
 
 
-def test_one_bsub_with_the_index_range_throttle_and_per_element_files() -> None:
-    req = build_array_request(trials(4), LsfOpts(queue="normal"), max_parallel=2)
+def test_one_bsub_with_the_index_range_throttle_and_per_element_files(hostile: list[str]) -> None:
+    req = build_array_request(trials(4, hostile), LsfOpts(queue="normal"), max_parallel=2)
     assert req.command()[:7] == ["bsub", "-J", "tx.sw-1a2b.tr-1[1-4]%2", "-o", "lsf-%J_%I.out", "-e", "lsf-%J_%I.err"]
     assert req.args[req.args.index("-q") + 1] == "normal" and req.args[req.args.index("-n") + 1] == "1"
-    unthrottled = build_array_request(trials(3), LsfOpts(), max_parallel=None)
+    unthrottled = build_array_request(trials(3, hostile), LsfOpts(), max_parallel=None)
     assert unthrottled.args[1] == "tx.sw-1a2b.tr-1[1-3]"
 
 
-def test_each_element_runs_its_own_trial_byte_identical(tmp_path: Path) -> None:
+def test_each_element_runs_its_own_trial_byte_identical(tmp_path: Path, hostile: list[str]) -> None:
     apps = [
-        trial("h-0", HOSTILE, {"T": " ".join(HOSTILE)}),
-        trial("h-1", list(reversed(HOSTILE)), {"T": "$(touch pwned)"}),
+        trial("h-0", hostile, {"T": " ".join(hostile)}),
+        trial("h-1", list(reversed(hostile)), {"T": "$(touch pwned)"}),
         trial("h-2", ["two\nlines", "%J_%I", "${LSB_JOBINDEX}"], {"T": "'\""}),
     ]
     req = build_array_request(apps, LsfOpts(), max_parallel=1)
@@ -79,8 +78,8 @@ def test_each_element_runs_its_own_trial_byte_identical(tmp_path: Path) -> None:
     assert not (tmp_path / "pwned").exists() and not os.path.exists("/tmp/torchx-pwned-lsf")
 
 
-def test_an_index_outside_the_array_fails_loudly(tmp_path: Path) -> None:
-    req = build_array_request(trials(2), LsfOpts(), max_parallel=None)
+def test_an_index_outside_the_array_fails_loudly(tmp_path: Path, hostile: list[str]) -> None:
+    req = build_array_request(trials(2, hostile), LsfOpts(), max_parallel=None)
     assert run_element(tmp_path, req.script, 3) == 2
     assert run_element(tmp_path, req.script, 0) == 2
 
@@ -115,18 +114,18 @@ def test_multi_replica_elements(tmp_path: Path) -> None:
         lambda a: a.roles.append(specs.Role("extra", image="/", entrypoint="true", resource=a.roles[0].resource)),
     ],
 )
-def test_apps_of_another_shape_are_not_an_array(change: Any) -> None:
-    apps = trials(3)
+def test_apps_of_another_shape_are_not_an_array(change: Any, hostile: list[str]) -> None:
+    apps = trials(3, hostile)
     change(apps[2])
     with pytest.raises(UnsupportedFeatureError, match="differ only in arguments and env"):
         build_array_request(apps, LsfOpts(), max_parallel=None)
 
 
-def test_bad_requests() -> None:
+def test_bad_requests(hostile: list[str]) -> None:
     with pytest.raises(ValueError, match="at least one app"):
         build_array_request([], LsfOpts(), None)
     with pytest.raises(ValueError, match="max_parallel"):
-        build_array_request(trials(2), LsfOpts(), 0)
+        build_array_request(trials(2, hostile), LsfOpts(), 0)
 
 
 @pytest.mark.parametrize("name", ["sw", "my app.v2_final", "a@b:c,d[1]%2", "ünï~%", "x" * 400])
@@ -153,14 +152,14 @@ def test_ids_and_file_keys() -> None:
     assert cancelled_file("553[2]") == "lsf-553_2.cancelled"
 
 
-def test_dryrun_through_the_scheduler(tmp_path: Path) -> None:
+def test_dryrun_through_the_scheduler(tmp_path: Path, hostile: list[str]) -> None:
     sched = LsfScheduler("t")
     assert sched.capabilities.job_arrays
-    info = sched.submit_array_dryrun(trials(2), {"job_dir": str(tmp_path / "jobs")}, max_parallel=1)
+    info = sched.submit_array_dryrun(trials(2, hostile), {"job_dir": str(tmp_path / "jobs")}, max_parallel=1)
     assert info.request.workdir == str(tmp_path / "jobs") and info.request.args[1].endswith("[1-2]%1")
     assert "bsub -J 'tx.sw-1a2b.tr-1[1-2]%1'" in str(info)
     with pytest.raises(Exception, match="hosts"):
-        sched.submit_array_dryrun(trials(2), {"hosts": 0}, max_parallel=1)
+        sched.submit_array_dryrun(trials(2, hostile), {"hosts": 0}, max_parallel=1)
 
 
 def test_openlava_elements_mixed_states() -> None:

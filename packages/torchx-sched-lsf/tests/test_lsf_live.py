@@ -213,14 +213,14 @@ def test_macro_values_are_data_on_the_cluster(runner: Runner, lsf_cluster: dict[
 
 
 def test_job_array_one_bsub_per_element_state_logs_and_delete(
-    runner: Runner, lsf_cluster: dict[str, str], job_dir: str
+    runner: Runner, lsf_cluster: dict[str, str], job_dir: str, hostile: list[str]
 ) -> None:
     from torchx.schedulers import get_scheduler_factories
 
     code = "import json, os, sys; print(json.dumps([sys.argv[1:], os.environ['ID']])); sys.exit(int(sys.argv[1]))"
     app_id_env = {"ID": specs.macros.app_id}
     apps = [
-        specs.AppDef(f"arr-{i}", [role("el", sys.executable, ["-c", code, exit_code, *HOSTILE], env=app_id_env)])
+        specs.AppDef(f"arr-{i}", [role("el", sys.executable, ["-c", code, exit_code, *hostile], env=app_id_env)])
         for i, exit_code in enumerate(["0", "3", "0"])
     ]
     sched = get_scheduler_factories()["lsf"]("lsftest")
@@ -231,7 +231,7 @@ def test_job_array_one_bsub_per_element_state_logs_and_delete(
     assert states == [specs.AppState.SUCCEEDED, specs.AppState.FAILED, specs.AppState.SUCCEEDED]
     for i, h in enumerate(handles):
         argv, job_id = json.loads(log(runner, h, "el", stream=Stream.STDOUT))
-        assert argv == [["0", "3", "0"][i], *HOSTILE] and job_id == h.rsplit("/", 1)[1]  # the element's own id
+        assert argv == [["0", "3", "0"][i], *hostile] and job_id == h.rsplit("/", 1)[1]  # the element's own id
     whole = runner.status(f"lsf://lsftest/{array_id}")
     assert whole is not None and whole.state == specs.AppState.FAILED
     assert [r.state for r in whole.roles[0].replicas] == states
