@@ -192,7 +192,8 @@ def test_cli_log_shows_all_output_by_default(lsf_cluster: dict[str, str], job_di
     assert waited.returncode == 0, waited.stdout + waited.stderr
     logged = subprocess.run([*torchx, "log", handle], capture_output=True, text=True, timeout=60)
     assert logged.returncode == 0, logged.stderr
-    assert logged.stdout.splitlines() == ["sh/0 to-stdout", "sh/0 to-stderr"]
+    # both streams, each whole (their relative order is the order the job's two pipes were read in)
+    assert sorted(logged.stdout.splitlines()) == ["sh/0 to-stderr", "sh/0 to-stdout"]
     only_err = subprocess.run(
         [*torchx, "log", "--streams", "stderr", handle], capture_output=True, text=True, timeout=60
     )
