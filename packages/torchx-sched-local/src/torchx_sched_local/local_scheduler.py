@@ -406,6 +406,31 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                 return self.describe(app_id)
             self._wait_supervisor(app_id, st.get("pid") or self._pids.get(app_id), remaining)
 
+    def end_fd(self, app_id: str) -> int | None:
+        """A file descriptor that becomes readable once the job's supervisor exited (a Linux
+        pidfd), for a caller that waits on many jobs at once with ``select``/``poll`` and then
+        reads their state with :meth:`describe`; the caller closes it. None when it cannot be
+        had (not Linux, the job is unknown or already ended): poll :meth:`describe` instead.
+
+        Best right after :meth:`schedule` of the same scheduler: the supervisor is then this
+        process's child, so its pid cannot have been reused.
+        """
+        pid = self._pids.get(app_id)
+        if pid is None:
+            try:
+                st = self.store.state(app_id)
+            except store.UnreadableJobError:
+                return None
+            pid = st.get("pid") if st is not None else None
+            if not isinstance(pid, int):
+                return None
+            fd = pidfd(pid)
+            if fd is not None and not store.lock_is_held(self.store.job_dir(app_id)):
+                os.close(fd)  # the job ended: the pid may be someone else's by now
+                return None
+            return fd
+        return pidfd(pid)
+
     def _wait_supervisor(self, app_id: str, pid: int | None, timeout: float | None) -> None:
         """Returns when the supervisor ``pid`` exits, after ``timeout``, or shortly if ``pid`` is unknown."""
         fd = pidfd(pid)

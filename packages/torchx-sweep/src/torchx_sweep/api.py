@@ -13,7 +13,7 @@ from torchx.runner import Runner
 from torchx.specs.runopts import CfgVal
 
 from torchx_sweep.store import SweepState, SweepStore
-from torchx_sweep.submit import as_trials, parse_sweep_handle, prepare, spawn_driver, start
+from torchx_sweep.submit import as_trials, has_driver, parse_sweep_handle, prepare, spawn_driver, start
 
 _FINAL = ("SUCCEEDED", "FAILED", "CANCELLED", "UNSUBMITTED")
 
@@ -113,7 +113,7 @@ class Sweep:
         state = self._load()
         trials = self.trials()
         driver = None
-        if state.spec["mode"] == "driver":
+        if has_driver(state.spec):
             driver = "running" if self.driver_alive() else "finished" if state.finished else "stopped"
         overall = rollup([t.state for t in trials], state.cancelled)
         return {
@@ -127,9 +127,10 @@ class Sweep:
         }
 
     def resume(self) -> bool:
-        """Starts a driver for a driver-mode sweep that has work left and none running; True if started."""
+        """Starts the driver of a sweep that has one (see :func:`~torchx_sweep.submit.has_driver`), work
+        left and no driver running; True if started."""
         state = self._load()
-        if state.spec["mode"] != "driver" or state.finished or self.driver_alive():
+        if not has_driver(state.spec) or state.finished or self.driver_alive():
             return False
         spawn_driver(self.store, self.sweep_id)
         return True
@@ -139,7 +140,7 @@ class Sweep:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             state = self._load()
-            if state.spec["mode"] == "driver" and not state.finished:
+            if has_driver(state.spec) and not state.finished:
                 if self.driver_alive():  # the driver journals every end: no need to ask the scheduler
                     if deadline is not None and time.monotonic() >= deadline:
                         return self.status()
@@ -172,7 +173,7 @@ class Sweep:
         for t in self._load().trials:
             if t.handle is not None and t.state not in _FINAL:
                 self.runner.cancel(t.handle)
-        if pid is None and state.spec["mode"] == "driver" and not state.finished:
+        if pid is None and has_driver(state.spec) and not state.finished:
             self.store.append(self.sweep_id, {"ev": "finished"})
 
 
@@ -200,14 +201,15 @@ def run_sweep(
         scheduler: where the trials run; one native array if it has arrays, else a driver
         cfg: run options of ``scheduler``
         max_parallel: at most this many trials at once (None: no limit)
-        fail_fast: the first failed trial cancels the rest (the driver runs such a sweep: a job
-            array has no one watching its elements)
+        fail_fast: the first failed trial cancels the rest (on a native array, a driver watches
+            its elements and cancels the array)
         workspace: the workspace each trial ships (schedulers with workspaces)
         store: where the sweep is kept (default: ``$TORCHX_SWEEP_STATE_DIR``)
         use_array: False submits each trial through the driver even where the scheduler has arrays
 
-    Component defaults come from ``.torchxconfig`` (``[component:NAME]``) as for ``torchx run``;
-    the ``component_defaults`` of ``runner`` are not applied (the driver runs in its own process).
+    Component defaults are those ``torchx run`` would apply: ``[component:NAME]`` of
+    ``.torchxconfig`` (read here, once, and stored with the sweep, so a driver resumed from
+    elsewhere applies the same), then the ``component_defaults`` of ``runner``.
 
     Raises:
         SweepSpecError: a trial's arguments are invalid; nothing was submitted
@@ -222,7 +224,6 @@ def run_sweep(
             print(sweep.wait()["state"])
     """
     trials = as_trials(params)
-    use_array = use_array and not fail_fast
     prepared = prepare(runner, component, list(args), trials, scheduler, cfg, max_parallel, workspace, use_array)
     handle = start(runner, prepared, component, list(args), scheduler, cfg, max_parallel, fail_fast, workspace, store)
     return Sweep(handle, runner, store)

@@ -158,7 +158,7 @@ class CmdSweep(SubCommand):
                 cfg,
                 args.max_parallel,
                 args.workspace,
-                use_array=not (args.no_array or args.fail_fast),  # fail-fast needs the driver watching
+                use_array=not args.no_array,
             )
             if args.dryrun:
                 self._print_dryrun(prepared, args.json)

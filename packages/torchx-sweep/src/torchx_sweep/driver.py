@@ -1,4 +1,5 @@
-"""The detached sweep driver: submits a sweep's trials as slots free up, for schedulers without arrays.
+"""The detached sweep driver: submits a sweep's trials as slots free up (schedulers without
+arrays), or watches a native array for ``--fail-fast``.
 
 Run as ``python -m torchx_sweep.driver ROOT SWEEP_ID`` (``torchx sweep`` starts it in its own
 session; it outlives the CLI). It holds the sweep's driver lock for its whole life, so at
@@ -6,14 +7,21 @@ most one driver runs per sweep, and records every step in the sweep's journal be
 after it happens (see :mod:`torchx_sweep.store`):
 
 * ``submitting`` (with the trial's unique app name) before a submission, ``submitted`` (with
-  the handle) after it, ``ended`` when the trial reached a final state.
+  the handle) after it, ``ended`` when the trial reached a final state. Events are written
+  in batches (one ``write`` for the ``submitting`` of every trial about to be submitted,
+  one for what followed), always before the step they announce.
 * On start (also after being killed) it folds the journal: trials that ended stay ended,
   submitted ones are waited for again, and a trial whose submission was in flight is looked
   up by its app name in the scheduler's ``list`` (adopted if found, else submitted), so no
   trial is lost or run twice.
-* ``max_parallel`` trials are in flight at once (one worker thread each, blocked in the
-  scheduler's ``wait``). A trial that fails does not stop the others, unless the sweep is
-  ``fail_fast``: then the rest are cancelled and nothing more is submitted.
+* One thread, one event loop: at most ``max_parallel`` trials are in flight. It learns of
+  a trial's end from a file descriptor where the scheduler offers one (``local_cwd``: a pidfd
+  of the job's supervisor, its child, readable the moment it exits) and otherwise by asking
+  the scheduler's status at an interval that grows from :data:`FIRST_POLL` to
+  :data:`WAIT_INTERVAL`. Being single-threaded also lets ``local_cwd`` start each
+  supervisor as a cheap ``fork`` rather than a fresh interpreter.
+* A trial that fails does not stop the others, unless the sweep is ``fail_fast``: then the
+  rest are cancelled (a native array: the whole array) and nothing more is submitted.
 * ``SIGTERM`` (sent by ``torchx sweep cancel``, after it journals ``cancel``) stops
   submitting and cancels the trials in flight.
 """
@@ -21,14 +29,17 @@ after it happens (see :mod:`torchx_sweep.store`):
 from __future__ import annotations
 
 import logging
+import os
+import select
 import signal
 import sys
-import threading
+import time
 from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
 from torchx.runner import Runner, get_runner
-from torchx.specs.status import AppState
+from torchx.specs.status import is_terminal
 
 from torchx_sweep.params import trial_argv
 from torchx_sweep.store import SweepState, SweepStore
@@ -36,9 +47,21 @@ from torchx_sweep.submit import Materializer
 
 logger: logging.Logger = logging.getLogger("torchx_sweep.driver")
 
-#: seconds between status polls for schedulers that cannot tell when an app ends
+#: longest gap (seconds) between status polls of a trial whose scheduler cannot say when it ends
 WAIT_INTERVAL = 2.0
+#: first gap between status polls (it grows by half each poll up to WAIT_INTERVAL)
+FIRST_POLL = 0.25
 _FINAL = {"SUCCEEDED", "FAILED", "CANCELLED", "UNSUBMITTED"}
+
+
+@dataclass
+class _Flight:
+    """A trial in flight: its handle, the fd that tells of its end (if any), when to poll it next."""
+
+    handle: str
+    fd: int | None
+    next_poll: float
+    interval: float
 
 
 class Driver:
@@ -52,15 +75,23 @@ class Driver:
         spec = self.state.spec
         self.scheduler = str(spec["scheduler"])
         self.cfg: dict[str, Any] = dict(spec.get("cfg") or {})
-        self.stop = threading.Event()
-        self.lock = threading.Lock()
-        self.in_flight: dict[int, str] = {}
+        self.stop = False
+        self.stopped = False  # the trials in flight were cancelled after stop was set
+        self.in_flight: dict[int, _Flight] = {}
         self.todo: deque[int] = deque()
-        self.to_wait: deque[tuple[int, str]] = deque()
+        self.to_wait: list[tuple[int, str]] = []
+        self.pending: list[dict[str, Any]] = []
         self.make: Materializer | None = None
+        self._end_fd: Any = None
+        self._wake = -1
 
     def _journal(self, **event: Any) -> None:
-        self.store.append(self.sweep_id, event)
+        self.pending.append(event)
+
+    def _flush(self) -> None:
+        if self.pending:
+            self.store.append(self.sweep_id, *self.pending)
+            self.pending = []
 
     def _plan(self) -> None:
         """Sorts the trials into to-wait (submitted), to-submit and done, adopting in-flight submissions."""
@@ -81,6 +112,7 @@ class Driver:
                     self.to_wait.append((trial.index, found))
                     continue
             self.todo.append(trial.index)
+        self._flush()
 
     def _listed_names(self) -> dict[str, str]:
         try:
@@ -89,85 +121,156 @@ class Driver:
             logger.warning("cannot list %s apps to find in-flight trials: %s", self.scheduler, e)
             return {}
 
+    def _end_fd_of_scheduler(self) -> Any:
+        """The scheduler's optional ``end_fd(app_id) -> fd | None`` (``local_cwd`` has it), or None."""
+        try:
+            sched = self.runner._scheduler(self.scheduler)  # the instance that submits: it knows its children
+        except Exception:
+            return None  # not installed: every submission fails and says so
+        return getattr(sched, "end_fd", None)
+
+    def request_stop(self) -> None:
+        """Stops submitting and cancels the trials in flight (safe to call from a signal handler)."""
+        self.stop = True
+
     def run(self) -> None:
         """Drives the sweep until every trial ended (or it was cancelled / failed fast)."""
         if self.state.cancelled or self.state.fail_fast_hit:
-            self.stop.set()
+            self.stop = True
         self._plan()
-        if self.stop.is_set():
+        if self.stop:
             self.todo.clear()
-        width = int(self.state.spec.get("max_parallel") or 0) or len(self.state.trials)
-        workers = [threading.Thread(target=self._work, daemon=True) for _ in range(max(1, width))]
-        for w in workers:
-            w.start()
-        while any(w.is_alive() for w in workers):
-            if self.stop.wait(0.2):
-                self._cancel_in_flight()
-                for w in workers:
-                    w.join()
-                break
+        self._end_fd = self._end_fd_of_scheduler()
+        read_end, self._wake = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        old_wake = signal.set_wakeup_fd(self._wake, warn_on_full_buffer=False)
+        try:
+            for index, handle in self.to_wait:
+                self._watch(index, handle)
+            width = int(self.state.spec.get("max_parallel") or 0) or len(self.state.trials)
+            while True:
+                if self.stop and not self.stopped:
+                    self._cancel_in_flight()
+                if not self.stop:
+                    self._submit_batch(max(1, width) - len(self.in_flight))
+                self._flush()
+                if not self.in_flight:
+                    if not self.todo or self.stop:
+                        break
+                    continue
+                self._wait(read_end)
+        finally:
+            signal.set_wakeup_fd(old_wake)
+            os.close(read_end)
+            os.close(self._wake)
+            for flight in self.in_flight.values():
+                if flight.fd is not None:
+                    os.close(flight.fd)
         why = "the sweep was cancelled" if self.store.load(self.sweep_id).cancelled else "a trial failed (--fail-fast)"
         for index in self.todo:
             self._journal(i=index, ev="ended", state="CANCELLED", msg=f"not submitted: {why}")
         self._journal(ev="finished")
+        self._flush()
 
-    def _next(self) -> tuple[int, str | None] | None:
-        with self.lock:
-            if self.to_wait:
-                return self.to_wait.popleft()
-            if self.todo and not self.stop.is_set():
-                return self.todo.popleft(), None
-            return None
-
-    def _work(self) -> None:
-        while True:
-            item = self._next()
-            if item is None:
+    # ------------------------------------------------------------------ submitting
+    def _submit_batch(self, slots: int) -> None:
+        """Submits up to ``slots`` trials: their ``submitting`` first (one write), then each."""
+        batch = [self.todo.popleft() for _ in range(min(slots, len(self.todo)))]
+        if not batch:
+            return
+        trials = self.state.spec["trials"]
+        self.store.append(self.sweep_id, *({"i": i, "ev": "submitting", "name": trials[i]["name"]} for i in batch))
+        for n, index in enumerate(batch):
+            if self.stop:  # a failed submission with --fail-fast, or SIGTERM: the rest are not submitted
+                self.todo.extendleft(reversed(batch[n:]))
                 return
-            index, handle = item
-            if handle is None:
-                handle = self._submit(index)
-                if handle is None:
-                    continue
-            with self.lock:
-                self.in_flight[index] = handle
-            if self.stop.is_set():
-                self._cancel(handle)
-            status = self.runner.wait(handle, wait_interval=WAIT_INTERVAL)
-            with self.lock:
-                self.in_flight.pop(index, None)
-            state = status.state.name if status is not None else "UNKNOWN"
-            msg = status.msg if status is not None else "the scheduler no longer knows the app"
-            self._journal(i=index, ev="ended", state=state, msg=msg)
-            if state != AppState.SUCCEEDED.name:
-                self._failed()
+            handle = self._submit(index)
+            if handle is not None:
+                self._journal(i=index, ev="submitted", handle=handle)
+                self._watch(index, handle)
 
     def _submit(self, index: int) -> str | None:
         spec = self.state.spec
         trial = spec["trials"][index]
-        self._journal(i=index, ev="submitting", name=trial["name"])
         try:
-            with self.lock:
-                if self.make is None:
-                    self.make = Materializer(str(spec["component"]))
+            if self.make is None:
+                self.make = Materializer(str(spec["component"]), spec.get("component_defaults"))
             app = self.make.app(trial_argv(trial["args"], spec["args"]))
             app.name = trial["name"]
             info = self.runner.dryrun(
                 app, self.scheduler, self.cfg, spec.get("workspace"), parent_run_id=str(spec["handle"])
             )
-            handle = self.runner.schedule(info)
+            return self.runner.schedule(info)
         except (Exception, SystemExit) as e:
             logger.exception("trial %d: submission failed", index)
             self._journal(i=index, ev="ended", state="FAILED", msg=f"submission failed: {e}")
             self._failed()
             return None
-        self._journal(i=index, ev="submitted", handle=handle)
-        return handle
 
+    # ------------------------------------------------------------------ waiting
+    def _watch(self, index: int, handle: str) -> None:
+        fd = None
+        if self._end_fd is not None and handle.startswith(f"{self.scheduler}://"):
+            try:
+                fd = self._end_fd(handle.rsplit("/", 1)[-1])
+            except Exception as e:
+                logger.warning("trial %d: cannot watch %s for its end (polling it): %s", index, handle, e)
+        now = time.monotonic()
+        # no fd: poll at once (it may have ended already), then ever less often
+        self.in_flight[index] = _Flight(handle, fd, now if fd is None else float("inf"), FIRST_POLL)
+        if self.stop:
+            self._cancel(handle)
+
+    def _wait(self, wake: int) -> None:
+        """Blocks until a trial may have ended, a poll is due, or a signal came; handles what happened."""
+        fds = {f.fd: i for i, f in self.in_flight.items() if f.fd is not None}
+        due = min(f.next_poll for f in self.in_flight.values())
+        timeout = None if due == float("inf") else max(0.0, due - time.monotonic())
+        ready, _, _ = select.select([wake, *fds], [], [], timeout)
+        if wake in ready:
+            try:
+                while os.read(wake, 512):
+                    pass
+            except BlockingIOError:
+                pass
+        for fd in ready:
+            if fd in fds:
+                flight = self.in_flight[fds[fd]]
+                os.close(fd)
+                flight.fd = None
+                self._check(fds[fd], flight)
+        now = time.monotonic()
+        for index, flight in list(self.in_flight.items()):
+            if flight.fd is None and flight.next_poll <= now:
+                self._check(index, flight)
+
+    def _check(self, index: int, flight: _Flight) -> None:
+        """Asks the trial's status: journals its end, or schedules the next poll."""
+        try:
+            status = self.runner.status(flight.handle)
+        except Exception as e:
+            logger.warning("trial %d: cannot get the status of %s (retrying): %s", index, flight.handle, e)
+            self._later(flight)
+            return
+        if status is not None and not is_terminal(status.state):
+            self._later(flight)
+            return
+        del self.in_flight[index]
+        state = status.state.name if status is not None else "UNKNOWN"
+        msg = status.msg if status is not None else "the scheduler no longer knows the app"
+        self._journal(i=index, ev="ended", state=state, msg=msg)
+        if state != "SUCCEEDED":
+            self._failed()
+
+    @staticmethod
+    def _later(flight: _Flight) -> None:
+        flight.next_poll = time.monotonic() + flight.interval
+        flight.interval = min(WAIT_INTERVAL, flight.interval * 1.5)
+
+    # ------------------------------------------------------------------ stopping
     def _failed(self) -> None:
-        if self.state.spec.get("fail_fast") and not self.stop.is_set():
+        if self.state.spec.get("fail_fast") and not self.stop:
             self._journal(ev="fail_fast")
-            self.stop.set()
+            self.stop = True
 
     def _cancel(self, handle: str) -> None:
         try:
@@ -176,10 +279,12 @@ class Driver:
             logger.warning("cannot cancel %s: %s", handle, e)
 
     def _cancel_in_flight(self) -> None:
-        with self.lock:
-            handles = list(self.in_flight.values())
-        for handle in handles:
-            self._cancel(handle)
+        self.stopped = True
+        array = self.state.spec.get("array_handle")
+        if array:
+            self._cancel(str(array))  # its elements that have not started yet go with it
+        for flight in self.in_flight.values():
+            self._cancel(flight.handle)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -194,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         state = store.load(sweep_id)
         with get_runner(name=str(state.spec["session"])) as runner:
             driver = Driver(store, sweep_id, runner)
-            signal.signal(signal.SIGTERM, lambda *_: driver.stop.set())
+            signal.signal(signal.SIGTERM, lambda *_: driver.request_stop())
             signal.signal(signal.SIGHUP, signal.SIG_IGN)
             driver.run()
     return 0

@@ -70,6 +70,7 @@ class PreparedSweep:
         apps: each trial's materialized app (named per :func:`trial_app_name`)
         infos: each trial's dry run (the request it would submit alone)
         array: the one native array request, when the scheduler runs these apps as an array
+        defaults: the component's argument defaults every trial got (the driver uses the same)
     """
 
     handle: str
@@ -78,20 +79,33 @@ class PreparedSweep:
     apps: list[AppDef]
     infos: list[AppDryRunInfo[Any]]
     array: AppDryRunInfo[Any] | None
+    defaults: dict[str, str]
+
+
+def component_defaults(runner: Runner, component: str) -> dict[str, str]:
+    """The argument defaults ``torchx run`` would give ``component``: ``[component:NAME]`` of
+    ``.torchxconfig`` (as found from here, now), then the runner's own ``component_defaults``."""
+    from torchx.runner import config
+
+    own: dict[str, dict[str, str]] = getattr(runner, "_component_defaults", {})  # get_runner(component_defaults=)
+    return {**config.get_configs("component", component), **own.get(component, {})}
 
 
 class Materializer:
     """Makes a component's app from CLI-style arguments, finding the component once.
 
-    Component defaults come from ``.torchxconfig`` (``[component:NAME]``), as for ``torchx run``.
+    Args:
+        component: the component's name or ``path:fn``
+        defaults: its argument defaults (see :func:`component_defaults`); None reads
+            ``[component:NAME]`` from the ``.torchxconfig`` found from the current directory
     """
 
-    def __init__(self, component: str) -> None:
+    def __init__(self, component: str, defaults: dict[str, str] | None = None) -> None:
         from torchx.runner import config
         from torchx.specs.finder import get_component
 
         self.fn = get_component(component).fn
-        self.defaults = config.get_configs("component", component)
+        self.defaults = dict(defaults) if defaults is not None else config.get_configs("component", component)
 
     def app(self, argv: list[str]) -> AppDef:
         """The app of ``argv`` (typed checking of every argument).
@@ -138,7 +152,8 @@ def prepare(
     handle = sweep_handle(runner.name(), sweep_id)
     apps: list[AppDef] = []
     infos: list[AppDryRunInfo[Any]] = []
-    make = Materializer(component)
+    defaults = component_defaults(runner, component)
+    make = Materializer(component, defaults)
     for i, trial in enumerate(trials):
         try:
             app = make.app(trial_argv(trial, args))
@@ -151,7 +166,7 @@ def prepare(
             raise SweepSpecError(f"trial {i} {json.dumps(trial)}: {detail}; nothing was submitted") from e
         apps.append(app)
     array = _array_request(scheduler, runner.name(), infos, max_parallel) if use_array else None
-    return PreparedSweep(handle, sweep_id, trials, apps, infos, array)
+    return PreparedSweep(handle, sweep_id, trials, apps, infos, array, defaults)
 
 
 def _array_request(
@@ -189,6 +204,7 @@ def start(
         "handle": prepared.handle,
         "session": runner.name(),
         "component": component,
+        "component_defaults": prepared.defaults,
         "args": list(args),
         "scheduler": scheduler,
         "cfg": dict(cfg or {}),
@@ -211,9 +227,15 @@ def start(
         store.update_spec(
             prepared.sweep_id, array_handle=make_app_handle(scheduler, runner.name(), array_id), handles=handles
         )
-    else:
+    if has_driver(spec):  # a native array with --fail-fast: the driver watches it, cancels it at a failure
         spawn_driver(store, prepared.sweep_id)
     return prepared.handle
+
+
+def has_driver(spec: Mapping[str, Any]) -> bool:
+    """True if the sweep has a driver: it submits the trials (mode ``driver``), or it watches a
+    native array to cancel it at the first failure (``fail_fast``)."""
+    return spec["mode"] == "driver" or bool(spec.get("fail_fast"))
 
 
 def spawn_driver(store: SweepStore, sweep_id: str) -> int:
