@@ -32,13 +32,16 @@ import logging
 import os
 import select
 import signal
+import socket
 import sys
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
 from torchx.runner import Runner, get_runner
+from torchx.specs.dryrun import AppDryRunInfo
 from torchx.specs.status import is_terminal
 
 from torchx_sweep.params import trial_argv
@@ -51,6 +54,11 @@ logger: logging.Logger = logging.getLogger("torchx_sweep.driver")
 WAIT_INTERVAL = 2.0
 #: first gap between status polls (it grows by half each poll up to WAIT_INTERVAL)
 FIRST_POLL = 0.25
+#: at most this many processes submit a sweep's trials at once (schedulers that tell of ends
+#: through a file descriptor, i.e. ``local_cwd``: their submissions wait on fsync and fork)
+SUBMITTERS = 4
+#: at most this many trials are dry-run ahead, before the submitters start
+DRYRUN_AHEAD = 20000
 _FINAL = {"SUCCEEDED", "FAILED", "CANCELLED", "UNSUBMITTED"}
 
 
@@ -82,6 +90,11 @@ class Driver:
         self.to_wait: list[tuple[int, str]] = []
         self.pending: list[dict[str, Any]] = []
         self.make: Materializer | None = None
+        self.ready: dict[int, AppDryRunInfo[Any]] = {}  # trials dry-run ahead of their submission
+        #: a submitter's line to its coordinator (None: this process is the only one submitting)
+        self.feed: socket.socket | None = None
+        self._replies: socket.SocketIO | None = None
+        self.exhausted = False  # nothing is left to submit
         self._end_fd: Any = None
         self._wake = -1
 
@@ -141,64 +154,166 @@ class Driver:
         if self.stop:
             self.todo.clear()
         self._end_fd = self._end_fd_of_scheduler()
+        width = max(1, int(self.state.spec.get("max_parallel") or 0) or len(self.state.trials))
+        workers = min(SUBMITTERS, width, len(self.todo) + len(self.to_wait))
         read_end, self._wake = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         old_wake = signal.set_wakeup_fd(self._wake, warn_on_full_buffer=False)
         try:
-            for index, handle in self.to_wait:
-                self._watch(index, handle)
-            width = int(self.state.spec.get("max_parallel") or 0) or len(self.state.trials)
-            while True:
-                if self.stop and not self.stopped:
-                    self._cancel_in_flight()
-                if not self.stop:
-                    self._submit_batch(max(1, width) - len(self.in_flight))
-                self._flush()
-                if not self.in_flight:
-                    if not self.todo or self.stop:
-                        break
-                    continue
-                self._wait(read_end)
+            if workers > 1 and self._end_fd is not None and threading.active_count() == 1:
+                self._dryrun_ahead()
+                self._coordinate(read_end, workers, width)
+            else:
+                self._loop(read_end, width, self.to_wait)
         finally:
             signal.set_wakeup_fd(old_wake)
             os.close(read_end)
             os.close(self._wake)
+        self._not_submitted(list(self.todo))
+        self._journal(ev="finished")
+        self._flush()
+
+    def _loop(self, wake: int, width: int, to_wait: list[tuple[int, str]]) -> None:
+        """The event loop: keeps ``width`` trials in flight while there are any to submit."""
+        try:
+            for index, handle in to_wait:
+                self._watch(index, handle)
+            while True:
+                if self.stop and not self.stopped:
+                    self._cancel_in_flight()
+                if not self.stop and not self.exhausted:
+                    self._submit_batch(width - len(self.in_flight))
+                self._flush()
+                if not self.in_flight:
+                    if self.exhausted or self.stop:
+                        return
+                    continue
+                self._wait(wake)
+        finally:
             for flight in self.in_flight.values():
                 if flight.fd is not None:
                     os.close(flight.fd)
+
+    # ------------------------------------------------------------------ submitters
+    def _coordinate(self, wake: int, workers: int, width: int) -> None:
+        """Forks ``workers`` submitters sharing the ``width`` slots, and hands them trials to submit.
+
+        Each submitter is this event loop in its own single-threaded process (so it forks each
+        ``local_cwd`` supervisor cheaply), with its share of the slots; it asks for trials
+        (``n K``: up to K; the answer is a line of indices, empty when none are left) and says
+        ``f`` when a trial failed under ``--fail-fast``. Their journal writes are single
+        ``O_APPEND`` writes, so they never interleave. A stop (cancel, fail-fast) reaches them
+        as ``SIGTERM``; if this process dies, they see the end of their socket, submit nothing
+        more and exit once their trials in flight ended.
+        """
+        conns: dict[int, tuple[socket.socket, socket.SocketIO, int]] = {}
+        for k in range(workers):
+            mine, theirs = socket.socketpair()
+            pid = os.fork()
+            if pid == 0:  # the submitter
+                code = 1
+                try:
+                    mine.close()
+                    for sock, _, _ in conns.values():
+                        sock.close()
+                    self.feed, self._replies = theirs, theirs.makefile("rb", buffering=0)
+                    self._loop(wake, width // workers + (k < width % workers), self.to_wait[k::workers])
+                    code = 0
+                except BaseException:
+                    logger.exception("submitter %d failed", k)
+                finally:
+                    self._flush()
+                    os._exit(code)
+            theirs.close()
+            conns[mine.fileno()] = (mine, mine.makefile("rb", buffering=0), pid)
+        self.to_wait = []
+        while conns:
+            if self.stop and not self.stopped:
+                self.stopped = True
+                for _, _, pid in conns.values():
+                    _signal(pid, signal.SIGTERM)
+            ready, _, _ = select.select([wake, *conns], [], [])
+            _drain(wake)
+            for fd in ready:
+                if fd == wake:
+                    continue
+                sock, lines, pid = conns[fd]
+                line = lines.readline()
+                if not line:
+                    del conns[fd]
+                    sock.close()
+                    os.waitpid(pid, 0)
+                elif line.startswith(b"f"):
+                    self.stop = True
+                elif line.startswith(b"n"):
+                    take = 0 if self.stop else int(line.split()[1])
+                    batch = [self.todo.popleft() for _ in range(min(take, len(self.todo)))]
+                    sock.sendall(" ".join(map(str, batch)).encode() + b"\n")
+
+    def _take(self, slots: int) -> list[int]:
+        """Up to ``slots`` trials to submit: from the queue, or from the coordinator (a submitter)."""
+        if self.feed is None or self._replies is None:
+            batch = [self.todo.popleft() for _ in range(min(slots, len(self.todo)))]
+        else:
+            try:
+                self.feed.sendall(f"n {slots}\n".encode())
+                batch = [int(x) for x in self._replies.readline().split()]
+            except OSError:  # the coordinator is gone: submit nothing more
+                batch = []
+        if len(batch) < slots:
+            self.exhausted = True
+        return batch
+
+    def _not_submitted(self, indices: list[int]) -> None:
+        """Journals trials that will not be submitted (the sweep was cancelled or failed fast)."""
+        if not indices:
+            return
         why = "the sweep was cancelled" if self.store.load(self.sweep_id).cancelled else "a trial failed (--fail-fast)"
-        for index in self.todo:
+        for index in indices:
             self._journal(i=index, ev="ended", state="CANCELLED", msg=f"not submitted: {why}")
-        self._journal(ev="finished")
-        self._flush()
 
     # ------------------------------------------------------------------ submitting
     def _submit_batch(self, slots: int) -> None:
         """Submits up to ``slots`` trials: their ``submitting`` first (one write), then each."""
-        batch = [self.todo.popleft() for _ in range(min(slots, len(self.todo)))]
+        batch = self._take(slots) if slots > 0 else []
         if not batch:
             return
         trials = self.state.spec["trials"]
         self.store.append(self.sweep_id, *({"i": i, "ev": "submitting", "name": trials[i]["name"]} for i in batch))
         for n, index in enumerate(batch):
             if self.stop:  # a failed submission with --fail-fast, or SIGTERM: the rest are not submitted
-                self.todo.extendleft(reversed(batch[n:]))
+                self._not_submitted(batch[n:])
                 return
             handle = self._submit(index)
             if handle is not None:
                 self._journal(i=index, ev="submitted", handle=handle)
                 self._watch(index, handle)
 
-    def _submit(self, index: int) -> str | None:
+    def _dryrun(self, index: int) -> AppDryRunInfo[Any]:
+        """The request of trial ``index``: its app (component materialized, typed checking) dry-run."""
         spec = self.state.spec
         trial = spec["trials"][index]
+        if self.make is None:
+            self.make = Materializer(str(spec["component"]), spec.get("component_defaults"))
+        app = self.make.app(trial_argv(trial["args"], spec["args"]))
+        app.name = trial["name"]
+        return self.runner.dryrun(
+            app, self.scheduler, self.cfg, spec.get("workspace"), parent_run_id=str(spec["handle"])
+        )
+
+    def _dryrun_ahead(self) -> None:
+        """Dry-runs the trials to submit up to :data:`DRYRUN_AHEAD`, before the submitters fork: done
+        here once, it does not repeat in each submitter the copy-on-write page faults that follow
+        every fork of a supervisor (a trial whose dry run fails here is tried again, and fails
+        with its reason, when submitted)."""
+        for index in list(self.todo)[:DRYRUN_AHEAD]:
+            try:
+                self.ready[index] = self._dryrun(index)
+            except (Exception, SystemExit):
+                pass
+
+    def _submit(self, index: int) -> str | None:
         try:
-            if self.make is None:
-                self.make = Materializer(str(spec["component"]), spec.get("component_defaults"))
-            app = self.make.app(trial_argv(trial["args"], spec["args"]))
-            app.name = trial["name"]
-            info = self.runner.dryrun(
-                app, self.scheduler, self.cfg, spec.get("workspace"), parent_run_id=str(spec["handle"])
-            )
+            info = self.ready.pop(index, None) or self._dryrun(index)
             return self.runner.schedule(info)
         except (Exception, SystemExit) as e:
             logger.exception("trial %d: submission failed", index)
@@ -227,11 +342,7 @@ class Driver:
         timeout = None if due == float("inf") else max(0.0, due - time.monotonic())
         ready, _, _ = select.select([wake, *fds], [], [], timeout)
         if wake in ready:
-            try:
-                while os.read(wake, 512):
-                    pass
-            except BlockingIOError:
-                pass
+            _drain(wake)
         for fd in ready:
             if fd in fds:
                 flight = self.in_flight[fds[fd]]
@@ -271,6 +382,11 @@ class Driver:
         if self.state.spec.get("fail_fast") and not self.stop:
             self._journal(ev="fail_fast")
             self.stop = True
+            if self.feed is not None:  # a submitter: the coordinator stops the others
+                try:
+                    self.feed.sendall(b"f\n")
+                except OSError:
+                    pass
 
     def _cancel(self, handle: str) -> None:
         try:
@@ -285,6 +401,21 @@ class Driver:
             self._cancel(str(array))  # its elements that have not started yet go with it
         for flight in self.in_flight.values():
             self._cancel(flight.handle)
+
+
+def _drain(fd: int) -> None:
+    try:
+        while os.read(fd, 512):
+            pass
+    except BlockingIOError:
+        pass
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
 
 
 def main(argv: list[str] | None = None) -> int:
