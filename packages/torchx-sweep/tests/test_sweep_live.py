@@ -148,12 +148,22 @@ def test_slurm_cancel_stops_the_whole_array(runner: Runner, components: str, slu
 
 
 @pytest.mark.slurm
-def test_slurm_fail_fast_runs_through_the_driver(runner: Runner, components: str, slurm_cfg: dict[str, str]) -> None:
-    trials = [{"a": "fail", "b": "0"}, {"a": "ok", "b": "1"}, {"a": "ok", "b": "2"}]
-    sweep = run_sweep(runner, f"{components}:argv", [], trials, "slurm", slurm_cfg, max_parallel=1, fail_fast=True)
-    assert sweep.mode == "driver"
+def test_slurm_fail_fast_keeps_the_array_and_cancels_it(
+    runner: Runner, components: str, slurm_cfg: dict[str, str]
+) -> None:
+    """--fail-fast on Slurm is still one sbatch --array; a driver watches it and cancels the array at the failure."""
+    trials = [{"a": "fail", "b": "0", "sleep": "1"}] + [{"a": "ok", "b": str(i), "sleep": "60"} for i in range(1, 4)]
+    sweep = run_sweep(runner, f"{components}:argv", [], trials, "slurm", slurm_cfg, max_parallel=2, fail_fast=True)
+    spec = SweepStore().load(sweep.sweep_id).spec
+    assert sweep.mode == "array" and spec["array_handle"]
+    started = time.monotonic()
     status = sweep.wait(timeout=120)
-    assert [t["state"] for t in status["trials"]] == ["FAILED", "CANCELLED", "CANCELLED"]
+    assert time.monotonic() - started < 60  # not the 60 s the others sleep: they were cancelled
+    assert status["state"] == "FAILED" and status["driver"] == "finished", status
+    assert [t["state"] for t in status["trials"]] == ["FAILED", "CANCELLED", "CANCELLED", "CANCELLED"]
+    array_id = spec["array_handle"].rsplit("/", 1)[-1]
+    left = subprocess.run(["squeue", "-h", "-r", "-j", array_id, "-o", "%i %T"], capture_output=True, text=True)
+    assert left.stdout.strip() == "", left.stdout  # nothing of the array is queued or running
 
 
 @pytest.mark.aws
@@ -250,3 +260,29 @@ def test_lsf_cancel_stops_every_element(runner: Runner, components: str, lsf_cfg
     while subprocess.run(["pgrep", "-f", mark], capture_output=True).returncode == 0:
         assert time.monotonic() < deadline, "a trial's process outlived the cancel"
         time.sleep(0.2)
+
+
+@pytest.mark.aws
+def test_aws_batch_fail_fast_keeps_the_array_and_cancels_it(
+    runner: Runner, components: str, aws_env: dict[str, str]
+) -> None:
+    queue = aws_env.get("TORCHX_TEST_AWS_BATCH_QUEUE") or "torchx"
+    image = aws_env.get("TORCHX_TEST_AWS_IMAGE") or "localhost/torchx-python:bookworm"
+    trials = [
+        {"a": "fail", "b": "0", "sleep": "1"},
+        {"a": "ok", "b": "1", "sleep": "120"},
+        {"a": "ok", "b": "2", "sleep": "120"},
+    ]
+    sweep = run_sweep(
+        runner,
+        f"{components}:argv",
+        ["--image", image],
+        trials,
+        "aws_batch",
+        {"queue": queue},
+        fail_fast=True,
+    )
+    assert sweep.mode == "array"
+    status = sweep.wait(timeout=200)
+    assert status["state"] == "FAILED" and status["driver"] == "finished", status
+    assert [t["state"] for t in status["trials"]] == ["FAILED", "CANCELLED", "CANCELLED"]

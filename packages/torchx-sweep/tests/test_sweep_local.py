@@ -211,3 +211,58 @@ def test_resume_adopts_a_submission_in_flight(runner: Runner, components: str) -
     sweep.cancel()
     assert sweep.wait(timeout=30)["state"] == "CANCELLED"
     assert len(runner.list("local_cwd")) == 1
+
+
+def test_fail_fast_with_many_submitters_cancels_everything_else(runner: Runner, components: str) -> None:
+    """max_parallel 8: several submitter processes; the first failure stops them all."""
+    trials = [{"a": "ok", "b": "0", "sleep": "30"}, {"a": "fail", "b": "1", "sleep": "0.5"}]
+    trials += [{"a": "ok", "b": str(i), "sleep": "30"} for i in range(2, 30)]
+    sweep = run_sweep(runner, f"{components}:argv", [], trials, "local_cwd", max_parallel=8, fail_fast=True)
+    started = time.monotonic()
+    status = sweep.wait(timeout=60)
+    assert time.monotonic() - started < 25
+    assert status["state"] == "FAILED" and status["driver"] == "finished"
+    states = [t["state"] for t in status["trials"]]
+    assert states[1] == "FAILED" and states[:1] + states[2:] == ["CANCELLED"] * 29, states
+    submitted = [t for t in status["trials"] if t["handle"] is not None]
+    assert 1 < len(submitted) <= 8  # the others were never submitted
+    assert all(a.state.name in ("FAILED", "CANCELLED") for a in runner.list("local_cwd"))
+
+
+def _printed_b(runner: Runner, sweep: Sweep) -> list[str]:
+    return [outputs(runner, sweep)[t.index][1] for t in sweep.trials()]
+
+
+def test_component_defaults_reach_trials_as_for_torchx_run(
+    runner: Runner, components: str, isolated: Path, tmp_path: Path
+) -> None:
+    """[component:NAME] of .torchxconfig: the same default ``torchx run`` applies, also in a
+    driver resumed from a directory without that config; and get_runner(component_defaults=)."""
+    component = f"{components}:argv"
+    (isolated / ".torchxconfig").write_text(f"[component:{component}]\nb = from config\n")
+    run = subprocess.run(
+        [sys.executable, "-m", "torchx.cli.main", "run", "-s", "local_cwd", component, "--a", "x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert '["x", "from config"]' in run.stdout + run.stderr, run.stdout + run.stderr
+
+    trials = [{"a": f"t{i}"} for i in range(3)]
+    sweep = run_sweep(runner, component, ["--sleep", "0.5"], trials, "local_cwd", max_parallel=1)
+    while sweep.trials()[0].handle is None:
+        time.sleep(0.02)
+    os.kill(SweepStore().driver_pid(sweep.sweep_id) or 0, signal.SIGKILL)
+    while sweep.driver_alive():
+        time.sleep(0.01)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.chdir(elsewhere)  # no .torchxconfig here: the resumed driver must use what the sweep stored
+    status = sweep.wait(timeout=60)
+    assert status["state"] == "SUCCEEDED", status
+    assert _printed_b(runner, sweep) == ["from config"] * 3
+
+    with get_runner("sweeptest", component_defaults={component: {"b": "from runner"}}) as own:
+        sweep = run_sweep(own, component, [], [{"a": "y"}], "local_cwd")
+        assert sweep.wait(timeout=60)["state"] == "SUCCEEDED"
+        assert _printed_b(own, sweep) == ["from runner"]

@@ -138,14 +138,15 @@ class Sweep:
     def wait(self, timeout: float | None = None, interval: float = 0.2) -> dict[str, Any]:
         """Blocks until every trial ended (or ``timeout``); restarts a driver that was killed. Returns :meth:`status`."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        driven = has_driver(self._load().spec)
         while True:
+            if driven and self.driver_alive():  # it journals every end: nothing to read or ask until it is done
+                if deadline is not None and time.monotonic() >= deadline:
+                    return self.status()
+                time.sleep(interval)
+                continue
             state = self._load()
-            if has_driver(state.spec) and not state.finished:
-                if self.driver_alive():  # the driver journals every end: no need to ask the scheduler
-                    if deadline is not None and time.monotonic() >= deadline:
-                        return self.status()
-                    time.sleep(interval)
-                    continue
+            if driven and not state.finished:
                 time.sleep(0.05)  # a driver that is starting takes its lock within milliseconds
                 if not self.driver_alive() and not self._load().finished:
                     self.resume()

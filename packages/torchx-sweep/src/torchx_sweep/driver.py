@@ -216,6 +216,10 @@ class Driver:
                     for sock, _, _ in conns.values():
                         sock.close()
                     self.feed, self._replies = theirs, theirs.makefile("rb", buffering=0)
+                    os.close(wake)  # a wake-up pipe of its own: signals to it must not wake the coordinator
+                    os.close(self._wake)
+                    wake, self._wake = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+                    signal.set_wakeup_fd(self._wake, warn_on_full_buffer=False)
                     self._loop(wake, width // workers + (k < width % workers), self.to_wait[k::workers])
                     code = 0
                 except BaseException:
