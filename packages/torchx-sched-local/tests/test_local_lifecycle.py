@@ -356,3 +356,29 @@ def test_state_files_are_json_and_private(sched: LocalScheduler) -> None:
     with open(os.path.join(job_dir, store.STATE_FILE)) as f:
         assert json.load(f)["state"] == "SUCCEEDED"
     assert not [n for n in os.listdir(job_dir) if n.endswith(".tmp")]
+
+
+def test_end_fd_becomes_readable_when_the_job_ends(sched: LocalScheduler) -> None:
+    """end_fd: one fd per job to select() on (a pidfd of its supervisor), also for a job this
+    scheduler did not start; None once the job ended."""
+    import select
+
+    app_id = sched.submit(app("sh", "-c", "sleep 0.5"), {})
+    fd = sched.end_fd(app_id)
+    assert fd is not None
+    other = LocalScheduler(sched.session_name, sched.store.root)  # knows the job from its files only
+    eventually(lambda: (sched.store.state(app_id) or {}).get("pid") is not None)
+    fd2 = other.end_fd(app_id)
+    assert fd2 is not None
+    try:
+        assert select.select([fd, fd2], [], [], 0.1)[0] == []  # still running
+        started = time.monotonic()
+        assert sorted(select.select([fd, fd2], [], [], 10)[0]) == sorted([fd, fd2])
+        assert time.monotonic() - started < 5
+        desc = sched.describe(app_id)
+        assert desc is not None and desc.state == AppState.SUCCEEDED
+    finally:
+        os.close(fd)
+        os.close(fd2)
+    assert other.end_fd(app_id) is None  # ended: nothing to wait for
+    assert sched.end_fd("no-such-job") is None
