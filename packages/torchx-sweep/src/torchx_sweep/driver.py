@@ -43,6 +43,7 @@ from typing import Any
 
 from torchx.runner import Runner, get_runner
 from torchx.specs.dryrun import AppDryRunInfo
+from torchx.specs.roles import AppDef
 from torchx.specs.status import is_terminal
 
 from torchx_sweep.params import trial_argv
@@ -60,6 +61,8 @@ FIRST_POLL = 0.25
 SUBMITTERS = 4
 #: at most this many trials are dry-run ahead, before the submitters start
 DRYRUN_AHEAD = 20000
+#: at most this many materialized apps are kept for trials with the same arguments
+APP_CACHE = 4096
 _FINAL = {"SUCCEEDED", "FAILED", "CANCELLED", "UNSUBMITTED"}
 
 
@@ -91,6 +94,7 @@ class Driver:
         self.to_wait: list[tuple[int, str]] = []
         self.pending: list[dict[str, Any]] = []
         self.make: Materializer | None = None
+        self.apps: dict[tuple[str, ...], AppDef] = {}  # materialized, by argument list
         self.ready: dict[int, AppDryRunInfo[Any]] = {}  # trials dry-run ahead of their submission
         #: a submitter's line to its coordinator (None: this process is the only one submitting)
         self.feed: socket.socket | None = None
@@ -206,6 +210,7 @@ class Driver:
         as ``SIGTERM``; if this process dies, they see the end of their socket, submit nothing
         more and exit once their trials in flight ended.
         """
+        self._flush()  # nothing journaled may be inherited (and written again) by a submitter
         conns: dict[int, tuple[socket.socket, socket.SocketIO, int]] = {}
         for k in range(workers):
             mine, theirs = socket.socketpair()
@@ -302,8 +307,13 @@ class Driver:
         trial = spec["trials"][index]
         if self.make is None:
             self.make = Materializer(str(spec["component"]), spec.get("component_defaults"))
-        app = self.make.app(trial_argv(trial["args"], spec["args"]))
-        app.name = trial["name"]
+        argv = tuple(trial_argv(trial["args"], spec["args"]))
+        app = self.apps.get(argv)
+        if app is None:  # once per distinct argument set (a random sweep may draw one twice)
+            if len(self.apps) >= APP_CACHE:
+                self.apps.clear()
+            app = self.apps[argv] = self.make.app(list(argv))
+        app.name = trial["name"]  # dryrun works on a copy: the shared app is not submitted itself
         return self.runner.dryrun(
             app, self.scheduler, self.cfg, spec.get("workspace"), parent_run_id=str(spec["handle"])
         )
@@ -321,7 +331,9 @@ class Driver:
 
     def _submit(self, index: int) -> str | None:
         try:
-            info = self.ready.pop(index, None) or self._dryrun(index)
+            info = self.ready.pop(index, None)
+            if info is None:
+                info = self._dryrun(index)
             return self.runner.schedule(info)
         except (Exception, SystemExit) as e:
             logger.exception("trial %d: submission failed", index)
