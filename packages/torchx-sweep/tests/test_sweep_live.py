@@ -286,3 +286,17 @@ def test_aws_batch_fail_fast_keeps_the_array_and_cancels_it(
     status = sweep.wait(timeout=200)
     assert status["state"] == "FAILED" and status["driver"] == "finished", status
     assert [t["state"] for t in status["trials"]] == ["FAILED", "CANCELLED", "CANCELLED"]
+
+
+@pytest.mark.lsf
+def test_lsf_fail_fast_keeps_the_array_and_cancels_it(runner: Runner, components: str, lsf_cfg: dict[str, str]) -> None:
+    trials = [{"a": "fail", "b": "0", "sleep": "1"}] + [{"a": "ok", "b": str(i), "sleep": "60"} for i in range(1, 4)]
+    sweep = run_sweep(runner, f"{components}:argv", [], trials, "lsf", lsf_cfg, max_parallel=2, fail_fast=True)
+    assert sweep.mode == "array"
+    started = time.monotonic()
+    status = sweep.wait(timeout=120)
+    assert time.monotonic() - started < 60  # the others were cancelled, not waited for
+    assert status["state"] == "FAILED" and status["driver"] == "finished", status
+    assert [t["state"] for t in status["trials"]] == ["FAILED", "CANCELLED", "CANCELLED", "CANCELLED"]
+    array_id = str(SweepStore().load(sweep.sweep_id).spec["array_handle"]).rsplit("/", 1)[-1]
+    assert {st for _, st in lsf_elements(array_id)} == {"EXIT"}  # none left running or waiting
