@@ -31,6 +31,7 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import pickle
 import select
 import signal
 import socket
@@ -59,8 +60,8 @@ FIRST_POLL = 0.25
 #: at most this many processes submit a sweep's trials at once (schedulers that tell of ends
 #: through a file descriptor, i.e. ``local_cwd``: their submissions wait on fsync and fork)
 SUBMITTERS = 4
-#: at most this many trials are dry-run ahead, before the submitters start
-DRYRUN_AHEAD = 20000
+#: the coordinator of submitters keeps at most this many trials dry-run ahead of their submission
+DRYRUN_AHEAD = 64
 #: at most this many materialized apps are kept for trials with the same arguments
 APP_CACHE = 4096
 _FINAL = {"SUCCEEDED", "FAILED", "CANCELLED", "UNSUBMITTED"}
@@ -96,6 +97,7 @@ class Driver:
         self.make: Materializer | None = None
         self.apps: dict[tuple[str, ...], AppDef] = {}  # materialized, by argument list
         self.ready: dict[int, AppDryRunInfo[Any]] = {}  # trials dry-run ahead of their submission
+        self.todo_set: set[int] = set()  # the coordinator's todo, for lookups
         #: a submitter's line to its coordinator (None: this process is the only one submitting)
         self.feed: socket.socket | None = None
         self._replies: socket.SocketIO | None = None
@@ -165,7 +167,6 @@ class Driver:
         old_wake = signal.set_wakeup_fd(self._wake, warn_on_full_buffer=False)
         try:
             if workers > 1 and self._end_fd is not None and threading.active_count() == 1:
-                self._dryrun_ahead()
                 self._coordinate(read_end, workers, width)
             else:
                 self._loop(read_end, width, self.to_wait)
@@ -204,13 +205,18 @@ class Driver:
 
         Each submitter is this event loop in its own single-threaded process (so it forks each
         ``local_cwd`` supervisor cheaply), with its share of the slots; it asks for trials
-        (``n K``: up to K; the answer is a line of indices, empty when none are left) and says
+        (``n K``: up to K; the answer is a :func:`_frame` of indices with their dry runs, which
+        this process makes while idle, empty when none are left) and says
         ``f`` when a trial failed under ``--fail-fast``. Their journal writes are single
         ``O_APPEND`` writes, so they never interleave. A stop (cancel, fail-fast) reaches them
         as ``SIGTERM``; if this process dies, they see the end of their socket, submit nothing
         more and exit once their trials in flight ended.
         """
         self._flush()  # nothing journaled may be inherited (and written again) by a submitter
+        order, done = list(self.todo), 0
+        self.todo_set = set(order)
+        while done < len(order) and len(self.ready) < width:  # the first batch, before anyone asks
+            done = self._dryrun_ahead(order, done)
         conns: dict[int, tuple[socket.socket, socket.SocketIO, int]] = {}
         for k in range(workers):
             mine, theirs = socket.socketpair()
@@ -244,7 +250,11 @@ class Driver:
                 self.stopped = True
                 for _, _, pid in conns.values():
                     _signal(pid, signal.SIGTERM)
-            ready, _, _ = select.select([wake, *conns], [], [])
+            ahead = done < len(order) and len(self.ready) < DRYRUN_AHEAD and not self.stop
+            ready, _, _ = select.select([wake, *conns], [], [], 0 if ahead else None)
+            if not ready and ahead:  # idle: dry-run the next trial (no supervisor forks here to slow it)
+                done = self._dryrun_ahead(order, done)
+                continue
             _drain(wake)
             for fd in ready:
                 if fd == wake:
@@ -260,7 +270,8 @@ class Driver:
                 elif line.startswith(b"n"):
                     take = 0 if self.stop else int(line.split()[1])
                     batch = [self.todo.popleft() for _ in range(min(take, len(self.todo)))]
-                    sock.sendall(" ".join(map(str, batch)).encode() + b"\n")
+                    self.todo_set.difference_update(batch)
+                    sock.sendall(_frame([(i, self.ready.pop(i, None)) for i in batch]))
 
     def _take(self, slots: int) -> list[int]:
         """Up to ``slots`` trials to submit: from the queue, or from the coordinator (a submitter)."""
@@ -269,9 +280,11 @@ class Driver:
         else:
             try:
                 self.feed.sendall(f"n {slots}\n".encode())
-                batch = [int(x) for x in self._replies.readline().split()]
-            except OSError:  # the coordinator is gone: submit nothing more
-                batch = []
+                items = _unframe(self._replies)
+            except (OSError, EOFError):  # the coordinator is gone: submit nothing more
+                items = []
+            batch = [index for index, _ in items]
+            self.ready.update((index, info) for index, info in items if info is not None)
         if len(batch) < slots:
             self.exhausted = True
         return batch
@@ -318,16 +331,20 @@ class Driver:
             app, self.scheduler, self.cfg, spec.get("workspace"), parent_run_id=str(spec["handle"])
         )
 
-    def _dryrun_ahead(self) -> None:
-        """Dry-runs the trials to submit up to :data:`DRYRUN_AHEAD`, before the submitters fork: done
-        here once, it does not repeat in each submitter the copy-on-write page faults that follow
-        every fork of a supervisor (a trial whose dry run fails here is tried again, and fails
-        with its reason, when submitted)."""
-        for index in list(self.todo)[:DRYRUN_AHEAD]:
-            try:
-                self.ready[index] = self._dryrun(index)
-            except (Exception, SystemExit):
-                pass
+    def _dryrun_ahead(self, order: list[int], done: int) -> int:
+        """Dry-runs the next trial of ``order`` (from position ``done``) that is still to be handed
+        out; returns the new position. A trial whose dry run fails is left to its submitter, which
+        tries again and journals why it failed."""
+        while done < len(order):
+            index = order[done]
+            done += 1
+            if index in self.todo_set:
+                try:
+                    self.ready[index] = self._dryrun(index)
+                except (Exception, SystemExit):
+                    pass
+                break
+        return done
 
     def _submit(self, index: int) -> str | None:
         try:
@@ -421,6 +438,36 @@ class Driver:
             self._cancel(str(array))  # its elements that have not started yet go with it
         for flight in self.in_flight.values():
             self._cancel(flight.handle)
+
+
+def _frame(items: list[tuple[int, AppDryRunInfo[Any] | None]]) -> bytes:
+    """A reply to a submitter: trials to submit, each with its dry run when there is one (pickled:
+    the two ends are forks of one process, nothing else reads this socket)."""
+    try:
+        data = pickle.dumps(items)
+    except Exception:  # a request that cannot be pickled: the submitter dry-runs it again
+        data = pickle.dumps([(index, None) for index, _ in items])
+    return len(data).to_bytes(4, "big") + data
+
+
+def _unframe(stream: socket.SocketIO) -> list[tuple[int, AppDryRunInfo[Any] | None]]:
+    """Reads one :func:`_frame`.
+
+    Raises:
+        EOFError: the coordinator closed the socket
+    """
+
+    def exactly(n: int) -> bytes:
+        buf = b""
+        while len(buf) < n:
+            chunk = stream.read(n - len(buf))
+            if not chunk:
+                raise EOFError("the coordinator is gone")
+            buf += chunk
+        return buf
+
+    items: list[tuple[int, AppDryRunInfo[Any] | None]] = pickle.loads(exactly(int.from_bytes(exactly(4), "big")))
+    return items
 
 
 def _drain(fd: int) -> None:
