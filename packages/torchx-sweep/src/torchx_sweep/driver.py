@@ -19,7 +19,9 @@ after it happens (see :mod:`torchx_sweep.store`):
   of the job's supervisor, its child, readable the moment it exits) and otherwise by asking
   the scheduler's status at an interval that grows from :data:`FIRST_POLL` to
   :data:`WAIT_INTERVAL`. Being single-threaded also lets ``local_cwd`` start each
-  supervisor as a cheap ``fork`` rather than a fresh interpreter.
+  supervisor as a cheap ``fork`` rather than a fresh interpreter. Where ends come through
+  descriptors, up to :data:`SUBMITTERS` forked copies of the loop share the slots (see
+  :meth:`Driver._coordinate`), so one submission's ``fsync`` and ``fork`` overlap another's.
 * A trial that fails does not stop the others, unless the sweep is ``fail_fast``: then the
   rest are cancelled (a native array: the whole array) and nothing more is submitted.
 * ``SIGTERM`` (sent by ``torchx sweep cancel``, after it journals ``cancel``) stops
