@@ -33,7 +33,6 @@ from __future__ import annotations
 import gc
 import logging
 import os
-import pickle
 import select
 import signal
 import socket
@@ -49,6 +48,7 @@ from torchx.specs.dryrun import AppDryRunInfo
 from torchx.specs.roles import AppDef
 from torchx.specs.status import is_terminal
 
+from torchx_sweep import wire
 from torchx_sweep.params import trial_argv
 from torchx_sweep.store import SweepState, SweepStore
 from torchx_sweep.submit import Materializer
@@ -257,7 +257,7 @@ class Driver:
             if not ready and ahead:  # idle: dry-run the next trial (no supervisor forks here to slow it)
                 done = self._dryrun_ahead(order, done)
                 continue
-            _drain(wake)
+            wire.drain(wake)
             for fd in ready:
                 if fd == wake:
                     continue
@@ -273,7 +273,7 @@ class Driver:
                     take = 0 if self.stop else int(line.split()[1])
                     batch = [self.todo.popleft() for _ in range(min(take, len(self.todo)))]
                     self.todo_set.difference_update(batch)
-                    sock.sendall(_frame([(i, self.ready.pop(i, None)) for i in batch]))
+                    sock.sendall(wire.frame([(i, self.ready.pop(i, None)) for i in batch]))
 
     def _take(self, slots: int) -> list[int]:
         """Up to ``slots`` trials to submit: from the queue, or from the coordinator (a submitter)."""
@@ -282,7 +282,7 @@ class Driver:
         else:
             try:
                 self.feed.sendall(f"n {slots}\n".encode())
-                items = _unframe(self._replies)
+                items = wire.read_frame(self._replies)
             except (OSError, EOFError):  # the coordinator is gone: submit nothing more
                 items = []
             batch = [index for index, _ in items]
@@ -381,7 +381,7 @@ class Driver:
         timeout = None if due == float("inf") else max(0.0, due - time.monotonic())
         ready, _, _ = select.select([wake, *fds], [], [], timeout)
         if wake in ready:
-            _drain(wake)
+            wire.drain(wake)
         for fd in ready:
             if fd in fds:
                 flight = self.in_flight[fds[fd]]
@@ -440,44 +440,6 @@ class Driver:
             self._cancel(str(array))  # its elements that have not started yet go with it
         for flight in self.in_flight.values():
             self._cancel(flight.handle)
-
-
-def _frame(items: list[tuple[int, AppDryRunInfo[Any] | None]]) -> bytes:
-    """A reply to a submitter: trials to submit, each with its dry run when there is one (pickled:
-    the two ends are forks of one process, nothing else reads this socket)."""
-    try:
-        data = pickle.dumps(items)
-    except Exception:  # a request that cannot be pickled: the submitter dry-runs it again
-        data = pickle.dumps([(index, None) for index, _ in items])
-    return len(data).to_bytes(4, "big") + data
-
-
-def _unframe(stream: socket.SocketIO) -> list[tuple[int, AppDryRunInfo[Any] | None]]:
-    """Reads one :func:`_frame`.
-
-    Raises:
-        EOFError: the coordinator closed the socket
-    """
-
-    def exactly(n: int) -> bytes:
-        buf = b""
-        while len(buf) < n:
-            chunk = stream.read(n - len(buf))
-            if not chunk:
-                raise EOFError("the coordinator is gone")
-            buf += chunk
-        return buf
-
-    items: list[tuple[int, AppDryRunInfo[Any] | None]] = pickle.loads(exactly(int.from_bytes(exactly(4), "big")))
-    return items
-
-
-def _drain(fd: int) -> None:
-    try:
-        while os.read(fd, 512):
-            pass
-    except BlockingIOError:
-        pass
 
 
 def _signal(pid: int, sig: int) -> None:
