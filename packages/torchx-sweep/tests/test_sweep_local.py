@@ -266,3 +266,32 @@ def test_component_defaults_reach_trials_as_for_torchx_run(
         sweep = run_sweep(own, component, [], [{"a": "y"}], "local_cwd")
         assert sweep.wait(timeout=60)["state"] == "SUCCEEDED"
         assert _printed_b(own, sweep) == ["from runner"]
+
+
+def test_a_submitter_killed_mid_sweep_loses_nothing_and_runs_nothing_twice(
+    runner: Runner, components: str, tmp_path: Path
+) -> None:
+    """max_parallel 4: four submitter processes under the driver; SIGKILL one of them mid-sweep."""
+    runs = tmp_path / "runs.txt"
+    trials = [{"a": f"t{i}", "b": "x"} for i in range(16)]
+    sweep = run_sweep(
+        runner, f"{components}:argv", ["--sleep", "0.3", "--runs_file", str(runs)], trials, "local_cwd", max_parallel=4
+    )
+    deadline = time.monotonic() + 30
+    while sum(t.state == "SUCCEEDED" for t in sweep.trials()) < 4:
+        assert time.monotonic() < deadline, sweep.status()
+        time.sleep(0.02)
+    driver = SweepStore().driver_pid(sweep.sweep_id)
+    assert driver and driver > 0
+    submitters = [int(p) for p in Path(f"/proc/{driver}/task/{driver}/children").read_text().split()]
+    assert len(submitters) == 4
+    os.kill(submitters[0], signal.SIGKILL)
+    status = sweep.wait(timeout=60)
+    assert status["state"] == "SUCCEEDED", status
+    assert status["driver"] == "finished"
+    lines = runs.read_text().splitlines()
+    assert sorted(json.loads(x)[0] for x in lines) == sorted(t["a"] for t in trials)  # each ran exactly once
+    assert len(runner.list("local_cwd")) == 16
+    journaled = SweepStore().load(sweep.sweep_id).trials  # the journal itself, no scheduler asked
+    assert [t.state for t in journaled] == ["SUCCEEDED"] * 16
+    assert "a submitter died" in Path(SweepStore().sweep_dir(sweep.sweep_id), "driver.log").read_text()

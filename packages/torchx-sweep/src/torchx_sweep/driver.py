@@ -169,7 +169,10 @@ class Driver:
         old_wake = signal.set_wakeup_fd(self._wake, warn_on_full_buffer=False)
         try:
             if workers > 1 and self._end_fd is not None and threading.active_count() == 1:
-                self._coordinate(read_end, workers, width)
+                if not self._coordinate(read_end, workers, width) and not self.stop:
+                    logger.error("a submitter died: finishing the sweep from its journal, in this process")
+                    self._replan()
+                    self._loop(read_end, width, self.to_wait)
             else:
                 self._loop(read_end, width, self.to_wait)
         finally:
@@ -202,8 +205,18 @@ class Driver:
                     os.close(flight.fd)
 
     # ------------------------------------------------------------------ submitters
-    def _coordinate(self, wake: int, workers: int, width: int) -> None:
-        """Forks ``workers`` submitters sharing the ``width`` slots, and hands them trials to submit.
+    def _replan(self) -> None:
+        """Plans again from the journal (as a new driver would), with nothing in flight here."""
+        self.state = self.store.load(self.sweep_id)
+        self.todo.clear()
+        self.to_wait = []
+        self.ready.clear()
+        self.exhausted = False
+        self._plan()
+
+    def _coordinate(self, wake: int, workers: int, width: int) -> bool:
+        """Forks ``workers`` submitters sharing the ``width`` slots, and hands them trials to submit;
+        returns False if one of them died (its trials' fate is then only in the journal).
 
         Each submitter is this event loop in its own single-threaded process (so it forks each
         ``local_cwd`` supervisor cheaply), with its share of the slots; it asks for trials
@@ -247,6 +260,7 @@ class Driver:
             theirs.close()
             conns[mine.fileno()] = (mine, mine.makefile("rb", buffering=0), pid)
         self.to_wait = []
+        all_well = True
         while conns:
             if self.stop and not self.stopped:
                 self.stopped = True
@@ -266,7 +280,7 @@ class Driver:
                 if not line:
                     del conns[fd]
                     sock.close()
-                    os.waitpid(pid, 0)
+                    all_well = os.waitpid(pid, 0)[1] == 0 and all_well
                 elif line.startswith(b"f"):
                     self.stop = True
                 elif line.startswith(b"n"):
@@ -274,6 +288,7 @@ class Driver:
                     batch = [self.todo.popleft() for _ in range(min(take, len(self.todo)))]
                     self.todo_set.difference_update(batch)
                     sock.sendall(wire.frame([(i, self.ready.pop(i, None)) for i in batch]))
+        return all_well
 
     def _take(self, slots: int) -> list[int]:
         """Up to ``slots`` trials to submit: from the queue, or from the coordinator (a submitter)."""
