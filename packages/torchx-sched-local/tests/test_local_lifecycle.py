@@ -363,7 +363,7 @@ def test_end_fd_becomes_readable_when_the_job_ends(sched: LocalScheduler) -> Non
     scheduler did not start; None once the job ended."""
     import select
 
-    app_id = sched.submit(app("sh", "-c", "sleep 0.5"), {})
+    app_id = sched.submit(command_app("sh", "-c", "sleep 0.5"), {})
     fd = sched.end_fd(app_id)
     assert fd is not None
     other = LocalScheduler(sched.session_name, sched.store.root)  # knows the job from its files only
@@ -376,7 +376,8 @@ def test_end_fd_becomes_readable_when_the_job_ends(sched: LocalScheduler) -> Non
         assert sorted(select.select([fd, fd2], [], [], 10)[0]) == sorted([fd, fd2])
         assert time.monotonic() - started < 5
         desc = sched.describe(app_id)
-        assert desc is not None and desc.state == AppState.SUCCEEDED
+        assert desc is not None
+        assert desc.state == AppState.SUCCEEDED
     finally:
         os.close(fd)
         os.close(fd2)

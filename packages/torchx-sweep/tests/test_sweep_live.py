@@ -155,11 +155,13 @@ def test_slurm_fail_fast_keeps_the_array_and_cancels_it(
     trials = [{"a": "fail", "b": "0", "sleep": "1"}] + [{"a": "ok", "b": str(i), "sleep": "60"} for i in range(1, 4)]
     sweep = run_sweep(runner, f"{components}:argv", [], trials, "slurm", slurm_cfg, max_parallel=2, fail_fast=True)
     spec = SweepStore().load(sweep.sweep_id).spec
-    assert sweep.mode == "array" and spec["array_handle"]
+    assert sweep.mode == "array"
+    assert spec["array_handle"]
     started = time.monotonic()
     status = sweep.wait(timeout=120)
     assert time.monotonic() - started < 60  # not the 60 s the others sleep: they were cancelled
-    assert status["state"] == "FAILED" and status["driver"] == "finished", status
+    assert status["state"] == "FAILED", status
+    assert status["driver"] == "finished", status
     assert [t["state"] for t in status["trials"]] == ["FAILED", "CANCELLED", "CANCELLED", "CANCELLED"]
     array_id = spec["array_handle"].rsplit("/", 1)[-1]
     left = subprocess.run(["squeue", "-h", "-r", "-j", array_id, "-o", "%i %T"], capture_output=True, text=True)
@@ -284,7 +286,8 @@ def test_aws_batch_fail_fast_keeps_the_array_and_cancels_it(
     )
     assert sweep.mode == "array"
     status = sweep.wait(timeout=200)
-    assert status["state"] == "FAILED" and status["driver"] == "finished", status
+    assert status["state"] == "FAILED", status
+    assert status["driver"] == "finished", status
     assert [t["state"] for t in status["trials"]] == ["FAILED", "CANCELLED", "CANCELLED"]
 
 
@@ -296,7 +299,8 @@ def test_lsf_fail_fast_keeps_the_array_and_cancels_it(runner: Runner, components
     started = time.monotonic()
     status = sweep.wait(timeout=120)
     assert time.monotonic() - started < 60  # the others were cancelled, not waited for
-    assert status["state"] == "FAILED" and status["driver"] == "finished", status
+    assert status["state"] == "FAILED", status
+    assert status["driver"] == "finished", status
     assert [t["state"] for t in status["trials"]] == ["FAILED", "CANCELLED", "CANCELLED", "CANCELLED"]
     array_id = str(SweepStore().load(sweep.sweep_id).spec["array_handle"]).rsplit("/", 1)[-1]
     assert {st for _, st in lsf_elements(array_id)} == {"EXIT"}  # none left running or waiting

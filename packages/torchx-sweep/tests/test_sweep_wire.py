@@ -15,9 +15,11 @@ def test_frames_round_trip_and_end_of_socket_is_eof() -> None:
     info: AppDryRunInfo[list[str]] = AppDryRunInfo(["sbatch", "x y"], repr)
     a.sendall(wire.frame([(3, info), (4, None)]) + wire.frame([]))
     got = wire.read_frame(reader)
-    assert [i for i, _ in got] == [3, 4] and got[1][1] is None
+    assert [i for i, _ in got] == [3, 4]
+    assert got[1][1] is None
     first = got[0][1]
-    assert first is not None and first.request == ["sbatch", "x y"]
+    assert first is not None
+    assert first.request == ["sbatch", "x y"]
     assert wire.read_frame(reader) == []
     a.sendall(wire.frame([(5, None)])[:3])  # torn: the writer died mid-frame
     a.close()
