@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import sys
 import threading
-from datetime import datetime
 
 from torchx.cli.output import color_prefix, use_color
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from datetime import datetime
     from typing import IO
 
     from torchx.cli.progress import StatusLine

@@ -6,10 +6,10 @@ import json
 import os
 import re
 import sys
-from datetime import datetime, timedelta, timezone
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from datetime import datetime
     from typing import Any
 
 _COLORS = ["\033[32m", "\033[34m", "\033[35m", "\033[36m", "\033[33m", "\033[92m", "\033[94m", "\033[95m"]
@@ -46,6 +46,8 @@ def parse_time(value: str) -> datetime:
     Raises:
         ValueError: none of those
     """
+    from datetime import datetime, timedelta, timezone  # only --since/--until need it
+
     text = value.strip()
     match = re.match(_RELATIVE, text)
     if match:

@@ -12,7 +12,6 @@ RANK0_ENV = "TORCHX_RANK0_HOST"
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable
-    from string import Template
     from typing import Any
 
 
@@ -151,27 +150,29 @@ class macros:
 
             return Template(arg).safe_substitute(self._mapping())
 
-        def _substitute_any(self, value: Any, mapping: dict[str, str], template: type[Template]) -> Any:
+        def _substitute_any(self, value: Any, mapping: dict[str, str]) -> Any:
             if isinstance(value, str):
-                return template(value).safe_substitute(mapping) if "$" in value else value
+                if "$" not in value:
+                    return value
+                from string import Template  # on first use: a job without macros never imports it
+
+                return Template(value).safe_substitute(mapping)
             if isinstance(value, dict):
-                return {k: self._substitute_any(v, mapping, template) for k, v in value.items()}
+                return {k: self._substitute_any(v, mapping) for k, v in value.items()}
             if isinstance(value, list):
-                return [self._substitute_any(v, mapping, template) for v in value]
+                return [self._substitute_any(v, mapping) for v in value]
             return value
 
         def apply(self, role: Role) -> Role:
             """Returns a copy of ``role`` with the macros filled in; ``role`` is left as it is."""
-            from string import Template  # imported on first use: keeps `import torchx.specs` cheap
-
             mapping = self._mapping()
             sub = self._substitute_any
             return replace(
                 role,
-                entrypoint=sub(role.entrypoint, mapping, Template),
-                args=[sub(a, mapping, Template) for a in role.args],
-                env={k: sub(v, mapping, Template) for k, v in role.env.items()},
-                metadata=sub(role.metadata, mapping, Template),
+                entrypoint=sub(role.entrypoint, mapping),
+                args=[sub(a, mapping) for a in role.args],
+                env={k: sub(v, mapping) for k, v in role.env.items()},
+                metadata=sub(role.metadata, mapping),
                 port_map=dict(role.port_map),
                 mounts=list(role.mounts),
             )
