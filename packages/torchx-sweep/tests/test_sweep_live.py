@@ -44,6 +44,17 @@ def printed(runner: Runner, sweep: Sweep, stream: Stream | None = None) -> dict[
     return out
 
 
+def cancel_once_running(sweep: Sweep, timeout: float) -> dict[str, Any]:
+    """Cancels ``sweep`` once one of its trials runs (fails after ``timeout`` s without one) and
+    returns its status after the cancel took effect."""
+    deadline = time.monotonic() + timeout
+    while not any(t.state == "RUNNING" for t in sweep.trials()):
+        assert time.monotonic() < deadline, sweep.status()
+        time.sleep(0.2)
+    sweep.cancel()
+    return sweep.wait(timeout=timeout)
+
+
 @pytest.mark.slurm
 def test_slurm_grid_is_one_throttled_array(runner: Runner, components: str, slurm_cfg: dict[str, str]) -> None:
     sweep = run_sweep(runner, f"{components}:argv", ["--sleep", "2"], GRID, "slurm", slurm_cfg, max_parallel=2)
@@ -137,12 +148,7 @@ def test_kubernetes_grid_through_the_driver(runner: Runner, components: str, k8s
 def test_slurm_cancel_stops_the_whole_array(runner: Runner, components: str, slurm_cfg: dict[str, str]) -> None:
     trials = [{"a": str(i), "b": "x"} for i in range(4)]
     sweep = run_sweep(runner, f"{components}:argv", ["--sleep", "120"], trials, "slurm", slurm_cfg, max_parallel=1)
-    deadline = time.monotonic() + 60
-    while not any(t.state == "RUNNING" for t in sweep.trials()):
-        assert time.monotonic() < deadline, sweep.status()
-        time.sleep(0.2)
-    sweep.cancel()
-    status = sweep.wait(timeout=60)
+    status = cancel_once_running(sweep, timeout=60)
     assert status["state"] == "CANCELLED", status["trials"]
     assert [t["state"] for t in status["trials"]] == ["CANCELLED"] * 4
 
@@ -176,12 +182,7 @@ def test_aws_batch_cancel_stops_every_element(runner: Runner, components: str, a
     sweep = run_sweep(
         runner, f"{components}:argv", ["--image", image, "--sleep", "120"], trials, "aws_batch", {"queue": queue}
     )
-    deadline = time.monotonic() + 120
-    while not any(t.state == "RUNNING" for t in sweep.trials()):
-        assert time.monotonic() < deadline, sweep.status()
-        time.sleep(0.5)
-    sweep.cancel()
-    status = sweep.wait(timeout=120)
+    status = cancel_once_running(sweep, timeout=120)
     assert status["state"] == "CANCELLED", status["trials"]
     assert [t["state"] for t in status["trials"]] == ["CANCELLED"] * 3
 
@@ -248,12 +249,7 @@ def test_lsf_cancel_stops_every_element(runner: Runner, components: str, lsf_cfg
     mark = f"cancel-{uuid.uuid4().hex[:8]}"
     trials = [{"a": str(i), "b": mark} for i in range(4)]
     sweep = run_sweep(runner, f"{components}:argv", ["--sleep", "120"], trials, "lsf", lsf_cfg, max_parallel=2)
-    deadline = time.monotonic() + 60
-    while not any(t.state == "RUNNING" for t in sweep.trials()):
-        assert time.monotonic() < deadline, sweep.status()
-        time.sleep(0.2)
-    sweep.cancel()
-    status = sweep.wait(timeout=60)
+    status = cancel_once_running(sweep, timeout=60)
     assert status["state"] == "CANCELLED", status["trials"]
     assert [t["state"] for t in status["trials"]] == ["CANCELLED"] * 4
     array_id = str(SweepStore().load(sweep.sweep_id).spec["array_handle"]).rsplit("/", 1)[-1]
