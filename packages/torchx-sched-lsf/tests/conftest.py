@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterator
 
 import pytest
-from torchx.testing import live_backend_env, unavailable
+from torchx.testing import live_backend_env, require_answer
 
 #: words that break naive quoting (each must reach the process unchanged): the ``hostile`` fixture
 HOSTILE = [
@@ -43,12 +42,7 @@ def lsf_cluster() -> dict[str, str]:
     bindir = env.get("TORCHX_TEST_LSF_BINDIR", "")
     if bindir and bindir not in os.environ["PATH"].split(os.pathsep):
         os.environ["PATH"] = bindir + os.pathsep + os.environ["PATH"]
-    try:
-        lsid = subprocess.run(["lsid"], capture_output=True, text=True, timeout=15)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        unavailable(f"lsid failed: {e}")
-    if lsid.returncode != 0:
-        unavailable(f"the LSF cluster does not answer: {lsid.stderr.strip() or lsid.stdout.strip()}")
+    require_answer(["lsid"], "the LSF cluster", lambda _, code: code == 0)
     return env
 
 

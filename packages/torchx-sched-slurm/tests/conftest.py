@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from torchx.testing import live_backend_env, unavailable
+from torchx.testing import live_backend_env, require_answer
 
 
 @dataclass(frozen=True)
@@ -22,12 +21,7 @@ class SlurmCluster:
 def slurm_cluster() -> SlurmCluster:
     """The cluster described by the services env file; skips (or fails under TORCHX_REQUIRE_LIVE=1) without one."""
     env = live_backend_env("TORCHX_TEST_SLURM", "slurm")
-    try:
-        ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        unavailable(f"scontrol ping failed: {e}")
-    if "is UP" not in ping.stdout:
-        unavailable(f"slurmctld does not answer: {ping.stdout.strip() or ping.stderr.strip()}")
+    require_answer(["scontrol", "ping"], "slurmctld", lambda out, _: "is UP" in out, timeout=10)
     return SlurmCluster(
         partition=env.get("TORCHX_TEST_SLURM_PARTITION", "debug"), nodes=int(env.get("TORCHX_TEST_SLURM_NODES", "1"))
     )

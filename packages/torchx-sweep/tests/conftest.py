@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import urllib.request
 from pathlib import Path
 
 import pytest
-from torchx.testing import isolate, live_backend_env, unavailable
+from torchx.testing import isolate, live_backend_env, require_answer, unavailable
 
 COMPONENTS = str(Path(__file__).with_name("sweep_components.py"))
 
@@ -41,12 +40,7 @@ def components() -> str:
 def slurm_cfg(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """Run options for the live Slurm cluster (a fresh job directory on the shared filesystem)."""
     env = live_backend_env("TORCHX_TEST_SLURM", "slurm")
-    try:
-        ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        unavailable(f"scontrol ping failed: {e}")
-    if "is UP" not in ping.stdout:
-        unavailable(f"slurmctld does not answer: {ping.stdout.strip() or ping.stderr.strip()}")
+    require_answer(["scontrol", "ping"], "slurmctld", lambda out, _: "is UP" in out, timeout=10)
     job_dir = str(tmp_path_factory.mktemp("slurm-sweep", numbered=True))
     return {"partition": env.get("TORCHX_TEST_SLURM_PARTITION", "debug"), "job_dir": job_dir}
 
@@ -78,12 +72,7 @@ def lsf_cfg(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monkey
     bindir = env.get("TORCHX_TEST_LSF_BINDIR", "")
     if bindir:
         monkeypatch.setenv("PATH", bindir + os.pathsep + os.environ["PATH"])
-    try:
-        lsid = subprocess.run(["lsid"], capture_output=True, text=True, timeout=15)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        unavailable(f"lsid failed: {e}")
-    if lsid.returncode != 0:
-        unavailable(f"the LSF cluster does not answer: {lsid.stderr.strip() or lsid.stdout.strip()}")
+    require_answer(["lsid"], "the LSF cluster", lambda _, code: code == 0)
     return {"job_dir": str(tmp_path_factory.mktemp("lsf-sweep", numbered=True))}
 
 

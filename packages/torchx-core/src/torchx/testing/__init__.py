@@ -47,6 +47,7 @@ __all__ = [
     "isolate",
     "live_backend_env",
     "macro_probe",
+    "require_answer",
     "macro_probe_output",
     "measure_scheduler",
     "proc_status",
@@ -112,6 +113,19 @@ def unavailable(reason: str) -> NoReturn:
     if os.environ.get(ENV_REQUIRE_LIVE) == "1":
         pytest.fail(f"live backend required ({ENV_REQUIRE_LIVE}=1) but unavailable: {reason}")
     pytest.skip(reason)
+
+
+def require_answer(argv: list[str], what: str, answered: Callable[[str, int], bool], timeout: float = 15) -> None:
+    """Runs a live backend's client command (``scontrol ping``, ``lsid``) and calls
+    :func:`unavailable` unless ``answered(stdout, returncode)`` says ``what`` answered."""
+    import subprocess
+
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        unavailable(f"{' '.join(argv)} failed: {e}")
+    if not answered(proc.stdout, proc.returncode):
+        unavailable(f"{what} does not answer: {proc.stdout.strip() or proc.stderr.strip()}")
 
 
 def live_backend_env(marker: str, service: str) -> dict[str, str]:
