@@ -10,7 +10,6 @@ poll waits a quarter second on a terminal (one interval otherwise), so short job
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
@@ -115,19 +114,10 @@ class StatusLine:
             except Exception:  # the wait itself reports real errors
                 status = None
             if status is not None and not self._stop.is_set():
-                self._show(status, self._columns())
-            self._stop.wait(self.interval)
+                import shutil  # here, not at the start: a short job's run never imports it
 
-    def _columns(self) -> int:
-        """The terminal's width (``$COLUMNS`` first, as ``shutil.get_terminal_size``; 80 if unknown)."""
-        try:
-            return int(os.environ["COLUMNS"])
-        except (KeyError, ValueError):
-            pass
-        try:
-            return os.get_terminal_size(self.stream.fileno()).columns
-        except (AttributeError, ValueError, OSError):
-            return 80
+                self._show(status, shutil.get_terminal_size().columns)
+            self._stop.wait(self.interval)
 
     def _show(self, status: AppStatus, width: int) -> None:
         line = summarize(status, time.monotonic() - self._started, width if self.live else 0)
