@@ -20,6 +20,8 @@ from torchx.util.record import field, record
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
+
+    from torchx.schedulers.causes import AttemptEnd
     from typing import Any, ClassVar, Generic
 
     from typing_extensions import TypeVar  # type variables with defaults (PEP 696)
@@ -117,7 +119,8 @@ class Scheduler(abc.ABC, Generic[T, A, D]):
 
     Implement ``_submit_dryrun``, ``schedule``, ``describe``, ``list`` and
     ``_cancel_existing``; optionally ``_run_opts``, ``log_iter``, ``wait``, ``close``,
-    ``_validate``, ``_pre_build_validate`` and ``_delete_existing``; with
+    ``_validate``, ``_pre_build_validate``, ``_delete_existing`` and ``end_cause`` (why an app
+    ended, see :mod:`torchx.schedulers.causes`); with
     ``capabilities.job_arrays``, ``submit_array_dryrun`` and ``array_element_id``. Declare what
     the backend supports in the class attribute ``capabilities`` (a scheduler that declares
     nothing, as one written for upstream TorchX, is handed every request).
@@ -231,6 +234,25 @@ class Scheduler(abc.ABC, Generic[T, A, D]):
                 scheduler; see the README's "Logs"), like ``Stream.COMBINED``
         """
         raise UnsupportedFeatureError(f"scheduler {self.backend!r} cannot read logs")
+
+    def end_cause(self, app_id: str) -> AttemptEnd | None:
+        """Why the app ended, in core's vocabulary (optional extension point).
+
+        Contract:
+
+        1. Called only for an app whose :meth:`describe` state is terminal; for one that is
+           still running, or unknown to the scheduler, return None.
+        2. Answer from what the backend really reports (accounting states and reasons, pod
+           conditions, status reasons, exit info), never from a guess: where the backend does
+           not say, return None (or ``EndCause.UNKNOWN`` with the backend's words in ``reason``).
+        3. ``CANCELLED`` only for a cancel through torchx or by the owner; a signal from
+           someone else is ``KILLED``; a lost node or supervisor is ``NODE_FAILURE``.
+        4. Cheap enough to call once per ended app; it must not block on a running app.
+
+        The default returns None; callers then use
+        :func:`torchx.schedulers.causes.cause_from_state`.
+        """
+        return None
 
     def wait(self, app_id: str, timeout: float | None = None, poll_interval: float = 1.0) -> DescribeAppResponse | None:
         """Blocks until the app ends (or ``timeout`` seconds pass); returns its last description.
