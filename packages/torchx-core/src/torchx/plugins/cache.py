@@ -20,7 +20,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-_FORMAT = 3
+_FORMAT = 4
 
 
 def caching_enabled() -> bool:
