@@ -196,6 +196,30 @@ def test_cache_invalidated_when_plugin_module_edited(make_dist) -> None:  # type
     assert cache.load() is None
 
 
+@pytest.mark.parametrize("broken", ["fixme_plugin.py", "fixme_helper.py"])
+def test_plugin_fixed_in_place_shows_no_stale_error(make_dist, broken: str) -> None:  # type: ignore[no-untyped-def]
+    """A plugin whose module (or a module it imports) failed to import and is then fixed in
+    place loads without clearing any cache (the cache notices the file it failed in)."""
+    modules = {
+        "fixme_plugin.py": "import fixme_helper\nfrom torchx.plugins import hookimpl, SchedulerPlugin\n\n"
+        "@hookimpl\ndef torchx_schedulers():\n    yield SchedulerPlugin('fixme', 'fixme_helper:create')\n",
+        "fixme_helper.py": "def create(): ...\n",
+    }
+    good = modules[broken]
+    site = make_dist("fix-me", {"torchx": {"fixme": "fixme_plugin"}}, {**modules, broken: good + "def broken(:\n"})
+    assert any("SyntaxError" in e for _, e in get_registry().errors), get_registry().errors
+    torchx.plugins.reset()
+    assert cache.load() is not None  # nothing changed yet: the cached error stands
+    path = site / broken
+    path.write_text(good)
+    st = os.stat(path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    torchx.plugins.reset()
+    reg = get_registry()
+    assert not reg.errors
+    assert "fixme" in reg.schedulers
+
+
 def test_pre_submit_hook_amends_and_rejects(make_dist, fake_scheduler) -> None:  # type: ignore[no-untyped-def]
     make_dist(
         "policy",

@@ -59,9 +59,31 @@ def _entry_points() -> list[tuple[Any, str, str]]:
     return found
 
 
+def _import_failure_files(module: str, error: BaseException) -> list[str]:
+    """Files (and their folders) a failed import of ``module`` went through: editing one of
+    them, or adding a file next to them, may fix it."""
+    import os
+    import sys
+    import traceback
+
+    files = [frame.filename for frame in traceback.extract_tb(error.__traceback__)]
+    if isinstance(error, SyntaxError) and error.filename:
+        files.append(error.filename)
+    package = sys.modules.get(module.rpartition(".")[0])
+    folders = list(getattr(package, "__path__", []) or [])
+    stdlib = os.path.dirname(os.__file__)
+    found = [f for f in files if os.path.isabs(f) and f != __file__ and not f.startswith(stdlib)]
+    return sorted({*found, *(os.path.dirname(f) for f in found), *folders})
+
+
 def _load_plugin_module(pm: pluggy.PluginManager, info: PluginInfo) -> Any:
-    module = importlib.import_module(info.value)
-    info.module_file = getattr(module, "__file__", "") or ""
+    try:
+        module = importlib.import_module(info.value)
+    except BaseException as e:
+        if not isinstance(e, KeyboardInterrupt):
+            info.watch = _import_failure_files(info.value, e)
+        raise
+    info.watch = [getattr(module, "__file__", "") or ""]
     pm.register(module, name=info.ident)
     pm.check_pending()
     return module

@@ -61,7 +61,9 @@ class PluginInfo:
         registers: registration kind -> names it registers
         event_hooks: event hooks its module implements
         errors: what went wrong loading it or calling its hooks
-        module_file: the plugin module's file (to notice edits)
+        watch: files and folders whose change may change what the plugin registers (its
+            module; for a plugin that failed to import, every file its import went through):
+            the plugin cache is stale once one of them changes
     """
 
     name: str
@@ -72,7 +74,7 @@ class PluginInfo:
     registers: dict[str, list[str]] = field(default_factory=dict)
     event_hooks: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    module_file: str = ""
+    watch: list[str] = field(default_factory=list)
 
     @property
     def ident(self) -> str:
