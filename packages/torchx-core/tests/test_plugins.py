@@ -296,6 +296,46 @@ def torchx_post_submit(app_handle):
     assert calls == ["alpha:pre:app", "zeta:pre:app-alpha", "alpha:post", "zeta:post"]
 
 
+def test_event_hook_manager_is_built_once(make_dist, fake_scheduler, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Event hooks go through one pluggy manager per registry: discovery's when it ran in this
+    process, else one built on the first event (from the cached registry)."""
+    make_dist("counted", {"torchx": {"counted": "counted_policy"}}, {"counted_policy.py": PRE_SUBMIT_COUNTER})
+    from torchx.plugins import discovery
+    from torchx.runner import get_runner
+    from torchx.specs import AppDef, Role, resource
+
+    built: list[object] = []
+    original = discovery.new_plugin_manager
+
+    def counting() -> object:
+        built.append(original())
+        return built[-1]
+
+    monkeypatch.setattr(discovery, "new_plugin_manager", counting)
+    app = AppDef("app", roles=[Role("r", "i", entrypoint="echo", resource=resource(cpu=1))])
+    for fresh in (True, False):  # discovery in this process, then the disk cache
+        torchx.plugins.reset()
+        if fresh:
+            cache.clear()
+        with get_runner() as runner:
+            for _ in range(3):
+                runner.run(app, "fake")
+    assert len(built) == 2
+    assert sys.modules["counted_policy"].CALLS == 6
+
+
+PRE_SUBMIT_COUNTER = """
+from torchx.plugins import hookimpl
+
+CALLS = 0
+
+@hookimpl
+def torchx_pre_submit():
+    global CALLS
+    CALLS += 1
+"""
+
+
 def test_wrapper_event_hook_is_a_plugin_error_and_never_called(make_dist, fake_scheduler) -> None:  # type: ignore[no-untyped-def]
     make_dist(
         "policy-wrapper",

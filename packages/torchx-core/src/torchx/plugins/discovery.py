@@ -141,6 +141,7 @@ def discover() -> Registry:
                 continue
             registry.add(info, record)
     registry.finish()
+    registry.plugin_manager = pm
     for conflict in registry.conflicts:
         logger.debug(
             "%s %r registered by %s and %s; using %s",

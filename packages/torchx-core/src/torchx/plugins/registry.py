@@ -125,6 +125,9 @@ class Registry:
         #: (kind, name) -> ident of the plugin that provides the winning registration
         self.origin: dict[tuple[str, str], str] = {}
         self.conflicts: list[Conflict] = []
+        #: the pluggy manager holding the plugins' hook modules (set by discovery, or by
+        #: :mod:`torchx.plugins.events` on first use; never cached to disk)
+        self.plugin_manager: Any = None
         self._ranks: dict[str, int] = {}
         self._replacing_components: list[tuple[PluginInfo, ComponentSource]] = []
 

@@ -301,7 +301,7 @@ class Runner:
             UnsupportedFeatureError: the app needs something the scheduler cannot do
             SubmissionRejected: a plugin's policy refused the app
         """
-        from torchx.plugins import run_pre_submit
+        from torchx.plugins.events import run_pre_submit
         from torchx.runner import config
 
         validate_app(app)
@@ -334,7 +334,7 @@ class Runner:
 
     def schedule(self, dryrun_info: AppDryRunInfo[Any]) -> AppHandle:
         """Submits the request of a dry run; returns the app handle."""
-        from torchx.plugins import run_post_submit
+        from torchx.plugins.events import run_post_submit
 
         scheduler = dryrun_info._scheduler
         if scheduler is None:
