@@ -40,6 +40,9 @@ class CmdPlugins(SubCommand):
             )
             return 0
         for p in registry.plugins:
+            if p.incompatible:  # one line: nothing was loaded from it
+                print(f"{p.dist} {p.version}  [{p.group}] {p.name} = {p.value}  ({p.errors[0]})")
+                continue
             status = "ERROR" if p.errors else "ok"
             print(f"{p.dist} {p.version}  [{p.group}] {p.name} = {p.value}  ({status})")
             for kind, names in p.registers.items():

@@ -12,6 +12,7 @@ plugins must be (re)discovered.
 
 from __future__ import annotations
 
+from torchx.plugins.api_level import OLDEST_PLUGIN_API_LEVEL, PLUGIN_API_LEVEL
 from torchx.plugins.registrations import (
     CliCommand,
     ComponentSource,
@@ -37,6 +38,8 @@ __all__ = [
     "ComponentSource",
     "LegacyModule",
     "NamedResourcePlugin",
+    "OLDEST_PLUGIN_API_LEVEL",
+    "PLUGIN_API_LEVEL",
     "PluginInfo",
     "PluginLoadError",
     "Registry",

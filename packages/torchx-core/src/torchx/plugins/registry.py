@@ -61,6 +61,9 @@ class PluginInfo:
         registers: registration kind -> names it registers
         event_hooks: event hooks its module implements
         errors: what went wrong loading it or calling its hooks
+        incompatible: True if it was written for a plugin API this core does not implement
+            (see :mod:`torchx.plugins.api_level`; nothing was loaded from it, ``errors`` says
+            why and which package to upgrade)
         watch: files and folders whose change may change what the plugin registers (its
             module; for a plugin that failed to import, every file its import went through):
             the plugin cache is stale once one of them changes
@@ -74,6 +77,7 @@ class PluginInfo:
     registers: dict[str, list[str]] = field(default_factory=dict)
     event_hooks: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    incompatible: bool = False
     watch: list[str] = field(default_factory=list)
 
     @property

@@ -66,9 +66,10 @@ def _clone_packages_dir() -> str | None:
     return os.path.dirname(core)
 
 
-def pip_install(requirement: str) -> str:
+def pip_install(requirement: str, upgrade: bool = False) -> str:
     """The command that installs ``requirement`` (a distribution name, maybe with extras): from
-    the clone's ``packages/`` when torchx runs from a clone that has it, else from PyPI."""
+    the clone's ``packages/`` when torchx runs from a clone that has it, else from PyPI
+    (``upgrade``: to its newest version)."""
     name, bracket, extras = requirement.partition("[")
     packages = _clone_packages_dir()
     if packages is not None and os.path.isfile(os.path.join(packages, name, "pyproject.toml")):
@@ -76,4 +77,4 @@ def pip_install(requirement: str) -> str:
     else:
         target = requirement
     quoted = f"'{target}'" if bracket or " " in target else target
-    return f"pip install {quoted}"
+    return f"pip install {'-U ' if upgrade else ''}{quoted}"
