@@ -16,7 +16,7 @@ class CmdPlugins(SubCommand):
         subparser.add_argument("--refresh", action="store_true", help="ignore the discovery cache")
 
     def run(self, args: argparse.Namespace) -> int:
-        from torchx.cli.main import BUILTIN_COMMANDS
+        from torchx.cli.verbs import BUILTIN_COMMANDS
         from torchx.plugins import get_registry
 
         registry = get_registry(refresh=args.refresh)

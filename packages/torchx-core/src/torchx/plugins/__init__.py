@@ -12,26 +12,45 @@ plugins must be (re)discovered.
 
 from __future__ import annotations
 
-from torchx.plugins.api_level import OLDEST_PLUGIN_API_LEVEL, PLUGIN_API_LEVEL
-from torchx.plugins.registrations import (
-    CliCommand,
-    ComponentSource,
-    LegacyModule,
-    NamedResourcePlugin,
-    SchedulerPlugin,
-    TrackerPlugin,
-    WorkspacePlugin,
-)
-from torchx.plugins.registry import PluginInfo, Registry
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
     import pluggy
 
+    from torchx.plugins.api_level import OLDEST_PLUGIN_API_LEVEL, PLUGIN_API_LEVEL
+    from torchx.plugins.registrations import (
+        CliCommand,
+        ComponentSource,
+        LegacyModule,
+        NamedResourcePlugin,
+        SchedulerPlugin,
+        TrackerPlugin,
+        WorkspacePlugin,
+    )
+    from torchx.plugins.registry import PluginInfo, Registry
+
     hookimpl: pluggy.HookimplMarker
     hookspec: pluggy.HookspecMarker
+
+#: re-exported name -> the submodule that defines it (imported on first use: ``import torchx``
+#: loads this package for its import hook, and must stay cheap)
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(("OLDEST_PLUGIN_API_LEVEL", "PLUGIN_API_LEVEL"), "torchx.plugins.api_level"),
+    **dict.fromkeys(
+        (
+            "CliCommand",
+            "ComponentSource",
+            "LegacyModule",
+            "NamedResourcePlugin",
+            "SchedulerPlugin",
+            "TrackerPlugin",
+            "WorkspacePlugin",
+        ),
+        "torchx.plugins.registrations",
+    ),
+    **dict.fromkeys(("PluginInfo", "Registry"), "torchx.plugins.registry"),
+}
 
 __all__ = [
     "CliCommand",
@@ -66,6 +85,12 @@ class PluginLoadError(Exception):
 
 
 def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
     if name in ("hookimpl", "hookspec"):
         import pluggy
 
