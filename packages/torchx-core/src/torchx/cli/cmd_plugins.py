@@ -32,11 +32,12 @@ class CmdPlugins(SubCommand):
             )
             return 0
         if not registry.plugins:
+            from torchx.util import distributions
             from torchx.util.distributions import pip_install
 
             print(
                 "No torchx plugins installed. Try"
-                f" `{pip_install('torchx-sched-local')}` and `{pip_install('torchx-components')}`."
+                f" `{pip_install(distributions.LOCAL)}` and `{pip_install(distributions.COMPONENTS)}`."
             )
             return 0
         for p in registry.plugins:

@@ -19,6 +19,8 @@ form works) is in ``docs/writing-a-plugin.md``.
 
 from __future__ import annotations
 
+from torchx.util.distributions import CORE
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -34,8 +36,6 @@ DECLARATION = "TORCHX_PLUGIN_API"
 
 #: what a plugin that declares nothing is taken to be written for
 UNDECLARED = (1, 1)
-
-CORE = "torchx-core"
 
 
 def _upgrade(dist: str) -> str:
