@@ -25,6 +25,7 @@ SERVICES_ENV = Path(os.environ.get("TORCHX_SERVICES_ENV", "/tmp/torchx-services/
 nox.options.sessions = [
     "lint",
     "setup-scripts",
+    "dists",
     "typecheck",
     "tests",
     "e2e",
@@ -83,7 +84,27 @@ def setup_scripts(session: nox.Session) -> None:
     start), in a throwaway copy of this machine that looks fresh, with recording stand-ins for
     the installers and daemons; then a second run that must install nothing (needs root)."""
     session.install("pytest>=7")
-    session.run("pytest", "scripts/tests", *session.posargs)
+    session.run("pytest", "scripts/tests/test_first_run.py", *session.posargs)
+
+
+@nox.session
+def dists(session: nox.Session) -> None:
+    """scripts/build-dists.sh (an sdist and a wheel of every package with `python -m build`,
+    `twine check --strict`, the metadata check), then scripts/tests/test_dists.py: fresh venvs
+    with `pip install --find-links dist torchx-core torchx-sched-slurm` (a job on the live Slurm
+    cluster) and `... torchx-core torchx-sched-local torchx-components` (utils.echo on local_cwd).
+    The builds run without isolation, with the hatchling installed here (faster; same backend)."""
+    session.install("build>=1.2", "twine>=7", "hatchling>=1.27", "pytest>=7")
+    out = Path(session.create_tmp()) / "dist"
+    session.run(
+        "bash",
+        "scripts/build-dists.sh",
+        str(out),
+        env={"PYTHON": "python", "BUILD_ARGS": "--no-isolation"},
+        external=True,
+    )
+    env = {**services_env(), "TORCHX_REQUIRE_LIVE": "1", "TORCHX_DIST_DIR": str(out)}
+    session.run("pytest", "scripts/tests/test_dists.py", *session.posargs, env=env)
 
 
 @nox.session
