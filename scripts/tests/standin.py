@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/python3 -IS
 """Stand-ins for the installers, daemons and clients the set-up scripts call, for the first-run
 test (first-run-sandbox.sh, test_first_run.py). One program, called by many names (symlinks):
 the name it is called by picks what it does. Every call is recorded, one JSON line each, in
