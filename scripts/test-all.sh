@@ -21,7 +21,7 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then as_root_with_apt=1;
 NOX=("$PY" -m nox)
 if ! "$PY" -m nox --version >/dev/null 2>&1; then
     if [ $as_root_with_apt = 1 ] && ! "$PY" -c 'import ensurepip' 2>/dev/null; then apt_install python3-venv; fi
-    venv=${TORCHX_NOX_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/torchx/nox-venv}
+    venv=${TORCHX_NOX_VENV:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/torchx/nox-venv}
     VENV_PYTHON=$PY ensure_venv "$venv" 'import nox' 'nox>=2024.3'
     NOX=("$venv/bin/python" -m nox)
 fi
