@@ -29,8 +29,9 @@ SANDBOX = REPO / "scripts" / "tests" / "first-run-sandbox.sh"
 def _usable() -> str | None:
     if os.geteuid() != 0:
         return "needs root (namespaces, overlayfs, chroot)"
-    if not shutil.which("unshare"):
-        return "needs unshare (util-linux)"
+    for tool, package in (("unshare", "util-linux"), ("ip", "iproute2")):
+        if not shutil.which(tool):
+            return f"needs {tool} ({package})"
     return None
 
 
