@@ -370,6 +370,7 @@ def main() -> int:
     if name == "mariadb-admin":
         return 0 if is_up("mariadb") else 1
     if name == "mungekey":
+        Path("/etc/munge").mkdir(parents=True, exist_ok=True)
         Path("/etc/munge/munge.key").write_bytes(os.urandom(128))
         return 0
     if name == "munged":
