@@ -5,6 +5,8 @@
     nox -s e2e lint typecheck
     nox -s integration-slurm       # needs: bash scripts/backends/services.sh up slurm
     nox -s integration-lsf         # needs: bash scripts/backends/services.sh up lsf
+    nox -s dists                   # build + check every distribution, pip install them by name
+    nox -s setup-scripts           # first-run paths of the set-up scripts (root; a sandbox)
 
 Live sessions set TORCHX_REQUIRE_LIVE=1: a missing backend fails them instead of skipping.
 `bash scripts/test-all.sh` starts every backend and runs all sessions.
