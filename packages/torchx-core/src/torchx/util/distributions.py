@@ -18,6 +18,7 @@ SCHEDULER_DISTRIBUTIONS: dict[str, str] = {
     "aws_sagemaker": "torchx-sched-aws",
     "lsf": "torchx-sched-lsf",
     "ray": "torchx-sched-ray",
+    "managed": "torchx-managed",
 }
 
 #: upstream TorchX module path -> the distribution whose plugin provides it (a

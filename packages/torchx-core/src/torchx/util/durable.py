@@ -197,27 +197,48 @@ class DurableStore:
         finally:
             os.close(fd)
 
-    @contextmanager
-    def driver_lock(self, job_id: str) -> Iterator[bool]:
-        """Holds the driver lock while the block runs; yields False (and holds nothing) if another
-        process holds it. The lock goes with the process, however it ends."""
-        path = os.path.join(self.job_dir(job_id), LOCK)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    def take_driver_lock(self, job_id: str) -> int | None:
+        """Takes the job's driver lock; returns its file descriptor (closing it lets go), or None
+        if another process holds it. Pass the descriptor to :meth:`spawn` to hand the lock over."""
+        fd = os.open(os.path.join(self.job_dir(job_id), LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                yield False
-                return
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        except BaseException:
+            os.close(fd)
+            raise
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        return fd
+
+    @contextmanager
+    def driver_lock(self, job_id: str, fd: int | None = None) -> Iterator[bool]:
+        """Holds the driver lock while the block runs; yields False (and holds nothing) if another
+        process holds it. The lock goes with the process, however it ends. ``fd``: a lock handed
+        over by :meth:`spawn` (already held)."""
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held through this very open file: succeeds
             os.ftruncate(fd, 0)
             os.pwrite(fd, str(os.getpid()).encode(), 0)
+        else:
+            fd = self.take_driver_lock(job_id)
+        if fd is None:
+            yield False
+            return
+        try:
             yield True
         finally:
             os.close(fd)
 
-    def spawn(self, job_id: str, argv: Sequence[str], cwd: str | None = None) -> int:
+    def spawn(self, job_id: str, argv: Sequence[str], cwd: str | None = None, lock_fd: int | None = None) -> int:
         """Starts ``python ARGV...`` as the job's detached driver: its own session (it outlives the
-        caller and its terminal), stdin from /dev/null, output appended to ``driver.log``; returns its pid."""
+        caller and its terminal), stdin from /dev/null, output appended to ``driver.log``; returns its pid.
+
+        ``lock_fd`` (from :meth:`take_driver_lock`) is inherited by the driver under the same
+        number, so the lock passes to it with no moment where nobody holds it (the caller then
+        closes its copy); the driver adopts it with ``driver_lock(job_id, fd=lock_fd)``."""
         with open(os.path.join(self.job_dir(job_id), LOG), "ab") as log:
             proc = subprocess.Popen(
                 [sys.executable, *argv],
@@ -227,6 +248,7 @@ class DurableStore:
                 cwd=cwd,
                 start_new_session=True,
                 close_fds=True,
+                pass_fds=() if lock_fd is None else (lock_fd,),
             )
         return proc.pid
 
