@@ -94,7 +94,9 @@ def end_of(runner: Runner, handle: str, desc: DescribeAppResponse | None) -> Att
         found = None
     if found is not None:
         return found
-    fallback = cause_from_state(desc.state, exit_code_of(desc) if desc.state != AppState.SUCCEEDED else 0)
-    if desc.msg and not fallback.reason.startswith("exit code"):
-        return AttemptEnd(fallback.cause, fallback.exit_code, desc.msg)
-    return fallback
+    code = 0 if desc.state == AppState.SUCCEEDED else exit_code_of(desc)
+    fallback = cause_from_state(desc.state, code)
+    if fallback.cause == EndCause.APP_ERROR and code is not None and code < 0:
+        # the scheduler reports no cause; a signal torchx did not send (a cancel would be CANCELLED)
+        return AttemptEnd(EndCause.KILLED, code, f"killed by signal {-code}")
+    return AttemptEnd(fallback.cause, fallback.exit_code, desc.msg or fallback.reason)

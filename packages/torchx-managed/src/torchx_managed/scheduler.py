@@ -113,6 +113,9 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
         return options.run_opts()
 
     # ------------------------------------------------------------------ submitting
+    def _validate(self, app: AppDef, scheduler: str, cfg: dict[str, Any]) -> None:
+        """Nothing here: each target checks the app when its attempt is dry-run (attempt 0 in :meth:`_submit_dryrun`)."""
+
     def _submit_dryrun(self, app: AppDef, cfg: dict[str, Any]) -> AppDryRunInfo[ManagedRequest]:
         from torchx.schedulers import get_scheduler_factories
 
@@ -151,7 +154,7 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
         job_id, spec = req.job_id, req.spec
         target = spec["options"]["targets"][0]
         self.store.create(job_id, spec)
-        lock = self.store.take_driver_lock(job_id)
+        lock = self.store.take_driver_lock(job_id, own=False)
         assert lock is not None  # a new job: nobody else has its lock
         try:
             try:

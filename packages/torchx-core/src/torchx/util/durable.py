@@ -197,9 +197,11 @@ class DurableStore:
         finally:
             os.close(fd)
 
-    def take_driver_lock(self, job_id: str) -> int | None:
+    def take_driver_lock(self, job_id: str, own: bool = True) -> int | None:
         """Takes the job's driver lock; returns its file descriptor (closing it lets go), or None
-        if another process holds it. Pass the descriptor to :meth:`spawn` to hand the lock over."""
+        if another process holds it. Pass the descriptor to :meth:`spawn` to hand the lock over,
+        with ``own=False``: the lock then names no pid (:meth:`driver_pid` says -1) until the
+        driver writes its own, so nobody signals the caller for the driver."""
         fd = os.open(os.path.join(self.job_dir(job_id), LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -210,7 +212,8 @@ class DurableStore:
             os.close(fd)
             raise
         os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        if own:
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
         return fd
 
     @contextmanager
