@@ -23,7 +23,10 @@ print(f"attempt {attempt} starts", flush=True)
 if attempt < len(plan) and plan[attempt] != 0:
     sys.exit(plan[attempt])
 count_file = os.path.join(ckpt, "count")
-count = int(open(count_file).read()) if os.path.exists(count_file) else 0
+count = 0
+if os.path.exists(count_file):
+    with open(count_file) as f:
+        count = int(f.read())
 print(f"attempt {attempt} resumes at {count}", flush=True)
 while count < n:
     time.sleep(step)
