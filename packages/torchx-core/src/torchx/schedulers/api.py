@@ -20,12 +20,11 @@ from torchx.util.record import field, record
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
-
-    from torchx.schedulers.causes import AttemptEnd
     from typing import Any, ClassVar, Generic
 
     from typing_extensions import TypeVar  # type variables with defaults (PEP 696)
 
+    from torchx.schedulers.causes import AttemptEnd
     from torchx.workspace.api import WorkspaceMixin
 else:
     from torchx.util.runtime_typing import Any, Generic, TypeVar
