@@ -8,7 +8,7 @@ import logging
 import pickle
 from typing import TYPE_CHECKING, Any
 
-from torchx.schedulers.causes import AttemptEnd, EndCause, cause_from_state
+from torchx.schedulers.causes import AttemptEnd, EndCause, cause_from_state, signal_end
 from torchx.specs.handles import parse_app_handle
 from torchx.specs.roles import AppDef
 from torchx.specs.status import AppState
@@ -97,6 +97,5 @@ def end_of(runner: Runner, handle: str, desc: DescribeAppResponse | None) -> Att
     code = 0 if desc.state == AppState.SUCCEEDED else exit_code_of(desc)
     fallback = cause_from_state(desc.state, code)
     if fallback.cause == EndCause.APP_ERROR and code is not None and code < 0:
-        # the scheduler reports no cause; a signal torchx did not send (a cancel would be CANCELLED)
-        return AttemptEnd(EndCause.KILLED, code, f"killed by signal {-code}")
+        return signal_end(-code)  # torchx's -N: ended by signal N, which torchx did not send (a cancel is CANCELLED)
     return AttemptEnd(fallback.cause, fallback.exit_code, desc.msg or fallback.reason)
