@@ -273,3 +273,17 @@ def test_runner_api_and_torchxconfig_section(runner: Runner, isolated: Path, tmp
     runner.delete(handle)
     assert runner.status(handle) is None
     assert all(runner.status(f"local_cwd://mtest/{i}") is None for i in ids)
+
+
+def test_log_tail_follows_every_attempt_in_order_and_ends_with_the_job(runner: Runner) -> None:
+    handle = runner.run(counter(3, 0.2, "1,1,0"), "managed", {"targets": ["local_cwd"], "max_restarts": 2})
+    lines = [line.strip() for line in runner.log_lines(handle, "r", 0, should_tail=True)]
+    status = runner.status(handle)
+    assert status is not None and status.state == AppState.SUCCEEDED  # the tail ended with the job
+    assert lines == [
+        "attempt 0 starts",
+        "attempt 1 starts",
+        "attempt 2 starts",
+        "attempt 2 resumes at 0",
+        "attempt 2 done at 3",
+    ]
