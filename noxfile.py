@@ -195,12 +195,14 @@ def integration_sweep(session: nox.Session) -> None:
 
 @nox.session
 def ddp(session: nox.Session) -> None:
-    """dist.ddp for real with the CPU PyTorch wheel: on local_cwd and across two Slurm nodes."""
+    """dist.ddp for real with the CPU PyTorch wheel: on local_cwd and across two Slurm nodes;
+    torchx-managed's README training loop through managed on local_cwd."""
     live(
         session,
-        [pkg("torchx-components"), pkg("torchx-sched-local"), pkg("torchx-sched-slurm")],
+        [pkg("torchx-components"), pkg("torchx-sched-local"), pkg("torchx-sched-slurm"), pkg("torchx-managed")],
         "torch",
         "packages/torchx-components/tests",
         "packages/torchx-sched-slurm/tests",
+        "packages/torchx-managed/tests",
         extra=["torch==2.13.0"],
     )

@@ -57,7 +57,8 @@ def _until_running(runner: Any, handle: str) -> float:
 
 def bench_start(runner: Any, repeat: int) -> tuple[float, float]:
     app = _app("sleep", "30")
-    direct, managed = [], []
+    direct: list[float] = []
+    managed: list[float] = []
     for i in range(repeat):
         for which in ("local_cwd", "managed") if i % 2 == 0 else ("managed", "local_cwd"):
             cfg = {"targets": ["local_cwd"]} if which == "managed" else None

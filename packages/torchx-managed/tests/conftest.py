@@ -9,6 +9,11 @@ import pytest
 from torchx.testing import isolate
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Declares the markers used here (also when run outside the monorepo's pytest config)."""
+    config.addinivalue_line("markers", "torch: needs the PyTorch wheel (the ddp nox session)")
+
+
 @pytest.fixture(autouse=True)
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Runs each test in ``tmp_path/work`` with its own HOME and managed state; yields the cwd."""
