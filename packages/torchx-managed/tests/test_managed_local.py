@@ -287,3 +287,36 @@ def test_log_tail_follows_every_attempt_in_order_and_ends_with_the_job(runner: R
         "attempt 2 resumes at 0",
         "attempt 2 done at 3",
     ]
+
+
+def test_driver_killed_between_submitting_and_started_adopts_the_attempt(runner: Runner) -> None:
+    from torchx_managed.attempts import attempt_name, dryrun_attempt, load_app
+
+    script = 'while [ ! -e "$TORCHX_CHECKPOINT_DIR/go" ]; do sleep 0.02; done; [ "$TORCHX_ATTEMPT" = 1 ]'
+    handle = runner.run(
+        command_app("sh", "-c", script, name="inflight"), "managed", {"targets": ["local_cwd"], "max_restarts": 1}
+    )
+    store, job_id = ManagedStore(), parse_app_handle(handle).app_id
+    eventually(lambda: (store.driver_pid(job_id) or 0) > 0, timeout=30)
+    driver = store.driver_pid(job_id)
+    assert driver is not None
+    os.kill(driver, signal.SIGKILL)
+    eventually(lambda: store.driver_pid(job_id) is None, timeout=10)
+    state = store.load(job_id)
+    first = state.attempts[0].handle
+    assert first is not None
+    # what the killed driver had done: journaled attempt 0's end and attempt 1's submission, and
+    # submitted it, but was killed before journaling its handle
+    (ckpt(handle) / "go").touch()
+    eventually(lambda: (s := runner.status(first)) is not None and s.state == AppState.FAILED, timeout=30)
+    name = attempt_name(job_id, 1)
+    store.append(
+        job_id, {"ev": "ended", "n": 0, "state": "FAILED", "cause": "APP_ERROR", "exit_code": 1, "t": time.time()}
+    )
+    store.append(job_id, {"ev": "submitting", "n": 1, "target": "local_cwd", "name": name, "t": time.time()})
+    info = dryrun_attempt(runner, load_app(state.spec["app"]), state.spec, 1, "local_cwd", str(ckpt(handle)))
+    in_flight = runner.schedule(info)
+    status = runner.wait(handle, wait_interval=0.1, timeout=60)  # a look: the driver resumes
+    assert status is not None and status.state == AppState.SUCCEEDED, attempts(handle)
+    assert [a.handle for a in journal(handle).attempts] == [first, in_flight]  # adopted, not submitted again
+    assert [a.app_handle for a in runner.list("local_cwd") if a.name == name] == [in_flight]
