@@ -320,3 +320,31 @@ def test_driver_killed_between_submitting_and_started_adopts_the_attempt(runner:
     assert status is not None and status.state == AppState.SUCCEEDED, attempts(handle)
     assert [a.handle for a in journal(handle).attempts] == [first, in_flight]  # adopted, not submitted again
     assert [a.app_handle for a in runner.list("local_cwd") if a.name == name] == [in_flight]
+
+
+def test_cancel_while_a_submission_was_in_flight_submits_nothing(runner: Runner) -> None:
+    from torchx_managed.attempts import attempt_name
+
+    script = 'while [ ! -e "$TORCHX_CHECKPOINT_DIR/go" ]; do sleep 0.02; done; exit 1'
+    handle = runner.run(
+        command_app("sh", "-c", script, name="inflight"), "managed", {"targets": ["local_cwd"], "max_restarts": 1}
+    )
+    store, job_id = ManagedStore(), parse_app_handle(handle).app_id
+    eventually(lambda: (store.driver_pid(job_id) or 0) > 0, timeout=30)
+    os.kill(store.driver_pid(job_id) or 0, signal.SIGKILL)
+    eventually(lambda: store.driver_pid(job_id) is None, timeout=10)
+    first = store.load(job_id).attempts[0].handle
+    assert first is not None
+    (ckpt(handle) / "go").touch()
+    eventually(lambda: (s := runner.status(first)) is not None and s.state == AppState.FAILED, timeout=30)
+    # the killed driver had journaled attempt 0's end and attempt 1's submission; then a cancel came
+    name = attempt_name(job_id, 1)
+    store.append(
+        job_id, {"ev": "ended", "n": 0, "state": "FAILED", "cause": "APP_ERROR", "exit_code": 1, "t": time.time()}
+    )
+    store.append(job_id, {"ev": "submitting", "n": 1, "target": "local_cwd", "name": name, "t": time.time()})
+    store.append(job_id, {"ev": "cancel", "t": time.time()})
+    status = runner.wait(handle, wait_interval=0.1, timeout=60)
+    assert status is not None and status.state == AppState.CANCELLED, attempts(handle)
+    assert attempts(handle) == [("FAILED", "APP_ERROR", 1), ("CANCELLED", "CANCELLED", None)]
+    assert not [a for a in runner.list("local_cwd") if a.name == name]

@@ -109,6 +109,9 @@ class Driver:
                     if found is not None:
                         self._journal(ev="started", n=last.n, handle=found, t=last.started)
                         continue
+                    if state.cancelled:  # never submitted, and not to be
+                        self._journal(ev="ended", n=last.n, state="CANCELLED", cause="CANCELLED", exit_code=None)
+                        continue
                 else:
                     self._watch(state, last, wake)
                     continue
