@@ -136,12 +136,13 @@ def integration_lsf(session: nox.Session) -> None:
 
 @nox.session(name="integration-k8s")
 def integration_k8s(session: nox.Session) -> None:
-    """kubernetes against the live API server."""
+    """kubernetes against the live API server (and managed failing over from it to local_cwd)."""
     live(
         session,
-        [pkg("torchx-sched-k8s"), pkg("torchx-components"), pkg("torchx-sched-local", "docker")],
+        [pkg("torchx-sched-k8s"), pkg("torchx-components"), pkg("torchx-sched-local", "docker"), pkg("torchx-managed")],
         "k8s and not torch",
         "packages/torchx-sched-k8s/tests",
+        "packages/torchx-managed/tests",
     )
 
 
