@@ -88,7 +88,7 @@ def end_of(runner: Runner, handle: str, desc: DescribeAppResponse | None) -> Att
         return AttemptEnd(EndCause.UNKNOWN, None, "the scheduler no longer knows the attempt")
     parsed = parse_app_handle(handle)
     try:
-        found = runner._scheduler(parsed.scheduler_backend).end_cause(parsed.app_id)
+        found = runner.get_scheduler(parsed.scheduler_backend).end_cause(parsed.app_id)
     except Exception as e:  # a scheduler that cannot tell: the state says what it can
         logger.warning("cannot get why %s ended: %s", handle, e)
         found = None

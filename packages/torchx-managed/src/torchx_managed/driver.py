@@ -161,7 +161,7 @@ class Driver:
         journals NO_CAPACITY) or a signal came (returns to look at the journal)."""
         assert attempt.handle is not None
         parsed = parse_app_handle(attempt.handle)
-        sched = self.runner._scheduler(parsed.scheduler_backend)
+        sched = self.runner.get_scheduler(parsed.scheduler_backend)
         opts = state.options
         timeout = opts.pending_timeout
         last_target = state.target_index(attempt) == len(opts.targets) - 1

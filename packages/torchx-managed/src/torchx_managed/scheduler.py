@@ -356,7 +356,7 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
         assert attempt.handle is not None
         parsed = parse_app_handle(attempt.handle)
         try:
-            sched = self._runner._scheduler(parsed.scheduler_backend)
+            sched = self._runner.get_scheduler(parsed.scheduler_backend)
             if not sched.capabilities.log_tail:
                 tail = False
             yield from sched.log_iter(parsed.app_id, role_name, k, regex, since, until, tail, streams)

@@ -76,7 +76,7 @@ class CmdRun(SubCommand):
             workspace = args.workspace
             if workspace is None:
                 workspace = config.get_config("cli", "run", "workspace")
-            if workspace is None and _builds_workspaces(runner._scheduler(scheduler)):
+            if workspace is None and _builds_workspaces(runner.get_scheduler(scheduler)):
                 import os
 
                 workspace = os.getcwd()
@@ -89,7 +89,7 @@ class CmdRun(SubCommand):
                 print(info)
                 return 0
             handle = runner.schedule(info)
-            local = runner._scheduler(scheduler).capabilities.attach
+            local = runner.get_scheduler(scheduler).capabilities.attach
             attach = local and not args.detach
             return _attend(
                 runner,
@@ -128,7 +128,7 @@ def _parse_cfg(opts: Any, scheduler: str, literals: list[str]) -> dict[str, Any]
 
 def _builds_workspaces(scheduler: Any) -> bool:
     """True when the scheduler can ship a workspace (so the CWD is shipped by default)."""
-    from torchx.schedulers.api import workspace_of
+    from torchx.schedulers.calls import workspace_of
 
     return workspace_of(scheduler) is not None and type(scheduler).available
 
