@@ -231,7 +231,11 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
             metadata={
                 "attempts": attempts,
                 "targets": list(state.options.targets),
-                "driver": "running" if self.store.driver_pid(app_id) is not None else "stopped",
+                "driver": "running"
+                if self.store.driver_pid(app_id) is not None
+                else "finished"
+                if state.final is not None
+                else "stopped",
             },
             roles_statuses=[] if live is None else list(live.roles_statuses),
             roles=list(load_app(state.spec["app"]).roles),
