@@ -172,12 +172,13 @@ def integration_lsf(session: nox.Session) -> None:
 
 @nox.session(name="integration-k8s")
 def integration_k8s(session: nox.Session) -> None:
-    """kubernetes against the live API server."""
+    """kubernetes against the live API server (and managed failing over from it to local_cwd)."""
     live(
         session,
-        [pkg("torchx-sched-k8s"), pkg("torchx-components"), pkg("torchx-sched-local", "docker")],
+        [pkg("torchx-sched-k8s"), pkg("torchx-components"), pkg("torchx-sched-local", "docker"), pkg("torchx-managed")],
         "k8s and not torch",
         "packages/torchx-sched-k8s/tests",
+        "packages/torchx-managed/tests",
     )
 
 
@@ -231,12 +232,14 @@ def integration_sweep(session: nox.Session) -> None:
 
 @nox.session
 def ddp(session: nox.Session) -> None:
-    """dist.ddp for real with the CPU PyTorch wheel: on local_cwd and across two Slurm nodes."""
+    """dist.ddp for real with the CPU PyTorch wheel: on local_cwd and across two Slurm nodes;
+    torchx-managed's README training loop through managed on local_cwd."""
     live(
         session,
-        [pkg("torchx-components"), pkg("torchx-sched-local"), pkg("torchx-sched-slurm")],
+        [pkg("torchx-components"), pkg("torchx-sched-local"), pkg("torchx-sched-slurm"), pkg("torchx-managed")],
         "torch",
         "packages/torchx-components/tests",
         "packages/torchx-sched-slurm/tests",
+        "packages/torchx-managed/tests",
         extra=["torch==2.13.0"],
     )

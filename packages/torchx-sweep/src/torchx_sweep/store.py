@@ -7,10 +7,11 @@ Layout, under :func:`default_root` (``$TORCHX_SWEEP_STATE_DIR``)::
                      /driver.lock   # flock held by the live driver (its pid inside)
                      /driver.log    # the driver's stderr
 
-Every event is a single ``write`` to a file opened ``O_APPEND``, so concurrent writers (the
-driver's workers, ``torchx sweep cancel``) never interleave and a killed writer leaves at
-most a last line without its newline, which readers ignore. The state of a sweep is the fold
-of its events (:meth:`SweepStore.load`). Events::
+The files, the journal's writing and the driver lock are core's
+(:class:`torchx.util.durable.DurableStore`): concurrent writers (the driver's workers,
+``torchx sweep cancel``) never interleave and a killed writer leaves at most a torn last line,
+which readers ignore. The state of a sweep is the fold of its events (:meth:`SweepStore.load`).
+Events::
 
     {"i": 3, "ev": "submitting", "name": APP_NAME}   # about to submit trial 3 (named APP_NAME)
     {"i": 3, "ev": "submitted", "handle": HANDLE}
@@ -20,31 +21,34 @@ of its events (:meth:`SweepStore.load`). Events::
 
 from __future__ import annotations
 
-import fcntl
-import json
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from torchx.util.durable import EVENTS, LOCK, LOG, SPEC, DurableStore, UnknownJobError, state_root, write_atomic
+
+__all__ = [
+    "EVENTS",
+    "LOCK",
+    "LOG",
+    "SPEC",
+    "STATE_DIR_ENV",
+    "SweepState",
+    "SweepStore",
+    "TrialState",
+    "UnknownSweepError",
+    "default_root",
+    "write_atomic",
+]
+
 STATE_DIR_ENV = "TORCHX_SWEEP_STATE_DIR"
-SPEC = "spec.json"
-EVENTS = "events.jsonl"
-LOCK = "driver.lock"
-LOG = "driver.log"
 
 
 def default_root() -> str:
     """``$TORCHX_SWEEP_STATE_DIR``, else ``$XDG_STATE_HOME/torchx/sweeps``, else ``~/.local/state/torchx/sweeps``."""
-    explicit = os.environ.get(STATE_DIR_ENV)
-    if explicit:
-        return os.path.abspath(explicit)
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return os.path.join(base, "torchx", "sweeps")
+    return state_root("sweeps", STATE_DIR_ENV)
 
 
-class UnknownSweepError(LookupError):
+class UnknownSweepError(UnknownJobError):
     """No sweep with that id is stored here."""
 
 
@@ -112,21 +116,14 @@ def _apply(state: SweepState, ev: dict[str, Any]) -> None:
         trial.submitting = None
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Writes ``text`` to ``path`` so readers see the old file or the new one, never a part."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-class SweepStore:
+class SweepStore(DurableStore):
     """The sweeps stored under ``root`` (default: :func:`default_root`)."""
 
     def __init__(self, root: str | None = None) -> None:
-        self.root = os.path.abspath(root) if root else default_root()
+        super().__init__(root or default_root(), "sweep")
+
+    def _unknown(self, msg: str) -> UnknownJobError:
+        return UnknownSweepError(f"{msg}; `torchx sweep list` shows the sweeps stored here")
 
     def sweep_dir(self, sweep_id: str) -> str:
         """The directory of a sweep.
@@ -134,37 +131,11 @@ class SweepStore:
         Raises:
             UnknownSweepError: the id is not a plain name
         """
-        if not sweep_id or "/" in sweep_id or sweep_id.startswith("."):
-            raise UnknownSweepError(f"{sweep_id!r} is not a sweep id")
-        return os.path.join(self.root, sweep_id)
+        return self.job_dir(sweep_id)
 
-    def create(self, spec: dict[str, Any]) -> str:
+    def create(self, spec: dict[str, Any]) -> str:  # type: ignore[override]
         """Stores a new sweep's spec; returns its directory."""
-        path = self.sweep_dir(str(spec["id"]))
-        os.makedirs(path, exist_ok=False)
-        write_atomic(os.path.join(path, SPEC), json.dumps(spec))
-        open(os.path.join(path, EVENTS), "a").close()
-        return path
-
-    def update_spec(self, sweep_id: str, **changes: Any) -> None:
-        """Rewrites the spec with ``changes`` (atomically)."""
-        path = os.path.join(self.sweep_dir(sweep_id), SPEC)
-        with open(path, encoding="utf-8") as f:
-            spec = json.load(f)
-        spec.update(changes)
-        write_atomic(path, json.dumps(spec))
-
-    def append(self, sweep_id: str, *events: dict[str, Any]) -> None:
-        """Appends events to the sweep's journal (in one ``write``; after a torn last line, on a new line)."""
-        data = "".join(json.dumps(ev, separators=(",", ":")) + "\n" for ev in events).encode()
-        fd = os.open(os.path.join(self.sweep_dir(sweep_id), EVENTS), os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            size = os.fstat(fd).st_size
-            if size and os.pread(fd, 1, size - 1) != b"\n":
-                data = b"\n" + data  # a writer was killed mid-line: keep that garbage on its own line
-            os.write(fd, data)
-        finally:
-            os.close(fd)
+        return super().create(str(spec["id"]), spec)
 
     def load(self, sweep_id: str) -> SweepState:
         """The sweep's spec and state.
@@ -172,77 +143,16 @@ class SweepStore:
         Raises:
             UnknownSweepError: no such sweep here
         """
-        path = self.sweep_dir(sweep_id)
-        try:
-            with open(os.path.join(path, SPEC), encoding="utf-8") as f:
-                spec = json.load(f)
-        except FileNotFoundError:
-            raise UnknownSweepError(
-                f"unknown sweep {sweep_id!r} (no {os.path.join(path, SPEC)});"
-                " `torchx sweep list` shows the sweeps stored here"
-            ) from None
+        spec = self.read_spec(sweep_id)
         trials = [TrialState(i, dict(t["args"])) for i, t in enumerate(spec["trials"])]
         for i, handle in enumerate(spec.get("handles") or []):
             trials[i].handle = handle
             trials[i].state = "SUBMITTED"
         state = SweepState(spec, trials)
-        try:
-            with open(os.path.join(path, EVENTS), "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
-            data = b""
-        for line in data.split(b"\n")[:-1]:  # a last line without newline is a torn write
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(ev, dict):
-                _apply(state, ev)
+        for ev in self.events(sweep_id):
+            _apply(state, ev)
         return state
 
     def sweep_ids(self) -> list[str]:
         """Every stored sweep, oldest first."""
-        try:
-            names = os.listdir(self.root)
-        except FileNotFoundError:
-            return []
-        found = [(os.stat(os.path.join(self.root, n, SPEC)).st_mtime, n) for n in names if self._has_spec(n)]
-        return [n for _, n in sorted(found)]
-
-    def _has_spec(self, name: str) -> bool:
-        return os.path.isfile(os.path.join(self.root, name, SPEC))
-
-    def driver_pid(self, sweep_id: str) -> int | None:
-        """The pid of the sweep's live driver, or None when no driver holds the lock."""
-        path = os.path.join(self.sweep_dir(sweep_id), LOCK)
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
-            return None
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:
-                text = os.read(fd, 32).decode(errors="replace").strip()
-                return int(text) if text.isdigit() else -1
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            return None
-        finally:
-            os.close(fd)
-
-    @contextmanager
-    def driver_lock(self, sweep_id: str) -> Iterator[bool]:
-        """Holds the driver lock while the block runs; yields False (and holds nothing) if taken."""
-        path = os.path.join(self.sweep_dir(sweep_id), LOCK)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                yield False
-                return
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, str(os.getpid()).encode(), 0)
-            yield True
-        finally:
-            os.close(fd)
+        return self.job_ids()
