@@ -1,5 +1,6 @@
 """Managed jobs that finish although their attempt is broken for real on a live backend:
-Slurm (the attempt's node set DOWN; a partition DOWN with a fail-over to local_cwd), LSF (the
+Slurm (the attempt's node set DOWN; preempted by a higher-tier partition; a partition DOWN
+with a fail-over to local_cwd), LSF (the
 attempt killed on its host), Kubernetes (the attempt's container killed on the node; its pod
 evicted), AWS Batch on moto (the job ended with Batch's reason for a lost host). Each backend's
 ``end_cause`` tells the driver why the attempt ended. Run by ``nox -s integration-managed``."""
@@ -140,6 +141,32 @@ def test_slurm_partition_down_fails_over_to_local_cwd_and_leaves_nothing_queued(
         assert left.strip() == "", left  # nothing left queued
     finally:
         subprocess.run(["scontrol", "delete", f"PartitionName={partition}"], check=False)
+
+
+@pytest.mark.slurm
+def test_slurm_attempt_preempted_is_recovered(runner: Runner, slurm: str, shared_dir: str) -> None:
+    parts = subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True).stdout.split()
+    if not {"preemptible", "urgent"} <= {p.rstrip("*") for p in parts}:
+        unavailable("the cluster has no 'preemptible'/'urgent' partitions: rerun scripts/backends/slurm-up.sh")
+    ready = os.path.join(shared_dir, "running")
+    handle = runner.run(
+        _app(shared_dir, ready), "managed", {"targets": ["slurm"], "partition": "preemptible", "job_dir": shared_dir}
+    )
+    try:
+        _attempt(handle, 0)
+        _until(lambda: os.path.exists(ready), 120, "attempt 0 to run")
+        # a whole-node job of the higher-tier 'urgent' partition takes the node back
+        urgent = runner.run(
+            AppDef(
+                "urgent", [Role("u", image=shared_dir, entrypoint="sleep", args=["1"], resource=Resource(1, 0, 128))]
+            ),
+            "slurm",
+            {"partition": "urgent", "exclusive": True, "job_dir": shared_dir},
+        )
+        assert _finished(runner, handle) == [("slurm", "FAILED", "PREEMPTED"), ("slurm", "SUCCEEDED", "APP_ERROR")]
+        runner.wait(urgent, wait_interval=0.5, timeout=60)
+    finally:
+        runner.cancel(handle)
 
 
 # ---------------------------------------------------------------- LSF (OpenLava)

@@ -36,6 +36,7 @@ def recorded(name: str) -> tuple[str, str]:
         ("node_fail_requeued", EndCause.APP_ERROR, 0, "COMPLETED (after 1 requeue: NODE_FAIL)"),
         ("requeued_by_torchx", EndCause.APP_ERROR, 0, "COMPLETED (after 1 requeue: REQUEUED)"),
         ("timeout", EndCause.TIMEOUT, None, "TIMEOUT"),
+        ("preempted", EndCause.KILLED, 143, "cause/0 killed by SIGTERM"),
     ],
 )
 def test_recorded(name: str, cause: EndCause, code: int | None, words: str) -> None:
@@ -47,7 +48,11 @@ def test_recorded(name: str, cause: EndCause, code: int | None, words: str) -> N
 
 
 def test_every_recorded_scenario_is_tested() -> None:
-    names = {f[len("causes_") : -len(".sacct.txt")] for f in os.listdir(FIXTURES) if f.startswith("causes_")}
+    names = {
+        f[len("causes_") : -len(".sacct.txt")]
+        for f in os.listdir(FIXTURES)
+        if f.startswith("causes_") and f.endswith(".sacct.txt")
+    }
     assert names == {
         "completed",
         "exit_3",
@@ -58,6 +63,7 @@ def test_every_recorded_scenario_is_tested() -> None:
         "node_fail_requeued",
         "requeued_by_torchx",
         "timeout",
+        "preempted",
     }
 
 
@@ -97,3 +103,15 @@ def test_controller_view_when_accounting_lags() -> None:
     assert end is not None
     assert (end.cause, end.exit_code) == (EndCause.KILLED, 137)
     assert end.reason.startswith("cause/1 ")
+
+
+def test_preempted_within_its_grace_time_reads_failed_in_accounting_and_preempted_in_slurmctld() -> None:
+    from torchx_sched_slurm.causes import preempted_at
+
+    app_id, text = recorded("preempted")
+    end = end_of(parse_attempts(text, app_id))
+    assert end is not None and end.cause == EndCause.KILLED  # accounting alone: FAILED after SIGTERM
+    with open(os.path.join(FIXTURES, "causes_preempted.scontrol.txt")) as f:
+        assert preempted_at(f.read()) == "2026-11-26T16:24:46"
+    with open(os.path.join(FIXTURES, "causes_exit_3.scontrol.txt")) as f:
+        assert preempted_at(f.read()) is None

@@ -130,3 +130,32 @@ def test_a_replica_sigkilled_on_its_node_is_killed(sched: SlurmScheduler, slurm_
         assert end.reason.startswith("causes/1 ")
     finally:
         sched.cancel(app_id)
+
+
+def _preemption_configured() -> None:
+    parts = subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True).stdout.split()
+    if not {"preemptible", "urgent"} <= {p.rstrip("*") for p in parts}:
+        from torchx.testing import unavailable
+
+        unavailable("the cluster has no 'preemptible'/'urgent' partitions: rerun scripts/backends/slurm-up.sh")
+
+
+def test_a_job_preempted_by_a_higher_tier_partition_is_preempted(sched: SlurmScheduler, job_dir: str) -> None:
+    _preemption_configured()
+    app_id = sched.submit(
+        specs.AppDef("causes", [_role("exec sleep 120")]), {"partition": "preemptible", "job_dir": job_dir}
+    )
+    urgent = ""
+    try:
+        _until(lambda: (d := sched.describe(app_id)) is not None and d.state == specs.AppState.RUNNING)
+        # a whole-node job of the 'urgent' partition takes the node back
+        urgent = sched.submit(
+            specs.AppDef("urgent", [_role("sleep 1")]), {"partition": "urgent", "exclusive": True, "job_dir": job_dir}
+        )
+        end = _ended(sched, app_id)
+        assert end.cause == EndCause.PREEMPTED, end
+        assert "preempted at" in end.reason
+    finally:
+        sched.cancel(app_id)
+        if urgent:
+            sched.cancel(urgent)

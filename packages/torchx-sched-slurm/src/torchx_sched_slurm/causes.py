@@ -17,10 +17,15 @@ the earlier ones are its requeue history. Slurm's words and torchx's causes:
                                   (:func:`~torchx.schedulers.causes.signal_end`)
 ``COMPLETED``                     ``APP_ERROR`` with exit code 0
 ================================  =====================================================
+
+A job that Slurm preempted but that ended by itself within ``GraceTime`` (after the SIGTERM)
+is FAILED in accounting; slurmctld's ``PreemptTime`` (:func:`preempted_at`) makes it
+``PREEMPTED``.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from torchx.schedulers.causes import AttemptEnd, EndCause, signal_end
@@ -176,6 +181,8 @@ def end_of(attempts: list[list[Attempt]]) -> AttemptEnd | None:
     if words == {"COMPLETED"}:
         return AttemptEnd(EndCause.APP_ERROR, 0, f"COMPLETED{after}")
     failed = [c for c in last if c.word == "FAILED" and (not c.steps or c.steps[min(c.steps)][0].startswith("FAILED"))]
+    # no replica failed by itself: one its step records a signal for (a SIGTERM it died of)
+    failed = failed or [c for c in last if c.word == "FAILED"]
     if failed:
         end = _replica_end(failed[0])
         return AttemptEnd(end.cause, end.exit_code, end.reason + after)
@@ -197,3 +204,18 @@ def from_controller(comps: list[Component], failed: list[bool]) -> list[list[Att
         name = f"{comp.role}-{comp.replica_id}"
         out.append([Attempt(name=name, state=comp.state, reason=comp.reason, steps=steps)])
     return out
+
+
+_PREEMPT_TIME = re.compile(r"(?:^|\s)PreemptTime=(\S+)")
+
+
+def preempted_at(scontrol: str) -> str | None:
+    """When slurmctld preempted the job, from ``scontrol show job -o`` output (None: never).
+
+    A job that ends by itself within the partition's ``GraceTime`` after preemption's SIGTERM
+    (torchx's script does) is recorded FAILED, not PREEMPTED; only slurmctld's ``PreemptTime``
+    (kept for ``MinJobAge``) tells."""
+    for m in _PREEMPT_TIME.finditer(scontrol):
+        if m.group(1) not in ("None", "Unknown", "(null)"):
+            return m.group(1)
+    return None
