@@ -31,7 +31,7 @@ from torchx.specs.macros import RANK0_ENV, macros
 from torchx.specs.mounts import BindMount, DeviceMount, VolumeMount
 from torchx.specs.roles import NONE, AppDef, RetryPolicy
 from torchx.specs.runopts import CfgVal, runopts
-from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, is_terminal
+from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, fail_fast_state, is_terminal
 
 from torchx_sched_local.codec import role_from_dict, role_to_dict
 from torchx_sched_local.docker_workspace import LABEL_VERSION, DockerWorkspaceMixin, torchx_version
@@ -123,18 +123,6 @@ def _replica_state(status: str, exit_code: int | None) -> AppState:
     if status == "exited" and exit_code == 0:
         return AppState.SUCCEEDED
     return AppState.FAILED
-
-
-def _app_state(states: list[AppState], cancelled: bool) -> AppState:
-    if cancelled:
-        return AppState.SUCCEEDED if all(s == AppState.SUCCEEDED for s in states) else AppState.CANCELLED
-    if AppState.FAILED in states:
-        return AppState.FAILED
-    if all(s == AppState.SUCCEEDED for s in states):
-        return AppState.SUCCEEDED
-    if AppState.RUNNING in states or AppState.SUCCEEDED in states:
-        return AppState.RUNNING
-    return AppState.PENDING
 
 
 def _finished_key(stamp: str) -> tuple[str, str]:
@@ -401,7 +389,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[DockerOpts, AppDef, Docker
                     id=k, state=state, role=role, hostname=c.attrs["Config"]["Hostname"], structured_error_msg=error
                 )
             )
-        app_state = _app_state(states, cancelled)
+        app_state = fail_fast_state(states, cancelled)
         msg = min(failures)[1] if failures else ""
         return DescribeAppResponse(
             app_id=app_id,
@@ -427,7 +415,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[DockerOpts, AppDef, Docker
         cancelled = self._cancelled() if apps else set()
         ordered = sorted(apps.items(), key=lambda item: item[1][0], reverse=True)
         return [
-            ListAppResponse(app_id, _app_state(states, app_id in cancelled), name=name)
+            ListAppResponse(app_id, fail_fast_state(states, app_id in cancelled), name=name)
             for app_id, (_, name, states) in ordered
         ]
 

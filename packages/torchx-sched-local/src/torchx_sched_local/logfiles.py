@@ -27,7 +27,7 @@ import codecs
 import errno
 import os
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -367,17 +367,22 @@ def follow_lines(
         since_ns: skip lines completed before this time
         until_ns: stop at the first line completed at or after this time
     """
+    from torchx.schedulers.streams import follow  # here: the supervisor imports this module, not that
+
     index = _Index(base)
-    while True:
-        done = finished()
+    passed_until = False
+
+    def read() -> Iterable[str] | None:
+        nonlocal passed_until
+        if passed_until:
+            return None
         entries = index.read()
-        if len(entries):
-            lo, hi = index.window(entries, since_ns, until_ns)
-            index.skip(entries, lo)
-            yield from index.lines(entries, lo, hi)
-            if hi < len(entries) // index.width:  # a line at or after `until`: nothing later can match
-                return
-        elif done:
-            return
-        else:
-            wait()
+        if not len(entries):
+            return []
+        lo, hi = index.window(entries, since_ns, until_ns)
+        index.skip(entries, lo)
+        # a line at or after `until`: nothing later can match
+        passed_until = hi < len(entries) // index.width
+        return index.lines(entries, lo, hi)
+
+    yield from follow(read, True, finished, wait)
