@@ -30,7 +30,7 @@ class PodOpts(StructuredOpts):
     node_selector: dict[str, str] | None = None
     """Extra node labels the pods need (key:value;key2:value2); resource capabilities add more."""
     tolerations: list[str] | None = None
-    """Taints the pods tolerate, kubectl syntax: key=value:Effect, key:Effect or key=value (;-separated)."""
+    """Taints the pods tolerate, kubectl syntax: key=value:Effect, key:Effect or key=value (;-separated; quote the value on -cfg: tolerations='a=b:NoSchedule;c:NoExecute')."""
     reserved_millicpu: int = 100
     """CPU (millicores) the pods request less than their limit, so a replica sized to a node fits next to its daemons."""
     reserved_memmb: int = 1024
