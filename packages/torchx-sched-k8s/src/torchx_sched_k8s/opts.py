@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from torchx.schedulers.structured_opts import StructuredOpts
 
+MODE_AUTO = "auto"
 MODE_JOBS = "jobs"
 MODE_VOLCANO = "volcano"
 PULL_POLICIES = ("Always", "IfNotPresent", "Never")
@@ -43,10 +44,10 @@ class PodOpts(StructuredOpts):
 class KubernetesOpts(PodOpts):
     """Options of the ``kubernetes`` scheduler."""
 
-    mode: str = MODE_JOBS
-    """jobs: a batch/v1 Job per replica + a headless Service (any cluster); volcano: one Volcano Job (needs Volcano)."""
+    mode: str = MODE_AUTO
+    """volcano: one Volcano Job (batch.volcano.sh/v1alpha1), as TorchX; jobs: a batch/v1 Job per replica + a headless Service (any cluster, Kueue via queue); auto: volcano when the cluster serves the Volcano Job CRD, else jobs."""
     queue: str | None = None
-    """volcano mode: the Volcano queue (default: default); jobs mode: the Kueue LocalQueue (label kueue.x-k8s.io/queue-name)."""
+    """volcano: the Volcano queue (default: default); jobs: the Kueue LocalQueue (label kueue.x-k8s.io/queue-name)."""
     validate_spec: bool = True
     """Server-side dry run of each role's first object before anything is created."""
 
