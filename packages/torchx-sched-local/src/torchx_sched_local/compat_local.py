@@ -7,9 +7,11 @@ import abc
 import os
 from dataclasses import dataclass, field
 
+from torchx.schedulers.structured_opts import typed_dict
 from torchx.specs.roles import Role
 
-from torchx_sched_local.local_scheduler import LocalOpts, LocalScheduler, create_scheduler
+from torchx_sched_local.local_scheduler import LocalOpts as _LocalOpts
+from torchx_sched_local.local_scheduler import LocalScheduler, create_scheduler
 
 #: file names upstream gives a replica's logs
 STDOUT_LOG = "stdout.log"
@@ -108,6 +110,9 @@ class CWDImageProvider(ImageProvider):
         """``role.entrypoint`` unchanged (looked up on PATH)."""
         return role.entrypoint
 
+
+#: the run options as TorchX declares them: a TypedDict (``Opts({"k": v})`` or ``Opts(k=v)``)
+LocalOpts = typed_dict(_LocalOpts, "LocalOpts", __name__)
 
 __all__ = [
     "CWDImageProvider",

@@ -156,3 +156,25 @@ def _declared_opts(cls: type[StructuredOpts]) -> runopts:
             aliases=aliases,
         )
     return opts
+
+
+def typed_dict(cls: type[StructuredOpts], name: str, module: str) -> Any:
+    """TorchX's form of ``cls``: a ``TypedDict`` (``total=False``) called ``name`` with one key
+    per run option (the cfg key, e.g. ``mail-user``) typed as the field.
+
+    TorchX declares each scheduler's run options this way (``AWSBatchOpts``, ``SlurmOpts`` ...),
+    so user code builds them as dicts, ``Opts({"queue": "q"})`` or ``Opts(queue="q")``, and
+    passes them as ``cfg``. ``module`` is the module the type is published in (its
+    ``__module__``, for pickling and reprs).
+    """
+    from typing import TypedDict
+
+    hints = type_hints(cls)
+    keys = {_field_key(f): hints[f.name] for f in fields_of(cls)}
+    made: Any = TypedDict(name, keys, total=False)  # type: ignore[misc]  # name is a variable
+    made.__module__ = module
+    made.__doc__ = (
+        "The run options of this scheduler as a dict (keys as ``torchx runopts`` lists them);"
+        f" see {cls.__module__}.{cls.__qualname__}."
+    )
+    return made
