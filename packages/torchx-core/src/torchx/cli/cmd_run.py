@@ -234,9 +234,7 @@ def _attend(
 
 def _can_follow_logs(runner: Any, handle: str) -> bool:
     """True when the app's scheduler can follow a running replica's log (capability ``log_tail``)."""
-    from torchx.specs.handles import parse_app_handle
-
-    caps = runner._scheduler(parse_app_handle(handle).scheduler_backend).capabilities
+    caps = runner.resolve(handle)[0].capabilities
     return bool(caps.logs and caps.log_tail)
 
 
