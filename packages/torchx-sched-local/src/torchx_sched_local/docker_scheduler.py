@@ -174,7 +174,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[DockerOpts, AppDef, Docker
     def _run_opts(self) -> runopts:
         return DockerOpts.as_runopts()
 
-    def _validate(self, app: AppDef, scheduler: str, cfg: DockerOpts) -> None:
+    def _validate(self, app: AppDef, scheduler: str, cfg: DockerOpts | None = None) -> None:
         """Containers need no resource; APPLICATION retries need a single-replica app.
 
         Raises:

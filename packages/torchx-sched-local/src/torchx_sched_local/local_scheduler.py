@@ -162,7 +162,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
     def _run_opts(self) -> runopts:
         return _local_runopts()
 
-    def _validate(self, app: AppDef, scheduler: str, cfg: LocalOpts) -> None:
+    def _validate(self, app: AppDef, scheduler: str, cfg: LocalOpts | None = None) -> None:
         """Local replicas need no resource: nothing to check."""
 
     def _submit_dryrun(self, app: AppDef, cfg: LocalOpts) -> AppDryRunInfo[LocalRequest]:
