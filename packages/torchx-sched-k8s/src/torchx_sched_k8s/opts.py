@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from torchx.schedulers.structured_opts import StructuredOpts
 
@@ -20,14 +20,14 @@ class PodOpts(StructuredOpts):
     """Kubernetes namespace to run in."""
     service_account: str | None = None
     """Service account the pods run as (default: the namespace's ``default``)."""
-    priority_class: str | None = None
-    """PriorityClass of the pods."""
+    priority_class: str | None = field(default=None, metadata={"aliases": ("priority_class_name",)})
+    """PriorityClass of the pods (also accepted as priority_class_name, TorchX's kubernetes_mcad name)."""
     image_repo: str | None = None
     """Image repository to push workspace images to (e.g. registry.example.com/me/train); needs push access."""
     image_pull_policy: str | None = None
     """Always, IfNotPresent or Never (default: Kubernetes' rule, Always for :latest)."""
-    image_pull_secret: str | None = None
-    """Name of a docker-registry Secret to pull images with."""
+    image_pull_secret: str | None = field(default=None, metadata={"aliases": ("image_secret",)})
+    """Name of a docker-registry Secret to pull images with (also accepted as image_secret, TorchX's kubernetes_mcad name)."""
     node_selector: dict[str, str] | None = None
     """Extra node labels the pods need (key:value;key2:value2); resource capabilities add more."""
     tolerations: list[str] | None = None
@@ -58,3 +58,7 @@ class MCADOpts(PodOpts):
 
     priority: int | None = None
     """AppWrapper priority (higher dispatches first)."""
+    coscheduler_name: str | None = None
+    """Scheduler (schedulerName) of the pods, e.g. a co-scheduler for gang scheduling."""
+    network: str | None = None
+    """Multus network attachment(s) of the pods (annotation k8s.v1.cni.cncf.io/networks); needs multus on the cluster."""

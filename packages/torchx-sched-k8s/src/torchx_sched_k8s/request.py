@@ -36,6 +36,8 @@ Custom = tuple[str, str, str]
 
 VOLCANO_GROUP, VOLCANO_VERSION, VOLCANO_PLURAL = "batch.volcano.sh", "v1alpha1", "jobs"
 MCAD_GROUP, MCAD_VERSION, MCAD_PLURAL = "workload.codeflare.dev", "v1beta1", "appwrappers"
+#: the pod annotation naming multus network attachments (``kubernetes_mcad``'s ``network`` option)
+MULTUS_NETWORKS = "k8s.v1.cni.cncf.io/networks"
 
 
 @dataclass
@@ -215,8 +217,13 @@ def build_mcad(app: AppDef, opts: MCADOpts, name: str | None = None) -> Kubernet
     for factory in factories:
         annotations = {**factory.annotations, names.ANNOTATION_APP: app.name}
         custom = {"replicas": 1, **factory.resources}
+        if opts.network:
+            annotations[MULTUS_NETWORKS] = opts.network
         for replica in range(factory.role.num_replicas):
             template = factory.template(replica)
+            pod_spec = template["spec"]
+            if opts.coscheduler_name:
+                pod_spec = {**pod_spec, "schedulerName": opts.coscheduler_name}
             pod = {
                 "apiVersion": "v1",
                 "kind": "Pod",
@@ -226,7 +233,7 @@ def build_mcad(app: AppDef, opts: MCADOpts, name: str | None = None) -> Kubernet
                     "labels": template["metadata"]["labels"],
                     "annotations": annotations,
                 },
-                "spec": template["spec"],
+                "spec": pod_spec,
             }
             items.append({"replicas": 1, "custompodresources": [custom], "generictemplate": pod})
     spec: dict[str, Any] = {
