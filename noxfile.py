@@ -190,6 +190,7 @@ def integration_aws(session: nox.Session) -> None:
         [pkg("torchx-sched-aws"), pkg("torchx-components")],
         "aws and not torch",
         "packages/torchx-sched-aws/tests",
+        "tests/compat",
     )
 
 

@@ -29,11 +29,24 @@ def resource_requirements_from_resource(resource: Resource) -> list[dict[str, st
     return resource_requirements(resource)
 
 
+def resource_from_resource_requirements(resource_requirements: list[dict[str, str]]) -> Resource:
+    """The :class:`Resource` a Batch container's ``resourceRequirements`` describe (the inverse of
+    :func:`resource_requirements_from_resource`): VCPU -> ``cpu``, MEMORY (MiB) -> ``memMB``,
+    GPU -> ``gpu`` (0 when absent). Capabilities and devices are not recovered.
+
+    Raises:
+        KeyError: VCPU or MEMORY is missing
+    """
+    values = {r["type"].upper(): int(float(r["value"])) for r in resource_requirements}
+    return Resource(cpu=values["VCPU"], gpu=values.get("GPU", 0), memMB=values["MEMORY"])
+
+
 #: the run options as TorchX declares them: a TypedDict (``Opts({"k": v})`` or ``Opts(k=v)``)
 AWSBatchOpts = typed_dict(BatchOpts, "AWSBatchOpts", __name__)
 
 __all__ = [
     "JOB_STATE",
+    "resource_from_resource_requirements",
     "TAG_TORCHX_APPNAME",
     "TAG_TORCHX_USER",
     "TAG_TORCHX_VER",

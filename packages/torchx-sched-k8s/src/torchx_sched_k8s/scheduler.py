@@ -116,7 +116,8 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal], AppDef, KubernetesRequ
 
     Args:
         session_name: the session (part of app handles)
-        api_client: a configured ``kubernetes.client.ApiClient`` (default: from the kubeconfig)
+        client: a configured ``kubernetes.client.ApiClient`` (TorchX's argument; default: from the kubeconfig)
+        api_client: the same, under its earlier name here
         kwargs: other scheduler parameters (ignored)
     """
 
@@ -132,9 +133,9 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal], AppDef, KubernetesRequ
     #: the custom resources this scheduler creates
     customs: ClassVar[dict[str, Custom]] = {KIND_VOLCANO: VOLCANO}
 
-    def __init__(self, session_name: str, api_client: Any = None, **kwargs: Any) -> None:
+    def __init__(self, session_name: str, client: Any = None, api_client: Any = None, **kwargs: Any) -> None:
         super().__init__(self.backend_name, session_name)
-        self._api_client = api_client
+        self._api_client = client if client is not None else api_client
         self._kube: KubeApi | None = None
         self._auto_mode: str | None = None
 
