@@ -69,3 +69,16 @@ def test_print_push_events() -> None:
     assert "abc" in text and "Pushed" in text
     with pytest.raises(RuntimeError, match="denied"):
         print_push_events([{"error": "denied: requested access to the resource is denied"}], stream=out)
+
+
+def test_torchx_argument_help_formatter() -> None:
+    import argparse
+
+    from torchx.specs.file_linter import TorchXArgumentHelpFormatter
+
+    parser = argparse.ArgumentParser(prog="comp", formatter_class=TorchXArgumentHelpFormatter)
+    parser.add_argument("--msg", help="what to say", required=True)
+    parser.add_argument("--n", help="how often", default=3)
+    text = parser.format_help()
+    assert "what to say (required)" in text
+    assert "how often (default: 3)" in text
