@@ -22,9 +22,15 @@ def app() -> specs.AppDef:
         "trainer",
         roles=[
             specs.Role(
-                "worker", image="img:1", entrypoint="python", args=["-m", "train"], env={"A": "1"}, num_replicas=3,
-                resource=specs.Resource(cpu=2, gpu=1, memMB=4096), port_map={"c10d": 29400},
-            )  # fmt: skip
+                "worker",
+                image="img:1",
+                entrypoint="python",
+                args=["-m", "train"],
+                env={"A": "1"},
+                num_replicas=3,
+                resource=specs.Resource(cpu=2, gpu=1, memMB=4096),
+                port_map={"c10d": 29400},
+            )
         ],
     )
 
@@ -54,4 +60,7 @@ def test_appwrapper_status_and_tasks() -> None:
     assert get_appwrapper_status({"metadata": {}}) == AppState.PENDING
     assert get_appwrapper_status({"status": {"state": "Running"}}) == AppState.RUNNING
     assert get_appwrapper_status({"status": {"state": "Failed"}}) == AppState.FAILED
-    assert get_tasks_status_description({"running": 2, "pending": 1, "state": "Running"}) == {"running": 2, "pending": 1}
+    assert get_tasks_status_description({"running": 2, "pending": 1, "state": "Running"}) == {
+        "running": 2,
+        "pending": 1,
+    }

@@ -12,7 +12,7 @@ from torchx.cli.verbs import BUILTIN_COMMANDS
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from typing import Any, NoReturn
+    from typing import NoReturn
 
 DESCRIPTION = """\
 torchx: define a training job once, launch it anywhere.
