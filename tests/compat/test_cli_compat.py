@@ -134,3 +134,13 @@ def test_unknown_component_section_key_warns(isolated: Path, write: Callable[[Pa
     proc = run_torchx("run", "--dryrun", "-s", "local_cwd", "utils.echo")
     assert proc.returncode == 0, proc.stderr
     assert "mgs" in proc.stderr and "Did you mean 'msg'?" in proc.stderr
+
+
+def test_status_after_cancel_shows_no_internal_detail(isolated: Path) -> None:
+    proc = run_torchx("run", "-s", "local_cwd", "--detach", "utils.sh", "sleep", "60")
+    assert proc.returncode == 0, proc.stderr
+    handle = proc.stdout.splitlines()[0]
+    assert run_torchx("cancel", handle).returncode == 0
+    status = run_torchx("status", handle)
+    assert "CANCELLED" in status.stdout
+    assert "no reply file" not in status.stdout
