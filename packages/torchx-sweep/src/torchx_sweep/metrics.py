@@ -11,7 +11,6 @@ from collections.abc import Iterable
 
 from torchx.tracker.api import TrackerBase, build_trackers, trackers_from_environ
 
-
 #: what ``--metric`` says when no tracker is configured (one line: what is wrong, how to fix it)
 NO_TRACKER = (
     "no tracker is configured, so --metric {metric} has no values to show; configure one in"
