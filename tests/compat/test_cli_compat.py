@@ -144,3 +144,15 @@ def test_status_after_cancel_shows_no_internal_detail(isolated: Path) -> None:
     status = run_torchx("status", handle)
     assert "CANCELLED" in status.stdout
     assert "no reply file" not in status.stdout
+
+
+@pytest.mark.parametrize("component", ["dist.ddp", "dist.spmd", "utils.python", "utils.sh", "serve.torchserve"])
+def test_builtins_print_imports_only_public_names(isolated: Path, component: str) -> None:
+    proc = run_torchx("builtins", "--print", component)
+    assert proc.returncode == 0, proc.stderr
+    for node in ast.walk(ast.parse(proc.stdout)):
+        if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+            assert not any(part.startswith("_") for part in (node.module or "").split(".")), ast.unparse(node)
+            assert not any(a.name.startswith("_") for a in node.names), ast.unparse(node)
+        elif isinstance(node, ast.Import):
+            assert not any(p.startswith("_") for a in node.names for p in a.name.split(".")), ast.unparse(node)
