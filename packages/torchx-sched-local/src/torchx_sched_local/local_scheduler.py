@@ -108,7 +108,18 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
 
     Args:
         session_name: the session (part of app handles)
+        image_provider_class: TorchX's hook for where replicas run: called with the run options,
+            it returns an ``ImageProvider`` (``torchx.schedulers.local_scheduler``) whose
+            ``fetch_role``/``get_entrypoint``/``get_cwd`` give each role its image root (the
+            ``img_root`` macro), program and working directory. Default: the current directory
+            for every role (``CWDImageProvider``, what ``local_cwd`` means)
+        cache_size: TorchX's bound on the apps one scheduler object keeps in memory; jobs are
+            kept on disk here, so it only has to be positive
+        extra_paths: directories put first on every replica's ``PATH``
         state_dir: where jobs are recorded (default :func:`torchx_sched_local.store.default_state_dir`)
+
+    Raises:
+        ValueError: ``cache_size`` is not positive
     """
 
     capabilities = SchedulerCapabilities(
@@ -126,8 +137,19 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         attach=True,
     )
 
-    def __init__(self, session_name: str, state_dir: str | None = None) -> None:
+    def __init__(
+        self,
+        session_name: str,
+        image_provider_class: Callable[[Mapping[str, CfgVal]], Any] | None = None,
+        cache_size: int = 100,
+        extra_paths: list[str] | None = None,
+        state_dir: str | None = None,
+    ) -> None:
+        if cache_size <= 0:
+            raise ValueError(f"cache_size must be greater than zero, got {cache_size}")
         super().__init__("local_cwd", session_name)
+        self._image_provider_class = image_provider_class
+        self._extra_paths = [os.fspath(p) for p in extra_paths or []]
         self.store = store.JobStore(state_dir)
         #: supervisors this process started: app id -> pid (their state.json has it once they run)
         self._pids: dict[str, int] = {}
@@ -140,7 +162,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
     def _run_opts(self) -> runopts:
         return _local_runopts()
 
-    def _validate(self, app: AppDef, scheduler: str, cfg: LocalOpts) -> None:
+    def _validate(self, app: AppDef, scheduler: str, cfg: LocalOpts | None = None) -> None:
         """Local replicas need no resource: nothing to check."""
 
     def _submit_dryrun(self, app: AppDef, cfg: LocalOpts) -> AppDryRunInfo[LocalRequest]:
@@ -166,13 +188,22 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         # local_cwd runs every replica in the launcher's working directory, whatever role.image
         # says (it is the "image": ${img_root}); that directory ends the PATH, so a program
         # there is found when PATH has none by its name (first with prepend_cwd)
-        cwd = os.getcwd()
-        path = _path_with(cwd, os.environ.get("PATH", os.defpath), opts.prepend_cwd)
+        here = os.getcwd()
+        provider = self._image_provider_class(cfg) if self._image_provider_class is not None else None
         for index, role in enumerate(app.roles):
+            img_root, cwd = here, here
+            if provider is not None:
+                img_root = provider.fetch_role(role)
+                cwd = provider.get_cwd(role.image) or here
+            path = os.pathsep.join(
+                [*self._extra_paths, _path_with(cwd, os.environ.get("PATH", os.defpath), opts.prepend_cwd)]
+            )
             for k in range(role.num_replicas):
                 replica_log = os.path.join(log_root, _role_dir(role, index), str(k))
-                values = macros.Values(img_root=cwd, app_id=app_id, replica_id=str(k), rank0_env=RANK0_ENV)
+                values = macros.Values(img_root=img_root, app_id=app_id, replica_id=str(k), rank0_env=RANK0_ENV)
                 filled = values.apply(role)
+                if provider is not None:
+                    filled.entrypoint = provider.get_entrypoint(img_root, filled)
                 env = {
                     RANK0_ENV: "localhost",
                     "TORCHX_ROLE_NAME": role.name,
@@ -185,7 +216,9 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                 if devices is not None and devices[index][k]:
                     env["CUDA_VISIBLE_DEVICES"] = devices[index][k]
                 env.update(filled.env)
-                env["PATH"] = _path_with(cwd, filled.env["PATH"], opts.prepend_cwd) if "PATH" in filled.env else path
+                if "PATH" in filled.env:
+                    path = os.pathsep.join([*self._extra_paths, _path_with(cwd, filled.env["PATH"], opts.prepend_cwd)])
+                env["PATH"] = path
                 request.replicas.append(
                     ReplicaParams(
                         role=role.name,
@@ -720,6 +753,20 @@ def _signal_supervisor(job_dir: str, pid: int) -> bool:
             os.close(fd)
 
 
-def create_scheduler(session_name: str, state_dir: str | None = None, **kwargs: Any) -> LocalScheduler:
-    """The ``local_cwd`` scheduler (other keyword arguments, meant for other schedulers, are ignored)."""
-    return LocalScheduler(session_name, state_dir=state_dir)
+def create_scheduler(
+    session_name: str,
+    cache_size: int = 100,
+    extra_paths: list[str] | None = None,
+    image_provider_class: Callable[[Mapping[str, CfgVal]], Any] | None = None,
+    state_dir: str | None = None,
+    **kwargs: Any,
+) -> LocalScheduler:
+    """The ``local_cwd`` scheduler (TorchX's parameters, see :class:`LocalScheduler`; other
+    keyword arguments, meant for other schedulers, are ignored)."""
+    return LocalScheduler(
+        session_name,
+        image_provider_class=image_provider_class,
+        cache_size=cache_size,
+        extra_paths=extra_paths,
+        state_dir=state_dir,
+    )

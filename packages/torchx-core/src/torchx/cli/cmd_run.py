@@ -9,7 +9,7 @@ from torchx.cli.cmd_base import SubCommand
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import IO, Any
 
 
 class CmdRun(SubCommand):
@@ -99,6 +99,9 @@ class CmdRun(SubCommand):
                 logs=attach or args.log,
                 local=local,
                 quiet=args.quiet,
+                # `--log` writes the job's log where TorchX's does (stderr); an attached local run
+                # without it prints the output as the program would (stdout)
+                log_out=sys.stderr if args.log else sys.stdout,
             )
 
 
@@ -149,9 +152,18 @@ EXIT_OUTPUT_CLOSED = 141
 EXIT_INTERRUPTED = 130
 
 
-def _attend(runner: Any, handle: str, attached: bool, wait: bool, logs: bool, local: bool, quiet: bool) -> int:
-    """Prints the handle; if ``wait``, waits for the app (printing its logs if ``logs``, with a
-    status line unless ``quiet``). Returns the exit code.
+def _attend(
+    runner: Any,
+    handle: str,
+    attached: bool,
+    wait: bool,
+    logs: bool,
+    local: bool,
+    quiet: bool,
+    log_out: IO[str] | None = None,
+) -> int:
+    """Prints the handle; if ``wait``, waits for the app (printing its logs to ``log_out`` if
+    ``logs``, default stdout, with a status line unless ``quiet``). Returns the exit code.
 
     Ctrl-C cancels an ``attached`` app and prints its final state (a second Ctrl-C exits at
     once); otherwise it only stops waiting. A closed output cancels an attached app quietly.
@@ -161,6 +173,7 @@ def _attend(runner: Any, handle: str, attached: bool, wait: bool, logs: bool, lo
     from torchx.specs.status import AppState
 
     closed = threading.Event()
+    log_out = log_out or sys.stdout
 
     def on_closed() -> None:
         closed.set()
@@ -184,13 +197,26 @@ def _attend(runner: Any, handle: str, attached: bool, wait: bool, logs: bool, lo
         from torchx.cli.progress import StatusLine
 
         with StatusLine(runner, handle, local=local, quiet=quiet) as line:
-            if logs:
+            follow = logs and _can_follow_logs(runner, handle)
+            if follow:
                 from torchx.cli.log_stream import replicas_of, stream_logs
 
                 threads, errors = stream_logs(
-                    runner, handle, replicas_of(runner, handle), should_tail=True, status_line=line, on_closed=on_closed
+                    runner,
+                    handle,
+                    replicas_of(runner, handle),
+                    should_tail=True,
+                    out=log_out,
+                    status_line=line,
+                    on_closed=on_closed,
                 )
             status = runner.wait(handle, wait_interval=1)
+            if logs and not follow:  # a scheduler that cannot follow logs: print them once the job ended
+                from torchx.cli.log_stream import replicas_of, stream_logs
+
+                threads, errors = stream_logs(
+                    runner, handle, replicas_of(runner, handle), should_tail=False, out=log_out, on_closed=on_closed
+                )
             for t in threads:
                 t.join()
     except KeyboardInterrupt:
@@ -204,6 +230,12 @@ def _attend(runner: Any, handle: str, attached: bool, wait: bool, logs: bool, lo
     _say(_final(handle, status))
     state = status.state if status else AppState.UNKNOWN
     return 0 if state == AppState.SUCCEEDED else 1
+
+
+def _can_follow_logs(runner: Any, handle: str) -> bool:
+    """True when the app's scheduler can follow a running replica's log (capability ``log_tail``)."""
+    caps = runner.resolve(handle)[0].capabilities
+    return bool(caps.logs and caps.log_tail)
 
 
 def _final(handle: str, status: Any) -> str:

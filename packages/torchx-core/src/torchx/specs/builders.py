@@ -328,6 +328,10 @@ def parse_args(
         for action in parser._actions:
             if action.dest in config:
                 action.required = False
+    if not varargs and cmpnt_args[:1] == ["--"]:
+        # `torchx run COMPONENT -- --arg value` (TorchX's advanced usage): the "--" only ends
+        # torchx run's own options; a component without *args takes what follows as its options
+        cmpnt_args = cmpnt_args[1:]
     if varargs and "--" in cmpnt_args:
         cut = cmpnt_args.index("--")
         head, tail = cmpnt_args[:cut], cmpnt_args[cut + 1 :]

@@ -284,7 +284,7 @@ def _format_replica(replica: ReplicaStatus) -> str:
             )
     else:
         data = str(replica.state)
-        if replica.state in (AppState.CANCELLED, AppState.FAILED):
+        if replica.state == AppState.FAILED:  # TorchX's words: the replica wrote no error file
             data += " (no reply file)"
     mark = "*" if replica.id == 0 else " "  # marks where each role's replicas start
     return f"\n {mark}{replica.role}[{replica.id}]:{data}"
