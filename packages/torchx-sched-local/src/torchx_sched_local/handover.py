@@ -99,7 +99,10 @@ def take_resume(job_dir: str) -> dict[str, Any] | None:
             data: dict[str, Any] = marshal.load(f)
     except FileNotFoundError:
         return None
-    os.unlink(path)
+    try:
+        os.unlink(path)
+    except OSError:  # a read-only state directory: the job goes on (only a forked image writes the file)
+        pass
     return data
 
 

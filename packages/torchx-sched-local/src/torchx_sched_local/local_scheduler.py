@@ -235,6 +235,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                 os.path.join(staging, store.STATE_FILE),
                 {"app_id": req.app_id, "name": req.name, "created": created, "state": "SUBMITTED", "msg": ""},
                 durable=False,  # a crash makes it moot: see store's "Durability"
+                reserve=store.state_reserve(len(req.replicas)),  # room for the final state on a full disk
             )
             if external_logs:
                 parent = os.path.dirname(req.log_root)
@@ -304,7 +305,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         if st is None or st["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
             return st
         if store.lock_is_held(self.store.job_dir(app_id)):
-            return st
+            return self._held_outcome(app_id) or st
         st = self._read(self.store.state, app_id)  # the supervisor writes its last state before letting go
         if st is not None and st["state"] not in ("SUCCEEDED", "FAILED", "CANCELLED"):
             from torchx_sched_local.supervisor import live_replica_pids
@@ -357,6 +358,21 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             "state": "FAILED",
             "msg": "the machine stopped while the job ran, before its state was stored",
         }
+
+    def _held_outcome(self, app_id: str) -> dict[str, Any] | None:
+        """The final state the job's supervisor holds because it cannot store it (full or read-only
+        state directory), its message saying so; None in the usual case."""
+        from torchx_sched_local.outcome import UNSTORED, ask
+
+        st = ask(self.store.job_dir(app_id))
+        if st is None:
+            return None
+        note = (
+            f"{st['state']} could not be stored yet ({st.pop(UNSTORED)}): the job's supervisor"
+            f" (pid {st.get('pid')}) keeps trying"
+        )
+        st["msg"] = f"{st['msg']}; {note}" if st.get("msg") else note
+        return st
 
     def exists(self, app_id: str) -> bool:
         """True if the job is recorded, even if its files cannot be read (so ``delete`` removes it)."""
@@ -481,7 +497,8 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             return
         try:
             if store.lock_is_held(self.store.job_dir(app_id)):  # so the pid is still the supervisor's
-                select.select([fd], [], [], timeout)
+                # woken at least every second: an ended job whose state cannot be stored has a live supervisor
+                select.select([fd], [], [], _LIVENESS_CHECK if timeout is None else min(timeout, _LIVENESS_CHECK))
         finally:
             os.close(fd)
 
@@ -510,6 +527,8 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                 return
             if not store.lock_is_held(job_dir):
                 break
+            if self._held_outcome(app_id) is not None:
+                return  # it ended; its supervisor holds the outcome until it can store it
             pid = st.get("pid") or self._pids.get(app_id)
             if pid and not signalled:
                 signalled = _signal_supervisor(job_dir, pid)
@@ -549,7 +568,12 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                 st.update(state="FAILED", msg=f"{_supervisor_died(st)}; `cancel` killed its replicas")
             else:
                 st.update(state="CANCELLED", msg="cancelled (the job's supervisor was stuck; its replicas were killed)")
-            store.write_json(os.path.join(job_dir, store.STATE_FILE), st)
+            try:
+                store.write_json(os.path.join(job_dir, store.STATE_FILE), st)
+            except OSError as e:
+                raise _os_error(
+                    e, f"local_cwd app {app_id}: its replicas were killed, but its state could not be stored"
+                ) from None
 
     def _delete_existing(self, app_id: str) -> None:
         """Cancels the job, then removes its record and its logs.
@@ -624,7 +648,9 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         def finished() -> bool:
             # the supervisor marks a replica done before it exits: a free lock without the
             # marker means it died, and nothing more will be written
-            return os.path.exists(done_path) or not store.lock_is_held(job_dir)
+            return (
+                os.path.exists(done_path) or not store.lock_is_held(job_dir) or self._held_outcome(app_id) is not None
+            )
 
         try:
             yield from logfiles.follow_lines(base, finished, lambda: watch.wait(_LIVENESS_CHECK), since_ns, until_ns)

@@ -50,8 +50,6 @@ _READ_SIZE = 1 << 20
 OPEN_LOG_FILES = 64
 #: file descriptors the supervisor needs besides 2 pipes per replica and its open log files
 _SPARE_FDS = 32
-#: how long the supervisor retries writing the job's final state (e.g. on a full disk)
-FINAL_STATE_RETRY = 5.0
 #: a forked supervisor replaces itself with a fresh interpreter once its replicas ran this long (s):
 #: a job that ends sooner (``utils.echo``) never waits for a new interpreter to start, and a
 #: longer one shares the launcher's memory and command line for no more than this
@@ -653,12 +651,7 @@ class Supervisor:
                 notes.append(f"{r.name}: {dropped} bytes of output not stored ({reason})")
         return "; ".join(notes)
 
-    def _write_state(self, final: bool = False) -> None:
-        """Writes ``state.json``; on failure (full disk) keeps going and tries again at the next change
-        (the final state: retried for up to :data:`FINAL_STATE_RETRY` seconds)."""
-        if not self.dirty and not final:
-            return
-        self.dirty = False
+    def _state_data(self, final: bool) -> dict[str, Any]:
         data = dict(self.base_state)
         data.update(
             state=self._final_state() if final else self.app_state,
@@ -669,24 +662,87 @@ class Supervisor:
             replicas=[r.to_json() for r in self.replicas],
             updated=time.time(),
         )
-        deadline = time.monotonic() + (FINAL_STATE_RETRY if final else 0.0)
+        return data
+
+    def _write_state(self, final: bool = False) -> None:
+        """Writes ``state.json``; on failure (full disk) keeps going and tries again at the next change.
+        The final state, if it cannot be written, is written in place (in the room every write
+        reserves); if that fails too, :meth:`_hold_outcome` keeps it."""
+        if not self.dirty and not final:
+            return
+        self.dirty = False
+        data = self._state_data(final)
+        error = self._store(data, final)
+        if error is None:
+            return
+        self.dirty = True
+        if final:
+            self._hold_outcome(data, error)
+
+    def _store(self, data: dict[str, Any], final: bool) -> OSError | None:
+        """Writes ``data`` to ``state.json``; the error if it could not."""
         while True:
             try:
-                store.write_json(self.state_path, data, durable=final)  # see store's "Durability"
+                store.write_json(
+                    self.state_path, data, durable=final, reserve=store.state_reserve(len(self.replicas))
+                )  # durable: see store's "Durability"
                 if self._reserve_fd < 0:
                     try:
                         self._reserve_fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
                     except OSError:
                         pass
-                return
+                return None
             except OSError as e:
                 _remove_quietly(f"{self.state_path}.{os.getpid()}.tmp")
                 if e.errno in (errno.EMFILE, errno.ENFILE) and self._free_fds():
                     continue
-                if time.monotonic() >= deadline:
-                    self.dirty = True
-                    return
-                time.sleep(0.1)
+                if final and e.errno in (errno.ENOSPC, errno.EDQUOT) and self._store_in_place(data) is None:
+                    return None
+                return e
+
+    def _store_in_place(self, data: dict[str, Any]) -> OSError | None:
+        """Writes the final ``data`` over ``state.json`` in its reserved room (a full disk); long
+        messages and errors are shortened if the whole does not fit. The error if it did not."""
+        compact = {
+            **data,
+            "error": data["error"][:2000],
+            "replicas": [{**rs, "error": NO_ERROR, "msg": rs["msg"][:200]} for rs in data["replicas"]],
+        }
+        for candidate in (data, compact):
+            try:
+                store.rewrite_in_place(self.state_path, json.dumps(candidate, separators=(",", ":")).encode())
+                return None
+            except OSError as e:
+                error = e
+        return error
+
+    def _hold_outcome(self, data: dict[str, Any], error: OSError) -> None:
+        """The final state cannot be stored (full or read-only state directory): keeps the job (its lock)
+        and tries again, more slowly over time, until it is stored or the job's directory is
+        deleted; meanwhile tells whoever asks (``status``, ``wait``, ``cancel``) the outcome and
+        why it is not stored (:mod:`.outcome`)."""
+        from torchx_sched_local.outcome import UNSTORED, OutcomeServer, reason
+
+        try:
+            server: OutcomeServer | None = OutcomeServer(self.job_dir)
+        except OSError:
+            server = None  # another process holds the name: nobody is told, the retries go on
+        delay = 0.05
+        pending: OSError | None = error
+        try:
+            while pending is not None and os.path.isdir(self.job_dir):
+                held = {**data, UNSTORED: reason(pending)}
+                deadline = time.monotonic() + delay
+                while (left := deadline - time.monotonic()) > 0:
+                    if server is None:
+                        time.sleep(left)
+                    elif select.select([server], [], [], left)[0]:
+                        server.answer(held)
+                delay = min(delay * 2, 2.0)
+                pending = self._store(data, final=True)
+        finally:
+            if server is not None:
+                server.close()
 
     def settle_reserve(self) -> None:
         """Moves the spare descriptor to the lowest free number: a limit later lowered to what the
