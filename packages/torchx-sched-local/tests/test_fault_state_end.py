@@ -61,6 +61,23 @@ def _read_only(path: Path) -> None:
     )
 
 
+def _running_handed_over(sched: LocalScheduler, app_id: str) -> None:
+    """Waits until the job runs in its fresh supervisor (the handover opens ``supervisor.log`` for
+    writing: after a read-only mount it would keep the mount busy)."""
+
+    def ready() -> bool:
+        st = sched.store.state(app_id) or {}
+        if st.get("state") != "RUNNING":
+            return False
+        try:
+            with open(f"/proc/{st['pid']}/cmdline", "rb") as f:
+                return b"_supervise.py" in f.read()
+        except OSError:
+            return False
+
+    eventually(ready, timeout=30)
+
+
 def _writable_again(path: Path) -> None:
     subprocess.run(["umount", "-l", str(path)], check=True)  # lazily: the supervisor may have its cwd there
 
@@ -111,7 +128,7 @@ def test_read_only_state_dir_at_the_end_is_said_then_stored(
     sched = LocalScheduler("test", state_dir=str(state))
     sched_on.append(sched)
     app_id = sched.submit(python_app(WAIT_FOR_GO, str(go), name="ro"), {"log_dir": str(tmp_path / "logs")})
-    eventually(lambda: (sched.describe(app_id) or sched).state == AppState.RUNNING)  # type: ignore[union-attr]
+    _running_handed_over(sched, app_id)
     state_file = os.path.join(sched.store.job_dir(app_id), store.STATE_FILE)
     _read_only(view)
     go.touch()
@@ -150,7 +167,7 @@ def test_cancel_on_a_read_only_state_dir_is_one_clear_line(
     sched = LocalScheduler("test", state_dir=str(state))
     sched_on.append(sched)
     app_id = sched.submit(command_app("sleep", "300", name="roc"), {"log_dir": str(tmp_path / "logs")})
-    eventually(lambda: (sched.describe(app_id) or sched).state == AppState.RUNNING)  # type: ignore[union-attr]
+    _running_handed_over(sched, app_id)
     _read_only(view)
     proc = _cli(state, "cancel", f"local_cwd://test/{app_id}")
     assert proc.returncode == 0, proc

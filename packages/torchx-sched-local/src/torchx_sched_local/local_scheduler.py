@@ -26,7 +26,7 @@ from torchx.schedulers.structured_opts import StructuredOpts
 from torchx.specs.dryrun import AppDryRunInfo
 from torchx.specs.macros import RANK0_ENV, macros
 from torchx.specs.roles import NONE, AppDef, RetryPolicy, Role
-from torchx.specs.runopts import CfgVal, runopts
+from torchx.specs.runopts import CfgVal, require_non_negative, runopts
 from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, is_terminal
 from torchx.util.record import field, record
 
@@ -159,7 +159,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             app_id=app_id,
             name=app.name,
             log_root=log_root,
-            stop_grace_period=float(opts.stop_grace_period),
+            stop_grace_period=float(require_non_negative("stop_grace_period", opts.stop_grace_period)),
             roles=[role_to_dict(r) for r in app.roles],
             metadata=dict(app.metadata),
         )

@@ -136,6 +136,32 @@ def wait_groups_gone(pgids: list[int], timeout: float) -> None:
         pending = [p for p in pending if group_alive(p)]
 
 
+def read_error_file(path: str) -> str | None:
+    """The first :data:`MAX_ERROR_FILE` bytes of a replica's error file (as text), or None if it is
+    missing, empty or not a regular file: a FIFO there must not block the supervisor, nor a
+    device like ``/dev/zero`` flood the job's status."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = b""
+        while len(data) < MAX_ERROR_FILE:
+            chunk = os.read(fd, MAX_ERROR_FILE - len(data))
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data.decode("utf-8", errors="replace") or None
+
+
 def describe_exit(code: int) -> str:
     """``exited with code 3`` / ``killed by signal 9 (SIGKILL)``."""
     if code >= 0:
@@ -522,11 +548,7 @@ class Supervisor:
         path = r.spec["env"].get("TORCHELASTIC_ERROR_FILE")
         if not path:
             return None
-        try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                return f.read(MAX_ERROR_FILE) or None
-        except OSError:
-            return None
+        return read_error_file(path)
 
     # ------------------------------------------------------------------ retries
     def _on_failure(self, r: Replica) -> None:
