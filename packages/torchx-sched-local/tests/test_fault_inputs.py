@@ -45,3 +45,56 @@ def test_a_zero_grace_period_cancels_at_once(sched: LocalScheduler) -> None:
     desc = sched.describe(app_id)
     log = Path(sched.store.job_dir(app_id), "supervisor.log")
     assert desc is not None and desc.state == AppState.CANCELLED, (desc.msg, log.exists() and log.read_text())
+
+
+# ---------------------------------------------------------------- point 10: small ones
+
+
+def test_env_values_may_hold_equals_signs(isolated: Path) -> None:
+    (isolated / "envy.py").write_text(
+        "import torchx.specs as specs\n\n\n"
+        "def envy(env: dict[str, str] | None = None) -> specs.AppDef:\n"
+        '    """Prints $A and $B."""\n'
+        '    role = specs.Role("r", image=".", entrypoint="sh", args=["-c", \'echo "[$A][$B]"\'], env=env or {})\n'
+        '    return specs.AppDef("envy", [role])\n'
+    )
+    proc = run_cli("run", "-s", "local_cwd", "envy.py:envy", "--env", "A=x=y,B==z=")
+    assert proc.returncode == 0, proc.stderr
+    assert "[x=y][=z=]" in proc.stdout, proc.stdout
+
+
+def test_app_ids_never_match_with_a_trailing_newline(sched: LocalScheduler) -> None:
+    app_id = sched.submit(command_app("true"), {})
+    assert sched.wait(app_id, timeout=30) is not None
+    assert sched.describe(app_id + "\n") is None
+    assert not sched.exists(app_id + "\n")
+    proc = run_cli("status", f"local_cwd://test/{app_id}\n", env={"TORCHX_LOCAL_STATE_DIR": sched.store.root})
+    assert proc.returncode != 0
+    assert "SUCCEEDED" not in proc.stdout
+
+
+@pytest.mark.parametrize("since", ["99999999999999999999", "-99999999999", "1e300", "9999999d", "nan"])
+def test_since_out_of_range_is_said_in_user_terms(sched: LocalScheduler, since: str) -> None:
+    app_id = sched.submit(command_app("echo", "hi"), {})
+    assert sched.wait(app_id, timeout=30) is not None
+    handle = f"local_cwd://test/{app_id}"
+    proc = run_cli("log", "--since", since, handle, env={"TORCHX_LOCAL_STATE_DIR": sched.store.root})
+    assert proc.returncode == 1
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith(f"torchx: error: time {since!r} is out of range"), line
+    for word in ("Python int", "year 0", "OverflowError", "Traceback"):
+        assert word not in proc.stderr
+
+
+def test_cancel_reports_the_state_the_job_really_ended_in(sched: LocalScheduler) -> None:
+    env = {"TORCHX_LOCAL_STATE_DIR": sched.store.root}
+    done = sched.submit(command_app("true"), {})
+    assert sched.wait(done, timeout=30) is not None
+    proc = run_cli("cancel", f"local_cwd://test/{done}", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip() == f"local_cwd://test/{done} had already ended: SUCCEEDED"
+    running = sched.submit(command_app("sleep", "300"), {})
+    eventually(lambda: (sched.describe(running) or sched).state == AppState.RUNNING)  # type: ignore[union-attr]
+    proc = run_cli("cancel", f"local_cwd://test/{running}", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip() == f"cancelled local_cwd://test/{running}"

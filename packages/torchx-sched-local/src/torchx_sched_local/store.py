@@ -57,7 +57,7 @@ LOCK_FILE = "lock"
 CANCEL_FILE = "cancel"
 DONE_FILE = ".done"
 
-_APP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$")
+_APP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,199}")
 
 
 class InvalidAppIdError(ValueError):
@@ -75,7 +75,7 @@ def default_state_dir() -> str:
 
 def is_valid_app_id(app_id: str) -> bool:
     """True if ``app_id`` is a single safe path component (letters, digits, ``_.-``; no leading dot)."""
-    return isinstance(app_id, str) and bool(_APP_ID.match(app_id))
+    return isinstance(app_id, str) and bool(_APP_ID.fullmatch(app_id))
 
 
 def check_app_id(app_id: str) -> str:
