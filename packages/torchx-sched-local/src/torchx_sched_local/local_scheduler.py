@@ -518,7 +518,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         except store.UnreadableJobError:
             grace = 5.0
         with contextlib.suppress(OSError):  # the marker covers a cancel racing the supervisor's start
-            os.close(os.open(os.path.join(job_dir, store.CANCEL_FILE), os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+            store.touch_private(os.path.join(job_dir, store.CANCEL_FILE))
         deadline = time.monotonic() + grace + CANCEL_SLACK
         signalled = False
         while time.monotonic() < deadline:

@@ -204,6 +204,15 @@ def write_json(path: str, data: Any, sync_dir: bool = True, durable: bool = True
             raise OSError(e.errno, e.strerror, directory) from None
 
 
+def touch_private(path: str) -> None:
+    """Creates the empty file ``path`` (a marker), mode 0600 whatever the umask, never through a symlink."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+
+
 def rewrite_in_place(path: str, text: bytes) -> None:
     """Overwrites ``path`` with ``text`` padded with blanks to the file's size, in the blocks it already
     has: needs no free space (a full disk), unlike :func:`write_json`. Not atomic: used only when

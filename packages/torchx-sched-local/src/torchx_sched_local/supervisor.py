@@ -640,8 +640,7 @@ class Supervisor:
                 continue
             r.final = True
             try:
-                with open(os.path.join(r.spec["log_dir"], store.DONE_FILE), "wb"):
-                    pass
+                store.touch_private(os.path.join(r.spec["log_dir"], store.DONE_FILE))
             except OSError:  # followers then stop when the supervisor lets go of the lock
                 pass
 
