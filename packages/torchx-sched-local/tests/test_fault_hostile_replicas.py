@@ -1,16 +1,21 @@
 """Fault injection, issue 20: replicas that do what a supervisor must survive.
 
-A FIFO or ``/dev/zero`` left as the replica's error file (point 6).
+A FIFO or ``/dev/zero`` left as the replica's error file (point 6); descendants in process
+groups of their own (bash job control) and daemons that leave the session (point 3).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
+from pathlib import Path
 
 import pytest
 from torchx.specs import AppState
-from torchx.testing import python_app
+from torchx.testing import command_app, eventually, python_app
+from torchx_sched_local.sessions import alive
 from torchx_sched_local.local_scheduler import LocalScheduler
 from torchx_sched_local.supervisor import MAX_ERROR_FILE
 
@@ -45,3 +50,68 @@ def test_a_huge_error_file_is_cut_to_its_bound(sched: LocalScheduler) -> None:
     assert desc is not None and desc.state == AppState.FAILED
     (replica,) = desc.roles_statuses[0].replicas
     assert replica.structured_error_msg == "e" * MAX_ERROR_FILE
+
+
+# ---------------------------------------------------------------- point 3: descendants
+
+
+def _bash_job_control(pidfile: Path, then: str) -> list[str]:
+    """bash with job control (``set -m``): its background job gets a process group of its own."""
+    script = f"set -m; sleep 300 >/dev/null 2>&1 & echo $! > {pidfile}; {then}"
+    return ["bash", "-c", script]
+
+
+def _pgid_differs(pidfile: Path) -> int:
+    eventually(lambda: pidfile.exists() and pidfile.read_text().strip().isdigit())
+    pid = int(pidfile.read_text())
+    assert os.getpgid(pid) != os.getsid(pid)  # really in a group of its own, in the replica's session
+    return pid
+
+
+def test_a_background_job_in_its_own_group_dies_at_the_jobs_end(sched: LocalScheduler, tmp_path: Path) -> None:
+    pidfile = tmp_path / "bg.pid"
+    app_id = sched.submit(command_app(*_bash_job_control(pidfile, "sleep 0.5; exit 0")), {})
+    pid = _pgid_differs(pidfile)
+    desc = sched.wait(app_id, timeout=30)
+    assert desc is not None and desc.state == AppState.SUCCEEDED, desc
+    assert not alive(pid)
+    assert "still run" not in desc.msg
+
+
+def test_a_background_job_in_its_own_group_dies_on_cancel(sched: LocalScheduler, tmp_path: Path) -> None:
+    pidfile = tmp_path / "bg.pid"
+    app_id = sched.submit(command_app(*_bash_job_control(pidfile, "wait")), {})
+    pid = _pgid_differs(pidfile)
+    started = time.monotonic()
+    sched.cancel(app_id)
+    assert time.monotonic() - started < 10
+    desc = sched.describe(app_id)
+    assert desc is not None and desc.state == AppState.CANCELLED, desc
+    assert not alive(pid)
+
+
+def test_a_daemon_that_left_the_session_is_named_by_status(sched: LocalScheduler, tmp_path: Path) -> None:
+    pidfile = tmp_path / "daemon.pid"
+    code = (
+        "import os, sys, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    fd = os.open(os.devnull, os.O_RDWR)\n"
+        "    for n in (0, 1, 2): os.dup2(fd, n)\n"
+        "    open(sys.argv[1] + '.tmp', 'w').write(str(os.getpid())); os.rename(sys.argv[1] + '.tmp', sys.argv[1])\n"
+        "    time.sleep(300)\n"
+        "    os._exit(0)\n"
+        "while not os.path.exists(sys.argv[1]): time.sleep(0.01)\n"
+    )
+    app_id = sched.submit(python_app(code, str(pidfile)), {})
+    try:
+        desc = sched.wait(app_id, timeout=30)
+        eventually(pidfile.exists)
+        daemon = int(pidfile.read_text())
+        assert desc is not None and desc.state == AppState.SUCCEEDED, desc
+        assert alive(daemon)  # it asked to outlive its parent: named, not killed
+        assert f"processes its replicas started still run: pids {daemon} " in desc.msg, desc.msg
+    finally:
+        if pidfile.exists():
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
+    eventually(lambda: "still run" not in (sched.describe(app_id) or desc).msg)

@@ -48,6 +48,7 @@ def snapshot(sup: Supervisor) -> dict[str, Any]:
             for r in sup.replicas
         ],
         "role_restarts": sup.role_restarts,
+        "sessions": sup.sessions,
         "num_restarts": sup.num_restarts,
         "msg": sup.msg,
         "watchdog": (
@@ -80,6 +81,7 @@ def restore(sup: Supervisor, data: dict[str, Any]) -> None:
         if r.alive and r.pid is not None:
             sup.by_pid[r.pid] = r
     sup.role_restarts = data["role_restarts"]
+    sup.sessions = data["sessions"]
     sup.num_restarts = data["num_restarts"]
     sup.msg = data["msg"]
     if data["watchdog"] is not None:

@@ -303,7 +303,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         """
         st = self._written_state(app_id)
         if st is None or st["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
-            return st
+            return _name_left_running(st)
         if store.lock_is_held(self.store.job_dir(app_id)):
             return self._held_outcome(app_id) or st
         st = self._read(self.store.state, app_id)  # the supervisor writes its last state before letting go
@@ -708,6 +708,23 @@ def _reap() -> None:
     launch = sys.modules.get("torchx_sched_local.launch")
     if launch is not None:
         launch.reap_children()
+
+
+def _name_left_running(st: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``st`` with the processes its job left running (daemons that left their replica's session,
+    or ones that could not be killed) named in its message, if they still run."""
+    if st is None or not st.get("left_running"):
+        return st
+    from torchx_sched_local.sessions import start_time
+
+    live = [pid for pid, started in st["left_running"] if start_time(pid) == started]
+    if live:
+        note = (
+            f"processes its replicas started still run: pids {', '.join(map(str, live))}"
+            " (they left the job's session, e.g. daemons, or could not be killed; `kill` them)"
+        )
+        st["msg"] = f"{st['msg']}; {note}" if st.get("msg") else note
+    return st
 
 
 def _supervisor_died(st: dict[str, Any]) -> str:

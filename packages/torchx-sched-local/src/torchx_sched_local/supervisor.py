@@ -26,7 +26,7 @@ import select
 import signal
 import time
 
-from torchx_sched_local import handover, logfiles, store
+from torchx_sched_local import handover, logfiles, sessions, store
 from torchx_sched_local.launch import LOCK_FD, SUPERVISOR_LOG
 from torchx_sched_local.watchdog import Watchdog
 
@@ -109,22 +109,10 @@ def group_alive(pgid: int) -> bool:
 def live_replica_pids(state: dict[str, Any]) -> list[int]:
     """Live processes of the replicas recorded in a job's ``state``: members of each replica's
     session (its pid) started no earlier than the replica (so a reused pid is not counted)."""
-    sessions = {
+    recorded = {
         rs["pid"]: rs["start_time"] for rs in state.get("replicas") or [] if rs.get("pid") and rs.get("start_time")
     }
-    found = []
-    for entry in os.listdir("/proc") if sessions else ():
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        sid, started = int(fields[3]), int(fields[19])
-        if sid in sessions and started >= sessions[sid] and fields[0] != b"Z":
-            found.append(int(entry))
-    return sorted(found)
+    return sessions.scan(recorded)[0]
 
 
 def wait_groups_gone(pgids: list[int], timeout: float) -> None:
@@ -272,6 +260,7 @@ class Supervisor:
         #: when the watchdog starts
         self.watchdog_at = time.monotonic() + WATCHDOG_AFTER
         self.roles: list[dict[str, Any]] = app["roles"]
+        self.log_root: str = app["log_root"]
         self.replicas = [Replica(spec, self.roles[spec["role_index"]]) for spec in app["replicas"]]
         self.grace = float(app.get("stop_grace_period", 5.0))
         self.base_env = dict(os.environ)
@@ -292,6 +281,10 @@ class Supervisor:
         self._which: dict[tuple[str, str, str], str] = {}
         self.files = logfiles.FileCache(OPEN_LOG_FILES)
         self.watchdog: Watchdog | None = None
+        #: the session of every replica process started (its pid) -> its start time (clock ticks)
+        self.sessions: dict[int, int] = {}
+        #: processes of the job that outlived it: ``[pid, start time]`` (left its session, or unkillable)
+        self.left_running: list[list[int]] = []
         # a spare descriptor, given back to write the state when the process runs out of them
         self._reserve_fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         # a fork's room for its handover: low descriptors the exec closes, so the new image can
@@ -410,7 +403,8 @@ class Supervisor:
             return
         r.pid = pid
         self.watchdog.started(pid)  # type: ignore[union-attr]
-        r.start_time = None
+        r.start_time = proc_start_time(pid)
+        self.sessions[pid] = r.start_time or 0
         r.alive = True
         r.state = "RUNNING"
         self.by_pid[pid] = r
@@ -612,6 +606,8 @@ class Supervisor:
                 self._terminate(r)
             elif not r.running and r.state in ("PENDING", "RUNNING"):
                 r.state = "CANCELLED"
+        # what the replicas moved to process groups of their own (bash `set -m`, `&`) is stopped too
+        sessions.kill_all(sessions.scan(self.sessions)[0], signal.SIGTERM)
         self.dirty = True
 
     def _terminate(self, r: Replica) -> None:
@@ -625,6 +621,7 @@ class Supervisor:
         for r in self.replicas:
             if r.kill_at is not None and now >= r.kill_at and r.alive and r.pid is not None:
                 _killpg(r.pid, signal.SIGKILL)
+                sessions.kill_all(sessions.scan({r.pid: self.sessions.get(r.pid, 0)})[0], signal.SIGKILL)
                 r.kill_at = None
             if r.drain_deadline is not None and now >= r.drain_deadline:
                 self._attempt_ended(r)
@@ -683,6 +680,8 @@ class Supervisor:
             replicas=[r.to_json() for r in self.replicas],
             updated=time.time(),
         )
+        if self.left_running:
+            data["left_running"] = self.left_running
         return data
 
     def _write_state(self, final: bool = False) -> None:
@@ -786,8 +785,7 @@ class Supervisor:
         return True
 
     def _finish(self) -> None:
-        # descendants SIGKILLed with their replica's group may take a moment to die
-        wait_groups_gone([r.pid for r in self.replicas if r.pid is not None], timeout=2.0)
+        self._stop_leftovers()
         t = time.time_ns()
         for r in self.replicas:
             for w in r.writers.values():
@@ -798,6 +796,24 @@ class Supervisor:
         # no .done markers needed now: log followers stop when the supervisor lets go of the lock
         self._write_state(final=True)
         self.watchdog.end()  # type: ignore[union-attr]
+
+
+    def _stop_leftovers(self) -> None:
+        """Kills what the job's replicas left running in their sessions (in process groups of their
+        own too: bash ``set -m``, ``&``) and records what it cannot kill or must not (daemons that
+        left the session), for ``status`` to name."""
+        since = min(self.sessions.values(), default=0)
+        needle = f"PET_LOG_DIR={self.log_root}{os.sep}".encode()
+        members, escaped = sessions.scan(self.sessions, needle, since)
+        survivors: list[int] = []
+        if members:
+            sessions.kill_all(members, signal.SIGKILL)
+            survivors = sessions.wait_gone(members, 2.0)
+            sessions.kill_sessions(self.sessions)  # what forked meanwhile
+        for pid in sorted({*survivors, *escaped}):
+            started = sessions.start_time(pid)
+            if started is not None:
+                self.left_running.append([pid, started])
 
 
 def _output_pipes() -> tuple[int, int, int, int]:
