@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from torchx.specs import AppState
 from torchx.testing import command_app, eventually, python_app
-from torchx_sched_local.sessions import alive
 from torchx_sched_local.local_scheduler import LocalScheduler
+from torchx_sched_local.sessions import alive
 from torchx_sched_local.supervisor import MAX_ERROR_FILE
 
 _ERROR_FILE = "import os, sys\npath = os.environ['TORCHELASTIC_ERROR_FILE']\n"

@@ -1,6 +1,7 @@
 """Fault injection, issue 20: bad input to ``local_cwd`` is refused at the dry run, in one line.
 
-Float run options that are not finite or are negative (point 7).
+Float run options that are not finite or are negative (point 7); small ones (point 10); what
+``exec`` cannot pass (NUL bytes, point 2).
 """
 
 from __future__ import annotations
@@ -43,8 +44,7 @@ def test_a_zero_grace_period_cancels_at_once(sched: LocalScheduler) -> None:
     eventually(lambda: (sched.describe(app_id) or sched).state == AppState.RUNNING)  # type: ignore[union-attr]
     sched.cancel(app_id)
     desc = sched.describe(app_id)
-    log = Path(sched.store.job_dir(app_id), "supervisor.log")
-    assert desc is not None and desc.state == AppState.CANCELLED, (desc.msg, log.exists() and log.read_text())
+    assert desc is not None and desc.state == AppState.CANCELLED, desc.msg
 
 
 # ---------------------------------------------------------------- point 10: small ones
@@ -98,3 +98,38 @@ def test_cancel_reports_the_state_the_job_really_ended_in(sched: LocalScheduler)
     proc = run_cli("cancel", f"local_cwd://test/{running}", env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.strip() == f"cancelled local_cwd://test/{running}"
+
+
+# ---------------------------------------------------------------- point 2: what exec cannot carry
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        {"entrypoint": "ec\0ho"},
+        {"args": ["ok", "b\0d"]},
+        {"env": {"X": "a\0b"}},
+        {"env": {"A=B": "v"}},
+        {"env": {"": "v"}},
+    ],
+    ids=["entrypoint", "argument", "env-value", "env-name-equals", "env-name-empty"],
+)
+def test_what_exec_cannot_pass_is_refused_at_dry_run(sched: LocalScheduler, where: dict[str, object]) -> None:
+    from torchx.specs import AppDef, Role
+
+    role = Role("r", image=".", **{"entrypoint": "echo", **where})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="(NUL byte|cannot be passed to a process)"):
+        sched.submit_dryrun(AppDef("nul", [role]), {})
+    assert sched.list() == []
+
+
+def test_nul_on_the_cli_is_one_line(isolated: Path) -> None:
+    (isolated / "nul.py").write_text(
+        "import torchx.specs as specs\n\n\ndef nul() -> specs.AppDef:\n"
+        '    """An argument exec cannot pass."""\n'
+        '    return specs.AppDef("nul", [specs.Role("r", image=".", entrypoint="echo", args=["a\\0b"])])\n'
+    )
+    proc = run_cli("run", "-s", "local_cwd", "nul.py:nul")
+    assert proc.returncode == 1
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("torchx: error: role 'r': argument 0 'a\\x00b' contains a NUL byte"), line

@@ -81,7 +81,7 @@ def restore(sup: Supervisor, data: dict[str, Any]) -> None:
         if r.alive and r.pid is not None:
             sup.by_pid[r.pid] = r
     sup.role_restarts = data["role_restarts"]
-    sup.sessions = data["sessions"]
+    sup.sessions.update(data["sessions"])
     sup.num_restarts = data["num_restarts"]
     sup.msg = data["msg"]
     if data["watchdog"] is not None:

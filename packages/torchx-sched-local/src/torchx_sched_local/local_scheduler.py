@@ -308,9 +308,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             return self._held_outcome(app_id) or st
         st = self._read(self.store.state, app_id)  # the supervisor writes its last state before letting go
         if st is not None and st["state"] not in ("SUCCEEDED", "FAILED", "CANCELLED"):
-            from torchx_sched_local.supervisor import live_replica_pids
-
-            live = live_replica_pids(st)
+            live = self._survivors(app_id, st)
             st["state"] = "FAILED"
             st["msg"] = _supervisor_died(st) + (
                 f"; replicas still running: pids {', '.join(map(str, live))} (`torchx cancel` stops them)"
@@ -358,6 +356,23 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             "state": "FAILED",
             "msg": "the machine stopped while the job ran, before its state was stored",
         }
+
+    def _survivors(self, app_id: str, st: dict[str, Any]) -> list[int]:
+        """Live processes of a job whose supervisor is gone: members of its recorded replicas'
+        sessions, and processes carrying its replicas' environment (replicas started before the
+        supervisor recorded them, and what they started, even outside their session)."""
+        from torchx_sched_local.sessions import scan
+
+        recorded = {
+            rs["pid"]: rs["start_time"] for rs in st.get("replicas") or [] if rs.get("pid") and rs.get("start_time")
+        }
+        try:
+            log_root = (self.store.app(app_id) or {}).get("log_root")
+        except store.UnreadableJobError:
+            log_root = None
+        needle = f"PET_LOG_DIR={log_root}{os.sep}".encode() if isinstance(log_root, str) else b""
+        members, escaped = scan(recorded, needle)
+        return sorted({*members, *escaped})
 
     def _held_outcome(self, app_id: str) -> dict[str, Any] | None:
         """The final state the job's supervisor holds because it cannot store it (full or read-only
@@ -539,7 +554,8 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         """The supervisor is gone (or stuck): kill the replicas it recorded and write CANCELLED."""
         import signal
 
-        from torchx_sched_local.supervisor import live_replica_pids, proc_start_time, wait_groups_gone
+        from torchx_sched_local.sessions import kill_all, wait_gone
+        from torchx_sched_local.supervisor import proc_start_time, wait_groups_gone
 
         job_dir = self.store.job_dir(app_id)
         st = self._read(self.store.state, app_id)
@@ -561,9 +577,15 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                     killed.append(rpid)
                 if rs.get("state") in ("PENDING", "RUNNING"):
                     rs["state"] = "CANCELLED"
-            for rpid in live_replica_pids(st):  # what they started (even if the replica itself is gone)
-                _kill(rpid, signal.SIGKILL)
+            found = self._survivors(app_id, st)  # what they started (even if the replica itself is gone)
+            kill_all(found, signal.SIGKILL)
             wait_groups_gone(killed, timeout=5.0)
+            left = wait_gone(self._survivors(app_id, st), timeout=5.0)
+            if left:  # never report a cancel while something of the job runs
+                raise RuntimeError(
+                    f"local_cwd app {app_id}: processes of the job still run after SIGKILL: pids"
+                    f" {', '.join(map(str, left))} (another user's, or stuck in the kernel); the job is not cancelled"
+                )
             if died:  # the job failed when its supervisor died; cancel only cleaned up
                 st.update(state="FAILED", msg=f"{_supervisor_died(st)}; `cancel` killed its replicas")
             else:

@@ -281,8 +281,9 @@ class Supervisor:
         self._which: dict[tuple[str, str, str], str] = {}
         self.files = logfiles.FileCache(OPEN_LOG_FILES)
         self.watchdog: Watchdog | None = None
-        #: the session of every replica process started (its pid) -> its start time (clock ticks)
-        self.sessions: dict[int, int] = {}
+        #: the session of every replica process started (its pid) -> its start time (clock ticks);
+        #: the module's, so that a crash kills them (one supervisor per process)
+        self.sessions: dict[int, int] = _STARTED
         #: processes of the job that outlived it: ``[pid, start time]`` (left its session, or unkillable)
         self.left_running: list[list[int]] = []
         # a spare descriptor, given back to write the state when the process runs out of them
@@ -797,7 +798,6 @@ class Supervisor:
         self._write_state(final=True)
         self.watchdog.end()  # type: ignore[union-attr]
 
-
     def _stop_leftovers(self) -> None:
         """Kills what the job's replicas left running in their sessions (in process groups of their
         own too: bash ``set -m``, ``&``) and records what it cannot kill or must not (daemons that
@@ -868,17 +868,28 @@ def _killpg(pgid: int, sig: int) -> None:
         pass
 
 
+#: sessions of the replicas this process started (pid -> start time): a crash kills them
+_STARTED: dict[int, int] = {}
+
+
 def _record_crash(job_dir: str, text: str) -> None:
-    """Writes a crashed supervisor's traceback to its log and FAILED to the job's state (it may have
-    died for want of descriptors: it gives up all but stdio and the job's lock first)."""
+    """Kills the replicas a crashed supervisor started (it has no watchdog yet, or its watchdog
+    would wait for the pipe to close: nothing must outlive the job), writes its traceback to its
+    log and FAILED to the job's state (it may have died for want of descriptors: it gives up all
+    but stdio and the job's lock first)."""
     os.closerange(LOCK_FD + 1, 1 << 20)
+    try:
+        sessions.kill_sessions(_STARTED)
+    except OSError:
+        pass
     try:
         with open(os.path.join(job_dir, SUPERVISOR_LOG), "a", encoding="utf-8") as f:
             f.write(text)
         path = os.path.join(job_dir, store.STATE_FILE)
         data = store.read_json(path) or {}
         last = text.strip().splitlines()[-1] if text.strip() else "unknown error"
-        data.update(state="FAILED", msg=f"the job's supervisor failed: {last} (see {job_dir}/{SUPERVISOR_LOG})")
+        killed = "; its replicas were killed" if _STARTED else ""
+        data.update(state="FAILED", msg=f"the job's supervisor failed: {last} (see {job_dir}/{SUPERVISOR_LOG}){killed}")
         store.write_json(path, data)
     except (OSError, ValueError):
         pass

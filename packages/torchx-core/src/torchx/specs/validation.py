@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from torchx.specs.env_names import check_passable
 from torchx.specs.roles import MISSING, AppDef
 
 
@@ -46,3 +47,7 @@ def validate_app(app: AppDef) -> None:
             isinstance(k, str) and isinstance(v, str) for k, v in role.env.items()
         ):
             raise AppDefError(f"{where}: env must map str to str, got {role.env!r}")
+        try:
+            check_passable(role)
+        except ValueError as e:
+            raise AppDefError(str(e)) from None
