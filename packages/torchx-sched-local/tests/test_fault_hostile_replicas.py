@@ -1,7 +1,8 @@
 """Fault injection, issue 20: replicas that do what a supervisor must survive.
 
 A FIFO or ``/dev/zero`` left as the replica's error file (point 6); descendants in process
-groups of their own (bash job control) and daemons that leave the session (point 3).
+groups of their own (bash job control) and daemons that leave the session (point 3); output that
+is not UTF-8 or ends without a newline (point 9).
 """
 
 from __future__ import annotations
@@ -9,10 +10,13 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
+from torchx.schedulers.streams import Stream
 from torchx.specs import AppState
 from torchx.testing import command_app, eventually, python_app
 from torchx_sched_local.local_scheduler import LocalScheduler
@@ -115,3 +119,44 @@ def test_a_daemon_that_left_the_session_is_named_by_status(sched: LocalScheduler
         if pidfile.exists():
             os.kill(int(pidfile.read_text()), signal.SIGKILL)
     eventually(lambda: "still run" not in (sched.describe(app_id) or desc).msg)
+
+
+# ---------------------------------------------------------------- point 9: byte-exact logs
+
+_BYTES = b"ok\n\xff\xfe not utf-8 \xc3\n\xe2\x82\xac whole\nlast without newline"
+
+
+def test_logs_come_back_as_the_bytes_written(sched: LocalScheduler) -> None:
+    code = f"import sys\nsys.stdout.buffer.write({_BYTES!r})\n"
+    app_id = sched.submit(python_app(code), {})
+    assert sched.wait(app_id, timeout=30) is not None
+    for stream in (Stream.STDOUT, Stream.COMBINED):
+        lines = list(sched.log_iter(app_id, "r", 0, streams=stream))
+        assert lines[-1] == "last without newline"
+        assert "".join(lines).encode("utf-8", "surrogateescape") == _BYTES
+    proc = subprocess.run(
+        [sys.executable, "-m", "torchx", "log", f"local_cwd://test/{app_id}"],
+        capture_output=True,
+        env={**os.environ, "TORCHX_LOCAL_STATE_DIR": sched.store.root},
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b"".join(b"r/0 " + line for line in _BYTES.splitlines(keepends=True))
+
+
+def test_a_restart_ends_the_previous_attempts_last_line(sched: LocalScheduler, tmp_path: Path) -> None:
+    from torchx.specs import RetryPolicy
+
+    marker = tmp_path / "second"
+    code = (
+        "import os, sys\n"
+        "if not os.path.exists(sys.argv[1]):\n"
+        "    open(sys.argv[1], 'w').close(); sys.stdout.write('first, cut'); sys.exit(1)\n"
+        "sys.stdout.write('second\\nend')\n"
+    )
+    app = python_app(code, str(marker), max_retries=1, retry_policy=RetryPolicy.REPLICA)
+    app_id = sched.submit(app, {})
+    desc = sched.wait(app_id, timeout=30)
+    assert desc is not None and desc.state == AppState.SUCCEEDED, desc
+    assert list(sched.log_iter(app_id, "r", 0)) == ["first, cut\n", "second\n", "end"]

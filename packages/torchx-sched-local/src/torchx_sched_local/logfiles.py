@@ -170,12 +170,19 @@ class StreamWriter:
             self.error = f"{name} on {path}"
         self._files.forget(path)
 
-    def seal(self, t: int) -> None:
-        """Ends an attempt: an unterminated last line gets its ``\\n`` and is indexed."""
+    def settle(self) -> None:
+        """An attempt ended: output dropped mid-line stops being skipped (the next attempt's starts
+        a line; :meth:`seal` ends the stored fragment then)."""
         self._skipping = False
-        if self._open_line:
+
+    def seal(self, t: int, final: bool = False) -> None:
+        """Ends the stored output before another attempt writes (an unterminated last line gets its
+        ``\\n``), or for good (``final``: it is indexed as written, without one, so the stream is
+        byte-exact); retries an index entry that could not be written."""
+        self._skipping = False
+        if self._open_line and not final:
             self._append(b"\n", t)
-        elif self._size > self._indexed:  # an index entry could not be written: retry it
+        elif self._size > self._indexed:
             self._mark(self._size, t)
 
     def _mark(self, offset: int, t: int) -> None:
@@ -249,7 +256,8 @@ def _read_range(f: BinaryIO, start: int, end: int) -> Iterator[list[str]]:
     """
     if end <= start:
         return
-    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    # bytes that are not UTF-8 become lone surrogates, which encode back to those very bytes
+    decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
     carry: list[str] = []  # pieces of a line not yet ended
     f.seek(start)
     remaining = end - start

@@ -388,6 +388,10 @@ class Supervisor:
         spec = r.spec
         if not r.writers:
             r.writers = logfiles.replica_writers(spec["log_dir"], self.files)
+        else:  # a restart: the previous attempt's last line ends before this one writes
+            t = time.time_ns()
+            for w in r.writers.values():
+                w.seal(t)
         r.exit_code = None
         r.msg = ""
         r.error = NO_ERROR
@@ -515,11 +519,10 @@ class Supervisor:
 
     def _attempt_ended(self, r: Replica) -> None:
         r.drain_deadline = None
-        t = time.time_ns()
         for fd in list(r.pipes):
             self._close_pipe(r, fd)
         for w in r.writers.values():
-            w.seal(t)
+            w.settle()  # a last line without newline stays so if no attempt follows (see _mark_final)
         self._note_log_error(r)
         code = r.exit_code if r.exit_code is not None else -signal.SIGKILL
         self.dirty = True
@@ -637,6 +640,9 @@ class Supervisor:
             if not stopping and self._may_restart(r):
                 continue
             r.final = True
+            t = time.time_ns()
+            for w in r.writers.values():
+                w.seal(t, final=True)
             try:
                 store.touch_private(os.path.join(r.spec["log_dir"], store.DONE_FILE))
             except OSError:  # followers then stop when the supervisor lets go of the lock
@@ -790,7 +796,7 @@ class Supervisor:
         t = time.time_ns()
         for r in self.replicas:
             for w in r.writers.values():
-                w.seal(t)
+                w.seal(t, final=True)
             if r.state in ("PENDING", "RUNNING"):
                 r.state = "CANCELLED"
         self.files.close()
