@@ -1,4 +1,4 @@
-"""What every scheduler checks of a role's command and environment before it builds a request."""
+"""What every scheduler checks of a role's environment before it builds a request."""
 
 from __future__ import annotations
 
@@ -35,19 +35,3 @@ def check_env(role: Role, names: Iterable[str] | None = None, backend: str = "")
                     f"{prefix}role {role.name!r}: env {key} contains a NUL byte, which no process can receive"
                 )
 
-
-def check_passable(role: Role) -> None:
-    """Raises ValueError if ``role``'s entrypoint, arguments or environment cannot reach a process
-    at all (whatever the scheduler): a NUL byte anywhere (``exec`` ends each string at the first
-    one), or an env name that is empty or holds ``=``. Checked for every app at dry run, so
-    nothing is started that could not be started whole.
-    """
-    where = f"role {role.name!r}"
-    for what, text in (("entrypoint", role.entrypoint), *((f"argument {i}", a) for i, a in enumerate(role.args))):
-        if "\0" in text:
-            raise ValueError(f"{where}: {what} {text!r} contains a NUL byte, which no process can receive; remove it")
-    for key, value in role.env.items():
-        if not key or "=" in key or "\0" in key:
-            raise ValueError(f"{where}: env name {key!r} cannot be passed to a process (empty, or holds '=' or NUL)")
-        if "\0" in value:
-            raise ValueError(f"{where}: env {key} contains a NUL byte, which no process can receive; remove it")
