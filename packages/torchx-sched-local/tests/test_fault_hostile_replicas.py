@@ -1,14 +1,16 @@
 """Fault injection, issue 20: replicas that do what a supervisor must survive.
 
 A FIFO or ``/dev/zero`` left as the replica's error file (point 6); descendants in process
-groups of their own (bash job control) and daemons that leave the session (point 3); output that
-is not UTF-8 or ends without a newline (point 9).
+groups of their own (bash job control) and daemons that leave the session (point 3); a log
+directory replaced with a symlink (point 8); output that is not UTF-8 or ends without a
+newline (point 9).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -160,3 +162,30 @@ def test_a_restart_ends_the_previous_attempts_last_line(sched: LocalScheduler, t
     desc = sched.wait(app_id, timeout=30)
     assert desc is not None and desc.state == AppState.SUCCEEDED, desc
     assert list(sched.log_iter(app_id, "r", 0)) == ["first, cut\n", "second\n", "end"]
+
+
+# ---------------------------------------------------------------- point 8: log directories
+
+
+@pytest.mark.parametrize("level", ["replica", "role"])
+def test_a_replica_replacing_its_log_dir_with_a_symlink_cannot_redirect_writes(
+    sched: LocalScheduler, tmp_path: Path, level: str
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "0").mkdir()
+    code = (
+        "import os, shutil, sys, time\n"
+        "print('before', flush=True)\n"
+        "time.sleep(0.3)\n"  # the supervisor has stored it
+        "victim = os.environ['PET_LOG_DIR'] if sys.argv[2] == 'replica' else os.path.dirname(os.environ['PET_LOG_DIR'])\n"
+        "shutil.rmtree(victim)\n"
+        "os.symlink(sys.argv[1], victim)\n"
+        "for i in range(100):\n"
+        "    print('after', i, flush=True)\n"
+    )
+    app_id = sched.submit(python_app(code, str(elsewhere), level), {})
+    desc = sched.wait(app_id, timeout=30)
+    assert desc is not None and desc.state == AppState.SUCCEEDED, desc
+    assert sorted(p.name for p in elsewhere.rglob("*")) == ["0"]  # nothing written through the symlink
+    assert re.search(r"r/0: \d+ bytes of output not stored \((ELOOP|ENOTDIR) on ", desc.msg), desc.msg

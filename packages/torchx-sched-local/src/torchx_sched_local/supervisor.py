@@ -279,7 +279,7 @@ class Supervisor:
         self.app_state = "PENDING"
         self.msg = ""
         self._which: dict[tuple[str, str, str], str] = {}
-        self.files = logfiles.FileCache(OPEN_LOG_FILES)
+        self.files = logfiles.FileCache(OPEN_LOG_FILES, root=app["log_root"])  # holds the log root, opened now
         self.watchdog: Watchdog | None = None
         #: the session of every replica process started (its pid) -> its start time (clock ticks);
         #: the module's, so that a crash kills them (one supervisor per process)
@@ -644,7 +644,7 @@ class Supervisor:
             for w in r.writers.values():
                 w.seal(t, final=True)
             try:
-                store.touch_private(os.path.join(r.spec["log_dir"], store.DONE_FILE))
+                self.files.touch(os.path.join(r.spec["log_dir"], store.DONE_FILE))
             except OSError:  # followers then stop when the supervisor lets go of the lock
                 pass
 

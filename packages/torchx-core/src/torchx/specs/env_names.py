@@ -34,4 +34,3 @@ def check_env(role: Role, names: Iterable[str] | None = None, backend: str = "")
                 raise ValueError(
                     f"{prefix}role {role.name!r}: env {key} contains a NUL byte, which no process can receive"
                 )
-
