@@ -232,17 +232,14 @@ class StreamWriter:
             self.error = f"{name} on {path}"
         self._files.forget(path)
 
-    def settle(self) -> None:
-        """An attempt ended: output dropped mid-line stops being skipped (the next attempt's starts
-        a line; :meth:`seal` ends the stored fragment then)."""
-        self._skipping = False
-
     def seal(self, t: int, final: bool = False) -> None:
         """Ends the stored output before another attempt writes (an unterminated last line gets its
-        ``\\n``), or for good (``final``: it is indexed as written, without one, so the stream is
-        byte-exact); retries an index entry that could not be written."""
+        ``\\n``), or for good (``final``: the job's last line is indexed as written, without one,
+        so the stream is byte-exact; a fragment cut short by a write error is still ended);
+        retries an index entry that could not be written."""
+        cut_short = self._skipping
         self._skipping = False
-        if self._open_line and not final:
+        if self._open_line and (not final or cut_short):
             self._append(b"\n", t)
         elif self._size > self._indexed:
             self._mark(self._size, t)

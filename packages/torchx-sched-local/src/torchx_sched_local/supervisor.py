@@ -521,8 +521,6 @@ class Supervisor:
         r.drain_deadline = None
         for fd in list(r.pipes):
             self._close_pipe(r, fd)
-        for w in r.writers.values():
-            w.settle()  # a last line without newline stays so if no attempt follows (see _mark_final)
         self._note_log_error(r)
         code = r.exit_code if r.exit_code is not None else -signal.SIGKILL
         self.dirty = True
