@@ -28,10 +28,14 @@ _MAX_ANSWER = 1 << 24
 
 
 def address(job_dir: str) -> bytes:
-    """The abstract socket address of the job in ``job_dir`` (Linux)."""
-    import hashlib
+    """The abstract socket address of the job in ``job_dir`` (Linux): named by the directory's
+    device and inode, unique while it exists (no hash module to import on the way to ``status``).
 
-    return b"\0torchx-local-outcome-" + hashlib.sha256(os.path.abspath(job_dir).encode()).hexdigest()[:40].encode()
+    Raises:
+        OSError: the directory is gone
+    """
+    st = os.stat(job_dir)
+    return b"\0torchx-local-outcome-%d-%d" % (st.st_dev, st.st_ino)
 
 
 def reason(e: OSError) -> str:
@@ -83,7 +87,7 @@ def ask(job_dir: str) -> dict[str, Any] | None:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC) as sock:
         sock.settimeout(_TIMEOUT)
         try:
-            sock.connect(address(job_dir))
+            sock.connect(address(job_dir))  # refused at once when nobody listens (the usual case)
             chunks = []
             size = 0
             while size < _MAX_ANSWER:

@@ -32,7 +32,9 @@ def _stat(pid: str) -> list[bytes] | None:
         return None
 
 
-def scan(sessions: Mapping[int, int], needle: bytes = b"", since: int = 0) -> tuple[list[int], list[int]]:
+def scan(
+    sessions: Mapping[int, int], needle: bytes = b"", since: int = 0, orphans_only: bool = False
+) -> tuple[list[int], list[int]]:
     """Live processes of a job: ``(members, escaped)``.
 
     Args:
@@ -42,6 +44,8 @@ def scan(sessions: Mapping[int, int], needle: bytes = b"", since: int = 0) -> tu
             started at or after ``since`` whose environment holds it are ``escaped`` (they
             left their replica's session)
         since: the job's start (clock ticks since boot)
+        orphans_only: look for ``escaped`` among processes whose parent is init or this process
+            only (a daemon is re-parented so; saves reading every new process's environment)
     """
     members: list[int] = []
     escaped: list[int] = []
@@ -61,7 +65,7 @@ def scan(sessions: Mapping[int, int], needle: bytes = b"", since: int = 0) -> tu
         sid, started = int(fields[3]), int(fields[19])
         if sid in sessions and started >= sessions[sid]:
             members.append(int(entry))
-        elif needle and started >= since:
+        elif needle and started >= since and (not orphans_only or int(fields[1]) in (1, me)):
             try:
                 with open(f"/proc/{entry}/environ", "rb") as f:
                     environ = f.read()

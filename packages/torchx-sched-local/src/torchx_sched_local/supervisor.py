@@ -808,7 +808,7 @@ class Supervisor:
         left the session), for ``status`` to name."""
         since = min(self.sessions.values(), default=0)
         needle = f"PET_LOG_DIR={self.log_root}{os.sep}".encode()
-        members, escaped = sessions.scan(self.sessions, needle, since)
+        members, escaped = sessions.scan(self.sessions, needle, since, orphans_only=True)
         survivors: list[int] = []
         if members:
             sessions.kill_all(members, signal.SIGKILL)
