@@ -33,7 +33,7 @@ def _stat(pid: str) -> list[bytes] | None:
 
 
 def scan(
-    sessions: Mapping[int, int], needle: bytes = b"", since: int = 0, orphans_only: bool = False
+    sessions: Mapping[int, int], needle: bytes = b"", since: int = 0, orphans_only: bool = False, above: int = 0
 ) -> tuple[list[int], list[int]]:
     """Live processes of a job: ``(members, escaped)``.
 
@@ -46,6 +46,7 @@ def scan(
         since: the job's start (clock ticks since boot)
         orphans_only: look for ``escaped`` among processes whose parent is init or this process
             only (a daemon is re-parented so; saves reading every new process's environment)
+        above: look only at pids above this one (see :func:`newer_pids_above`)
     """
     members: list[int] = []
     escaped: list[int] = []
@@ -57,7 +58,7 @@ def scan(
     except OSError:
         return members, escaped
     for entry in entries:
-        if not entry.isdigit() or int(entry) == me:
+        if not entry.isdigit() or int(entry) == me or int(entry) <= above:
             continue
         fields = _stat(entry)
         if fields is None or fields[0] in (b"Z", b"X"):
@@ -74,6 +75,19 @@ def scan(
             if needle in environ:
                 escaped.append(int(entry))
     return sorted(members), sorted(escaped)
+
+
+def newer_pids_above(first: int) -> int:
+    """``first - 1`` if every process created since process ``first`` (the job's first replica) has
+    a higher pid, i.e. pids have not wrapped around since (the last pid the kernel gave out,
+    ``/proc/loadavg``, is not below it); else 0 (look at every pid). Callers use it only for
+    jobs younger than a few seconds, when pids cannot have gone all the way round."""
+    try:
+        with open("/proc/loadavg", "rb") as f:
+            last = int(f.read().split()[-1])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return first - 1 if last >= first else 0
 
 
 def kill_all(pids: Iterable[int], sig: int) -> None:

@@ -59,6 +59,8 @@ HANDOVER_AFTER = 0.02
 HANDOVER_RETRY = 1.0
 #: descriptors a fork keeps free for its handover (see :attr:`Supervisor.handover_room`)
 HANDOVER_FDS = 8
+#: a job younger than this (s) cannot have seen pids wrap around: its end looks at newer pids only
+SHORT_JOB = 10.0
 #: the watchdog starts once the job ran this long (s): a short job never pays for its start
 WATCHDOG_AFTER = 1.0
 #: where a supervisor that re-executes itself leaves its state for its next image
@@ -259,6 +261,7 @@ class Supervisor:
         self.reexec_at: float | None = time.monotonic() + HANDOVER_AFTER if forked else None
         #: when the watchdog starts
         self.watchdog_at = time.monotonic() + WATCHDOG_AFTER
+        self.started = time.monotonic()
         self.roles: list[dict[str, Any]] = app["roles"]
         self.log_root: str = app["log_root"]
         self.replicas = [Replica(spec, self.roles[spec["role_index"]]) for spec in app["replicas"]]
@@ -808,7 +811,10 @@ class Supervisor:
         left the session), for ``status`` to name."""
         since = min(self.sessions.values(), default=0)
         needle = f"PET_LOG_DIR={self.log_root}{os.sep}".encode()
-        members, escaped = sessions.scan(self.sessions, needle, since, orphans_only=True)
+        # a short job looks only at pids newer than its first replica (a few instead of every process)
+        young = self.sessions and time.monotonic() - self.started < SHORT_JOB
+        above = sessions.newer_pids_above(min(self.sessions)) if young else 0
+        members, escaped = sessions.scan(self.sessions, needle, since, orphans_only=True, above=above)
         survivors: list[int] = []
         if members:
             sessions.kill_all(members, signal.SIGKILL)
