@@ -31,7 +31,7 @@ from torchx.specs.dryrun import AppDryRunInfo
 from torchx.specs.macros import RANK0_ENV, macros
 from torchx.specs.mounts import BindMount, DeviceMount, VolumeMount
 from torchx.specs.roles import NONE, AppDef, RetryPolicy
-from torchx.specs.runopts import CfgVal, runopts
+from torchx.specs.runopts import CfgVal, require_non_negative, runopts
 from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, fail_fast_state, is_terminal
 
 from torchx_sched_local.codec import role_from_dict, role_to_dict
@@ -215,7 +215,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[DockerOpts, AppDef, Docker
             app_id=app_id,
             network=opts.network or f"torchx-{app_id}",
             create_network=not opts.network,
-            stop_grace_period=float(opts.stop_grace_period),
+            stop_grace_period=float(require_non_negative("stop_grace_period", opts.stop_grace_period)),
         )
         base_env: dict[str, str] = {}
         for pattern in opts.copy_env or []:

@@ -26,7 +26,7 @@ from torchx.schedulers.structured_opts import StructuredOpts
 from torchx.specs.dryrun import AppDryRunInfo
 from torchx.specs.macros import RANK0_ENV, macros
 from torchx.specs.roles import NONE, AppDef, RetryPolicy, Role
-from torchx.specs.runopts import CfgVal, runopts
+from torchx.specs.runopts import CfgVal, require_non_negative, runopts
 from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, is_terminal
 from torchx.util.record import field, record
 
@@ -181,7 +181,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             app_id=app_id,
             name=app.name,
             log_root=log_root,
-            stop_grace_period=float(opts.stop_grace_period),
+            stop_grace_period=float(require_non_negative("stop_grace_period", opts.stop_grace_period)),
             roles=[role_to_dict(r) for r in app.roles],
             metadata=dict(app.metadata),
         )
@@ -268,6 +268,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                 os.path.join(staging, store.STATE_FILE),
                 {"app_id": req.app_id, "name": req.name, "created": created, "state": "SUBMITTED", "msg": ""},
                 durable=False,  # a crash makes it moot: see store's "Durability"
+                reserve=store.state_reserve(len(req.replicas)),  # room for the final state on a full disk
             )
             if external_logs:
                 parent = os.path.dirname(req.log_root)
@@ -335,14 +336,12 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         """
         st = self._written_state(app_id)
         if st is None or st["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
-            return st
+            return _name_left_running(st)
         if store.lock_is_held(self.store.job_dir(app_id)):
-            return st
+            return self._held_outcome(app_id) or st
         st = self._read(self.store.state, app_id)  # the supervisor writes its last state before letting go
         if st is not None and st["state"] not in ("SUCCEEDED", "FAILED", "CANCELLED"):
-            from torchx_sched_local.supervisor import live_replica_pids
-
-            live = live_replica_pids(st)
+            live = self._survivors(app_id, st)
             st["state"] = "FAILED"
             st["msg"] = _supervisor_died(st) + (
                 f"; replicas still running: pids {', '.join(map(str, live))} (`torchx cancel` stops them)"
@@ -390,6 +389,38 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             "state": "FAILED",
             "msg": "the machine stopped while the job ran, before its state was stored",
         }
+
+    def _survivors(self, app_id: str, st: dict[str, Any]) -> list[int]:
+        """Live processes of a job whose supervisor is gone: members of its recorded replicas'
+        sessions, and processes carrying its replicas' environment (replicas started before the
+        supervisor recorded them, and what they started, even outside their session)."""
+        from torchx_sched_local.sessions import scan
+
+        recorded = {
+            rs["pid"]: rs["start_time"] for rs in st.get("replicas") or [] if rs.get("pid") and rs.get("start_time")
+        }
+        try:
+            log_root = (self.store.app(app_id) or {}).get("log_root")
+        except store.UnreadableJobError:
+            log_root = None
+        needle = f"PET_LOG_DIR={log_root}{os.sep}".encode() if isinstance(log_root, str) else b""
+        members, escaped = scan(recorded, needle)
+        return sorted({*members, *escaped})
+
+    def _held_outcome(self, app_id: str) -> dict[str, Any] | None:
+        """The final state the job's supervisor holds because it cannot store it (full or read-only
+        state directory), its message saying so; None in the usual case."""
+        from torchx_sched_local.outcome import UNSTORED, ask
+
+        st = ask(self.store.job_dir(app_id))
+        if st is None:
+            return None
+        note = (
+            f"{st['state']} could not be stored yet ({st.pop(UNSTORED)}): the job's supervisor"
+            f" (pid {st.get('pid')}) keeps trying"
+        )
+        st["msg"] = f"{st['msg']}; {note}" if st.get("msg") else note
+        return st
 
     def exists(self, app_id: str) -> bool:
         """True if the job is recorded, even if its files cannot be read (so ``delete`` removes it)."""
@@ -514,7 +545,8 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             return
         try:
             if store.lock_is_held(self.store.job_dir(app_id)):  # so the pid is still the supervisor's
-                select.select([fd], [], [], timeout)
+                # woken at least every second: an ended job whose state cannot be stored has a live supervisor
+                select.select([fd], [], [], _LIVENESS_CHECK if timeout is None else min(timeout, _LIVENESS_CHECK))
         finally:
             os.close(fd)
 
@@ -534,7 +566,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         except store.UnreadableJobError:
             grace = 5.0
         with contextlib.suppress(OSError):  # the marker covers a cancel racing the supervisor's start
-            os.close(os.open(os.path.join(job_dir, store.CANCEL_FILE), os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+            store.touch_private(os.path.join(job_dir, store.CANCEL_FILE))
         deadline = time.monotonic() + grace + CANCEL_SLACK
         signalled = False
         while time.monotonic() < deadline:
@@ -543,6 +575,8 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                 return
             if not store.lock_is_held(job_dir):
                 break
+            if self._held_outcome(app_id) is not None:
+                return  # it ended; its supervisor holds the outcome until it can store it
             pid = st.get("pid") or self._pids.get(app_id)
             if pid and not signalled:
                 signalled = _signal_supervisor(job_dir, pid)
@@ -553,7 +587,8 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         """The supervisor is gone (or stuck): kill the replicas it recorded and write CANCELLED."""
         import signal
 
-        from torchx_sched_local.supervisor import live_replica_pids, proc_start_time, wait_groups_gone
+        from torchx_sched_local.sessions import kill_all, wait_gone
+        from torchx_sched_local.supervisor import proc_start_time, wait_groups_gone
 
         job_dir = self.store.job_dir(app_id)
         st = self._read(self.store.state, app_id)
@@ -575,14 +610,25 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                     killed.append(rpid)
                 if rs.get("state") in ("PENDING", "RUNNING"):
                     rs["state"] = "CANCELLED"
-            for rpid in live_replica_pids(st):  # what they started (even if the replica itself is gone)
-                _kill(rpid, signal.SIGKILL)
+            found = self._survivors(app_id, st)  # what they started (even if the replica itself is gone)
+            kill_all(found, signal.SIGKILL)
             wait_groups_gone(killed, timeout=5.0)
+            left = wait_gone(self._survivors(app_id, st), timeout=5.0)
+            if left:  # never report a cancel while something of the job runs
+                raise RuntimeError(
+                    f"local_cwd app {app_id}: processes of the job still run after SIGKILL: pids"
+                    f" {', '.join(map(str, left))} (another user's, or stuck in the kernel); the job is not cancelled"
+                )
             if died:  # the job failed when its supervisor died; cancel only cleaned up
                 st.update(state="FAILED", msg=f"{_supervisor_died(st)}; `cancel` killed its replicas")
             else:
                 st.update(state="CANCELLED", msg="cancelled (the job's supervisor was stuck; its replicas were killed)")
-            store.write_json(os.path.join(job_dir, store.STATE_FILE), st)
+            try:
+                store.write_json(os.path.join(job_dir, store.STATE_FILE), st)
+            except OSError as e:
+                raise _os_error(
+                    e, f"local_cwd app {app_id}: its replicas were killed, but its state could not be stored"
+                ) from None
 
     def _delete_existing(self, app_id: str) -> None:
         """Cancels the job, then removes its record and its logs.
@@ -657,7 +703,9 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         def finished() -> bool:
             # the supervisor marks a replica done before it exits: a free lock without the
             # marker means it died, and nothing more will be written
-            return os.path.exists(done_path) or not store.lock_is_held(job_dir)
+            return (
+                os.path.exists(done_path) or not store.lock_is_held(job_dir) or self._held_outcome(app_id) is not None
+            )
 
         try:
             yield from logfiles.follow_lines(base, finished, lambda: watch.wait(_LIVENESS_CHECK), since_ns, until_ns)
@@ -715,6 +763,23 @@ def _reap() -> None:
     launch = sys.modules.get("torchx_sched_local.launch")
     if launch is not None:
         launch.reap_children()
+
+
+def _name_left_running(st: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``st`` with the processes its job left running (daemons that left their replica's session,
+    or ones that could not be killed) named in its message, if they still run."""
+    if st is None or not st.get("left_running"):
+        return st
+    from torchx_sched_local.sessions import start_time
+
+    live = [pid for pid, started in st["left_running"] if start_time(pid) == started]
+    if live:
+        note = (
+            f"processes its replicas started still run: pids {', '.join(map(str, live))}"
+            " (they left the job's session, e.g. daemons, or could not be killed; `kill` them)"
+        )
+        st["msg"] = f"{st['msg']}; {note}" if st.get("msg") else note
+    return st
 
 
 def _supervisor_died(st: dict[str, Any]) -> str:

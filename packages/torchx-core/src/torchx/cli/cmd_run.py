@@ -88,9 +88,22 @@ class CmdRun(SubCommand):
                 print(f"=== {scheduler} request for {component} ===", file=sys.stderr)
                 print(info)
                 return 0
-            handle = runner.schedule(info)
             local = runner.get_scheduler(scheduler).capabilities.attach
             attach = local and not args.detach
+            handle = None
+            try:
+                # an attached run owns its job: Ctrl-C (or SIGTERM/SIGHUP) during the submission is
+                # held until the job exists, then cancels it; before, it never creates one
+                with _stop_signals_held(attach):
+                    handle = runner.schedule(info)
+            except KeyboardInterrupt:
+                if handle is None:
+                    raise
+                try:
+                    print(handle, flush=True)
+                except OSError:
+                    pass
+                return _interrupted(runner, handle, attach, [])
             return _attend(
                 runner,
                 handle,
@@ -144,6 +157,44 @@ def _component_help(component: str) -> int:
     fn = get_component(component).fn
     component_parser(fn, config.get_configs("component", component), prog=f"torchx run {component}").print_help()
     return 0
+
+
+class _stop_signals_held:
+    """While ``active``: SIGINT, SIGTERM and SIGHUP are held (blocked) in the block and delivered
+    when it ends; SIGTERM and SIGHUP then stop the attached run as Ctrl-C does (they raise
+    KeyboardInterrupt) until the process exits."""
+
+    def __init__(self, active: bool) -> None:
+        self.active = active
+        self.held: Any = None
+
+    def __enter__(self) -> None:
+        if not self.active:
+            return
+        import signal
+
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(sig) == signal.SIG_DFL:
+                signal.signal(sig, _as_interrupt)
+        self.held = signal.pthread_sigmask(signal.SIG_BLOCK, _stop_signals())
+
+    def __exit__(self, *exc: object) -> None:
+        if self.held is not None:
+            import signal
+
+            signal.pthread_sigmask(signal.SIG_SETMASK, self.held)  # a held signal is handled now
+
+
+def _as_interrupt(signum: int, frame: object) -> None:
+    """SIGTERM/SIGHUP to an attached run: handled as Ctrl-C (the job is cancelled)."""
+    raise KeyboardInterrupt
+
+
+def _stop_signals() -> tuple[int, ...]:
+    """The signals that stop an attached run (and cancel its job): Ctrl-C, SIGTERM, a hang-up."""
+    import signal
+
+    return (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 #: exit code when the reader of the output went away (as if killed by SIGPIPE)
@@ -249,7 +300,7 @@ def _say(line: str) -> None:
     """Prints ``line`` on stderr; nothing if stderr is closed."""
     try:
         print(line, file=sys.stderr, flush=True)
-    except (BrokenPipeError, ValueError):
+    except (OSError, ValueError):  # closed, or its terminal hung up (EIO)
         pass
 
 
@@ -282,7 +333,8 @@ def _interrupted(runner: Any, handle: str, attached: bool, threads: list[Any]) -
         os.write(2, f"\ntorchx: exiting without waiting; see `torchx status {handle}`\n".encode())
         os._exit(EXIT_INTERRUPTED)
 
-    signal.signal(signal.SIGINT, exit_at_once)
+    for sig in _stop_signals():
+        signal.signal(sig, exit_at_once)
     _say(f"\ntorchx: cancelling {handle} (Ctrl-C again to exit at once)")
     runner.cancel(handle)
     status = runner.status(handle)

@@ -358,7 +358,12 @@ class Runner:
         should_tail: bool = False,
         streams: Stream | None = None,
     ) -> Iterable[str]:
-        """Log lines (each with its ``\\n``) of replica ``k`` of ``role_name``.
+        """Log lines of replica ``k`` of ``role_name``, as the scheduler has them.
+
+        Each line ends with its ``\\n``, except a last line the job did not end (schedulers that
+        keep the bytes, like ``local_cwd``, give it as written). Bytes that are not UTF-8 come as
+        lone surrogates: ``line.encode("utf-8", "surrogateescape")`` gives back what the job wrote
+        (``torchx log`` prints them so).
 
         Raises:
             UnknownAppException: the scheduler does not know the app

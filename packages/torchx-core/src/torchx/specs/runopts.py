@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from torchx.util.suggest import did_you_mean
@@ -140,6 +141,17 @@ class runopt:
         return value
 
 
+def require_non_negative(cfg_key: str, value: float) -> float:
+    """``value`` of run option ``cfg_key`` (a duration, a count) if it is not negative.
+
+    Raises:
+        InvalidRunConfigException: it is negative
+    """
+    if value < 0:
+        raise InvalidRunConfigException(f"run option {cfg_key!r} must not be negative, got {value!r}", cfg_key)
+    return value
+
+
 class runopts:
     """The run options a scheduler accepts.
 
@@ -253,6 +265,10 @@ class runopts:
                         name,
                         cfg,
                     )
+            if isinstance(value, float) and not math.isfinite(value):
+                raise InvalidRunConfigException(
+                    f"run option {name!r} expects a finite number, got {value!r}", name, cfg
+                )
             resolved[name] = value
         for name, opt in self._opts.items():
             if resolved.get(name) is None:
