@@ -173,12 +173,14 @@ def integration_lsf(session: nox.Session) -> None:
 
 @nox.session(name="integration-k8s")
 def integration_k8s(session: nox.Session) -> None:
-    """kubernetes against the live API server (and managed failing over from it to local_cwd)."""
+    """kubernetes against the live API server (the k8s-marked compatibility checks, and managed
+    failing over from it to local_cwd)."""
     live(
         session,
         [pkg("torchx-sched-k8s"), pkg("torchx-components"), pkg("torchx-sched-local", "docker"), pkg("torchx-managed")],
         "k8s and not torch",
         "packages/torchx-sched-k8s/tests",
+        "tests/compat",
         "packages/torchx-managed/tests",
     )
 
@@ -191,6 +193,7 @@ def integration_aws(session: nox.Session) -> None:
         [pkg("torchx-sched-aws"), pkg("torchx-components")],
         "aws and not torch",
         "packages/torchx-sched-aws/tests",
+        "tests/compat",
     )
 
 

@@ -143,3 +143,22 @@ def test_journal_survives_a_torn_line_and_notifications_follow_it(tmp_path: Path
     assert st.final == "SUCCEEDED"
     keys = [key for key, _ in pending(st, "managed://s/j")]
     assert keys == ["attempt_started:0", "attempt_ended:0", "job:SUCCEEDED"]
+
+
+def test_job_files_are_private_and_a_writable_spec_is_not_resumed(tmp_path: Path) -> None:
+    import os
+
+    from torchx.util.durable import UnsafeJobError
+
+    store = ManagedStore(str(tmp_path / "root"))
+    old = os.umask(0o002)  # a permissive umask: the files are private anyway
+    try:
+        store.create("j", {"id": "j", "options": ManagedOptions(["local_cwd"]).as_json()})
+    finally:
+        os.umask(old)
+    assert os.stat(tmp_path / "root" / "j").st_mode & 0o777 == 0o700
+    assert os.stat(tmp_path / "root" / "j" / "spec.json").st_mode & 0o777 == 0o600  # the app, with its env
+    os.chmod(tmp_path / "root" / "j" / "spec.json", 0o666)
+    with pytest.raises(UnsafeJobError, match="can be written by other users"):
+        store.resume("j", ["-c", "raise SystemExit(1)"], finished=False)
+    assert store.driver_pid("j") is None

@@ -113,7 +113,7 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
         return options.run_opts()
 
     # ------------------------------------------------------------------ submitting
-    def _validate(self, app: AppDef, scheduler: str, cfg: dict[str, Any]) -> None:
+    def _validate(self, app: AppDef, scheduler: str, cfg: dict[str, Any] | None = None) -> None:
         """Nothing here: each target checks the app when its attempt is dry-run (attempt 0 in :meth:`_submit_dryrun`)."""
 
     def _submit_dryrun(self, app: AppDef, cfg: dict[str, Any]) -> AppDryRunInfo[ManagedRequest]:

@@ -128,7 +128,11 @@ class Sweep:
 
     def resume(self) -> bool:
         """Starts the driver of a sweep that has one (see :func:`~torchx_sweep.submit.has_driver`), work
-        left and no driver running; True if started."""
+        left and no driver running; True if started.
+
+        Raises:
+            UnsafeSweepError: another user can write the sweep's spec, journal or directory
+        """
         state = self._load()
         if not has_driver(state.spec):
             return False

@@ -24,7 +24,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from torchx.util.durable import EVENTS, LOCK, LOG, SPEC, DurableStore, UnknownJobError, state_root, write_atomic
+from torchx.util.durable import (
+    EVENTS,
+    LOCK,
+    LOG,
+    SPEC,
+    DurableStore,
+    UnknownJobError,
+    UnsafeJobError,
+    check_private,
+    private_dir,
+    private_fd,
+    state_root,
+    write_atomic,
+)
 
 __all__ = [
     "EVENTS",
@@ -36,7 +49,11 @@ __all__ = [
     "SweepStore",
     "TrialState",
     "UnknownSweepError",
+    "UnsafeSweepError",
+    "check_private",
     "default_root",
+    "private_dir",
+    "private_fd",
     "write_atomic",
 ]
 
@@ -50,6 +67,10 @@ def default_root() -> str:
 
 class UnknownSweepError(UnknownJobError):
     """No sweep with that id is stored here."""
+
+
+class UnsafeSweepError(UnsafeJobError):
+    """A sweep's files can be changed by other users: what it would run is not the user's to trust."""
 
 
 @dataclass
@@ -118,6 +139,8 @@ def _apply(state: SweepState, ev: dict[str, Any]) -> None:
 
 class SweepStore(DurableStore):
     """The sweeps stored under ``root`` (default: :func:`default_root`)."""
+
+    unsafe_error = UnsafeSweepError
 
     def __init__(self, root: str | None = None) -> None:
         super().__init__(root or default_root(), "sweep")

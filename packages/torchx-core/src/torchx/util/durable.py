@@ -51,10 +51,59 @@ def state_root(kind: str, env_var: str) -> str:
     return os.path.join(base, "torchx", kind)
 
 
+def private_fd(path: str, flags: int) -> int:
+    """Opens (creating) ``path`` mode 0600 whatever the umask, never through a symlink: a job's
+    files hold what it runs and its environment."""
+    fd = os.open(path, flags | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        if os.fstat(fd).st_mode & 0o777 != 0o600:
+            os.fchmod(fd, 0o600)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def private_dir(path: str, exist_ok: bool = False) -> None:
+    """Creates directory ``path`` (and missing parents) mode 0700 whatever the umask."""
+    parent = os.path.dirname(path)
+    if parent and not os.path.isdir(parent):
+        private_dir(parent, exist_ok=True)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        if not exist_ok:
+            raise
+        return
+    if os.stat(path).st_mode & 0o777 != 0o700:
+        os.chmod(path, 0o700)
+
+
+class UnsafeJobError(PermissionError):
+    """A job's files can be changed by other users: what it would run is not the user's to trust."""
+
+
+def check_private(path: str, error: type[UnsafeJobError] = UnsafeJobError) -> None:
+    """Refuses a file or directory that another user owns or can write.
+
+    Raises:
+        UnsafeJobError: it is so (``error``, a subclass; the message says how to fix it)
+    """
+    st = os.stat(path)
+    if st.st_uid != os.getuid() and os.getuid() != 0:
+        raise error(f"{path} belongs to another user (uid {st.st_uid}); refusing to run what it says")
+    if st.st_mode & 0o022:
+        raise error(
+            f"{path} can be written by other users (mode {st.st_mode & 0o777:04o}); refusing to run what it says:"
+            f" check it, then `chmod go-w {path}`"
+        )
+
+
 def write_atomic(path: str, text: str) -> None:
-    """Writes ``text`` to ``path`` so readers see the old file or the new one, never a part."""
+    """Writes ``text`` to ``path`` (mode 0600) so readers see the old file or the new one, never a part."""
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
+    fd = private_fd(tmp, os.O_WRONLY | os.O_TRUNC)
+    with open(fd, "w", encoding="utf-8") as f:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
@@ -99,6 +148,9 @@ class DurableStore:
     def _unknown(self, msg: str) -> UnknownJobError:
         return UnknownJobError(msg)
 
+    #: what :meth:`check_private` raises
+    unsafe_error: type[UnsafeJobError] = UnsafeJobError
+
     def create(self, job_id: str, spec: dict[str, Any]) -> str:
         """Stores a new job's spec and an empty journal (both fsync'ed); returns its directory.
 
@@ -106,12 +158,24 @@ class DurableStore:
             FileExistsError: a job with this id exists
         """
         path = self.job_dir(job_id)
-        os.makedirs(self.root, exist_ok=True)
-        os.mkdir(path)
+        private_dir(path)
         write_atomic(os.path.join(path, SPEC), json.dumps(spec))
-        open(os.path.join(path, EVENTS), "a").close()
+        os.close(private_fd(os.path.join(path, EVENTS), os.O_WRONLY | os.O_APPEND))
         _fsync_dir(path)
         return path
+
+    def check_private(self, job_id: str) -> None:
+        """Refuses a job whose spec, journal or directory another user can write (they say what runs).
+
+        Raises:
+            UnsafeJobError: one of them can (:attr:`unsafe_error`)
+        """
+        path = self.job_dir(job_id)
+        for name in ("", SPEC, EVENTS):
+            target = os.path.join(path, name) if name else path
+            if name and not os.path.exists(target):
+                continue
+            check_private(target, self.unsafe_error)
 
     def read_spec(self, job_id: str) -> dict[str, Any]:
         """The job's spec.
@@ -137,7 +201,7 @@ class DurableStore:
         """Appends events to the job's journal in one ``write`` (after a torn last line, on a new
         line); with ``sync``, returns only once they are on disk."""
         data = "".join(json.dumps(ev, separators=(",", ":")) + "\n" for ev in events).encode()
-        fd = os.open(os.path.join(self.job_dir(job_id), EVENTS), os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = private_fd(os.path.join(self.job_dir(job_id), EVENTS), os.O_RDWR | os.O_APPEND)
         try:
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
@@ -202,7 +266,7 @@ class DurableStore:
         if another process holds it. Pass the descriptor to :meth:`spawn` to hand the lock over,
         with ``own=False``: the lock then names no pid (:meth:`driver_pid` says -1) until the
         driver writes its own, so nobody signals the caller for the driver."""
-        fd = os.open(os.path.join(self.job_dir(job_id), LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = private_fd(os.path.join(self.job_dir(job_id), LOCK), os.O_RDWR)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -242,7 +306,7 @@ class DurableStore:
         ``lock_fd`` (from :meth:`take_driver_lock`) is inherited by the driver under the same
         number, so the lock passes to it with no moment where nobody holds it (the caller then
         closes its copy); the driver adopts it with ``driver_lock(job_id, fd=lock_fd)``."""
-        with open(os.path.join(self.job_dir(job_id), LOG), "ab") as log:
+        with open(private_fd(os.path.join(self.job_dir(job_id), LOG), os.O_WRONLY | os.O_APPEND), "ab") as log:
             proc = subprocess.Popen(
                 [sys.executable, *argv],
                 stdin=subprocess.DEVNULL,
@@ -258,9 +322,14 @@ class DurableStore:
     def resume(self, job_id: str, argv: Sequence[str], finished: bool, cwd: str | None = None) -> bool:
         """Starts the job's driver again if it is not ``finished`` and no driver runs; True if started.
 
-        Safe against races: two callers may both start one, the second exits at once (the lock)."""
+        Safe against races: two callers may both start one, the second exits at once (the lock).
+
+        Raises:
+            UnsafeJobError: another user can write the job's spec, journal or directory
+        """
         if finished or self.driver_pid(job_id) is not None:
             return False
+        self.check_private(job_id)  # the spec says what runs
         if cwd is not None and not os.path.isdir(cwd):
             cwd = None
         self.spawn(job_id, argv, cwd)
