@@ -64,3 +64,36 @@ def test_appwrapper_status_and_tasks() -> None:
         "running": 2,
         "pending": 1,
     }
+
+
+def test_coscheduler_gets_a_pod_group_per_role() -> None:
+    from torchx.schedulers.kubernetes_mcad_scheduler import create_pod_group
+
+    wrapper = app_to_resource(app(), namespace="team", coscheduler_name="scheduler-plugins-scheduler")
+    items = [i["generictemplate"] for i in wrapper["spec"]["resources"]["GenericItems"]]
+    (group,) = [i for i in items if i["kind"] == "PodGroup"]
+    assert group["spec"]["minMember"] == 3
+    pods = [i for i in items if i["kind"] == "Pod"]
+    assert {p["metadata"]["labels"]["pod-group.scheduling.sigs.k8s.io"] for p in pods} == {group["metadata"]["name"]}
+    assert all(p["spec"]["schedulerName"] == "scheduler-plugins-scheduler" for p in pods)
+    item = create_pod_group(app(), app().roles[0], 0, "team", "trainer-abc")
+    assert item["generictemplate"]["metadata"]["name"] == "trainer-abc-pg0"
+
+
+def test_small_helpers() -> None:
+    from torchx.schedulers.kubernetes_mcad_scheduler import (
+        cleanup_str,
+        enable_retry,
+        get_unique_truncated_appid,
+        mcad_svc,
+    )
+
+    assert cleanup_str("-1Foo_Bar-2") == "foobar-2"
+    name = get_unique_truncated_appid(specs.AppDef("x" * 100, roles=[specs.Role("r", image="i")]))
+    assert len(name) <= 63 and name == cleanup_str(name)
+    spec: dict[str, object] = {}
+    enable_retry(spec, 3, 4)
+    assert spec["schedulingSpec"] == {"minAvailable": 4, "requeuing": {"maxNumRequeuings": 3}}
+    svc = mcad_svc(app(), "trainer-abc", "team", "29500")
+    assert svc["kind"] == "Service" and svc["spec"]["clusterIP"] == "None"
+    assert svc["spec"]["ports"][0]["port"] == 29500

@@ -6,6 +6,7 @@ Code written for TorchX imports from here (through core's import hook) unchanged
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -14,10 +15,11 @@ from torchx.schedulers.structured_opts import typed_dict
 from torchx.specs.roles import AppDef, Resource, Role
 from torchx.specs.status import AppState
 
+from torchx_sched_k8s import names
 from torchx_sched_k8s.names import LABEL_ROLE_NAME
 from torchx_sched_k8s.opts import MCADOpts
 from torchx_sched_k8s.request import KubernetesRequest as KubernetesMCADJob
-from torchx_sched_k8s.request import build_mcad
+from torchx_sched_k8s.request import _factories, _service, build_mcad, pod_group, pod_group_name
 from torchx_sched_k8s.scheduler import KubernetesMCADScheduler
 from torchx_sched_k8s.scheduler import create_mcad_scheduler as create_scheduler
 from torchx_sched_k8s.status import MCAD_STATES
@@ -52,6 +54,41 @@ def app_to_resource(
         priority=priority,
     )
     return build_mcad(app, opts).objects[0]
+
+
+def cleanup_str(data: str) -> str:
+    """``data`` lower-cased with every character but ``[a-z0-9-]`` removed, without a leading
+    ``-`` or digits (a name Kubernetes accepts)."""
+    return re.sub(r"[^a-z0-9-]", "", data.lower().removeprefix("-")).lstrip("0123456789")
+
+
+def get_unique_truncated_appid(app: AppDef) -> str:
+    """A unique Kubernetes name for ``app`` short enough for every object made from it (the
+    AppWrapper, its Service, ``<name>-pg<role>`` PodGroups): at most 63 characters."""
+    return names.app_name(app.name)
+
+
+def enable_retry(job_spec: dict[str, Any], appwrapper_retries: int, total_pods: int) -> None:
+    """Sets ``job_spec["schedulingSpec"]``: dispatch when ``total_pods`` fit, requeue a failed
+    wrapper up to ``appwrapper_retries`` times."""
+    job_spec["schedulingSpec"] = {"minAvailable": total_pods, "requeuing": {"maxNumRequeuings": appwrapper_retries}}
+
+
+def create_pod_group(app: AppDef, role: Role, role_idx: int, namespace: str, app_id: str) -> dict[str, Any]:
+    """The AppWrapper generic item of role ``role_idx``'s PodGroup (``<app_id>-pg<role_idx>``),
+    as ``kubernetes_mcad`` adds it when ``coscheduler_name`` is set."""
+    factory = _factories(app, app_id, MCADOpts(namespace=namespace), "Never")[role_idx]
+    return {"replicas": 1, "generictemplate": pod_group(pod_group_name(app_id, role_idx), namespace, factory)}
+
+
+def mcad_svc(app: AppDef, svc_name: str, namespace: str, service_port: str | None = None) -> dict[str, Any]:
+    """The headless Service of the app's pods (``<hostname>.<svc_name>`` resolves each replica),
+    with the roles' ports, or ``service_port`` alone when given."""
+    service = _service(svc_name, namespace, _factories(app, svc_name, MCADOpts(namespace=namespace), "Never"))
+    if service_port is not None:
+        port = int(service_port)
+        service["spec"]["ports"] = [{"name": "port", "port": port, "targetPort": port}]
+    return service
 
 
 def get_port_for_service(app: AppDef) -> str:
@@ -136,6 +173,11 @@ __all__ = [
     "KubernetesMCADOpts",
     "KubernetesMCADScheduler",
     "app_to_resource",
+    "cleanup_str",
+    "create_pod_group",
+    "enable_retry",
+    "get_unique_truncated_appid",
+    "mcad_svc",
     "create_scheduler",
     "get_appwrapper_status",
     "get_port_for_service",
