@@ -97,3 +97,21 @@ def test_small_helpers() -> None:
     svc = mcad_svc(app(), "trainer-abc", "team", "29500")
     assert svc["kind"] == "Service" and svc["spec"]["clusterIP"] == "None"
     assert svc["spec"]["ports"][0]["port"] == 29500
+
+
+def test_role_to_pod_and_object_labels() -> None:
+    from torchx.schedulers.kubernetes_mcad_scheduler import object_labels, role_to_pod
+
+    role = app().roles[0]
+    pod = role_to_pod(
+        "worker-0", role, "sa", image_secret="regcred", coscheduler_name="cs", priority_class_name="hi", network="n1"
+    )
+    assert pod["kind"] == "Pod"
+    spec = pod["spec"]
+    assert spec["serviceAccountName"] == "sa"
+    assert spec["imagePullSecrets"] == [{"name": "regcred"}]
+    assert spec["schedulerName"] == "cs" and spec["priorityClassName"] == "hi"
+    assert pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] == "n1"
+    assert spec["containers"][0]["image"] == "img:1"
+    labels = object_labels(app(), "trainer-abc")
+    assert labels and all(isinstance(v, str) for v in labels.values())

@@ -18,8 +18,8 @@ from torchx.specs.status import AppState
 from torchx_sched_k8s import names
 from torchx_sched_k8s.names import LABEL_ROLE_NAME
 from torchx_sched_k8s.opts import MCADOpts
+from torchx_sched_k8s.request import MULTUS_NETWORKS, _factories, _service, build_mcad, pod_group, pod_group_name
 from torchx_sched_k8s.request import KubernetesRequest as KubernetesMCADJob
-from torchx_sched_k8s.request import _factories, _service, build_mcad, pod_group, pod_group_name
 from torchx_sched_k8s.scheduler import KubernetesMCADScheduler
 from torchx_sched_k8s.scheduler import create_mcad_scheduler as create_scheduler
 from torchx_sched_k8s.status import MCAD_STATES
@@ -89,6 +89,37 @@ def mcad_svc(app: AppDef, svc_name: str, namespace: str, service_port: str | Non
         port = int(service_port)
         service["spec"]["ports"] = [{"name": "port", "port": port, "targetPort": port}]
     return service
+
+
+def role_to_pod(
+    name: str,
+    role: Role,
+    service_account: str | None,
+    image_secret: str | None = None,
+    coscheduler_name: str | None = None,
+    priority_class_name: str | None = None,
+    network: str | None = None,
+) -> dict[str, Any]:
+    """The ``v1`` Pod manifest of one replica of ``role`` (a plain dict), with the MCAD pod
+    options: pull secret, co-scheduler, priority class and multus network."""
+    from torchx_sched_k8s.compat_kubernetes import role_to_pod as plain_pod
+
+    pod = plain_pod(name, role, service_account)
+    spec = pod["spec"]
+    if image_secret:
+        spec["imagePullSecrets"] = [{"name": image_secret}]
+    if coscheduler_name:
+        spec["schedulerName"] = coscheduler_name
+    if priority_class_name:
+        spec["priorityClassName"] = priority_class_name
+    if network:
+        pod["metadata"]["annotations"] = {**pod["metadata"]["annotations"], MULTUS_NETWORKS: network}
+    return pod
+
+
+def object_labels(app: AppDef, app_id: str) -> dict[str, str]:
+    """The labels of the objects of the app named ``app_id`` (its Kubernetes name)."""
+    return dict(_factories(app, app_id, MCADOpts(), "Never")[0].base_labels)
 
 
 def get_port_for_service(app: AppDef) -> str:
@@ -178,6 +209,8 @@ __all__ = [
     "enable_retry",
     "get_unique_truncated_appid",
     "mcad_svc",
+    "object_labels",
+    "role_to_pod",
     "create_scheduler",
     "get_appwrapper_status",
     "get_port_for_service",
