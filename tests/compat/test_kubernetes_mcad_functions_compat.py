@@ -115,3 +115,11 @@ def test_role_to_pod_and_object_labels() -> None:
     assert spec["containers"][0]["image"] == "img:1"
     labels = object_labels(app(), "trainer-abc")
     assert labels and all(isinstance(v, str) for v in labels.values())
+
+
+def test_pod_labels() -> None:
+    from torchx.schedulers.kubernetes_mcad_scheduler import pod_labels
+
+    labels = pod_labels(app(), 0, app().roles[0], 2, "cs", "trainer-abc")
+    assert labels["pod-group.scheduling.sigs.k8s.io"] == "trainer-abc-pg0"
+    assert "pod-group.scheduling.sigs.k8s.io" not in pod_labels(app(), 0, app().roles[0], 2, None, "trainer-abc")

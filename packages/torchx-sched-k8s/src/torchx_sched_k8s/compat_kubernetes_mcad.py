@@ -18,7 +18,15 @@ from torchx.specs.status import AppState
 from torchx_sched_k8s import names
 from torchx_sched_k8s.names import LABEL_ROLE_NAME
 from torchx_sched_k8s.opts import MCADOpts
-from torchx_sched_k8s.request import MULTUS_NETWORKS, _factories, _service, build_mcad, pod_group, pod_group_name
+from torchx_sched_k8s.request import (
+    LABEL_POD_GROUP,
+    MULTUS_NETWORKS,
+    _factories,
+    _service,
+    build_mcad,
+    pod_group,
+    pod_group_name,
+)
 from torchx_sched_k8s.request import KubernetesRequest as KubernetesMCADJob
 from torchx_sched_k8s.scheduler import KubernetesMCADScheduler
 from torchx_sched_k8s.scheduler import create_mcad_scheduler as create_scheduler
@@ -122,6 +130,18 @@ def object_labels(app: AppDef, app_id: str) -> dict[str, str]:
     return dict(_factories(app, app_id, MCADOpts(), "Never")[0].base_labels)
 
 
+def pod_labels(
+    app: AppDef, role_idx: int, role: Role, replica_id: int, coscheduler_name: str | None, app_id: str
+) -> dict[str, str]:
+    """The labels of replica ``replica_id`` of ``app.roles[role_idx]`` in the app named ``app_id``;
+    with a co-scheduler also the label naming the role's PodGroup. ``role`` is accepted for
+    TorchX's signature; the role is ``app.roles[role_idx]``."""
+    labels = dict(_factories(app, app_id, MCADOpts(), "Never")[role_idx].labels(replica_id))
+    if coscheduler_name is not None:
+        labels[LABEL_POD_GROUP] = pod_group_name(app_id, role_idx)
+    return labels
+
+
 def get_port_for_service(app: AppDef) -> str:
     """The port the app's Service exposes: the last port of the roles' ``port_map`` (TorchX's
     rule), 29500 when none is mapped or the port is out of range (with a warning)."""
@@ -210,6 +230,7 @@ __all__ = [
     "get_unique_truncated_appid",
     "mcad_svc",
     "object_labels",
+    "pod_labels",
     "role_to_pod",
     "create_scheduler",
     "get_appwrapper_status",
