@@ -140,7 +140,7 @@ class Dashboard:
                     elif kind == "error":
                         chunk.append(f"event: error\ndata: {json.dumps({'error': value})}\n\n")
                     else:
-                        state = await run_in_threadpool(self.service.state, handle)
+                        state = await run_in_threadpool(self.service.end_state, handle)
                         chunk.append(f"event: end\ndata: {json.dumps({'state': state})}\n\n")
                         yield "".join(chunk)
                         return

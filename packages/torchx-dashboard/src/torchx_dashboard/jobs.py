@@ -391,9 +391,11 @@ class JobService:
         except UnknownAppException:
             raise NotFound(f"unknown job {handle}") from None
 
-    def state(self, handle: str) -> str:
-        """The job's state name (``UNKNOWN`` if the scheduler forgot it)."""
-        status = self.runner.status(handle)
+    def end_state(self, handle: str, timeout: float = 10) -> str:
+        """The job's state once its log ended: its final state, waited for up to ``timeout`` s
+        (a replica's output closes a moment before its scheduler records the end); ``UNKNOWN``
+        if the scheduler forgot the job."""
+        status = self.runner.wait(handle, wait_interval=0.2, timeout=timeout)
         return status.state.name if status else "UNKNOWN"
 
 
