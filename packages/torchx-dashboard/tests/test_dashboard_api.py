@@ -15,10 +15,8 @@ import pytest
 from starlette.testclient import TestClient
 from torchx.runner import Runner
 from torchx.testing import python_app
-
 from torchx_dashboard.app import create_app
 from torchx_dashboard.jobs import JobService
-
 
 
 def enc(handle: str) -> str:
