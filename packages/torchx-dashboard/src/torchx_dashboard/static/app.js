@@ -177,7 +177,7 @@ function renderJob(handle) {
       el("h1", { id: "job-title" }, job.handle, " ", badge(job.state)),
       job.msg ? el("p", { id: "job-msg" }, job.msg) : "",
       job.structured_error_msg ? el("pre", {}, job.structured_error_msg) : "",
-      actions(job));
+      actions(job, load));
     details.replaceChildren(...jobDetails(job));
     if (!logsBuilt && job.logs) { logsBuilt = true; buildLogView(logs, job); }
     if (!job.logs) logs.replaceChildren(el("h2", {}, "Log"), el("p", { class: "muted" }, "this scheduler keeps no logs torchx can read"));
@@ -189,7 +189,7 @@ function renderJob(handle) {
   load();
 }
 
-function actions(job) {
+function actions(job, reload) {
   if (!job.can_cancel && !job.can_delete) return "";
   const out = el("div", { class: "actions" });
   const act = async (what, method, suffix) => {
@@ -197,7 +197,7 @@ function actions(job) {
     try {
       await api(apiJob(job.handle, suffix), { method: method });
       if (what === "Delete") location.hash = "#/";
-      else route();
+      else reload();  // the log stream goes on and reports the end
     } catch (e) {
       out.append(errorBox(`${what} failed: ${e.message}`));
     }
@@ -417,12 +417,12 @@ function plot(trials, param, metric) {
   const sx = (v) => L + (v - x0) / (x1 - x0) * (W - L - R);
   const sy = (v) => H - B - (v - y0) / (y1 - y0) * (H - T - B);
   const short = (v) => Math.abs(v) >= 1e4 || (Math.abs(v) < 1e-2 && v !== 0) ? v.toExponential(1) : String(+v.toFixed(2));
-  for (let i = 0; i <= 4; i++) {
-    const yv = y0 + (y1 - y0) * i / 4;
+  for (const yv of niceTicks(y0, y1)) {
     root.append(svg("line", { x1: L, x2: W - R, y1: sy(yv), y2: sy(yv), class: "grid" }));
     root.append(svg("text", { x: L - 4, y: sy(yv) + 4, "text-anchor": "end" }, short(yv)));
   }
-  const ticks = numeric ? [0, 1, 2, 3, 4].map((i) => x0 + (x1 - x0) * i / 4) : cats.map((_, i) => i);
+  const distinct = [...new Set(xs)].sort((a, b) => a - b);
+  const ticks = !numeric ? cats.map((_, i) => i) : distinct.length <= 8 ? distinct : niceTicks(x0, x1);
   for (const xv of ticks) {
     root.append(svg("text", { x: sx(xv), y: H - B + 14, "text-anchor": "middle" }, numeric ? short(xv) : cats[xv]));
   }
@@ -437,6 +437,16 @@ function plot(trials, param, metric) {
     root.append(dot);
   });
   return root;
+}
+
+// Round tick values (steps of 1, 2 or 5 times a power of ten) inside [lo, hi], about five of them.
+function niceTicks(lo, hi) {
+  const raw = (hi - lo) / 5;
+  const power = Math.pow(10, Math.floor(Math.log10(raw)));
+  const step = [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw) || raw;
+  const out = [];
+  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(+v.toFixed(12));
+  return out;
 }
 
 // ---------------------------------------------------------------- routing
