@@ -62,7 +62,9 @@ def booth_sweep(runner: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
     # the trials run `python -m torchx_components.apps.booth`: this interpreter's
     monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
-    Path(".torchxconfig").write_text(f"[torchx:tracker]\nfsspec =\n\n[tracker:fsspec]\nconfig = {tmp_path / 'tracker'}\n")
+    Path(".torchxconfig").write_text(
+        f"[torchx:tracker]\nfsspec =\n\n[tracker:fsspec]\nconfig = {tmp_path / 'tracker'}\n"
+    )
     sweep = run_sweep(runner, "utils.booth", [], {"x1": ["0", "1", "2"], "x2": ["2", "3"]}, "local_cwd", max_parallel=3)
     assert sweep.wait(timeout=180)["state"] == "SUCCEEDED"
     return sweep

@@ -153,7 +153,9 @@ def test_logs_as_text_with_regex_and_role(client: TestClient, jobs: dict[str, st
         ({"role": "nope"}, 404, "has no role 'nope'"),
     ],
 )
-def test_bad_log_parameters(client: TestClient, jobs: dict[str, str], params: dict[str, str], status: int, says: str) -> None:
+def test_bad_log_parameters(
+    client: TestClient, jobs: dict[str, str], params: dict[str, str], status: int, says: str
+) -> None:
     response = client.get(f"/api/jobs/{enc(jobs['ok'])}/logs", params=params)
     assert response.status_code == status
     assert says in response.json()["error"]

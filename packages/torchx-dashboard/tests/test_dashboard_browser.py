@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 import httpx2 as httpx
 import pytest
+from torchx.specs import Resource
 from torchx.testing import command_app, live_backend_env, require_answer, unavailable
 
 pytestmark = pytest.mark.browser
@@ -72,7 +73,9 @@ def row(page: Any, handle: str) -> Any:
     return page.locator(f'#jobs-body tr[data-handle="{handle}"]')
 
 
-def test_job_table_shows_states_and_filters(page: Any, dashboard: Any, jobs: dict[str, str], script: str, shots: Path) -> None:
+def test_job_table_shows_states_and_filters(
+    page: Any, dashboard: Any, jobs: dict[str, str], script: str, shots: Path
+) -> None:
     server = dashboard("-s", "local_cwd")
     page.goto(server.url)
     expected = {"ok": "SUCCEEDED", "bad": "FAILED", "live": "RUNNING", "script": "SUCCEEDED"}
@@ -129,7 +132,9 @@ def test_a_running_jobs_new_lines_appear_and_cancel_makes_it_cancelled(
     assert "CANCELLED" in status.stdout, status.stdout + status.stderr
 
 
-def test_dismissing_the_confirmation_cancels_nothing(page: Any, dashboard: Any, runner: Any, jobs: dict[str, str]) -> None:
+def test_dismissing_the_confirmation_cancels_nothing(
+    page: Any, dashboard: Any, runner: Any, jobs: dict[str, str]
+) -> None:
     server = dashboard("-s", "local_cwd")
     page.goto(job_url(server, jobs["live"]))
     page.wait_for_selector("#cancel")
@@ -139,7 +144,9 @@ def test_dismissing_the_confirmation_cancels_nothing(page: Any, dashboard: Any, 
     assert runner.status(jobs["live"]).state.name == "RUNNING"
 
 
-def test_read_only_has_no_buttons_and_the_api_refuses(page: Any, dashboard: Any, runner: Any, jobs: dict[str, str]) -> None:
+def test_read_only_has_no_buttons_and_the_api_refuses(
+    page: Any, dashboard: Any, runner: Any, jobs: dict[str, str]
+) -> None:
     server = dashboard("-s", "local_cwd", "--read-only")
     page.goto(job_url(server, jobs["live"]))
     expect(page.locator("#log")).to_contain_text("tick")
@@ -198,7 +205,11 @@ def test_the_sweep_page_plots_the_metric_against_each_parameter(
 
 @pytest.mark.slurm
 def test_a_job_on_the_live_slurm_cluster_shows_beside_local_ones(
-    page: Any, dashboard: Any, runner: Any, jobs: dict[str, str], tmp_path_factory: pytest.TempPathFactory,
+    page: Any,
+    dashboard: Any,
+    runner: Any,
+    jobs: dict[str, str],
+    tmp_path_factory: pytest.TempPathFactory,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     env = live_backend_env("TORCHX_TEST_SLURM", "slurm")
@@ -206,14 +217,24 @@ def test_a_job_on_the_live_slurm_cluster_shows_beside_local_ones(
         if env.get(key):
             monkeypatch.setenv(key, env[key])
     require_answer(["scontrol", "ping"], "slurmctld", lambda out, _: "is UP" in out, timeout=10)
-    cfg = {"partition": env.get("TORCHX_TEST_SLURM_PARTITION", "debug"), "job_dir": str(tmp_path_factory.mktemp("slurm-dash"))}
-    app = command_app("echo", "hello from slurm", name="dash-slurm", image=cfg["job_dir"])
+    cfg = {
+        "partition": env.get("TORCHX_TEST_SLURM_PARTITION", "debug"),
+        "job_dir": str(tmp_path_factory.mktemp("slurm-dash")),
+    }
+    app = command_app(
+        "echo",
+        "hello from slurm",
+        name="dash-slurm",
+        role="dash-slurm",
+        image=cfg["job_dir"],
+        resource=Resource(cpu=1, gpu=0, memMB=100),
+    )
     handle = runner.run(app, "slurm", cfg)
     status = runner.wait(handle, wait_interval=1, timeout=180)
     assert status is not None and status.state.name == "SUCCEEDED"
 
     server = dashboard("-s", "local_cwd", "-s", "slurm")
-    page.goto(server.url + "#/?scheduler=slurm&q=dash-slurm")
+    page.goto(server.url + "#/?scheduler=slurm&q=" + quote(handle, safe=""))  # slurm lists apps by role name
     assert row(page, handle).locator(".state").inner_text() == "SUCCEEDED"
     page.goto(server.url)
     assert row(page, jobs["live"]).locator(".state").inner_text() == "RUNNING"

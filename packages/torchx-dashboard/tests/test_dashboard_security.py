@@ -15,7 +15,6 @@ import httpx2 as httpx
 import pytest
 from starlette.testclient import TestClient
 from torchx.runner import Runner
-
 from torchx_dashboard.app import create_app
 from torchx_dashboard.jobs import JobService
 from torchx_dashboard.security import cookie_name
@@ -80,7 +79,11 @@ def test_the_tokened_url_sets_the_cookie_that_then_suffices(token_client: TestCl
 
 
 def test_cross_site_state_changes_are_refused(open_client: TestClient) -> None:
-    for headers in ({"origin": "http://evil.example"}, {"sec-fetch-site": "cross-site"}, {"sec-fetch-site": "same-site"}):
+    for headers in (
+        {"origin": "http://evil.example"},
+        {"sec-fetch-site": "cross-site"},
+        {"sec-fetch-site": "same-site"},
+    ):
         response = open_client.post(JOB, headers=headers)
         assert response.status_code == 403, headers
         assert "refused" in response.json()["error"]
@@ -94,7 +97,10 @@ def test_cross_site_state_changes_are_refused(open_client: TestClient) -> None:
 def test_cross_site_is_refused_even_with_the_token(token_client: TestClient) -> None:
     bearer = {"authorization": f"Bearer {TOKEN}"}
     assert token_client.post(JOB, headers={**bearer, "origin": "http://evil.example"}).status_code == 403
-    assert token_client.delete(JOB[: -len("/cancel")], headers={**bearer, "sec-fetch-site": "cross-site"}).status_code == 403
+    assert (
+        token_client.delete(JOB[: -len("/cancel")], headers={**bearer, "sec-fetch-site": "cross-site"}).status_code
+        == 403
+    )
 
 
 def test_a_non_loopback_bind_needs_the_generated_token(dashboard: Any) -> None:
@@ -144,7 +150,10 @@ def test_a_port_in_use_is_reported() -> None:
         busy.listen(1)
         port = busy.getsockname()[1]
         proc = subprocess.run(
-            [sys.executable, "-m", "torchx", "dashboard", "--port", str(port)], capture_output=True, text=True, timeout=60
+            [sys.executable, "-m", "torchx", "dashboard", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
     assert proc.returncode != 0
     assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr
