@@ -35,7 +35,9 @@ def client(runner: Runner) -> Iterator[TestClient]:
 
 
 def test_lists_jobs_with_their_states(client: TestClient, jobs: dict[str, str], script: str) -> None:
-    body = client.get("/api/jobs").json()
+    response = client.get("/api/jobs")
+    assert response.headers["server-timing"].startswith("list;dur=")
+    body = response.json()
     states = {j["handle"]: j["state"] for j in body["jobs"]}
     assert states[jobs["ok"]] == "SUCCEEDED"
     assert states[jobs["bad"]] == "FAILED"

@@ -19,6 +19,7 @@ import asyncio
 import json
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from importlib.resources import files
@@ -74,9 +75,12 @@ class Dashboard:
         )
 
     async def jobs(self, request: Request) -> Response:
+        started = time.perf_counter()
         query = ListQuery.parse(request.query_params)
         result = await run_in_threadpool(self.service.list_jobs, query)
-        return json_response(result.as_json())
+        response = json_response(result.as_json())
+        response.headers["server-timing"] = f"list;dur={(time.perf_counter() - started) * 1000:.1f}"
+        return response
 
     async def job(self, request: Request) -> Response:
         parts = _segments(request, "/api/jobs/")

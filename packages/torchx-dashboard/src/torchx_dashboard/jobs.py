@@ -143,6 +143,15 @@ class JobService:
         self._trackers: list[Any] | None = None
         self._lock = threading.Lock()
 
+    def warm_up(self) -> None:
+        """Creates the shown schedulers now (plugin discovery, imports), so the first page does not
+        pay for it; one that cannot be created is reported when the jobs are listed."""
+        for name in self.schedulers:
+            try:
+                self._capabilities(name)
+            except Exception:
+                continue
+
     def close(self) -> None:
         """Stops the listing threads and closes the runner's schedulers."""
         self._pool.shutdown(wait=False, cancel_futures=True)

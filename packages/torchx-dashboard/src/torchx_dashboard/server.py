@@ -75,6 +75,7 @@ def serve(host: str, port: int, token: str | None, read_only: bool, schedulers: 
     except BadRequest as e:
         raise DashboardSetupError(str(e)) from None
     sock = bind(host, port)
+    service.warm_up()
     port = sock.getsockname()[1]
     app = create_app(service, required, port)
     where = url_of(host, port, required)
