@@ -207,6 +207,14 @@ function actions(job, reload) {
   return out;
 }
 
+function resourceText(res) {
+  const parts = [];
+  if (res.cpu >= 0) parts.push(`cpu ${res.cpu}`);
+  if (res.gpu >= 0) parts.push(`gpu ${res.gpu}`);
+  if (res.memMB >= 0) parts.push(`${res.memMB} MB`);
+  return parts.length ? parts.join(", ") : "not set";
+}
+
 function jobDetails(job) {
   const out = [];
   const facts = el("dl", { class: "kv" },
@@ -234,7 +242,7 @@ function jobDetails(job) {
 
   const roleRows = job.roles.filter((r) => r.entrypoint !== undefined).map((r) => el("tr", {},
     el("td", {}, r.name), el("td", { class: "handle" }, r.image), el("td", { class: "handle" }, [r.entrypoint, ...r.args].join(" ")),
-    el("td", {}, r.num_replicas), el("td", {}, `cpu ${r.resource.cpu}, gpu ${r.resource.gpu}, ${r.resource.memMB} MB`)));
+    el("td", {}, r.num_replicas), el("td", {}, resourceText(r.resource))));
   if (roleRows.length) {
     out.push(el("h2", {}, "Roles"), el("table", { id: "roles" },
       el("thead", {}, el("tr", {}, ["Role", "Image", "Command", "Replicas", "Resource"].map((h) => el("th", {}, h)))),
@@ -262,7 +270,7 @@ function jobDetails(job) {
     for (const e of job.tracker.errors || []) out.push(errorBox(e));
   }
 
-  out.push(el("h2", {}, "Request"));
+  out.push(el("h2", {}, "Request"), el("p", { class: "muted" }, "what the job's roles submit to " + job.scheduler + " (a dry run of its description)"));
   out.push(job.request ? el("pre", { id: "request" }, job.request) : el("p", { class: "muted" }, job.request_error || "no request"));
   return out;
 }
