@@ -169,7 +169,7 @@ class JobService:
 
     def _capabilities(self, name: str) -> Any:
         with self._lock:  # the runner creates each scheduler once; do not race two creations
-            return self.runner._scheduler(name).capabilities
+            return self.runner.get_scheduler(name).capabilities
 
     # ------------------------------------------------------------------ listing
     def _list_one(self, name: str) -> list[dict[str, Any]]:
