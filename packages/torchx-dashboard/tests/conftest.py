@@ -26,6 +26,28 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", marker)
 
 
+#: where the browser tests write screenshots, once one asked for the directory
+_SCREENSHOTS: list[Path] = []
+
+
+@pytest.fixture(scope="session")
+def shots() -> Path:
+    """Where screenshots go: ``$TORCHX_SCREENSHOT_DIR``, default ``test-output/screenshots`` in the
+    repository root (created; printed in the run's summary)."""
+    root = Path(__file__).resolve().parents[3]
+    path = Path(os.environ.get("TORCHX_SCREENSHOT_DIR") or root / "test-output" / "screenshots")
+    path.mkdir(parents=True, exist_ok=True)
+    _SCREENSHOTS.append(path)
+    return path
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Prints the screenshot directory (and what is in it) so a reviewer can find the pictures."""
+    for path in _SCREENSHOTS:
+        names = ", ".join(sorted(p.name for p in path.glob("*.png")))
+        terminalreporter.write_line(f"dashboard screenshots in {path}: {names}")
+
+
 @pytest.fixture(autouse=True)
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Runs each test in ``tmp_path/work`` with its own HOME, local-job and sweep state."""

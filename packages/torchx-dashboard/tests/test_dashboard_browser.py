@@ -2,7 +2,7 @@
 read-only mode, escaping, sweeps, a job on the live Slurm cluster; screenshots for a reviewer.
 
 Screenshots go to ``$TORCHX_SCREENSHOT_DIR`` (default ``test-output/screenshots`` in the repository
-root); the directory is printed.
+root); the directory is printed at the end of the run (see ``shots`` in conftest.py).
 """
 
 from __future__ import annotations
@@ -26,17 +26,6 @@ from torchx.testing import command_app, live_backend_env, require_answer, unavai
 pytestmark = pytest.mark.browser
 playwright = pytest.importorskip("playwright.sync_api")
 expect = playwright.expect
-
-ROOT = Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture(scope="session")
-def shots() -> Path:
-    """Where screenshots go (created; printed once)."""
-    path = Path(os.environ.get("TORCHX_SCREENSHOT_DIR") or ROOT / "test-output" / "screenshots")
-    path.mkdir(parents=True, exist_ok=True)
-    print(f"\nscreenshots: {path}", file=sys.stderr)
-    return path
 
 
 @pytest.fixture(scope="session")
