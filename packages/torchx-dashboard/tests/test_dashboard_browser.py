@@ -21,7 +21,7 @@ from urllib.parse import quote
 import httpx2 as httpx
 import pytest
 from torchx.specs import Resource
-from torchx.testing import command_app, live_backend_env, require_answer, unavailable
+from torchx.testing import command_app, live_backend_env, python_app, require_answer, unavailable
 
 pytestmark = pytest.mark.browser
 playwright = pytest.importorskip("playwright.sync_api")
@@ -170,6 +170,28 @@ def test_the_failed_job_page(page: Any, dashboard: Any, jobs: dict[str, str]) ->
     assert page.locator("#replicas tbody tr .state").inner_text() == "FAILED"
     assert page.locator("#cancel").count() == 0  # it ended: nothing to cancel
     assert page.locator("#delete").count() == 1
+
+
+def test_attempts_in_a_description_are_a_table_linking_each_attempt(page: Any, dashboard: Any, runner: Any) -> None:
+    first = runner.run(python_app("import sys; sys.exit(1)", name="attempt"), "local_cwd")
+    app = python_app("pass", name="managed-like")
+    app.metadata = {  # the shape torchx-managed's describe gives
+        "attempts": [
+            {"handle": first, "scheduler": "local_cwd", "state": "FAILED", "cause": "APP_ERROR", "exit_code": 1},
+            {"handle": "local_cwd://torchx/second", "state": "SUCCEEDED", "zone": "<i>b</i>"},
+        ]
+    }
+    handle = runner.run(app, "local_cwd")
+    server = dashboard("-s", "local_cwd")
+    page.goto(job_url(server, handle))
+    rows = page.locator("#attempts tbody tr")
+    expect(rows).to_have_count(2)
+    headers = page.locator("#attempts thead th").all_inner_texts()
+    assert headers == ["#", "handle", "scheduler", "state", "cause", "exit_code", "zone"]
+    assert rows.nth(0).locator(".state").inner_text() == "FAILED"
+    assert rows.nth(1).locator("td").last.inner_text() == "<i>b</i>"
+    rows.nth(0).locator("a").click()
+    expect(page.locator("#job-title")).to_contain_text(first)
 
 
 def test_the_sweep_page_plots_the_metric_against_each_parameter(

@@ -250,7 +250,9 @@ function jobDetails(job) {
   }
 
   if (job.attempts && job.attempts.length) {
-    const keys = ["handle", "scheduler", "state", "cause", "exit_code", "started", "ended"];
+    const preferred = ["handle", "scheduler", "state", "cause", "exit_code", "started", "ended"];
+    const seen = new Set(job.attempts.flatMap((a) => (a && typeof a === "object" ? Object.keys(a) : [])));
+    const keys = [...preferred.filter((k) => seen.has(k)), ...[...seen].filter((k) => !preferred.includes(k)).sort()];
     out.push(el("h2", {}, "Attempts"), el("table", { id: "attempts" },
       el("thead", {}, el("tr", {}, el("th", {}, "#"), keys.map((k) => el("th", {}, k)))),
       el("tbody", {}, job.attempts.map((a, i) => el("tr", {}, el("td", {}, i + 1), keys.map((k) => el("td", {},
