@@ -111,6 +111,8 @@ def test_job_detail_has_roles_replicas_and_the_request(client: TestClient, jobs:
     assert "sys.exit(3)" in job["request"]
     assert job["can_cancel"] and job["can_delete"]
     assert job["attempts"] is None
+    refresh = client.get(f"/api/jobs/{enc(jobs['bad'])}", params={"request": "0"}).json()
+    assert refresh["request"] is None and refresh["state"] == "FAILED"
 
 
 def test_unknown_handle_is_404_and_malformed_400(client: TestClient, local: None) -> None:

@@ -2,7 +2,7 @@
 
     GET    /api/config                      read_only, schedulers, whether sweeps are installed
     GET    /api/jobs?scheduler=&state=&q=&sort=&offset=&limit=
-    GET    /api/jobs/{handle}               status, roles, replicas, request, tracker, attempts
+    GET    /api/jobs/{handle}?request=0     status, roles, replicas, request (not with 0), tracker, attempts
     GET    /api/jobs/{handle}/logs?role=&replica=&regex=&since=&follow=1
     POST   /api/jobs/{handle}/cancel
     DELETE /api/jobs/{handle}
@@ -89,7 +89,8 @@ class Dashboard:
             raise BadRequest("no app handle in the path: /api/jobs/{percent-encoded handle}")
         method = request.method
         if action == "" and method == "GET":
-            return json_response(await run_in_threadpool(self.service.job, handle))
+            with_request = request.query_params.get("request", "1") not in ("0", "false")
+            return json_response(await run_in_threadpool(self.service.job, handle, with_request))
         if action == "" and method == "DELETE":
             return json_response(await run_in_threadpool(self.service.delete, handle))
         if action == "cancel" and method == "POST":

@@ -240,9 +240,9 @@ class JobService:
         self._check_scheduler(parsed.scheduler_backend)
         return parsed.scheduler_backend
 
-    def job(self, handle: str) -> dict[str, Any]:
-        """Status and description of one job: roles with their replicas' states, the request, tracker
-        records and (with ``torchx-managed``) its attempts.
+    def job(self, handle: str, with_request: bool = True) -> dict[str, Any]:
+        """Status and description of one job: roles with their replicas' states, the request (unless
+        ``with_request`` is False: a refresh), tracker records and (with ``torchx-managed``) its attempts.
 
         Raises:
             BadRequest: malformed handle
@@ -261,7 +261,7 @@ class JobService:
                 roles.append({"name": name, "replicas": [_replica_json(x) for x in replicas]})
         metadata = dict(desc.metadata)
         attempts = metadata.pop("attempts", None)
-        request, request_error = self._request(handle, scheduler)
+        request, request_error = self._request(handle, scheduler) if with_request else (None, None)
         return {
             "handle": handle,
             "scheduler": scheduler,

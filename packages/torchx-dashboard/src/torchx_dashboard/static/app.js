@@ -168,7 +168,9 @@ function renderJob(handle) {
 
   async function load() {
     try {
-      job = await api(apiJob(handle));
+      const fresh = await api(apiJob(handle) + (job ? "?request=0" : ""));  // the request does not change
+      if (job) Object.assign(fresh, { request: job.request, request_error: job.request_error });
+      job = fresh;
     } catch (e) {
       head.replaceChildren(el("h1", {}, handle), errorBox(e.message));
       return;
