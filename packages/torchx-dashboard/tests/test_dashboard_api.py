@@ -3,7 +3,9 @@ stream against a real ``torchx dashboard``)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -97,6 +99,36 @@ def test_a_scheduler_that_fails_is_reported_while_the_others_list(
     assert {j["handle"] for j in body["jobs"]} == set(jobs.values())
     assert [e["scheduler"] for e in body["errors"]] == ["broken"]
     assert "state-is-a-file" in body["errors"][0]["error"]
+
+
+def test_a_scheduler_that_hangs_is_reported_after_the_timeout(
+    runner: Runner, jobs: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torchx_dashboard.jobs
+    from torchx_sched_local.local_scheduler import create_scheduler
+
+    monkeypatch.setattr(torchx_dashboard.jobs, "LIST_TIMEOUT", 1.0)
+    hung = tmp_path / "hung-state"
+    (hung / "stuck").mkdir(parents=True)
+    fifo = hung / "stuck" / "state.json"
+    os.mkfifo(fifo)  # reading this job's state blocks until someone writes: a listing that hangs for real
+    both = Runner(
+        "torchx",
+        {"local_cwd": create_scheduler, "hung": lambda session, **kw: create_scheduler(session, state_dir=str(hung))},
+    )
+    started = time.monotonic()
+    try:
+        with client_for(both) as c:
+            body = c.get("/api/jobs").json()
+        took = time.monotonic() - started
+    finally:
+        with contextlib.suppress(OSError):  # let the blocked read finish
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            os.write(fd, b"{}")
+            os.close(fd)
+    assert body["errors"] == [{"scheduler": "hung", "error": "no answer within 1 s"}]
+    assert {j["handle"] for j in body["jobs"]} == set(jobs.values())
+    assert took < 10
 
 
 def test_job_detail_has_roles_replicas_and_the_request(client: TestClient, jobs: dict[str, str]) -> None:

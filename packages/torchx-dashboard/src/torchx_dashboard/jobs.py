@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -142,10 +143,13 @@ class JobService:
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="torchx-dashboard-list")
         self._trackers: list[Any] | None = None
         self._lock = threading.Lock()
+        #: one lock per scheduler: the runner creates each once, and a slow one blocks no other
+        self._creating = {name: threading.Lock() for name in installed}
 
     def warm_up(self) -> None:
-        """Creates the shown schedulers now (plugin discovery, imports), so the first page does not
-        pay for it; one that cannot be created is reported when the jobs are listed."""
+        """Creates the shown schedulers (plugin discovery, imports) so the first page does not pay
+        for it (the server runs this in a thread at start-up); one that cannot be created is reported
+        when the jobs are listed."""
         for name in self.schedulers:
             try:
                 self._capabilities(name)
@@ -168,11 +172,22 @@ class JobService:
             raise NotFound(f"scheduler {name!r} is not shown here (shown: {', '.join(self.schedulers)})")
 
     def _capabilities(self, name: str) -> Any:
-        with self._lock:  # the runner creates each scheduler once; do not race two creations
+        with self._creating.get(name, self._lock):
             return self.runner.get_scheduler(name).capabilities
 
     # ------------------------------------------------------------------ listing
-    def _list_one(self, name: str) -> list[dict[str, Any]]:
+    def _list_one(self, name: str, explicit: bool) -> list[dict[str, Any]] | None:
+        """The jobs of one scheduler; None for one that cannot list and was not asked for by name.
+
+        Raises:
+            UnsupportedFeatureError: it cannot list, and was asked for by name
+        """
+        from torchx.schedulers.capabilities import UnsupportedFeatureError
+
+        if not self._capabilities(name).list:
+            if explicit:
+                raise UnsupportedFeatureError(f"scheduler {name!r} cannot list its jobs")
+            return None
         return [
             {
                 "handle": app.app_handle,
@@ -195,33 +210,30 @@ class JobService:
             if query.scheduler not in names:
                 raise BadRequest(f"unknown scheduler {query.scheduler!r}: use one of {', '.join(names)}")
             names = [query.scheduler]
+        explicit = self._explicit is not None or query.scheduler is not None
+        futures = {name: self._pool.submit(self._list_one, name, explicit) for name in names}
+        deadline = time.monotonic() + LIST_TIMEOUT  # one deadline for all: they list side by side
         errors: list[dict[str, str]] = []
-        listable = []
-        for name in names:
-            try:
-                caps = self._capabilities(name)
-            except Exception as e:
-                errors.append({"scheduler": name, "error": _error_text(e)})
-                continue
-            if caps.list:
-                listable.append(name)
-            elif self._explicit is not None or query.scheduler is not None:
-                errors.append({"scheduler": name, "error": f"scheduler {name!r} cannot list its jobs"})
-        futures = {name: self._pool.submit(self._list_one, name) for name in listable}
+        listed: list[str] = []
         jobs: list[dict[str, Any]] = []
         for name, future in futures.items():
             try:
-                jobs.extend(future.result(timeout=LIST_TIMEOUT))
+                found = future.result(timeout=max(0.0, deadline - time.monotonic()))
             except FutureTimeout:
                 errors.append({"scheduler": name, "error": f"no answer within {LIST_TIMEOUT:g} s"})
+                continue
             except Exception as e:
                 errors.append({"scheduler": name, "error": _error_text(e)})
+                continue
+            if found is not None:
+                listed.append(name)
+                jobs.extend(found)
         jobs = [j for j in jobs if _matches(j, query)]
         if query.sort is not None:
             key = query.sort
             jobs.sort(key=lambda j: (str(j[key]).lower(), j["handle"]), reverse=query.descending)
         page = jobs[query.offset : query.offset + query.limit]
-        return JobList(page, len(jobs), query.offset, query.limit, listable, errors)
+        return JobList(page, len(jobs), query.offset, query.limit, listed, errors)
 
     # ------------------------------------------------------------------ one job
     def parse_handle(self, handle: str) -> str:

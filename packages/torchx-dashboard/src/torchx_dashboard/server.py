@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 import socket
 import sys
+import threading
 from collections.abc import Sequence
 from urllib.parse import quote
 
@@ -75,7 +76,7 @@ def serve(host: str, port: int, token: str | None, read_only: bool, schedulers: 
     except BadRequest as e:
         raise DashboardSetupError(str(e)) from None
     sock = bind(host, port)
-    service.warm_up()
+    threading.Thread(target=service.warm_up, name="torchx-dashboard-warm-up", daemon=True).start()
     port = sock.getsockname()[1]
     app = create_app(service, required, port)
     where = url_of(host, port, required)
