@@ -227,7 +227,13 @@ def k8s(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             "core": core,
             "kubelet": env.get("TORCHX_TEST_K8S_KUBELET"),
             "image": env.get("TORCHX_TEST_K8S_IMAGE", "localhost/torchx-python:bookworm"),
-            "cfg": {"namespace": namespace, "image_pull_policy": "IfNotPresent", "termination_grace_period": 1},
+            # plain Jobs: the test cluster may serve Volcano's CRD without running its controller
+            "cfg": {
+                "namespace": namespace,
+                "mode": "jobs",
+                "image_pull_policy": "IfNotPresent",
+                "termination_grace_period": 1,
+            },
         }
     finally:
         core.delete_namespace(namespace)
