@@ -370,3 +370,44 @@ def test_macro_values_are_data_in_the_manifest(build: Any, tmp_path: Path) -> No
         assert out.stdout == macro_probe_output("", req.app_id, k)
     assert req.app_id.startswith(namespace)
     assert not marker.exists()
+
+
+def test_pod_overlay_reaches_every_pod_of_every_mode_and_leaves_other_roles_alone() -> None:
+    from torchx.specs.overlays import DEL, JOIN, set_overlay
+
+    gpu = role(name="gpu", num_replicas=2)
+    set_overlay(gpu, "kubernetes", "V1Pod", {"spec": {"nodeSelector": {"pool": "a100"}}})
+    set_overlay(
+        gpu,
+        "kubernetes",
+        "V1Pod",
+        {
+            "metadata": {"labels": {"team": "ml"}},
+            "spec": {
+                "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                JOIN("containers", on="name"): [{"name": "gpu", "workingDir": "/w"}],
+                DEL("enableServiceLinks"): None,
+            },
+        },
+    )
+    app = specs.AppDef("ov", roles=[gpu, role(name="cpu")])
+    templates = [j["spec"]["template"] for j in jobs_of(build_jobs(app, KubernetesOpts()).objects)]
+    (vc,) = build_volcano(app, KubernetesOpts()).objects
+    templates_vc = [t["template"] for t in vc["spec"]["tasks"]]
+    for pods in (templates, templates_vc):
+        gpu0, gpu1, cpu0 = pods
+        for pod in (gpu0, gpu1):
+            assert pod["spec"]["nodeSelector"] == {"pool": "a100"}
+            assert {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["spec"]["tolerations"]
+            assert pod["metadata"]["labels"]["team"] == "ml"
+            assert pod["spec"]["containers"][0]["workingDir"] == "/w"
+            assert pod["spec"]["containers"][0]["image"] == "localhost/img:1"
+            assert "enableServiceLinks" not in pod["spec"]
+        assert gpu0["spec"]["hostname"] != gpu1["spec"]["hostname"]
+        assert "nodeSelector" not in cpu0["spec"]
+        assert "team" not in cpu0["metadata"]["labels"]
+        assert cpu0["spec"]["enableServiceLinks"] is False
+    # the overlay stays what the user stored (applying it twice changes nothing)
+    assert len(build_jobs(app, KubernetesOpts()).objects[1]["spec"]["template"]["spec"]["tolerations"]) == len(
+        templates[0]["spec"]["tolerations"]
+    )
