@@ -196,6 +196,30 @@ def test_cache_invalidated_when_plugin_module_edited(make_dist) -> None:  # type
     assert cache.load() is None
 
 
+@pytest.mark.parametrize("broken", ["fixme_plugin.py", "fixme_helper.py"])
+def test_plugin_fixed_in_place_shows_no_stale_error(make_dist, broken: str) -> None:  # type: ignore[no-untyped-def]
+    """A plugin whose module (or a module it imports) failed to import and is then fixed in
+    place loads without clearing any cache (the cache notices the file it failed in)."""
+    modules = {
+        "fixme_plugin.py": "import fixme_helper\nfrom torchx.plugins import hookimpl, SchedulerPlugin\n\n"
+        "@hookimpl\ndef torchx_schedulers():\n    yield SchedulerPlugin('fixme', 'fixme_helper:create')\n",
+        "fixme_helper.py": "def create(): ...\n",
+    }
+    good = modules[broken]
+    site = make_dist("fix-me", {"torchx": {"fixme": "fixme_plugin"}}, {**modules, broken: good + "def broken(:\n"})
+    assert any("SyntaxError" in e for _, e in get_registry().errors), get_registry().errors
+    torchx.plugins.reset()
+    assert cache.load() is not None  # nothing changed yet: the cached error stands
+    path = site / broken
+    path.write_text(good)
+    st = os.stat(path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    torchx.plugins.reset()
+    reg = get_registry()
+    assert not reg.errors
+    assert "fixme" in reg.schedulers
+
+
 def test_pre_submit_hook_amends_and_rejects(make_dist, fake_scheduler) -> None:  # type: ignore[no-untyped-def]
     make_dist(
         "policy",
@@ -270,6 +294,46 @@ def torchx_post_submit(app_handle):
     finally:
         del torchx.plugins.__dict__["_TEST_CALLS"]
     assert calls == ["alpha:pre:app", "zeta:pre:app-alpha", "alpha:post", "zeta:post"]
+
+
+def test_event_hook_manager_is_built_once(make_dist, fake_scheduler, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Event hooks go through one pluggy manager per registry: discovery's when it ran in this
+    process, else one built on the first event (from the cached registry)."""
+    make_dist("counted", {"torchx": {"counted": "counted_policy"}}, {"counted_policy.py": PRE_SUBMIT_COUNTER})
+    from torchx.plugins import discovery
+    from torchx.runner import get_runner
+    from torchx.specs import AppDef, Role, resource
+
+    built: list[object] = []
+    original = discovery.new_plugin_manager
+
+    def counting() -> object:
+        built.append(original())
+        return built[-1]
+
+    monkeypatch.setattr(discovery, "new_plugin_manager", counting)
+    app = AppDef("app", roles=[Role("r", "i", entrypoint="echo", resource=resource(cpu=1))])
+    for fresh in (True, False):  # discovery in this process, then the disk cache
+        torchx.plugins.reset()
+        if fresh:
+            cache.clear()
+        with get_runner() as runner:
+            for _ in range(3):
+                runner.run(app, "fake")
+    assert len(built) == 2
+    assert sys.modules["counted_policy"].CALLS == 6
+
+
+PRE_SUBMIT_COUNTER = """
+from torchx.plugins import hookimpl
+
+CALLS = 0
+
+@hookimpl
+def torchx_pre_submit():
+    global CALLS
+    CALLS += 1
+"""
 
 
 def test_wrapper_event_hook_is_a_plugin_error_and_never_called(make_dist, fake_scheduler) -> None:  # type: ignore[no-untyped-def]

@@ -179,7 +179,7 @@ def test_tracker_env_from_config(fake_scheduler: str, isolated: Path) -> None:
 
 def test_scheduler_params_reach_factory(fake_scheduler: str) -> None:
     with get_runner(cluster_hint="x") as runner:
-        assert runner._scheduler(fake_scheduler).kwargs == {"cluster_hint": "x"}  # type: ignore[attr-defined]
+        assert runner.get_scheduler(fake_scheduler).kwargs == {"cluster_hint": "x"}  # type: ignore[attr-defined]
 
 
 def test_default_validate_requires_a_resource(fake_scheduler: str) -> None:

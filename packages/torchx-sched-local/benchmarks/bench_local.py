@@ -83,7 +83,7 @@ def _measure(repeat: int) -> None:
         assert len(lines) == 1000000 and lines[-1] == "line 999999 of the log\n", (len(lines), lines[-1:])
         print(f"log_lines of 1,000,000 lines (finished job): {best * 1e3:.0f} ms (best of 5)")
 
-        scheduler = runner._scheduler("local_cwd")
+        scheduler = runner.get_scheduler("local_cwd")
         existing = len(scheduler.list())
         apps = [true_app(1) for _ in range(1000 - existing)]
         for app in apps:

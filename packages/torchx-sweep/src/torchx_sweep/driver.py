@@ -146,7 +146,7 @@ class Driver:
     def _end_fd_of_scheduler(self) -> Any:
         """The scheduler's optional ``end_fd(app_id) -> fd | None`` (``local_cwd`` has it), or None."""
         try:
-            sched = self.runner._scheduler(self.scheduler)  # the instance that submits: it knows its children
+            sched = self.runner.get_scheduler(self.scheduler)  # the instance that submits: it knows its children
         except Exception:
             return None  # not installed: every submission fails and says so
         return getattr(sched, "end_fd", None)

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from torchx.runner import Runner
-from torchx.schedulers import get_scheduler_factories
-from torchx.schedulers.capabilities import UnsupportedFeatureError
+from torchx.schedulers import submission
 from torchx.specs.dryrun import AppDryRunInfo
 from torchx.specs.handles import make_app_handle
 from torchx.specs.roles import AppDef
@@ -165,23 +164,8 @@ def prepare(
             detail = str(e) if not isinstance(e, SystemExit) else "invalid component arguments (see above)"
             raise SweepSpecError(f"trial {i} {json.dumps(trial)}: {detail}; nothing was submitted") from e
         apps.append(app)
-    array = _array_request(scheduler, runner.name(), infos, max_parallel) if use_array else None
+    array = submission.array_dryrun(runner.get_scheduler(scheduler), infos, max_parallel) if use_array else None
     return PreparedSweep(handle, sweep_id, trials, apps, infos, array, defaults)
-
-
-def _array_request(
-    scheduler: str, session: str, infos: list[AppDryRunInfo[Any]], max_parallel: int | None
-) -> AppDryRunInfo[Any] | None:
-    sched = get_scheduler_factories()[scheduler](session)
-    if not sched.capabilities.job_arrays:
-        return None
-    try:
-        apps = [info.app for info in infos if info.app is not None]
-        request = sched.submit_array_dryrun(apps, infos[0].cfg, max_parallel)
-    except UnsupportedFeatureError:
-        return None
-    request._scheduler = scheduler
-    return request
 
 
 def start(
@@ -218,8 +202,8 @@ def start(
     }
     store.create(spec)
     if prepared.array is not None:
-        sched = get_scheduler_factories()[scheduler](runner.name())
-        array_id = sched.schedule(prepared.array)
+        sched = runner.get_scheduler(scheduler)
+        array_id = submission.schedule(sched, prepared.array, runner.name())
         handles = [
             make_app_handle(scheduler, runner.name(), sched.array_element_id(array_id, i))
             for i in range(len(prepared.trials))

@@ -22,7 +22,7 @@ class _AppAction(SubCommand):
         from torchx.runner import get_runner
 
         with get_runner() as runner:
-            scheduler, app_id = runner._resolve(args.app_handle)
+            scheduler, app_id = runner.resolve(args.app_handle)
             if not scheduler.exists(app_id):  # not describe: an app whose record is damaged can still be deleted
                 raise UnknownAppException(args.app_handle)
             getattr(runner, self.action)(args.app_handle)

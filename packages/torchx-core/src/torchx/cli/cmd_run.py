@@ -76,7 +76,7 @@ class CmdRun(SubCommand):
             workspace = args.workspace
             if workspace is None:
                 workspace = config.get_config("cli", "run", "workspace")
-            if workspace is None and _builds_workspaces(runner._scheduler(scheduler)):
+            if workspace is None and _builds_workspaces(runner.get_scheduler(scheduler)):
                 import os
 
                 workspace = os.getcwd()
@@ -89,7 +89,7 @@ class CmdRun(SubCommand):
                 print(info)
                 return 0
             handle = runner.schedule(info)
-            local = runner._scheduler(scheduler).capabilities.attach
+            local = runner.get_scheduler(scheduler).capabilities.attach
             attach = local and not args.detach
             return _attend(
                 runner,

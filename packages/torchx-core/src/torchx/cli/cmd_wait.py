@@ -31,7 +31,7 @@ class CmdWait(SubCommand):
         from torchx.specs.status import AppState
 
         with get_runner() as runner:
-            scheduler, _ = runner._resolve(args.app_handle)
+            scheduler, _ = runner.resolve(args.app_handle)
             quiet = args.quiet or args.json
             try:
                 with StatusLine(runner, args.app_handle, local=scheduler.capabilities.attach, quiet=quiet):

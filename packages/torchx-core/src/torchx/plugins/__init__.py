@@ -102,6 +102,10 @@ def reset() -> None:
     _registry = None
     import sys
 
+    events = sys.modules.get("torchx.plugins.events")
+    if events is not None:
+        events.forget()
+
     named = sys.modules.get("torchx.specs.named_resources")
     if named is not None:
         named._named_resource_factories.forget_discovered()
@@ -126,63 +130,3 @@ def load_attr(path: str) -> Any:
         except AttributeError:
             raise PluginLoadError(f"{module_name!r} has no attribute {attr!r} (from {path!r})") from None
     return obj
-
-
-def _event_plugin_manager() -> pluggy.PluginManager | None:
-    plugins = get_registry().event_hook_plugins()
-    if not plugins:
-        return None
-    import importlib
-
-    from torchx.plugins.discovery import new_plugin_manager
-
-    pm = new_plugin_manager()
-    # pluggy calls the last registered first: register in reverse so hooks run in
-    # distribution-name order (``tryfirst``/``trylast`` still move an impl to an end)
-    for info in reversed(plugins):
-        pm.register(importlib.import_module(info.value), name=info.ident)
-    return pm
-
-
-def _event_impls(pm: pluggy.PluginManager, hook_name: str) -> list[Any]:
-    """The plain impls of an event hook, in call order (wrappers were refused at discovery)."""
-    impls = getattr(pm.hook, hook_name).get_hookimpls()
-    return [i for i in reversed(impls) if not (i.hookwrapper or getattr(i, "wrapper", False))]
-
-
-def _call(impl: Any, **kwargs: Any) -> Any:
-    """Calls a hook impl with the arguments it declares (a hook may take fewer than the spec)."""
-    return impl.function(*[kwargs[name] for name in impl.argnames])
-
-
-def run_pre_submit(app: Any, scheduler: str, cfg: Any) -> Any:
-    """Passes ``app`` through every ``torchx_pre_submit`` hook in turn; returns the final app.
-
-    Raises:
-        SubmissionRejected: a hook refused the app
-    """
-    pm = _event_plugin_manager()
-    if pm is None:
-        return app
-    for impl in _event_impls(pm, "torchx_pre_submit"):
-        try:
-            amended = _call(impl, app=app, scheduler=scheduler, cfg=cfg)
-        except SubmissionRejected as e:
-            raise SubmissionRejected(f"rejected by plugin {impl.plugin_name}: {e}") from None
-        if amended is not None:
-            app = amended
-    return app
-
-
-def run_post_submit(app_handle: str, app: Any, scheduler: str, cfg: Any) -> None:
-    """Calls every ``torchx_post_submit`` hook; their errors are logged, not raised."""
-    pm = _event_plugin_manager()
-    if pm is None:
-        return
-    import logging
-
-    for impl in _event_impls(pm, "torchx_post_submit"):
-        try:
-            _call(impl, app_handle=app_handle, app=app, scheduler=scheduler, cfg=cfg)
-        except Exception as e:
-            logging.getLogger(__name__).warning("plugin %s: torchx_post_submit failed: %s", impl.plugin_name, e)

@@ -3,7 +3,8 @@
 The cache is keyed by the interpreter and ``sys.path``; it is valid while every
 ``sys.path`` directory and every plugin module file has the modification time it had
 when the cache was written (installing or removing a distribution changes its
-site-packages directory). ``TORCHX_NO_PLUGIN_CACHE=1`` turns it off; the directory is
+site-packages directory; fixing a plugin that failed to import changes a file its import
+went through, see ``PluginInfo.watch``). ``TORCHX_NO_PLUGIN_CACHE=1`` turns it off; the directory is
 ``$TORCHX_CACHE_DIR`` or ``$XDG_CACHE_HOME/torchx`` (default ``~/.cache/torchx``).
 """
 
@@ -20,7 +21,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-_FORMAT = 3
+_FORMAT = 5
 
 
 def caching_enabled() -> bool:
@@ -99,7 +100,7 @@ def store(registry: Registry) -> None:
     """Writes ``registry`` to the cache (silently does nothing if it cannot)."""
     if not caching_enabled():
         return
-    files = [p.module_file for p in registry.plugins if p.module_file]
+    files = [path for p in registry.plugins for path in p.watch]
     write_cache(_cache_name(), _FORMAT, {"stamp": _stamp(files), "registry": registry.to_data()})
 
 

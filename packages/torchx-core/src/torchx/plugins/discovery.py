@@ -17,13 +17,9 @@ import pluggy
 from torchx.plugins import hookspecs
 from torchx.plugins.legacy import LEGACY_GROUPS, legacy_record
 from torchx.plugins.registrations import EVENT_HOOKS, REGISTRATION_TYPES
-from torchx.plugins.registry import GROUP, Conflict, PluginInfo, Registry
+from torchx.plugins.registry import GROUP, PluginInfo, Registry
 
 logger: logging.Logger = logging.getLogger(__name__)
-
-#: ranks of record sources in a name clash (higher wins)
-LEVEL_PLUGIN = 1
-LEVEL_LEGACY = 2
 
 
 def _describe_error(e: BaseException) -> str:
@@ -63,15 +59,37 @@ def _entry_points() -> list[tuple[Any, str, str]]:
     return found
 
 
+def _import_failure_files(module: str, error: BaseException) -> list[str]:
+    """Files (and their folders) a failed import of ``module`` went through: editing one of
+    them, or adding a file next to them, may fix it."""
+    import os
+    import sys
+    import traceback
+
+    files = [frame.filename for frame in traceback.extract_tb(error.__traceback__)]
+    if isinstance(error, SyntaxError) and error.filename:
+        files.append(error.filename)
+    package = sys.modules.get(module.rpartition(".")[0])
+    folders = list(getattr(package, "__path__", []) or [])
+    stdlib = os.path.dirname(os.__file__)
+    found = [f for f in files if os.path.isabs(f) and f != __file__ and not f.startswith(stdlib)]
+    return sorted({*found, *(os.path.dirname(f) for f in found), *folders})
+
+
 def _load_plugin_module(pm: pluggy.PluginManager, info: PluginInfo) -> Any:
-    module = importlib.import_module(info.value)
-    info.module_file = getattr(module, "__file__", "") or ""
+    try:
+        module = importlib.import_module(info.value)
+    except BaseException as e:
+        if not isinstance(e, KeyboardInterrupt):
+            info.watch = _import_failure_files(info.value, e)
+        raise
+    info.watch = [getattr(module, "__file__", "") or ""]
     pm.register(module, name=info.ident)
     pm.check_pending()
     return module
 
 
-def _collect(pm: pluggy.PluginManager, info: PluginInfo, registry: Registry, levels: dict[str, int]) -> None:
+def _collect(pm: pluggy.PluginManager, info: PluginInfo, registry: Registry) -> None:
     for hook_name, rtype in REGISTRATION_TYPES.items():
         for impl in getattr(pm.hook, hook_name).get_hookimpls():
             if impl.plugin_name != info.ident:
@@ -85,7 +103,7 @@ def _collect(pm: pluggy.PluginManager, info: PluginInfo, registry: Registry, lev
                 if not isinstance(record, rtype):
                     info.errors.append(f"{hook_name} yielded {type(record).__name__}, expected {rtype.__name__}")
                     continue
-                registry.add(info, record, LEVEL_PLUGIN, levels)
+                registry.add(info, record)
     for hook_name in EVENT_HOOKS:
         impls = [i for i in getattr(pm.hook, hook_name).get_hookimpls() if i.plugin_name == info.ident]
         if not impls:
@@ -99,39 +117,14 @@ def _collect(pm: pluggy.PluginManager, info: PluginInfo, registry: Registry, lev
         info.event_hooks.append(hook_name)
 
 
-def _add_legacy_components(registry: Registry, entries: list[tuple[PluginInfo, Any]]) -> None:
-    """Applies the ``torchx.components`` entry points the way upstream TorchX does (see
-    :mod:`torchx.plugins.legacy`): when there is any, the builtin components are no longer
-    listed unless an entry names their package; each entry is a prefixed source of its own."""
-    if not entries:
-        return
-    builtin = registry.legacy_target("torchx.components")
-    if builtin is not None:
-        for source in [c for c in registry.components if c.module == builtin]:
-            registry.components.remove(source)
-            owner = registry.origin.get(("components", source.prefix + "|" + source.module), "?")
-            registry.conflicts.append(
-                Conflict("components", builtin, entries[0][0].ident, owner, "torchx.components entry points", builtin)
-            )
-    plugin_sources = registry.components
-    registry.components = []
-    for info, record in entries:
-        module = registry.legacy_target(record.module) or record.module
-        registry.add(info, type(record)(record.prefix, module), LEVEL_LEGACY, {})
-    registry.components += [c for c in plugin_sources if c not in registry.components]
-
-
 def discover() -> Registry:
     """Loads every installed plugin's registrations (imports only the plugins' hook modules)."""
     registry = Registry()
-    levels: dict[str, int] = {}
-    legacy_components: list[tuple[PluginInfo, Any]] = []
     pm = new_plugin_manager()
     for ep, dist, version in _entry_points():
         info = PluginInfo(name=ep.name, dist=dist, version=version, group=ep.group, value=ep.value)
         registry.plugins.append(info)
         if ep.group == GROUP:
-            levels[info.ident] = LEVEL_PLUGIN
             try:
                 _load_plugin_module(pm, info)
             except BaseException as e:
@@ -139,19 +132,16 @@ def discover() -> Registry:
                     raise
                 info.errors.append(f"cannot load module {ep.value!r}: {_describe_error(e)}")
                 continue
-            _collect(pm, info, registry, levels)
+            _collect(pm, info, registry)
         else:
-            levels[info.ident] = LEVEL_LEGACY
             try:
                 record = legacy_record(ep.group, ep.name, ep.value)
             except ValueError as e:
                 info.errors.append(str(e))
                 continue
-            if ep.group == "torchx.components":
-                legacy_components.append((info, record))
-                continue
-            registry.add(info, record, LEVEL_LEGACY, levels)
-    _add_legacy_components(registry, legacy_components)
+            registry.add(info, record)
+    registry.finish()
+    registry.plugin_manager = pm
     for conflict in registry.conflicts:
         logger.debug(
             "%s %r registered by %s and %s; using %s",

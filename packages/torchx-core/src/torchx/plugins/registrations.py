@@ -117,16 +117,55 @@ class LegacyModule:
     target: str
 
 
-#: registration hook name -> registration type it yields
-REGISTRATION_TYPES: dict[str, type] = {
-    "torchx_schedulers": SchedulerPlugin,
-    "torchx_named_resources": NamedResourcePlugin,
-    "torchx_components": ComponentSource,
-    "torchx_trackers": TrackerPlugin,
-    "torchx_workspaces": WorkspacePlugin,
-    "torchx_cli_commands": CliCommand,
-    "torchx_legacy_modules": LegacyModule,
+@record(frozen=True)
+class Kind:
+    """One kind of registration: the hook that yields it and how two of them clash.
+
+    Args:
+        hook: the registration hook (``torchx_<kind>``)
+        rtype: the record type the hook yields
+        clash: the field that names a registration (two records with the same value clash,
+            see :mod:`torchx.plugins.registry`); ``""`` for additive kinds that never clash
+    """
+
+    hook: str
+    rtype: type
+    clash: str = "name"
+
+    @property
+    def name(self) -> str:
+        """The kind's name: the hook's name without ``torchx_`` (``schedulers``)."""
+        return self.hook[len("torchx_") :]
+
+
+#: every kind of registration; a new kind is one entry here (plus its hookspec, which documents it)
+KINDS: dict[str, Kind] = {
+    k.name: k
+    for k in (
+        Kind("torchx_schedulers", SchedulerPlugin),
+        Kind("torchx_named_resources", NamedResourcePlugin),
+        Kind("torchx_components", ComponentSource, clash=""),
+        Kind("torchx_trackers", TrackerPlugin),
+        Kind("torchx_workspaces", WorkspacePlugin),
+        Kind("torchx_cli_commands", CliCommand),
+        Kind("torchx_legacy_modules", LegacyModule),
+    )
 }
+
+#: registration hook name -> registration type it yields
+REGISTRATION_TYPES: dict[str, type] = {k.hook: k.rtype for k in KINDS.values()}
 
 #: hooks called on events (they need the plugin module imported)
 EVENT_HOOKS: tuple[str, ...] = ("torchx_pre_submit", "torchx_post_submit")
+
+
+def kind_of(registration: object) -> Kind:
+    """The :class:`Kind` of a registration record.
+
+    Raises:
+        TypeError: ``registration`` is not a registration record
+    """
+    for kind in KINDS.values():
+        if type(registration) is kind.rtype:
+            return kind
+    raise TypeError(f"{type(registration).__name__} is not a torchx registration record")

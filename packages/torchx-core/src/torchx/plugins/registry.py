@@ -1,17 +1,27 @@
-"""The registry of everything installed plugins provide, and how name clashes resolve.
+"""The registry of everything installed plugins provide, and the one rule for name clashes.
+
+Discovery (:mod:`torchx.plugins.discovery`) hands every registration to :meth:`Registry.add`
+with the plugin it comes from; the registry alone decides which one is used.
 
 Clash rule (documented in the README): when two registrations of the same kind share a
-name, the one from the more specific source wins. A legacy-group entry point
-(``torchx.schedulers`` ...; the user's explicit registration, as in upstream TorchX) beats a
-``torchx``-group plugin; between two plugins of the same level, the distribution whose
-name sorts first wins. Every shadowed registration is kept in :attr:`Registry.conflicts`
-and shown by ``torchx plugins``.
+name, the one from the higher-ranked source wins (:data:`SOURCE_RANKS`). A legacy-group
+entry point (``torchx.schedulers`` ...; the user's explicit registration, as in upstream
+TorchX) beats a ``torchx``-group plugin; between two of the same rank, the first added wins
+(discovery adds distributions in name order). Every shadowed registration is kept in
+:attr:`Registry.conflicts` and shown by ``torchx plugins``. Components never clash (each
+source adds names), except that legacy ``torchx.components`` entries hide the builtin
+components (see :mod:`torchx.plugins.legacy`), applied by :meth:`Registry.finish`.
+
+Another source of registrations (another entry-point group, records made by a decorator)
+is one :data:`SOURCE_RANKS` entry: give its registrations a :class:`PluginInfo` whose
+``group`` names the source and pass them to :meth:`Registry.add`.
 """
 
 from __future__ import annotations
 
+from torchx.plugins.legacy import LEGACY_GROUPS
 from torchx.plugins.registrations import (
-    REGISTRATION_TYPES,
+    KINDS,
     CliCommand,
     ComponentSource,
     LegacyModule,
@@ -19,6 +29,7 @@ from torchx.plugins.registrations import (
     SchedulerPlugin,
     TrackerPlugin,
     WorkspacePlugin,
+    kind_of,
 )
 from torchx.util.record import field, fields_of, record, to_dict
 
@@ -29,8 +40,12 @@ if TYPE_CHECKING:
 #: the entry-point group of torchx plugins
 GROUP = "torchx"
 
-#: registration kind (hook name without the ``torchx_`` prefix) -> registration type
-KINDS: dict[str, type] = {hook[len("torchx_") :]: rtype for hook, rtype in REGISTRATION_TYPES.items()}
+#: source of registrations (``PluginInfo.group``) -> its rank in a name clash (higher wins);
+#: a source not listed ranks 0
+SOURCE_RANKS: dict[str, int] = {GROUP: 1, **dict.fromkeys(LEGACY_GROUPS, 2)}
+
+#: the legacy group whose entries replace the builtin components instead of adding to them
+_REPLACING_COMPONENTS_GROUP = "torchx.components"
 
 
 @record
@@ -46,7 +61,9 @@ class PluginInfo:
         registers: registration kind -> names it registers
         event_hooks: event hooks its module implements
         errors: what went wrong loading it or calling its hooks
-        module_file: the plugin module's file (to notice edits)
+        watch: files and folders whose change may change what the plugin registers (its
+            module; for a plugin that failed to import, every file its import went through):
+            the plugin cache is stale once one of them changes
     """
 
     name: str
@@ -57,7 +74,7 @@ class PluginInfo:
     registers: dict[str, list[str]] = field(default_factory=dict)
     event_hooks: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    module_file: str = ""
+    watch: list[str] = field(default_factory=list)
 
     @property
     def ident(self) -> str:
@@ -85,52 +102,127 @@ def _target(registration: Any) -> str:
     return str(getattr(registration, fields_of(registration)[1].name))
 
 
+def _key(registration: Any) -> str:
+    """The name a registration is known by in its kind's table (what clashes)."""
+    kind = kind_of(registration)
+    if kind.clash:
+        return str(getattr(registration, kind.clash))
+    return "|".join(str(v) for v in registration)
+
+
+def _label(source: ComponentSource) -> str:
+    """How ``torchx plugins`` names a component source: its prefix, or its module without one."""
+    return source.prefix or source.module
+
+
 class Registry:
     """Everything installed plugins register, clashes resolved."""
 
     def __init__(self, plugins: list[PluginInfo] | None = None) -> None:
         self.plugins: list[PluginInfo] = plugins if plugins is not None else []
-        self.schedulers: dict[str, SchedulerPlugin] = {}
-        self.named_resources: dict[str, NamedResourcePlugin] = {}
-        self.components: list[ComponentSource] = []
-        self.trackers: dict[str, TrackerPlugin] = {}
-        self.workspaces: dict[str, WorkspacePlugin] = {}
-        self.cli_commands: dict[str, CliCommand] = {}
-        #: upstream module path (``torchx.schedulers.slurm_scheduler``) -> the plugin module providing it
-        self.legacy_modules: dict[str, LegacyModule] = {}
+        #: registration kind -> (name -> the record that won it); components keyed ``prefix|module``
+        self.tables: dict[str, dict[str, Any]] = {kind: {} for kind in KINDS}
         #: (kind, name) -> ident of the plugin that provides the winning registration
         self.origin: dict[tuple[str, str], str] = {}
         self.conflicts: list[Conflict] = []
+        #: the pluggy manager holding the plugins' hook modules (set by discovery, or by
+        #: :mod:`torchx.plugins.events` on first use; never cached to disk)
+        self.plugin_manager: Any = None
+        self._ranks: dict[str, int] = {}
+        self._replacing_components: list[tuple[PluginInfo, ComponentSource]] = []
+
+    # typed views of the tables (``table(kind)`` serves every kind)
+    @property
+    def schedulers(self) -> dict[str, SchedulerPlugin]:
+        return self.tables["schedulers"]
+
+    @property
+    def named_resources(self) -> dict[str, NamedResourcePlugin]:
+        return self.tables["named_resources"]
+
+    @property
+    def components(self) -> list[ComponentSource]:
+        """Component sources, in search order."""
+        return list(self.tables["components"].values())
+
+    @property
+    def trackers(self) -> dict[str, TrackerPlugin]:
+        return self.tables["trackers"]
+
+    @property
+    def workspaces(self) -> dict[str, WorkspacePlugin]:
+        return self.tables["workspaces"]
+
+    @property
+    def cli_commands(self) -> dict[str, CliCommand]:
+        return self.tables["cli_commands"]
+
+    @property
+    def legacy_modules(self) -> dict[str, LegacyModule]:
+        """Upstream module path (``torchx.schedulers.slurm_scheduler``) -> the plugin module providing it."""
+        return self.tables["legacy_modules"]
 
     def table(self, kind: str) -> dict[str, Any]:
-        """The name -> record table of ``kind`` (not for ``components``)."""
-        table: dict[str, Any] = getattr(self, kind)
-        return table
+        """The name -> record table of ``kind``."""
+        return self.tables[kind]
 
-    def add(self, plugin: PluginInfo, record: Any, level: int, levels: dict[str, int]) -> None:
-        """Adds ``record`` from ``plugin``; ``level`` ranks its source (higher wins a clash)."""
-        kind = next(k for k, t in KINDS.items() if isinstance(record, t))
-        if kind == "components":
-            if record not in self.components:
-                self.components.append(record)
-            plugin.registers.setdefault(kind, []).append(record.prefix or record.module)
-            self.origin[(kind, record.prefix + "|" + record.module)] = plugin.ident
+    def add(self, plugin: PluginInfo, registration: Any) -> None:
+        """Adds ``registration`` from ``plugin``, resolving a name clash by the rule above."""
+        kind = kind_of(registration)
+        self._ranks.setdefault(plugin.ident, SOURCE_RANKS.get(plugin.group, 0))
+        if kind.clash == "" and plugin.group == _REPLACING_COMPONENTS_GROUP:
+            self._replacing_components.append((plugin, registration))
             return
-        table = self.table(kind)
-        name = record.name
-        plugin.registers.setdefault(kind, []).append(name)
+        name = _key(registration)
+        plugin.registers.setdefault(kind.name, []).append(name if kind.clash else _label(registration))
+        table = self.tables[kind.name]
         current = table.get(name)
         if current is None:
-            table[name] = record
-            self.origin[(kind, name)] = plugin.ident
+            table[name] = registration
+            self.origin[(kind.name, name)] = plugin.ident
             return
-        owner = self.origin[(kind, name)]
-        if level > levels.get(owner, 0):
-            self.conflicts.append(Conflict(kind, name, plugin.ident, owner, _target(record), _target(current)))
-            table[name] = record
-            self.origin[(kind, name)] = plugin.ident
-        elif current != record:
-            self.conflicts.append(Conflict(kind, name, owner, plugin.ident, _target(current), _target(record)))
+        owner = self.origin[(kind.name, name)]
+        if self._ranks[plugin.ident] > self._ranks.get(owner, 0):
+            self.conflicts.append(
+                Conflict(kind.name, name, plugin.ident, owner, _target(registration), _target(current))
+            )
+            table[name] = registration
+            self.origin[(kind.name, name)] = plugin.ident
+        elif current != registration:
+            self.conflicts.append(
+                Conflict(kind.name, name, owner, plugin.ident, _target(current), _target(registration))
+            )
+
+    def finish(self) -> None:
+        """Applies what needs every registration first: legacy ``torchx.components`` entries (as
+        upstream TorchX does) hide the builtin components unless an entry names their package,
+        and each entry is a prefixed source of its own, searched before the plugins' sources."""
+        entries, self._replacing_components = self._replacing_components, []
+        if not entries:
+            return
+        table = self.tables["components"]
+        builtin = self.legacy_target("torchx.components")
+        for key, source in list(table.items()):
+            if builtin is not None and source.module == builtin:
+                del table[key]
+                owner = self.origin.pop(("components", key), "?")
+                self.conflicts.append(
+                    Conflict(
+                        "components", builtin, entries[0][0].ident, owner, "torchx.components entry points", builtin
+                    )
+                )
+        plugin_sources = dict(table)
+        table.clear()
+        for plugin, entry in entries:
+            module = self.legacy_target(entry.module) or entry.module
+            resolved = ComponentSource(entry.prefix, module)
+            key = _key(resolved)
+            plugin.registers.setdefault("components", []).append(_label(resolved))
+            if key not in table:
+                table[key] = resolved
+                self.origin[("components", key)] = plugin.ident
+        for key, source in plugin_sources.items():
+            table.setdefault(key, source)
 
     def legacy_target(self, module: str) -> str | None:
         """The module that provides the upstream module path ``module``, or None.
@@ -140,9 +232,9 @@ class Registry:
         """
         name = module
         while "." in name:
-            record = self.legacy_modules.get(name)
-            if record is not None:
-                return record.target + module[len(name) :]
+            found = self.legacy_modules.get(name)
+            if found is not None:
+                return found.target + module[len(name) :]
             name = name.rpartition(".")[0]
         return None
 
@@ -175,13 +267,7 @@ class Registry:
         """Plain data (for the cache and ``torchx plugins --json``)."""
         return {
             "plugins": [to_dict(p) for p in self.plugins],
-            "records": {
-                kind: [
-                    list(to_dict(r).values())
-                    for r in (self.components if kind == "components" else self.table(kind).values())
-                ]
-                for kind in KINDS
-            },
+            "records": {kind: [list(r) for r in table.values()] for kind, table in self.tables.items()},
             "origin": [[k, n, v] for (k, n), v in self.origin.items()],
             "conflicts": [to_dict(c) for c in self.conflicts],
         }
@@ -191,11 +277,8 @@ class Registry:
         """Inverse of :meth:`to_data`."""
         reg = Registry(plugins=[PluginInfo(**p) for p in data["plugins"]])
         for kind, rows in data["records"].items():
-            rtype = KINDS[kind]
-            if kind == "components":
-                reg.components = [rtype(*r) for r in rows]
-            else:
-                reg.table(kind).update({r[0]: rtype(*r) for r in rows})
+            records = [KINDS[kind].rtype(*r) for r in rows]
+            reg.tables[kind] = {_key(r): r for r in records}
         reg.origin = {(k, n): v for k, n, v in data["origin"]}
         reg.conflicts = [Conflict(**c) for c in data["conflicts"]]
         return reg

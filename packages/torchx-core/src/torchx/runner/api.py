@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from torchx.schedulers import get_scheduler_factories
-from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler, call_declared, workspace_of
+from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler, call_declared
 from torchx.schedulers.capabilities import UnsupportedFeatureError
 from torchx.schedulers.streams import Stream
 from torchx.specs.dryrun import AppDryRunInfo
@@ -16,11 +16,12 @@ from torchx.specs.handles import (
     make_app_handle,
     parse_app_handle,
 )
-from torchx.specs.roles import MISSING, NONE, AppDef
+from torchx.specs.roles import NONE, AppDef
 from torchx.specs.runopts import CfgVal, runopts
 from torchx.specs.status import AppStatus
+from torchx.specs.validation import AppDefError as AppDefError  # re-exported: raised by Runner.dryrun
+from torchx.specs.validation import validate_app as validate_app
 from torchx.specs.workspace import Workspace
-from torchx.util.record import deep_copy
 from torchx.util.suggest import did_you_mean
 
 TYPE_CHECKING = False
@@ -32,76 +33,6 @@ if TYPE_CHECKING:
 
 ENV_SESSION_ID = "TORCHX_INTERNAL_SESSION_ID"
 ENV_JOB_ID = "TORCHX_JOB_ID"
-
-
-class AppDefError(ValueError):
-    """An :class:`AppDef` is malformed."""
-
-
-def validate_app(app: AppDef) -> None:
-    """Checks the shape of an app: a name, roles with unique names, entrypoints, replica counts.
-
-    Raises:
-        AppDefError: what is wrong and where
-    """
-    if not isinstance(app, AppDef):
-        raise AppDefError(f"expected an AppDef, got {type(app).__name__}")
-    if not app.name or not isinstance(app.name, str):
-        raise AppDefError("the app has no name: set AppDef(name=...)")
-    if not app.roles:
-        raise AppDefError(f"app {app.name!r} has no roles: add at least one Role")
-    seen: set[str] = set()
-    for role in app.roles:
-        where = f"app {app.name!r}, role {role.name!r}"
-        if not role.name or not isinstance(role.name, str):
-            raise AppDefError(f"app {app.name!r} has a role without a name")
-        if role.name in seen:
-            raise AppDefError(f"app {app.name!r} has two roles named {role.name!r}; role names must be unique")
-        seen.add(role.name)
-        if not role.entrypoint or role.entrypoint == MISSING:
-            raise AppDefError(f"{where}: no entrypoint; set Role(entrypoint=...)")
-        if not isinstance(role.num_replicas, int) or role.num_replicas < 1:
-            raise AppDefError(f"{where}: num_replicas must be a positive int, got {role.num_replicas!r}")
-        if role.min_replicas is not None and not (0 < role.min_replicas <= role.num_replicas):
-            raise AppDefError(
-                f"{where}: min_replicas={role.min_replicas} must be between 1 and num_replicas={role.num_replicas}"
-            )
-        if not isinstance(role.max_retries, int) or role.max_retries < 0:
-            raise AppDefError(f"{where}: max_retries must be an int >= 0, got {role.max_retries!r}")
-        if not isinstance(role.args, list) or not all(isinstance(a, str) for a in role.args):
-            raise AppDefError(f"{where}: args must be a list of str, got {role.args!r}")
-        if not isinstance(role.env, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in role.env.items()
-        ):
-            raise AppDefError(f"{where}: env must map str to str, got {role.env!r}")
-
-
-def _check_capabilities(app: AppDef, scheduler: Scheduler[Any, Any, Any]) -> None:
-    caps = scheduler.capabilities
-    for role in app.roles:
-        where = f"role {role.name!r}"
-        if role.max_retries > 0 and role.retry_policy not in caps.retry_policies:
-            supported = ", ".join(sorted(p.value for p in caps.retry_policies)) or "none"
-            raise UnsupportedFeatureError(
-                f"{where}: scheduler {scheduler.backend!r} does not support retry_policy"
-                f" {role.retry_policy.value} (supported: {supported})"
-            )
-        for mount in role.mounts:
-            kind = type(mount).__name__.replace("Mount", "").lower()
-            if kind not in caps.mounts:
-                raise UnsupportedFeatureError(
-                    f"{where}: scheduler {scheduler.backend!r} does not support {kind} mounts"
-                    f" (supported: {', '.join(sorted(caps.mounts)) or 'none'})"
-                )
-        if role.min_replicas is not None and role.min_replicas < role.num_replicas and not caps.elastic:
-            import logging
-
-            logging.getLogger(__name__).warning(
-                "%s: scheduler %s is not elastic; running exactly num_replicas=%d",
-                where,
-                scheduler.backend,
-                role.num_replicas,
-            )
 
 
 def configured_trackers() -> dict[str, str | None]:
@@ -196,7 +127,13 @@ class Runner:
         """Names of the schedulers this runner can use."""
         return sorted(self._all_factories())
 
-    def _scheduler(self, name: str) -> Scheduler[Any, Any, Any]:
+    def get_scheduler(self, name: str) -> Scheduler[Any, Any, Any]:
+        """This runner's instance of scheduler ``name`` (made on first use, closed by :meth:`close`).
+
+        Raises:
+            UnknownSchedulerException: no such scheduler is installed (the message says which
+                package provides it, or why its plugin failed to load)
+        """
         scheduler = self._schedulers.get(name)
         if scheduler is not None:
             return scheduler
@@ -224,7 +161,7 @@ class Runner:
 
     def scheduler_run_opts(self, scheduler: str) -> runopts:
         """The run options of ``scheduler``."""
-        return self._scheduler(scheduler).run_opts()
+        return self.get_scheduler(scheduler).run_opts()
 
     def cfg_from_str(self, scheduler: str, *cfg_literal: str) -> Mapping[str, CfgVal]:
         """Parses ``"k=v,k2=v2"`` strings into typed run options of ``scheduler``."""
@@ -301,59 +238,55 @@ class Runner:
             UnsupportedFeatureError: the app needs something the scheduler cannot do
             SubmissionRejected: a plugin's policy refused the app
         """
-        from torchx.plugins import run_pre_submit
         from torchx.runner import config
+        from torchx.schedulers import submission
 
-        validate_app(app)
-        sched = self._scheduler(scheduler)
-        app = deep_copy(app)
+        sched = self.get_scheduler(scheduler)
         merged_cfg: dict[str, CfgVal] = dict(cfg or {})
         config.apply_files(scheduler, sched.run_opts(), merged_cfg)
-
         env = {ENV_JOB_ID: make_app_handle(scheduler, self._name, "${app_id}"), **_tracker_env(parent_run_id)}
-        for role in app.roles:
-            role.env = {ENV_SESSION_ID: self._name, **role.env, **env}
 
-        app = run_pre_submit(app, scheduler, merged_cfg)
-        validate_app(app)
-        _check_capabilities(app, sched)
-        resolved = sched.run_opts().resolve(merged_cfg)
+        def add_env(copy: AppDef) -> None:
+            for role in copy.roles:
+                role.env = {ENV_SESSION_ID: self._name, **role.env, **env}
 
-        builder = workspace_of(sched)
-        if builder is not None:
-            if workspace is not None and app.roles[0].workspace is None:
-                app.roles[0].workspace = Workspace.from_str(workspace) if isinstance(workspace, str) else workspace
-            call_declared(sched._pre_build_validate, app, scheduler, resolved)
-            builder.build_workspaces(app.roles, resolved)
-
-        call_declared(sched._validate, app, scheduler, resolved)
-        info = sched.submit_dryrun(app, resolved)
-        info._scheduler = scheduler
-        info._parent_run_id = parent_run_id
-        return info
+        return submission.dryrun(
+            sched,
+            app,
+            merged_cfg,
+            scheduler_name=scheduler,
+            workspace=workspace,
+            parent_run_id=parent_run_id,
+            amend=add_env,
+        )
 
     def schedule(self, dryrun_info: AppDryRunInfo[Any]) -> AppHandle:
         """Submits the request of a dry run; returns the app handle."""
-        from torchx.plugins import run_post_submit
+        from torchx.schedulers import submission
 
-        scheduler = dryrun_info._scheduler
+        scheduler = dryrun_info.scheduler
         if scheduler is None:
-            raise ValueError("this AppDryRunInfo did not come from Runner.dryrun: it names no scheduler")
-        app_id = self._scheduler(scheduler).schedule(dryrun_info)
+            raise ValueError("this AppDryRunInfo did not come from a dry run: it names no scheduler")
+        app_id = submission.schedule(self.get_scheduler(scheduler), dryrun_info, self._name)
         handle = make_app_handle(scheduler, self._name, app_id)
-        if dryrun_info._app is not None:
-            self._apps[handle] = dryrun_info._app
-            run_post_submit(handle, dryrun_info._app, scheduler, dryrun_info._cfg)
+        if dryrun_info.app is not None:
+            self._apps[handle] = dryrun_info.app
         return handle
 
     # ------------------------------------------------------------------ managing
-    def _resolve(self, app_handle: AppHandle) -> tuple[Scheduler[Any, Any, Any], str]:
+    def resolve(self, app_handle: AppHandle) -> tuple[Scheduler[Any, Any, Any], str]:
+        """The scheduler instance (this runner's) and the app id an app handle names.
+
+        Raises:
+            MalformedAppHandleException: not an app handle
+            UnknownSchedulerException: its scheduler is not installed
+        """
         parsed = parse_app_handle(app_handle)
-        return self._scheduler(parsed.scheduler_backend), parsed.app_id
+        return self.get_scheduler(parsed.scheduler_backend), parsed.app_id
 
     def describe_app(self, app_handle: AppHandle) -> DescribeAppResponse | None:
         """The scheduler's raw description of the app, or None if unknown."""
-        scheduler, app_id = self._resolve(app_handle)
+        scheduler, app_id = self.resolve(app_handle)
         return scheduler.describe(app_id)
 
     def status(self, app_handle: AppHandle) -> AppStatus | None:
@@ -367,13 +300,13 @@ class Runner:
         Schedulers that know when an app ends react at once; others are polled, at most
         ``wait_interval`` seconds apart.
         """
-        scheduler, app_id = self._resolve(app_handle)
+        scheduler, app_id = self.resolve(app_handle)
         desc = scheduler.wait(app_id, timeout=timeout, poll_interval=wait_interval)
         return None if desc is None else _to_status(desc)
 
     def cancel(self, app_handle: AppHandle) -> None:
         """Stops the app (no-op if it ended or is unknown); it stays describable."""
-        scheduler, app_id = self._resolve(app_handle)
+        scheduler, app_id = self.resolve(app_handle)
         if not scheduler.capabilities.cancel:
             raise UnsupportedFeatureError(f"scheduler {scheduler.backend!r} cannot cancel apps")
         scheduler.cancel(app_id)
@@ -387,7 +320,7 @@ class Runner:
 
     def delete(self, app_handle: AppHandle) -> None:
         """Stops the app and removes every trace of it from the scheduler."""
-        scheduler, app_id = self._resolve(app_handle)
+        scheduler, app_id = self.resolve(app_handle)
         scheduler.delete(app_id)
         self._apps.pop(app_handle, None)
 
@@ -402,7 +335,7 @@ class Runner:
 
     def list(self, scheduler: str, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """The apps ``scheduler`` knows, with their handles."""
-        sched = self._scheduler(scheduler)
+        sched = self.get_scheduler(scheduler)
         if not sched.capabilities.list:
             raise UnsupportedFeatureError(f"scheduler {scheduler!r} cannot list apps")
         apps = call_declared(sched.list, cfg) if cfg is not None else sched.list()
@@ -427,7 +360,7 @@ class Runner:
             UnknownAppException: the scheduler does not know the app
             UnsupportedFeatureError: the scheduler cannot do what is asked (tail, since/until, the stream)
         """
-        scheduler, app_id = self._resolve(app_handle)
+        scheduler, app_id = self.resolve(app_handle)
         caps = scheduler.capabilities
         if not caps.logs:
             raise UnsupportedFeatureError(f"scheduler {scheduler.backend!r} does not keep logs torchx can read")

@@ -20,12 +20,11 @@ from torchx.util.record import field, record
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
-
-    from torchx.schedulers.causes import AttemptEnd
     from typing import Any, ClassVar, Generic
 
     from typing_extensions import TypeVar  # type variables with defaults (PEP 696)
 
+    from torchx.schedulers.causes import AttemptEnd
     from torchx.workspace.api import WorkspaceMixin
 else:
     from torchx.util.runtime_typing import Any, Generic, TypeVar
@@ -140,30 +139,24 @@ class Scheduler(abc.ABC, Generic[T, A, D]):
         """Releases clients and connections; the scheduler is not used afterwards."""
 
     def submit(self, app: AppDef, cfg: T, workspace: Workspace | str | None = None) -> str:
-        """Submits ``app`` and returns its app id (a dry run, then :meth:`schedule`)."""
-        builder = workspace_of(self)
-        if workspace is not None and builder is not None:
-            ws = Workspace.from_str(workspace) if isinstance(workspace, str) else workspace
-            for role in app.roles:
-                if role.workspace is None:
-                    role.workspace = ws
-            builder.build_workspaces(app.roles, cfg)  # type: ignore[arg-type]
-        return self.schedule(self.submit_dryrun(app, cfg))
+        """Submits ``app`` and returns its app id: :meth:`submit_dryrun`, then :meth:`schedule`,
+        through the submit pipeline (:mod:`torchx.schedulers.submission`), as ``Runner.run`` does."""
+        from torchx.schedulers import submission
+
+        info = submission.dryrun(self, app, cfg, workspace=workspace)  # type: ignore[arg-type]
+        return submission.schedule(self, info, self.session_name)
 
     @abc.abstractmethod
     def schedule(self, dryrun_info: AppDryRunInfo[D]) -> str:
         """Submits the request of a dry run; returns the app id."""
 
     def submit_dryrun(self, app: AppDef, cfg: T) -> AppDryRunInfo[D]:
-        """The native request for ``app`` with ``cfg`` (resolved against :meth:`run_opts`)."""
-        resolved = self.run_opts().resolve(cfg)  # type: ignore[arg-type]
-        info = self._submit_dryrun(app, resolved)  # type: ignore[arg-type]
-        for role in app.roles:
-            info = role.pre_proc(self.backend, info)
-        info._app = app
-        info._cfg = resolved
-        info._scheduler = self.backend
-        return info
+        """The native request for ``app`` with ``cfg``, through the submit pipeline (validation,
+        capabilities, policy hooks, ``_validate``, ``_submit_dryrun``, roles' ``pre_proc``; see
+        :mod:`torchx.schedulers.submission`)."""
+        from torchx.schedulers import submission
+
+        return submission.dryrun(self, app, cfg)  # type: ignore[arg-type]
 
     @abc.abstractmethod
     def _submit_dryrun(self, app: AppDef, cfg: T) -> AppDryRunInfo[D]:

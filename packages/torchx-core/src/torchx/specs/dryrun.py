@@ -21,7 +21,8 @@ class AppDryRunInfo(Generic[T]):
 
     ``request`` is the scheduler's native request (an sbatch script, a Kubernetes object,
     a Batch job definition ...); ``str(info)`` renders it with ``fmt``. Pass the object to
-    :meth:`torchx.runner.Runner.schedule` to submit exactly this request.
+    :meth:`torchx.runner.Runner.schedule` to submit exactly this request. Its fields are set by
+    the submit pipeline (:mod:`torchx.schedulers.submission`) only.
     """
 
     def __init__(self, request: T, fmt: Callable[[T], str] = repr) -> None:
@@ -31,6 +32,8 @@ class AppDryRunInfo(Generic[T]):
         self._cfg: Mapping[str, CfgVal] = {}
         self._scheduler: str | None = None
         self._parent_run_id: str | None = None
+        #: the apps of a job-array request, one per element (empty otherwise)
+        self._elements: list[AppDef] = []
 
     @property
     def app(self) -> AppDef | None:

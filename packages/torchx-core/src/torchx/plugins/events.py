@@ -1,0 +1,97 @@
+"""Calls the event hooks (``torchx_pre_submit``, ``torchx_post_submit``) through pluggy.
+
+One :class:`pluggy.PluginManager` per registry holds the plugins that implement an event
+hook (the one discovery built when it ran in this process, else one built on first use).
+Each plugin's implementation is called through pluggy's own hook caller (a subset caller of
+that one plugin), so it receives exactly the arguments it declares, and torchx can chain
+amendments, name the plugin that rejected an app, and keep calling after a post-submit
+hook failed. Order: distribution names, ``tryfirst``/``trylast`` moving one to an end.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+
+from torchx.plugins import SubmissionRejected, get_registry
+from torchx.plugins.registrations import EVENT_HOOKS
+from torchx.plugins.registry import Registry
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    import pluggy
+
+    from torchx.specs.roles import AppDef
+
+logger: logging.Logger = logging.getLogger(__name__)
+
+#: (registry, hook name -> [(plugin ident, caller of that plugin's implementation)] in call order)
+_built: tuple[Registry, dict[str, list[tuple[str, Any]]]] | None = None
+
+
+def forget() -> None:
+    """Drops the callers (the registry was reset)."""
+    global _built
+    _built = None
+
+
+def _manager(registry: Registry) -> pluggy.PluginManager:
+    pm: pluggy.PluginManager | None = registry.plugin_manager
+    if pm is None:
+        from torchx.plugins.discovery import new_plugin_manager
+
+        pm = new_plugin_manager()
+        for info in registry.event_hook_plugins():
+            pm.register(importlib.import_module(info.value), name=info.ident)
+        registry.plugin_manager = pm
+    return pm
+
+
+def callers(hook_name: str) -> list[tuple[str, Any]]:
+    """(plugin ident, hook caller) of every plugin implementing ``hook_name``, in call order."""
+    global _built
+    registry = get_registry()
+    if _built is None or _built[0] is not registry:
+        # distribution-name order (the registry's), tryfirst ones first and trylast ones last
+        plugins = registry.event_hook_plugins()
+        table: dict[str, list[tuple[str, Any]]] = {hook: [] for hook in EVENT_HOOKS}
+        if plugins:
+            pm = _manager(registry)
+            modules = pm.get_plugins()
+            for hook in EVENT_HOOKS:
+                # a plugin lists only the hooks discovery accepted (never a wrapper)
+                position = {p.ident: i for i, p in enumerate(plugins) if hook in p.event_hooks}
+                impls = [i for i in getattr(pm.hook, hook).get_hookimpls() if i.plugin_name in position]
+                impls.sort(key=lambda i: (0 if i.tryfirst else 2 if i.trylast else 1, position[i.plugin_name]))
+                for impl in impls:
+                    others = [m for m in modules if m is not impl.plugin]
+                    table[hook].append((impl.plugin_name, pm.subset_hook_caller(hook, others)))
+        _built = (registry, table)
+    return _built[1][hook_name]
+
+
+def run_pre_submit(app: AppDef, scheduler: str, cfg: Any) -> AppDef:
+    """Passes ``app`` through every ``torchx_pre_submit`` hook in turn; returns the final app.
+
+    Raises:
+        SubmissionRejected: a hook refused the app
+    """
+    for ident, call in callers("torchx_pre_submit"):
+        try:
+            results = call(app=app, scheduler=scheduler, cfg=cfg)
+        except SubmissionRejected as e:
+            raise SubmissionRejected(f"rejected by plugin {ident}: {e}") from None
+        if results:
+            app = results[0]
+    return app
+
+
+def run_post_submit(app_handle: str, app: AppDef, scheduler: str, cfg: Any) -> None:
+    """Calls every ``torchx_post_submit`` hook; their errors are logged, not raised."""
+    for ident, call in callers("torchx_post_submit"):
+        try:
+            call(app_handle=app_handle, app=app, scheduler=scheduler, cfg=cfg)
+        except Exception as e:
+            logger.warning("plugin %s: torchx_post_submit failed: %s", ident, e)

@@ -1,0 +1,175 @@
+"""The submit pipeline: the one way from an :class:`AppDef` to a scheduler.
+
+Every path goes through :func:`dryrun` and :func:`schedule`: ``Runner.dryrun``/``run``/
+``run_component``/``schedule``, ``Scheduler.submit_dryrun``/``submit``, sweeps (each trial, and
+:func:`array_dryrun` for a native job array) and managed attempts (through the Runner). A
+site policy installed as a ``torchx_pre_submit`` hook cannot be bypassed by calling the
+scheduler directly. In order, :func:`dryrun`:
+
+1. checks the app's shape (:func:`torchx.specs.validation.validate_app`);
+2. works on a deep copy from here on (the caller's AppDef is never changed) and lets the
+   caller amend the copy (the Runner adds its environment variables);
+3. calls the ``torchx_pre_submit`` hooks, once per submission; they may amend or reject the
+   app, and an amended app is checked again;
+4. refuses what ``scheduler.capabilities`` does not declare (:func:`check_capabilities`);
+5. resolves ``cfg`` against ``scheduler.run_opts()``;
+6. the workspace rule: a ``workspace`` argument goes to the first role, unless that role has
+   a workspace of its own; when the scheduler builds workspaces (``WorkspaceMixin``),
+   ``_pre_build_validate`` runs, then every role's workspace is built; a scheduler that
+   builds none ignores workspaces;
+7. ``scheduler._validate(app, scheduler_name, cfg)``;
+8. ``scheduler._submit_dryrun(app, cfg)``, then each role's ``pre_proc``;
+9. fills the :class:`AppDryRunInfo` (``app``, ``cfg``, ``scheduler``, parent run id): here only.
+
+:func:`schedule` submits a dry run's request and calls the ``torchx_post_submit`` hooks once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from torchx.schedulers.api import Scheduler, call_declared, workspace_of
+from torchx.schedulers.capabilities import UnsupportedFeatureError
+from torchx.specs.dryrun import AppDryRunInfo
+from torchx.specs.handles import make_app_handle
+from torchx.specs.roles import AppDef
+from torchx.specs.runopts import CfgVal
+from torchx.specs.validation import validate_app
+from torchx.specs.workspace import Workspace
+from torchx.util.record import deep_copy
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def check_capabilities(app: AppDef, scheduler: Scheduler[Any, Any, Any]) -> None:
+    """Refuses what the app needs and ``scheduler.capabilities`` does not declare (a scheduler that
+    declares nothing is handed everything); warns where it runs the app in a weaker form.
+
+    Raises:
+        UnsupportedFeatureError: which role needs what, and what the scheduler supports
+    """
+    caps = scheduler.capabilities
+    for role in app.roles:
+        where = f"role {role.name!r}"
+        if role.max_retries > 0 and role.retry_policy not in caps.retry_policies:
+            supported = ", ".join(sorted(p.value for p in caps.retry_policies)) or "none"
+            raise UnsupportedFeatureError(
+                f"{where}: scheduler {scheduler.backend!r} does not support retry_policy"
+                f" {role.retry_policy.value} (supported: {supported})"
+            )
+        for mount in role.mounts:
+            kind = type(mount).__name__.replace("Mount", "").lower()
+            if kind not in caps.mounts:
+                raise UnsupportedFeatureError(
+                    f"{where}: scheduler {scheduler.backend!r} does not support {kind} mounts"
+                    f" (supported: {', '.join(sorted(caps.mounts)) or 'none'})"
+                )
+        if role.min_replicas is not None and role.min_replicas < role.num_replicas and not caps.elastic:
+            import logging
+
+            logging.getLogger(__name__).warning(
+                "%s: scheduler %s is not elastic; running exactly num_replicas=%d",
+                where,
+                scheduler.backend,
+                role.num_replicas,
+            )
+
+
+def _stamp(
+    info: AppDryRunInfo[Any],
+    app: AppDef | None,
+    cfg: Mapping[str, CfgVal],
+    scheduler_name: str,
+    parent_run_id: str | None,
+) -> AppDryRunInfo[Any]:
+    """Sets the fields of a dry run (the one place they are set)."""
+    info._app = app
+    info._cfg = cfg
+    info._scheduler = scheduler_name
+    info._parent_run_id = parent_run_id
+    return info
+
+
+def dryrun(
+    scheduler: Scheduler[Any, Any, Any],
+    app: AppDef,
+    cfg: Mapping[str, CfgVal] | None = None,
+    *,
+    scheduler_name: str | None = None,
+    workspace: Workspace | str | None = None,
+    parent_run_id: str | None = None,
+    amend: Callable[[AppDef], None] | None = None,
+) -> AppDryRunInfo[Any]:
+    """The request ``scheduler`` would submit for ``app``, through every step above.
+
+    Args:
+        scheduler: the scheduler instance
+        app: the app (not changed)
+        cfg: run options (resolved here)
+        scheduler_name: the name it is registered under (default ``scheduler.backend``)
+        workspace: the workspace of the first role, unless it has its own
+        parent_run_id: the tracker parent run id recorded in the result
+        amend: called with the copy of ``app`` before the hooks (the Runner adds env vars)
+
+    Raises:
+        AppDefError: the app is malformed
+        SubmissionRejected: a plugin's policy refused the app
+        UnsupportedFeatureError: the app needs something the scheduler cannot do
+        InvalidRunConfigException: a run option is wrong
+    """
+    from torchx.plugins.events import run_pre_submit
+
+    name = scheduler_name or scheduler.backend
+    validate_app(app)
+    app = deep_copy(app)
+    if amend is not None:
+        amend(app)
+    app = run_pre_submit(app, name, cfg or {})
+    validate_app(app)
+    check_capabilities(app, scheduler)
+    resolved = scheduler.run_opts().resolve(cfg or {})
+    builder = workspace_of(scheduler)
+    if builder is not None:
+        if workspace is not None and app.roles[0].workspace is None:
+            app.roles[0].workspace = Workspace.from_str(workspace) if isinstance(workspace, str) else workspace
+        call_declared(scheduler._pre_build_validate, app, name, resolved)
+        builder.build_workspaces(app.roles, resolved)
+    call_declared(scheduler._validate, app, name, resolved)
+    info = scheduler._submit_dryrun(app, resolved)
+    for role in app.roles:
+        info = role.pre_proc(scheduler.backend, info)
+    return _stamp(info, app, resolved, name, parent_run_id)
+
+
+def array_dryrun(
+    scheduler: Scheduler[Any, Any, Any], infos: Sequence[AppDryRunInfo[Any]], max_parallel: int | None = None
+) -> AppDryRunInfo[Any] | None:
+    """One job-array request running the apps of ``infos`` (dry runs of :func:`dryrun`, one
+    scheduler, one cfg) as its elements, or None when the scheduler cannot (no job arrays, or
+    not for these apps: then submit each dry run)."""
+    if not infos or not scheduler.capabilities.job_arrays:
+        return None
+    apps = [info.app for info in infos if info.app is not None]
+    try:
+        request = scheduler.submit_array_dryrun(apps, infos[0].cfg, max_parallel)
+    except UnsupportedFeatureError:
+        return None
+    request._elements = apps
+    return _stamp(request, None, infos[0].cfg, infos[0].scheduler or scheduler.backend, infos[0]._parent_run_id)
+
+
+def schedule(scheduler: Scheduler[Any, Any, Any], info: AppDryRunInfo[Any], session_name: str) -> str:
+    """Submits the request of a dry run and calls the ``torchx_post_submit`` hooks (for a job
+    array, once per element); returns the app id."""
+    from torchx.plugins.events import run_post_submit
+
+    name = info.scheduler or scheduler.backend
+    app_id = scheduler.schedule(info)
+    if info.app is not None:
+        run_post_submit(make_app_handle(name, session_name, app_id), info.app, name, info.cfg)
+    for i, element in enumerate(getattr(info, "_elements", ())):
+        element_id = scheduler.array_element_id(app_id, i)
+        run_post_submit(make_app_handle(name, session_name, element_id), element, name, info.cfg)
+    return app_id

@@ -1,0 +1,137 @@
+"""One submit pipeline: every path to a scheduler (Runner, Scheduler.submit/submit_dryrun, job
+arrays) goes through the same validation, capability checks, policy hooks (once per
+submission), workspace rule and dry-run fields (torchx.schedulers.submission)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from torchx.plugins import SubmissionRejected
+from torchx.runner import get_runner
+from torchx.schedulers.capabilities import UnsupportedFeatureError
+from torchx.specs import AppDef, Role, resource
+from torchx.specs.roles import RetryPolicy
+from torchx.specs.validation import AppDefError
+
+POLICY = """
+from torchx.plugins import hookimpl, SubmissionRejected
+
+PRE = []
+POST = []
+
+@hookimpl
+def torchx_pre_submit(app, scheduler):
+    PRE.append((app.name, scheduler))
+    if app.name == "forbidden":
+        raise SubmissionRejected("not here")
+
+@hookimpl
+def torchx_post_submit(app_handle):
+    POST.append(app_handle)
+"""
+
+
+@pytest.fixture
+def policy(make_dist: Callable[..., Any], fake_scheduler: str) -> Any:
+    make_dist("site-policy", {"torchx": {"policy": "site_policy"}}, {"site_policy.py": POLICY})
+    module = __import__("site_policy")
+    return module
+
+
+def _app(name: str = "app", **role: Any) -> AppDef:
+    return AppDef(name, roles=[Role("r", "i", entrypoint="echo", resource=resource(cpu=1), **role)])
+
+
+# every public way to submit, each returning the app id
+def _runner_run(runner: Any, app: AppDef) -> str:
+    return str(runner.run(app, "fake")).rpartition("/")[2]
+
+
+def _runner_dryrun_schedule(runner: Any, app: AppDef) -> str:
+    return str(runner.schedule(runner.dryrun(app, "fake"))).rpartition("/")[2]
+
+
+def _scheduler_submit(runner: Any, app: AppDef) -> str:
+    return str(runner.get_scheduler("fake").submit(app, {}))
+
+
+def _scheduler_dryrun_runner_schedule(runner: Any, app: AppDef) -> str:
+    return str(runner.schedule(runner.get_scheduler("fake").submit_dryrun(app, {}))).rpartition("/")[2]
+
+
+PATHS = [_runner_run, _runner_dryrun_schedule, _scheduler_submit, _scheduler_dryrun_runner_schedule]
+
+
+@pytest.mark.parametrize("submit", PATHS, ids=lambda f: f.__name__)
+def test_every_path_runs_the_policy_once_and_checks_the_app(policy: Any, submit: Callable[..., str]) -> None:
+    app = _app()
+    with get_runner() as runner:
+        app_id = submit(runner, app)
+        assert policy.PRE == [("app", "fake")]
+        assert [f"fake://torchx/{app_id}"] == policy.POST
+        with pytest.raises(SubmissionRejected, match="rejected by plugin site-policy:policy: not here"):
+            submit(runner, _app("forbidden"))
+        with pytest.raises(AppDefError, match="no entrypoint"):
+            submit(runner, AppDef("bad", roles=[Role("r", "i")]))
+        with pytest.raises(UnsupportedFeatureError, match="does not support retry_policy REPLICA"):
+            submit(runner, _app(max_retries=1, retry_policy=RetryPolicy.REPLICA))
+        with pytest.raises(ValueError, match="has no resource"):  # the scheduler's own _validate
+            submit(runner, AppDef("nores", roles=[Role("r", "i", entrypoint="echo")]))
+    assert len(policy.PRE) == 4  # the malformed app never reached the hooks
+    assert len(policy.POST) == 1
+    assert app.roles[0].env == {}  # the caller's app is never changed
+
+
+def test_scheduler_dryrun_fields_are_those_of_the_runner(policy: Any) -> None:
+    with get_runner() as runner:
+        direct = runner.get_scheduler("fake").submit_dryrun(_app(), {"cluster": "c1"})
+        through = runner.dryrun(_app(), "fake", {"cluster": "c1"}, parent_run_id="p")
+    for info in (direct, through):
+        assert info.scheduler == "fake"
+        assert info.app is not None and info.app.name == "app"
+        assert info.cfg["cluster"] == "c1"
+    assert (direct._parent_run_id, through._parent_run_id) == (None, "p")
+
+
+BUILT: list[str] = []
+
+
+def _workspace_scheduler(session_name: str, **kwargs: object) -> Any:
+    from torchx.workspace.api import WorkspaceMixin
+
+    base = type(sys.modules["fake_sched.scheduler"].FakeScheduler(session_name))
+
+    class WorkspaceScheduler(WorkspaceMixin[None], base):  # type: ignore[misc, valid-type]
+        def build_workspace_and_update_role(self, role: Role, workspace: str, cfg: Any) -> None:
+            BUILT.append(f"{role.name}:{workspace}")
+            role.image = f"built-{workspace}"
+
+    return WorkspaceScheduler(session_name)
+
+
+def test_one_workspace_rule_for_runner_and_scheduler(fake_scheduler: str) -> None:
+    """The workspace argument goes to the first role unless it has its own; every role's own
+    workspace is built too; the same through the Runner and Scheduler.submit."""
+    __import__("fake_sched.scheduler")
+    from torchx.runner import Runner
+
+    roles = [
+        Role("a", "i", entrypoint="echo", resource=resource(cpu=1)),
+        Role("b", "i", entrypoint="echo", resource=resource(cpu=1)),
+        Role("c", "i", entrypoint="echo", resource=resource(cpu=1), workspace="own"),  # type: ignore[arg-type]
+    ]
+    app = AppDef("ws", roles=roles)
+    with Runner("s", {"fake": _workspace_scheduler}) as runner:
+        BUILT.clear()
+        info = runner.dryrun(app, "fake", workspace="given")
+        through_runner = sorted(BUILT)
+        BUILT.clear()
+        runner.get_scheduler("fake").submit(app, {}, workspace="given")
+        through_scheduler = sorted(BUILT)
+    assert through_runner == through_scheduler == ["a:given", "c:own"]
+    assert info.app is not None
+    assert [r.image for r in info.app.roles] == ["built-given", "i", "built-own"]
+    assert app.roles[0].workspace is None
