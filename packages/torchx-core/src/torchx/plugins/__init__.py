@@ -1,6 +1,13 @@
 """torchx plugins: pluggy hooks that register schedulers, named resources, components,
 trackers, workspaces, CLI commands and upstream module paths (``LegacyModule``), plus submit-time event hooks.
 
+Upstream TorchX's plugin API is here too (lazily): ``register`` (``@register.scheduler()``,
+``@register.tracker()``, ``@register.named_resource(...)``) for modules of the
+``torchx_plugins.*`` namespace packages, ``powers_of_two_gpus``, ``halve_mem_down_to``,
+``WHOLE``/``HALF``/``QUARTER``/``EIGHTH``/``SIXTEENTH``, ``resource_tags``, and the registry view
+``registry()`` / ``PluginRegistry`` / ``PluginType`` / ``RegistrationError``
+(:mod:`torchx.plugins.authoring`, :mod:`torchx.plugins.namespace`, :mod:`torchx.plugins.plugin_registry`).
+
 Plugin authors need only::
 
     from torchx.plugins import hookimpl, SchedulerPlugin, ComponentSource  # ...
@@ -11,6 +18,8 @@ plugins must be (re)discovered.
 """
 
 from __future__ import annotations
+
+import functools
 
 from torchx.plugins.registrations import (
     CliCommand,
@@ -32,7 +41,54 @@ if TYPE_CHECKING:
     hookimpl: pluggy.HookimplMarker
     hookspec: pluggy.HookspecMarker
 
+    from torchx.plugins.authoring import (
+        EIGHTH,
+        HALF,
+        QUARTER,
+        SIXTEENTH,
+        WHOLE,
+        PluginType,
+        halve_mem_down_to,
+        powers_of_two_gpus,
+        register,
+        resource_tags,
+    )
+    from torchx.plugins.plugin_registry import PluginRegistry, RegistrationError
+
+#: upstream's names, imported on first use: name -> module
+_UPSTREAM_NAMES: dict[str, str] = {
+    **dict.fromkeys(
+        [
+            "EIGHTH",
+            "HALF",
+            "QUARTER",
+            "SIXTEENTH",
+            "WHOLE",
+            "PluginType",
+            "halve_mem_down_to",
+            "powers_of_two_gpus",
+            "register",
+            "resource_tags",
+        ],
+        "torchx.plugins.authoring",
+    ),
+    **dict.fromkeys(["PluginRegistry", "RegistrationError"], "torchx.plugins.plugin_registry"),
+}
+
 __all__ = [
+    "EIGHTH",
+    "HALF",
+    "QUARTER",
+    "SIXTEENTH",
+    "WHOLE",
+    "PluginRegistry",
+    "PluginType",
+    "RegistrationError",
+    "halve_mem_down_to",
+    "powers_of_two_gpus",
+    "register",
+    "registry",
+    "resource_tags",
     "CliCommand",
     "ComponentSource",
     "LegacyModule",
@@ -71,7 +127,34 @@ def __getattr__(name: str) -> Any:
         )
         globals()[name] = marker
         return marker
+    module_name = _UPSTREAM_NAMES.get(name)
+    if module_name is not None:
+        import importlib
+
+        value = getattr(importlib.import_module(module_name), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# ``torchx.plugins.registry`` is upstream's function (defined after the submodule of that name
+# was imported above, so the package attribute is the function; the submodule is still
+# importable by its full name)
+@functools.lru_cache(maxsize=1)
+def registry() -> PluginRegistry:  # type: ignore[no-redef]
+    """Upstream TorchX's plugin registry view (one per process; ``registry().clear()`` starts over).
+
+    ``TORCHX_PLUGINS_SOURCE`` selects what is read: ``0`` nothing but torchx's own backends (the
+    ``torchx`` hook group), ``1`` namespace packages, ``2`` entry points, ``3`` (default) both.
+
+    Raises:
+        ValueError: ``TORCHX_PLUGINS_SOURCE`` holds another value
+    """
+    from torchx.plugins.namespace import plugin_sources
+    from torchx.plugins.plugin_registry import PluginRegistry
+
+    plugin_sources(strict=True)
+    return PluginRegistry()
 
 
 def get_registry(refresh: bool = False) -> Registry:
@@ -124,6 +207,8 @@ def load_attr(path: str) -> Any:
         obj: Any = importlib.import_module(module_name)
     except Exception as e:
         raise PluginLoadError(f"cannot import {module_name!r} (from {path!r}): {type(e).__name__}: {e}") from e
+    if attr and attr in vars(obj):  # a generated name may hold dots (``register.named_resource``)
+        return vars(obj)[attr]
     for part in attr.split(".") if attr else []:
         try:
             obj = getattr(obj, part)

@@ -21,7 +21,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-_FORMAT = 5
+_FORMAT = 6
 
 
 def caching_enabled() -> bool:
@@ -67,7 +67,8 @@ def write_cache(name: str, version: int, data: Any) -> None:
 
 
 def _cache_name() -> str:
-    key = "\0".join([sys.version, sys.executable, *sys.path]).encode()
+    # TORCHX_PLUGINS_SOURCE selects what discovery reads: each value has its own cache
+    key = "\0".join([sys.version, sys.executable, os.environ.get("TORCHX_PLUGINS_SOURCE", ""), *sys.path]).encode()
     return f"plugins-{binascii.crc32(key):08x}-{len(key)}.marshal"
 
 

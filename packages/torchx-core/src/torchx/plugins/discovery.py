@@ -34,13 +34,14 @@ def new_plugin_manager() -> pluggy.PluginManager:
     return pm
 
 
-def _entry_points() -> list[tuple[Any, str, str]]:
-    """(entry point, dist name, dist version) of every torchx-related entry point, sorted."""
+def _entry_points(legacy: bool = True) -> list[tuple[Any, str, str]]:
+    """(entry point, dist name, dist version) of every torchx-related entry point, sorted
+    (without the legacy groups unless ``legacy``)."""
     from importlib.metadata import distributions
 
     found = []
     seen: set[tuple[str, str, str]] = set()
-    groups = {GROUP, *LEGACY_GROUPS}
+    groups = {GROUP, *LEGACY_GROUPS} if legacy else {GROUP}
     for dist in distributions():
         try:
             eps = [ep for ep in dist.entry_points if ep.group in groups]
@@ -59,7 +60,7 @@ def _entry_points() -> list[tuple[Any, str, str]]:
     return found
 
 
-def _import_failure_files(module: str, error: BaseException) -> list[str]:
+def import_failure_files(module: str, error: BaseException) -> list[str]:
     """Files (and their folders) a failed import of ``module`` went through: editing one of
     them, or adding a file next to them, may fix it."""
     import os
@@ -81,7 +82,7 @@ def _load_plugin_module(pm: pluggy.PluginManager, info: PluginInfo) -> Any:
         module = importlib.import_module(info.value)
     except BaseException as e:
         if not isinstance(e, KeyboardInterrupt):
-            info.watch = _import_failure_files(info.value, e)
+            info.watch = import_failure_files(info.value, e)
         raise
     info.watch = [getattr(module, "__file__", "") or ""]
     pm.register(module, name=info.ident)
@@ -118,10 +119,15 @@ def _collect(pm: pluggy.PluginManager, info: PluginInfo, registry: Registry) -> 
 
 
 def discover() -> Registry:
-    """Loads every installed plugin's registrations (imports only the plugins' hook modules)."""
+    """Loads every installed plugin's registrations: entry points (importing only the plugins'
+    hook modules), then the ``torchx_plugins.*`` namespace packages (importing their modules),
+    as ``TORCHX_PLUGINS_SOURCE`` selects (see :mod:`torchx.plugins.namespace`)."""
+    from torchx.plugins.namespace import SOURCE_ENTRY_POINTS, SOURCE_NAMESPACE, discover_namespaces, plugin_sources
+
+    sources = plugin_sources()
     registry = Registry()
     pm = new_plugin_manager()
-    for ep, dist, version in _entry_points():
+    for ep, dist, version in _entry_points(legacy=bool(sources & SOURCE_ENTRY_POINTS)):
         info = PluginInfo(name=ep.name, dist=dist, version=version, group=ep.group, value=ep.value)
         registry.plugins.append(info)
         if ep.group == GROUP:
@@ -140,6 +146,8 @@ def discover() -> Registry:
                 info.errors.append(str(e))
                 continue
             registry.add(info, record)
+    if sources & SOURCE_NAMESPACE:
+        discover_namespaces(registry)
     registry.finish()
     registry.plugin_manager = pm
     for conflict in registry.conflicts:

@@ -23,6 +23,8 @@ from torchx.specs.roles import GiB
 
 __all__ = [
     *_api_all,
+    "TORCHX_HOME",  # noqa: F405 - lazy, see __getattr__
+    "CapabilityKey",  # noqa: F405 - lazy, see __getattr__
     "GiB",
     "_named_resource_factories",
     "get_named_resources",
@@ -37,6 +39,10 @@ _LAZY = {
     "file_linter": "torchx.specs.file_linter",
     "finder": "torchx.specs.finder",
     "builders": "torchx.specs.builders",
+    "overlays": "torchx.specs.overlays",
+    "capabilities": "torchx.specs.capabilities",
+    "CapabilityKey": "torchx.specs.capabilities",
+    "TORCHX_HOME": "torchx.specs.home",
 }
 
 
