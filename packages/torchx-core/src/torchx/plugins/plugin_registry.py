@@ -86,11 +86,12 @@ class PluginRegistry:
         self._asked: set[PluginType] = set()
 
     def _reg(self) -> Registry:
-        if self._registry is None:
-            from torchx.plugins import get_registry
+        """The given registry, else the process's current one (``torchx.plugins.get_registry()``)."""
+        if self._registry is not None:
+            return self._registry
+        from torchx.plugins import get_registry
 
-            self._registry = get_registry()
-        return self._registry
+        return get_registry()
 
     def get(self, plugin_type: PluginType) -> dict[str, Any]:
         """Name -> factory of every plugin of ``plugin_type`` (empty dict if none)."""
@@ -108,7 +109,6 @@ class PluginRegistry:
         """Forgets what was discovered; the next use (and the next :func:`registry`) looks again."""
         from torchx.plugins import reset
 
-        self._registry = None
         self._asked.clear()
         reset()
         torchx.plugins.registry.cache_clear()
