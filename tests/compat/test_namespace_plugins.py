@@ -291,9 +291,9 @@ WARM = """
 import sys, torchx.plugins
 from torchx.plugins import get_registry
 reg = get_registry()
-loaded = sorted(m for m in sys.modules if m.startswith("torchx_plugins."))
+loaded = sorted(m for m in sys.modules if m.startswith("torchx_plugins.") and m.count(".") > 1)
 from torchx import specs
-print(loaded, "nightly_proc" in reg.schedulers, specs.resource(h=sys.argv[1]).cpu, sorted(m for m in sys.modules if m.startswith("torchx_plugins.")))
+print(loaded, "nightly_proc" in reg.schedulers, specs.resource(h=sys.argv[1]).cpu, sorted(m for m in sys.modules if m.startswith("torchx_plugins.") and m.count(".") > 1))
 """
 
 

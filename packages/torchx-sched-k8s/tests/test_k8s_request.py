@@ -382,7 +382,7 @@ def test_pod_overlay_reaches_every_pod_of_every_mode_and_leaves_other_roles_alon
         "kubernetes",
         "V1Pod",
         {
-            "metadata": {"labels": {"team": "ml"}},
+            "metadata": {"labels": {"team": "ml", names.LABEL_APP_NAME: "hijacked"}},
             "spec": {
                 "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
                 JOIN("containers", on="name"): [{"name": "gpu", "workingDir": "/w"}],
@@ -400,6 +400,7 @@ def test_pod_overlay_reaches_every_pod_of_every_mode_and_leaves_other_roles_alon
             assert pod["spec"]["nodeSelector"] == {"pool": "a100"}
             assert {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["spec"]["tolerations"]
             assert pod["metadata"]["labels"]["team"] == "ml"
+            assert pod["metadata"]["labels"][names.LABEL_APP_NAME] != "hijacked"
             assert pod["spec"]["containers"][0]["workingDir"] == "/w"
             assert pod["spec"]["containers"][0]["image"] == "localhost/img:1"
             assert "enableServiceLinks" not in pod["spec"]

@@ -351,9 +351,11 @@ class PodFactory:
             "spec": self.pod_spec(replica),
         }
         if self._overlay:
-            # the replicas share sub-dicts (see the class doc): merge into a copy of its own
+            # the replicas share sub-dicts (see the class doc): merge into a copy of its own;
+            # torchx's labels win over the overlay's (status and cleanup select on them)
             template = copy.deepcopy(template)
             apply_overlay(template, self._overlay)
+            template["metadata"].setdefault("labels", {}).update(labels or self.labels(replica))
         return template
 
 

@@ -25,6 +25,10 @@ __all__ = [
     *_api_all,
     "TORCHX_HOME",  # noqa: F405 - lazy, see __getattr__
     "CapabilityKey",  # noqa: F405 - lazy, see __getattr__
+    "NA",  # noqa: F405 - lazy, see __getattr__
+    "TORCHX_CONTEXT_NAME",  # noqa: F405 - lazy, see __getattr__
+    "app_metadata",  # noqa: F405 - lazy, see __getattr__
+    "cases",  # noqa: F405 - lazy, see __getattr__
     "GiB",
     "_named_resource_factories",
     "get_named_resources",
@@ -43,6 +47,10 @@ _LAZY = {
     "capabilities": "torchx.specs.capabilities",
     "CapabilityKey": "torchx.specs.capabilities",
     "TORCHX_HOME": "torchx.specs.home",
+    "cases": "torchx.specs.casing",
+    "app_metadata": "torchx.specs.metadata_keys",
+    "NA": "torchx.specs.metadata_keys",
+    "TORCHX_CONTEXT_NAME": "torchx.specs.metadata_keys",
 }
 
 
