@@ -133,8 +133,6 @@ def bench_ns_{index}(fractional: float = WHOLE) -> Resource:
 def _namespace_project(project: Path, fields: dict[str, object]) -> None:
     """A distribution with one namespace module; even indexes register a scheduler, odd ones a
     named resource (so ``count`` projects install ``count`` namespace modules)."""
-    pyproject = _PYPROJECT.format(entry_points="", **fields)
-    (project / "pyproject.toml").write_text(pyproject.split("[tool.hatch")[0] + _NAMESPACE_PYPROJECT_TAIL)
     kind, text = (
         ("schedulers", _NAMESPACE_SCHEDULER)
         if int(str(fields["index"])) % 2 == 0
@@ -145,6 +143,8 @@ def _namespace_project(project: Path, fields: dict[str, object]) -> None:
     )
     folder = project / "src" / "torchx_plugins" / kind
     folder.mkdir(parents=True)
+    pyproject = _PYPROJECT.format(entry_points="", **fields)
+    (project / "pyproject.toml").write_text(pyproject.split("[tool.hatch")[0] + _NAMESPACE_PYPROJECT_TAIL)
     (folder / f"bench_ns_{fields['index']}.py").write_text(text.format(**fields))
 
 

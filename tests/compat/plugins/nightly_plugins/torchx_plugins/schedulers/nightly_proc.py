@@ -63,16 +63,24 @@ class NightlyProcScheduler(Scheduler[Mapping[str, CfgVal]]):
         limit = NightlyOpts.from_cfg(cfg).max_gpus
         for role in app.roles:
             if role.resource.gpu > limit:
-                raise ValueError(f"{scheduler}: role {role.name} asks for {role.resource.gpu} GPUs, max_gpus is {limit}")
+                raise ValueError(
+                    f"{scheduler}: role {role.name} asks for {role.resource.gpu} GPUs, max_gpus is {limit}"
+                )
 
     def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[NightlyRequest]:
         app_id = make_unique(app.name)
         request = NightlyRequest(app_id, NightlyOpts.from_cfg(cfg).max_gpus)
         for role in app.roles:
             for i in range(role.num_replicas):
-                values = macros.Values(img_root=os.getcwd(), app_id=app_id, replica_id=str(i), rank0_env="NIGHTLY_RANK0")
+                values = macros.Values(
+                    img_root=os.getcwd(), app_id=app_id, replica_id=str(i), rank0_env="NIGHTLY_RANK0"
+                )
                 r = values.apply(role)
-                env = {**r.env, "NIGHTLY_RANK0": "localhost", "NIGHTLY_RESOURCE": str(role.resource.get_resource_name())}
+                env = {
+                    **r.env,
+                    "NIGHTLY_RANK0": "localhost",
+                    "NIGHTLY_RESOURCE": str(role.resource.get_resource_name()),
+                }
                 request.replicas.append(Replica(role.name, i, [r.entrypoint, *r.args], env))
         return AppDryRunInfo(request, repr)
 
@@ -119,7 +127,9 @@ class NightlyProcScheduler(Scheduler[Mapping[str, CfgVal]]):
             return None
         roles: dict = {}
         for role, idx, base in self._replicas(app_id):
-            roles.setdefault(role, []).append(ReplicaStatus(id=idx, state=self._state(base), role=role, hostname="localhost"))
+            roles.setdefault(role, []).append(
+                ReplicaStatus(id=idx, state=self._state(base), role=role, hostname="localhost")
+            )
         states = {r.state for reps in roles.values() for r in reps}
         for state in (AppState.CANCELLED, AppState.FAILED, AppState.RUNNING):
             if state in states:
