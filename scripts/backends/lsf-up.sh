@@ -57,11 +57,7 @@ if [ $need_build = 1 ]; then
     [ -f /usr/include/tirpc/rpc/types.h ] || missing+=(libtirpc-dev)
     if [ ${#missing[@]} -gt 0 ]; then
         if [ "${OPENLAVA_APT:-1}" = 1 ] && command -v apt-get >/dev/null; then
-            log "installing build deps: ${missing[*]}"
-            DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >>"$LOG" 2>&1 \
-                || { apt-get update >>"$LOG" 2>&1 && \
-                     DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >>"$LOG" 2>&1; } \
-                || die "apt-get install ${missing[*]} failed (see $LOG)"
+            apt_install "${missing[@]}"
         else
             die "missing build deps: ${missing[*]}"
         fi
@@ -70,8 +66,10 @@ if [ $need_build = 1 ]; then
     log "building OpenLava from $TARBALL into $PREFIX (log: $LOG)"
     rm -rf "$BUILD"; mkdir -p "$BUILD/x"
     tar -xzf "$TARBALL" -C "$BUILD/x"
-    if [ -f "$BUILD/x/configure.ac" ]; then SRC=$BUILD/x
-    else SRC=$(dirname "$(ls -d "$BUILD"/x/*/configure.ac | head -1)"); fi
+    found=("$BUILD"/x/configure.ac "$BUILD"/x/*/configure.ac)   # at the top or one directory down
+    found=("${found[@]/%\/configure.ac}")
+    SRC=${found[0]}
+    [ -f "$SRC/configure.ac" ] || SRC=${found[1]}
     [ -f "$SRC/configure.ac" ] || die "no configure.ac in $TARBALL"
     (
         cd "$SRC"
@@ -278,7 +276,7 @@ else
     done
     log "starting lim"
     "$PREFIX/sbin/lim"
-    for i in $(seq 1 60); do timeout 10 lsid >/dev/null 2>&1 && break; sleep 1; done
+    for _ in $(seq 1 60); do timeout 10 lsid >/dev/null 2>&1 && break; sleep 1; done
     timeout 10 lsid >/dev/null 2>&1 || die "lim did not come up (see $PREFIX/log/lim.log.$HOST)"
     log "starting res, sbatchd (sbatchd starts mbatchd)"
     "$PREFIX/sbin/res"
@@ -287,7 +285,7 @@ fi
 
 # wait until the batch system reports the host ok
 ok=0
-for i in $(seq 1 120); do
+for _ in $(seq 1 120); do
     if timeout 10 bhosts 2>/dev/null | awk -v h="$HOST" '$1==h && $2=="ok"{f=1} END{exit !f}'; then
         ok=1; break
     fi

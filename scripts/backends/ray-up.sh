@@ -39,6 +39,7 @@ ENV
 # fast path: ours is up (its env.sh exists and the Jobs API answers)
 if [ -s "$STATE_DIR/env.sh" ] && up; then
     log "already running ($EP answers)"
+    # shellcheck source=/dev/null
     write_env "$(. "$STATE_DIR/env.sh"; echo "$TORCHX_TEST_RAY_PYTHON")"
     exit 0
 fi

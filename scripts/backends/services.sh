@@ -44,6 +44,8 @@ select_names() {
     echo "${out[@]}"
 }
 
+# (the env.sh files are written by the *-up.sh scripts)
+# shellcheck source=/dev/null
 is_up() {
     case "$1" in
         docker) docker_ping ;;

@@ -44,6 +44,7 @@ smoke_slurm() {
 smoke_lsf() {
     local d rc=1 out
     d=$(mktemp -d /tmp/torchx-smoke-lsf.XXXXXX)
+    # shellcheck disable=SC2016  # $LSB_HOSTS is expanded by the job's shell
     if (cd "$d" && PATH=$TORCHX_TEST_LSF_BINDIR:$PATH timeout 60 bsub -K -n 2 -o out.txt \
             'for h in $LSB_HOSTS; do echo hello; done' >/dev/null 2>&1); then
         out=$(grep -c '^hello$' "$d/out.txt" 2>/dev/null)

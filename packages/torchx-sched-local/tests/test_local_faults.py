@@ -361,7 +361,7 @@ def test_huge_replica_counts_are_refused_at_once(sched: LocalScheduler, count: i
 def test_replica_counts_must_be_whole_numbers(sched: LocalScheduler, bad: object) -> None:
     role = specs.Role("r", image=".", entrypoint="true")
     role.num_replicas = bad  # type: ignore[assignment]
-    with pytest.raises(ValueError, match="num_replicas must be a whole number >= 0"):
+    with pytest.raises(ValueError, match="num_replicas must be a positive int"):  # the submit pipeline's check
         sched.submit_dryrun(specs.AppDef("a", [role]), {})
 
 

@@ -142,8 +142,7 @@ def test_describe_returns_the_submitted_roles_from_another_process(sched: LocalS
         resource=specs.Resource(cpu=2, gpu=0, memMB=1024, capabilities={"x": "y"}),
         port_map={"tb": 6006},
         metadata={"local_cwd.k": "v"},
-        mounts=[specs.BindMount("/a", "/b", True)],
-    )
+    )  # no mounts: local_cwd declares none, and Scheduler.submit refuses them as Runner.run does
     app_id = sched.submit(specs.AppDef("described", [role], metadata={"team": "ml"}), {})
     sched.wait(app_id)
     other = LocalScheduler("other", state_dir=sched.store.root)

@@ -8,6 +8,8 @@ version is in its metadata: ``importlib.metadata.version("torchx-core")``.
 
 import os
 
+from torchx.util.distributions import CORE
+
 #: TorchX API level implemented
 __version__ = "0.7.0"
 
@@ -15,7 +17,7 @@ __version__ = "0.7.0"
 TORCHX_IMAGE: str = os.environ.get("TORCHX_IMAGE", f"ghcr.io/pytorch/torchx:{__version__}")
 
 
-def distribution_version(name: str = "torchx-core") -> str:
+def distribution_version(name: str = CORE) -> str:
     """The installed version of distribution ``name`` ("unknown" if it is not installed)."""
     from importlib.metadata import PackageNotFoundError, version
 

@@ -203,9 +203,10 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
     def schedule(self, dryrun_info: AppDryRunInfo[LocalRequest]) -> str:
         """Records the job and starts its supervisor; returns at once with the app id.
 
-        The job's directory is assembled under a hidden name (files fsync'ed, mode 0600,
-        directories 0700) and renamed into place once complete, so a failure (a full disk)
-        leaves nothing behind and readers never see a half-made job.
+        The job's directory is assembled under a hidden name (mode 0600, directories 0700) and
+        renamed into place once complete, so a failure (a full disk) leaves nothing behind and
+        readers never see a half-made job; the record is on disk when this returns (see the
+        store's "Durability").
 
         Raises:
             ValueError: this request was already scheduled (dry-run again for a new app id)
@@ -233,7 +234,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             store.write_json(
                 os.path.join(staging, store.STATE_FILE),
                 {"app_id": req.app_id, "name": req.name, "created": created, "state": "SUBMITTED", "msg": ""},
-                sync_dir=False,
+                durable=False,  # a crash makes it moot: see store's "Durability"
             )
             if external_logs:
                 parent = os.path.dirname(req.log_root)
@@ -299,7 +300,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         Raises:
             UnreadableJobError: its ``state.json`` cannot be read
         """
-        st = self._read(self.store.state, app_id)
+        st = self._written_state(app_id)
         if st is None or st["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
             return st
         if store.lock_is_held(self.store.job_dir(app_id)):
@@ -316,6 +317,46 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                 else ""
             )
         return st
+
+    def _written_state(self, app_id: str) -> dict[str, Any] | None:
+        """The job's ``state.json``, or what a machine crash that lost it means (FAILED).
+
+        Raises:
+            UnreadableJobError: the file cannot be read, and not because of a crash
+        """
+        try:
+            return self._read(self.store.state, app_id)
+        except store.UnreadableJobError:
+            st = self._state_lost_in_crash(app_id)
+            if st is None:
+                raise
+            return st
+
+    def _state_lost_in_crash(self, app_id: str) -> dict[str, Any] | None:
+        """The state of a job whose ``state.json`` a machine crash lost, or None.
+
+        A state that is not final is not forced to disk (see the store's "Durability"), so a
+        crash may leave it empty or torn. When the job was recorded before the machine last
+        booted, nobody holds its lock and its ``app.json`` is whole, the job reads as FAILED;
+        otherwise (None) the file was damaged some other way and is reported as such.
+        """
+        job_dir = self.store.job_dir(app_id)
+        try:
+            recorded = os.stat(os.path.join(job_dir, store.APP_FILE)).st_mtime
+        except OSError:
+            return None
+        if recorded >= store.boot_time() or store.lock_is_held(job_dir):
+            return None
+        app = self._read(self.store.app, app_id)
+        if app is None:
+            return None
+        return {
+            "app_id": app_id,
+            "name": app.get("name", app_id),
+            "created": app.get("created"),
+            "state": "FAILED",
+            "msg": "the machine stopped while the job ran, before its state was stored",
+        }
 
     def exists(self, app_id: str) -> bool:
         """True if the job is recorded, even if its files cannot be read (so ``delete`` removes it)."""
@@ -452,7 +493,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             UnreadableJobError: its state cannot be read, so its processes are unknown
         """
         job_dir = self.store.job_dir(app_id)
-        st = self._read(self.store.state, app_id)
+        st = self._written_state(app_id)
         if st is None or st["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
             return
         try:

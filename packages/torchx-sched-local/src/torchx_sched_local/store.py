@@ -12,8 +12,22 @@ Layout of ``<state dir>/<app_id>/``:
 
 A job directory is assembled under a hidden name (``.new-<app_id>-<pid>``) and renamed
 into place when complete, so a visible job always has both files and a failed submission
-leaves nothing. Every file is replaced atomically and durably (temporary file, ``fsync``,
-``rename``, ``fsync`` of the directory), mode 0600; directories are 0700 whatever the umask.
+leaves nothing. Every file is replaced atomically (temporary file, ``rename``), mode 0600;
+directories are 0700 whatever the umask.
+
+Durability, with as few ``fsync`` calls as it needs (each one waits for the disk): what must
+survive a machine crash is forced to disk, what the crash makes moot is not.
+
+* Before ``schedule`` returns, the job's record is on disk: ``app.json`` (fsync'ed), the job
+  directory's entries and its name in the state directory (both directories fsync'ed around
+  the rename): 3 fsyncs per job.
+* The first ``state.json`` (SUBMITTED) and every state the supervisor writes while the job
+  runs are atomic but not forced to disk: after a crash the supervisor is gone, and a job
+  whose state is not final while nobody holds its lock reads as FAILED ("the supervisor
+  died"); one recorded before the machine last booted whose state file the crash left
+  empty or torn reads as FAILED too ("the machine stopped", ``LocalScheduler``).
+* The final state (SUCCEEDED, FAILED, CANCELLED) is forced to disk (file and directory),
+  by whoever writes it: 2 fsyncs per job.
 A file that cannot be read (truncated, empty, not JSON, wrong shape) raises
 :class:`UnreadableJobError` for that job only.
 
@@ -115,14 +129,28 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def write_json(path: str, data: Any, sync_dir: bool = True) -> None:
-    """Writes ``data`` as JSON to ``path`` atomically and durably, mode 0600 whatever the umask.
+def boot_time() -> float:
+    """When the machine last booted (seconds since the epoch; 0 if it cannot be told)."""
+    try:
+        with open("/proc/stat", "rb") as f:
+            for line in f:
+                if line.startswith(b"btime "):
+                    return float(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0.0
 
-    The content goes to a temporary file that is fsync'ed and then renamed over ``path``;
-    the directory is fsync'ed after the rename (unless ``sync_dir`` is false: the caller
+
+def write_json(path: str, data: Any, sync_dir: bool = True, durable: bool = True) -> None:
+    """Writes ``data`` as JSON to ``path`` atomically (and durably), mode 0600 whatever the umask.
+
+    The content goes to a temporary file that is renamed over ``path``; readers see the old
+    or the new file, never a torn one. With ``durable``, the temporary file is fsync'ed
+    before the rename and the directory after it (unless ``sync_dir`` is false: the caller
     fsyncs it once after several files; or the process is out of file descriptors: the
-    write is done, so it is not reported as failed). Readers see the old or the new file,
-    never a torn one, and after a crash the file is whole. On failure nothing is left behind.
+    write is done, so it is not reported as failed), so after a crash the file is whole.
+    Without it nothing is forced to disk (see the module's "Durability"). On failure nothing
+    is left behind.
 
     Raises:
         OSError: the file cannot be written (the error names ``path``)
@@ -137,7 +165,8 @@ def write_json(path: str, data: Any, sync_dir: bool = True) -> None:
         try:
             os.fchmod(fd, 0o600)
             _write_all(fd, text)
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
@@ -145,7 +174,7 @@ def write_json(path: str, data: Any, sync_dir: bool = True) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise OSError(e.errno, e.strerror, path) from None
-    if sync_dir:
+    if sync_dir and durable:
         try:
             fsync_dir(directory)
         except OSError as e:

@@ -672,7 +672,7 @@ class Supervisor:
         deadline = time.monotonic() + (FINAL_STATE_RETRY if final else 0.0)
         while True:
             try:
-                store.write_json(self.state_path, data)
+                store.write_json(self.state_path, data, durable=final)  # see store's "Durability"
                 if self._reserve_fd < 0:
                     try:
                         self._reserve_fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)

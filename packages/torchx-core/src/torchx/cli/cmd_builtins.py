@@ -30,9 +30,10 @@ class CmdBuiltins(SubCommand):
             )
             return
         if not components:
+            from torchx.util import distributions
             from torchx.util.distributions import pip_install
 
-            print(f"No components found. `{pip_install('torchx-components')}` installs the builtins.")
+            print(f"No components found. `{pip_install(distributions.COMPONENTS)}` installs the builtins.")
             return
         print(f"Found {len(components)} builtin components:")
         width = max(len(n) for n in components)

@@ -16,7 +16,7 @@ class CmdPlugins(SubCommand):
         subparser.add_argument("--refresh", action="store_true", help="ignore the discovery cache")
 
     def run(self, args: argparse.Namespace) -> int:
-        from torchx.cli.main import BUILTIN_COMMANDS
+        from torchx.cli.verbs import BUILTIN_COMMANDS
         from torchx.plugins import get_registry
 
         registry = get_registry(refresh=args.refresh)
@@ -32,14 +32,18 @@ class CmdPlugins(SubCommand):
             )
             return 0
         if not registry.plugins:
+            from torchx.util import distributions
             from torchx.util.distributions import pip_install
 
             print(
                 "No torchx plugins installed. Try"
-                f" `{pip_install('torchx-sched-local')}` and `{pip_install('torchx-components')}`."
+                f" `{pip_install(distributions.LOCAL)}` and `{pip_install(distributions.COMPONENTS)}`."
             )
             return 0
         for p in registry.plugins:
+            if p.incompatible:  # one line: nothing was loaded from it
+                print(f"{p.dist} {p.version}  [{p.group}] {p.name} = {p.value}  ({p.errors[0]})")
+                continue
             status = "ERROR" if p.errors else "ok"
             print(f"{p.dist} {p.version}  [{p.group}] {p.name} = {p.value}  ({status})")
             for kind, names in p.registers.items():

@@ -128,7 +128,7 @@ def _parse_cfg(opts: Any, scheduler: str, literals: list[str]) -> dict[str, Any]
 
 def _builds_workspaces(scheduler: Any) -> bool:
     """True when the scheduler can ship a workspace (so the CWD is shipped by default)."""
-    from torchx.schedulers.api import workspace_of
+    from torchx.schedulers.calls import workspace_of
 
     return workspace_of(scheduler) is not None and type(scheduler).available
 

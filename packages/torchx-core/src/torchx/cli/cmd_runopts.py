@@ -37,9 +37,10 @@ class CmdRunopts(SubCommand):
         with get_runner() as runner:
             names = [args.scheduler] if args.scheduler else runner.scheduler_backends()
             if not names:
+                from torchx.util import distributions
                 from torchx.util.distributions import pip_install
 
-                print(f"No scheduler is installed. `{pip_install('torchx-sched-local')}` installs local_cwd.")
+                print(f"No scheduler is installed. `{pip_install(distributions.LOCAL)}` installs local_cwd.")
                 return 1
             data: dict[str, Any] = {}
             failures = 0

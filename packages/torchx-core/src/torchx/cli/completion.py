@@ -102,10 +102,10 @@ def _option_strings(parser: argparse.ArgumentParser) -> tuple[list[str], set[str
 def _verb_parser(verb: str, factory: str) -> argparse.ArgumentParser:
     import argparse
 
-    from torchx.cli.main import _load_command
+    from torchx.cli.verbs import load_command
 
     parser = argparse.ArgumentParser(prog=f"torchx {verb}", add_help=True)
-    _load_command(factory).add_arguments(parser)
+    load_command(factory).add_arguments(parser)
     return parser
 
 
@@ -171,11 +171,11 @@ def _positionals(words: list[str], valued: set[str]) -> list[str]:
 
 def candidates(words: list[str]) -> Iterable[str]:
     """Completions for the last of ``words`` (the words after ``torchx``; the last may be '')."""
-    from torchx.cli.main import _commands
+    from torchx.cli import verbs as torchx_verbs
 
     words = words or [""]
     current, before = words[-1], words[:-1]
-    commands, _ = _commands()
+    commands, _ = torchx_verbs.commands()
     top_valued = {"--log_level", "--log-level"}
     verbs = _positionals(before, top_valued)
     if not verbs:

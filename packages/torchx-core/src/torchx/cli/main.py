@@ -6,27 +6,12 @@ from __future__ import annotations
 import os
 import sys
 
+from torchx.cli import verbs
+from torchx.cli.verbs import BUILTIN_COMMANDS
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from typing import Any
-
-#: verb -> ("module:Class", help); the modules are imported only when the verb runs
-BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
-    "run": ("torchx.cli.cmd_run:CmdRun", "run a component (or an AppDef file) on a scheduler"),
-    "builtins": ("torchx.cli.cmd_builtins:CmdBuiltins", "list the installed components"),
-    "runopts": ("torchx.cli.cmd_runopts:CmdRunopts", "list the run options of schedulers"),
-    "status": ("torchx.cli.cmd_status:CmdStatus", "show the status of an app"),
-    "describe": ("torchx.cli.cmd_describe:CmdDescribe", "show the definition of an app"),
-    "wait": ("torchx.cli.cmd_wait:CmdWait", "wait for an app to end (exit 0 only if it succeeded)"),
-    "log": ("torchx.cli.cmd_log:CmdLog", "print (or follow) the logs of an app"),
-    "list": ("torchx.cli.cmd_list:CmdList", "list the apps a scheduler knows"),
-    "cancel": ("torchx.cli.cmd_cancel:CmdCancel", "stop an app (it stays describable)"),
-    "delete": ("torchx.cli.cmd_cancel:CmdDelete", "stop an app and remove every trace of it"),
-    "configure": ("torchx.cli.cmd_configure:CmdConfigure", "write a .torchxconfig template"),
-    "plugins": ("torchx.cli.cmd_plugins:CmdPlugins", "list installed plugins, what they register, their errors"),
-    "completion": ("torchx.cli.cmd_completion:CmdCompletion", "print a bash, zsh or fish completion script"),
-}
 
 DESCRIPTION = """\
 torchx: define a training job once, launch it anywhere.
@@ -43,25 +28,6 @@ def _debug_enabled(argv: list[str]) -> bool:
     at = _verb_index(argv)
     torchx_args = argv[:at] if at is not None else argv
     return bool(os.environ.get("TORCHX_DEBUG")) or "--verbose" in torchx_args or "-v" in torchx_args
-
-
-def _commands() -> tuple[dict[str, tuple[str, str]], str | None]:
-    """Every verb (builtins win a name clash with a plugin) and a warning about plugin errors."""
-    commands = dict(BUILTIN_COMMANDS)
-    note = None
-    try:
-        from torchx.plugins import get_registry
-
-        registry = get_registry()
-        for name, record in registry.cli_commands.items():
-            commands.setdefault(
-                name,
-                (record.factory, record.help or f"(from plugin {registry.origin.get(('cli_commands', name), '?')})"),
-            )
-        note = registry.failure_summary()
-    except Exception as e:  # a broken plugin environment must not take the CLI down
-        note = f"plugin discovery failed: {e}"
-    return commands, note
 
 
 def _verb_index(argv: list[str]) -> int | None:
@@ -134,24 +100,13 @@ def _version_action() -> type:
     return Version
 
 
-def _load_command(path: str) -> Any:
-    from torchx.cli.cmd_base import SubCommand
-    from torchx.plugins import load_attr
-
-    cls = load_attr(path)
-    command = cls()
-    if not isinstance(command, SubCommand):
-        raise TypeError(f"{path} is not a torchx SubCommand")
-    return command
-
-
 def run_cli(argv: list[str]) -> int:
     """Parses ``argv`` and runs the verb; returns the exit code (errors propagate)."""
     if argv[:1] == ["__complete"]:  # asked by the completion scripts (torchx.cli.completion)
         from torchx.cli.completion import complete
 
         return complete(argv[1:])
-    commands, note = _commands()
+    commands, note = verbs.commands()
     verb = _find_verb(argv)
     if verb is not None and verb not in commands:
         from torchx.util.suggest import did_you_mean
@@ -164,7 +119,7 @@ def run_cli(argv: list[str]) -> int:
     parser, subparsers = _make_parser(commands, verb)
     command = None
     if verb is not None:
-        command = _load_command(commands[verb][0])
+        command = verbs.load_command(commands[verb][0])
         command.add_arguments(subparsers[verb])
         from torchx.cli.abbrev import expand_abbreviations
 

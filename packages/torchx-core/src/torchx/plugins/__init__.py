@@ -1,13 +1,6 @@
 """torchx plugins: pluggy hooks that register schedulers, named resources, components,
 trackers, workspaces, CLI commands and upstream module paths (``LegacyModule``), plus submit-time event hooks.
 
-Upstream TorchX's plugin API is here too (lazily): ``register`` (``@register.scheduler()``,
-``@register.tracker()``, ``@register.named_resource(...)``) for modules of the
-``torchx_plugins.*`` namespace packages, ``powers_of_two_gpus``, ``halve_mem_down_to``,
-``WHOLE``/``HALF``/``QUARTER``/``EIGHTH``/``SIXTEENTH``, ``resource_tags``, and the registry view
-``registry()`` / ``PluginRegistry`` / ``PluginType`` / ``RegistrationError``
-(:mod:`torchx.plugins.authoring`, :mod:`torchx.plugins.namespace`, :mod:`torchx.plugins.plugin_registry`).
-
 Plugin authors need only::
 
     from torchx.plugins import hookimpl, SchedulerPlugin, ComponentSource  # ...
@@ -15,22 +8,18 @@ Plugin authors need only::
 See :mod:`torchx.plugins.hookspecs` for every hook with an example. Importing this
 package is cheap: pluggy is loaded only when a hook module asks for ``hookimpl`` or when
 plugins must be (re)discovered.
+
+Upstream TorchX's plugin API is here too (each name imported on first use): ``register``
+(``@register.scheduler()``, ``@register.tracker()``, ``@register.named_resource(...)``) for
+modules of the ``torchx_plugins.*`` namespace packages, ``powers_of_two_gpus``,
+``halve_mem_down_to``, ``WHOLE``/``HALF``/``QUARTER``/``EIGHTH``/``SIXTEENTH``,
+``resource_tags``, and the registry view ``registry()`` / ``PluginRegistry`` / ``PluginType`` /
+``RegistrationError`` (:mod:`torchx.plugins.authoring`, :mod:`torchx.plugins.namespace`,
+:mod:`torchx.plugins.plugin_registry`). ``torchx.plugins.registry`` is both our registry module
+and, called, upstream's ``registry()``.
 """
 
 from __future__ import annotations
-
-import functools
-
-from torchx.plugins.registrations import (
-    CliCommand,
-    ComponentSource,
-    LegacyModule,
-    NamedResourcePlugin,
-    SchedulerPlugin,
-    TrackerPlugin,
-    WorkspacePlugin,
-)
-from torchx.plugins.registry import PluginInfo, Registry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,9 +27,7 @@ if TYPE_CHECKING:
 
     import pluggy
 
-    hookimpl: pluggy.HookimplMarker
-    hookspec: pluggy.HookspecMarker
-
+    from torchx.plugins.api_level import OLDEST_PLUGIN_API_LEVEL, PLUGIN_API_LEVEL
     from torchx.plugins.authoring import (
         EIGHTH,
         HALF,
@@ -54,11 +41,40 @@ if TYPE_CHECKING:
         resource_tags,
     )
     from torchx.plugins.plugin_registry import PluginRegistry, RegistrationError
+    from torchx.plugins.registrations import (
+        CliCommand,
+        ComponentSource,
+        LegacyModule,
+        NamedResourcePlugin,
+        SchedulerPlugin,
+        TrackerPlugin,
+        WorkspacePlugin,
+    )
+    from torchx.plugins.registry import PluginInfo, Registry
 
-#: upstream's names, imported on first use: name -> module
-_UPSTREAM_NAMES: dict[str, str] = {
+    hookimpl: pluggy.HookimplMarker
+    hookspec: pluggy.HookspecMarker
+
+#: re-exported name -> the submodule that defines it (imported on first use: ``import torchx``
+#: loads this package for its import hook, and must stay cheap)
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(("OLDEST_PLUGIN_API_LEVEL", "PLUGIN_API_LEVEL"), "torchx.plugins.api_level"),
     **dict.fromkeys(
-        [
+        (
+            "CliCommand",
+            "ComponentSource",
+            "LegacyModule",
+            "NamedResourcePlugin",
+            "SchedulerPlugin",
+            "TrackerPlugin",
+            "WorkspacePlugin",
+        ),
+        "torchx.plugins.registrations",
+    ),
+    **dict.fromkeys(("PluginInfo", "Registry"), "torchx.plugins.registry"),
+    # upstream TorchX's names (the nightly's plugin API)
+    **dict.fromkeys(
+        (
             "EIGHTH",
             "HALF",
             "QUARTER",
@@ -69,10 +85,10 @@ _UPSTREAM_NAMES: dict[str, str] = {
             "powers_of_two_gpus",
             "register",
             "resource_tags",
-        ],
+        ),
         "torchx.plugins.authoring",
     ),
-    **dict.fromkeys(["PluginRegistry", "RegistrationError"], "torchx.plugins.plugin_registry"),
+    **dict.fromkeys(("PluginRegistry", "RegistrationError"), "torchx.plugins.plugin_registry"),
 }
 
 __all__ = [
@@ -93,6 +109,8 @@ __all__ = [
     "ComponentSource",
     "LegacyModule",
     "NamedResourcePlugin",
+    "OLDEST_PLUGIN_API_LEVEL",
+    "PLUGIN_API_LEVEL",
     "PluginInfo",
     "PluginLoadError",
     "Registry",
@@ -119,6 +137,16 @@ class PluginLoadError(Exception):
 
 
 def __getattr__(name: str) -> Any:
+    if name == "registry":  # the submodule, callable as upstream's ``registry()``
+        import importlib
+
+        return importlib.import_module(f"{__name__}.registry")
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
     if name in ("hookimpl", "hookspec"):
         import pluggy
 
@@ -127,34 +155,7 @@ def __getattr__(name: str) -> Any:
         )
         globals()[name] = marker
         return marker
-    module_name = _UPSTREAM_NAMES.get(name)
-    if module_name is not None:
-        import importlib
-
-        value = getattr(importlib.import_module(module_name), name)
-        globals()[name] = value
-        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-# ``torchx.plugins.registry`` is upstream's function (defined after the submodule of that name
-# was imported above, so the package attribute is the function; the submodule is still
-# importable by its full name)
-@functools.lru_cache(maxsize=1)
-def registry() -> PluginRegistry:  # type: ignore[no-redef]
-    """Upstream TorchX's plugin registry view (one per process; ``registry().clear()`` starts over).
-
-    ``TORCHX_PLUGINS_SOURCE`` selects what is read: ``0`` nothing but torchx's own backends (the
-    ``torchx`` hook group), ``1`` namespace packages, ``2`` entry points, ``3`` (default) both.
-
-    Raises:
-        ValueError: ``TORCHX_PLUGINS_SOURCE`` holds another value
-    """
-    from torchx.plugins.namespace import plugin_sources
-    from torchx.plugins.plugin_registry import PluginRegistry
-
-    plugin_sources(strict=True)
-    return PluginRegistry()
 
 
 def get_registry(refresh: bool = False) -> Registry:

@@ -21,7 +21,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-_FORMAT = 6
+_FORMAT = 7
 
 
 def caching_enabled() -> bool:

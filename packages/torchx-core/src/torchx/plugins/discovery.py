@@ -14,7 +14,7 @@ from typing import Any
 
 import pluggy
 
-from torchx.plugins import hookspecs
+from torchx.plugins import api_level, hookspecs
 from torchx.plugins.legacy import LEGACY_GROUPS, legacy_record
 from torchx.plugins.registrations import EVENT_HOOKS, REGISTRATION_TYPES
 from torchx.plugins.registry import GROUP, PluginInfo, Registry
@@ -34,9 +34,9 @@ def new_plugin_manager() -> pluggy.PluginManager:
     return pm
 
 
-def _entry_points(legacy: bool = True) -> list[tuple[Any, str, str]]:
-    """(entry point, dist name, dist version) of every torchx-related entry point, sorted
-    (without the legacy groups unless ``legacy``)."""
+def _entry_points(legacy: bool = True) -> list[tuple[Any, str, str, list[str]]]:
+    """(entry point, dist name, dist version, dist requirements) of every torchx-related entry
+    point, sorted (without the legacy groups unless ``legacy``)."""
     from importlib.metadata import distributions
 
     found = []
@@ -55,7 +55,7 @@ def _entry_points(legacy: bool = True) -> list[tuple[Any, str, str]]:
             if key in seen:  # the same dist found twice on sys.path
                 continue
             seen.add(key)
-            found.append((ep, name, dist.version or "?"))
+            found.append((ep, name, dist.version or "?", dist.requires or []))
     found.sort(key=lambda item: (item[1].lower(), item[0].group, item[0].name))
     return found
 
@@ -77,17 +77,30 @@ def import_failure_files(module: str, error: BaseException) -> list[str]:
     return sorted({*found, *(os.path.dirname(f) for f in found), *folders})
 
 
-def _load_plugin_module(pm: pluggy.PluginManager, info: PluginInfo) -> Any:
-    try:
-        module = importlib.import_module(info.value)
-    except BaseException as e:
-        if not isinstance(e, KeyboardInterrupt):
-            info.watch = import_failure_files(info.value, e)
-        raise
-    info.watch = [getattr(module, "__file__", "") or ""]
+def _load_plugin_module(pm: pluggy.PluginManager, info: PluginInfo, requires: list[str]) -> bool:
+    """Imports the plugin's hook module and registers it, unless the plugin was written for a
+    plugin API this core does not implement (then nothing of it is loaded: False)."""
+    problem = api_level.requirement_problem(info.dist, requires)  # before importing anything
+    if problem is None:
+        try:
+            module = importlib.import_module(info.value)
+        except BaseException as e:
+            if not isinstance(e, KeyboardInterrupt):
+                info.watch = import_failure_files(info.value, e)
+            raise
+        info.watch = [getattr(module, "__file__", "") or ""]
+        try:
+            problem = api_level.level_problem(info.dist, api_level.declared_levels(module))
+        except ValueError as e:
+            info.errors.append(str(e))
+            return False
+    if problem is not None:
+        info.incompatible = True
+        info.errors.append(problem)
+        return False
     pm.register(module, name=info.ident)
     pm.check_pending()
-    return module
+    return True
 
 
 def _collect(pm: pluggy.PluginManager, info: PluginInfo, registry: Registry) -> None:
@@ -127,18 +140,19 @@ def discover() -> Registry:
     sources = plugin_sources()
     registry = Registry()
     pm = new_plugin_manager()
-    for ep, dist, version in _entry_points(legacy=bool(sources & SOURCE_ENTRY_POINTS)):
+    for ep, dist, version, requires in _entry_points(legacy=bool(sources & SOURCE_ENTRY_POINTS)):
         info = PluginInfo(name=ep.name, dist=dist, version=version, group=ep.group, value=ep.value)
         registry.plugins.append(info)
         if ep.group == GROUP:
             try:
-                _load_plugin_module(pm, info)
+                loaded = _load_plugin_module(pm, info, requires)
             except BaseException as e:
                 if isinstance(e, KeyboardInterrupt):
                     raise
                 info.errors.append(f"cannot load module {ep.value!r}: {_describe_error(e)}")
                 continue
-            _collect(pm, info, registry)
+            if loaded:
+                _collect(pm, info, registry)
         else:
             try:
                 record = legacy_record(ep.group, ep.name, ep.value)

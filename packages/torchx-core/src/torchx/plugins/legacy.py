@@ -33,8 +33,6 @@ they hide nothing, and legacy entries hide none of them except the builtins. The
 
 from __future__ import annotations
 
-from typing import Any
-
 from torchx.plugins.registrations import (
     CliCommand,
     ComponentSource,
@@ -42,6 +40,10 @@ from torchx.plugins.registrations import (
     SchedulerPlugin,
     TrackerPlugin,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 LEGACY_GROUPS: tuple[str, ...] = (
     "torchx.schedulers",

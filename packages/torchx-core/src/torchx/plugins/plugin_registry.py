@@ -17,12 +17,12 @@ groups and the ``torchx_plugins.*`` namespace packages, clashes resolved by the 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
-import torchx.plugins
 from torchx.plugins.authoring import PluginType
-from torchx.plugins.namespace import KIND_OF, NAMESPACE_GROUPS
+from torchx.plugins.namespace import KIND_OF, NAMESPACE_GROUPS, plugin_sources
 from torchx.plugins.registry import Registry
 
 #: registry kind -> the plugin type it is
@@ -111,7 +111,7 @@ class PluginRegistry:
 
         self._asked.clear()
         reset()
-        torchx.plugins.registry.cache_clear()
+        registry.cache_clear()
 
     def _all_errors(self) -> list[RegistrationError]:
         reg = self._reg()
@@ -169,3 +169,18 @@ class PluginRegistry:
         from torchx.util.yaml import dump
 
         return dump(self.to_dict()).rstrip("\n")
+
+
+@functools.lru_cache(maxsize=1)
+def registry() -> PluginRegistry:
+    """Upstream TorchX's plugin registry view (one per process; ``registry().clear()`` starts
+    over). Reached as ``torchx.plugins.registry()``.
+
+    ``TORCHX_PLUGINS_SOURCE`` selects what is read: ``0`` nothing but torchx's own backends (the
+    ``torchx`` hook group), ``1`` namespace packages, ``2`` entry points, ``3`` (default) both.
+
+    Raises:
+        ValueError: ``TORCHX_PLUGINS_SOURCE`` holds another value
+    """
+    plugin_sources(strict=True)
+    return PluginRegistry()

@@ -19,6 +19,9 @@ is one :data:`SOURCE_RANKS` entry: give its registrations a :class:`PluginInfo` 
 
 from __future__ import annotations
 
+import sys
+from types import ModuleType
+
 from torchx.plugins.legacy import LEGACY_GROUPS
 from torchx.plugins.registrations import (
     KINDS,
@@ -61,6 +64,9 @@ class PluginInfo:
         registers: registration kind -> names it registers
         event_hooks: event hooks its module implements
         errors: what went wrong loading it or calling its hooks
+        incompatible: True if it was written for a plugin API this core does not implement
+            (see :mod:`torchx.plugins.api_level`; nothing was loaded from it, ``errors`` says
+            why and which package to upgrade)
         watch: files and folders whose change may change what the plugin registers (its
             module; for a plugin that failed to import, every file its import went through):
             the plugin cache is stale once one of them changes
@@ -74,6 +80,7 @@ class PluginInfo:
     registers: dict[str, list[str]] = field(default_factory=dict)
     event_hooks: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    incompatible: bool = False
     watch: list[str] = field(default_factory=list)
 
     @property
@@ -282,3 +289,26 @@ class Registry:
         reg.origin = {(k, n): v for k, n, v in data["origin"]}
         reg.conflicts = [Conflict(**c) for c in data["conflicts"]]
         return reg
+
+
+class _CallableModule(ModuleType):
+    """This module, callable as upstream TorchX's ``torchx.plugins.registry()``.
+
+    Upstream's function and this module share the name ``torchx.plugins.registry``; whichever
+    of the two a user reaches, ``registry()`` and ``registry.cache_clear()`` work.
+    """
+
+    def __call__(self) -> Any:
+        """Upstream's registry view: :func:`torchx.plugins.plugin_registry.registry`."""
+        from torchx.plugins.plugin_registry import registry
+
+        return registry()
+
+    def cache_clear(self) -> None:
+        """Forgets upstream's registry view (the next call makes a new one)."""
+        from torchx.plugins.plugin_registry import registry
+
+        registry.cache_clear()
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from torchx.schedulers import get_scheduler_factories
-from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler, call_declared
+from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
+from torchx.schedulers.calls import call_declared
 from torchx.schedulers.capabilities import UnsupportedFeatureError
 from torchx.schedulers.streams import Stream
 from torchx.specs.dryrun import AppDryRunInfo

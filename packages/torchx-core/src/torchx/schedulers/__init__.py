@@ -71,10 +71,11 @@ def get_default_scheduler_name() -> str:
 
     names = sorted(get_scheduler_factories())
     if not names:
+        from torchx.util import distributions
         from torchx.util.distributions import pip_install
 
         raise UnknownSchedulerException(
-            f"no scheduler is installed; install one, e.g. `{pip_install('torchx-sched-local')}`"
+            f"no scheduler is installed; install one, e.g. `{pip_install(distributions.LOCAL)}`"
         )
     return "local_cwd" if "local_cwd" in names else names[0]
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import abc
-import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 
+from torchx.schedulers.calls import workspace_of
 from torchx.schedulers.capabilities import SchedulerCapabilities, UnsupportedFeatureError
 from torchx.schedulers.streams import Stream, filter_regex, split_lines, split_lines_iterator
 from torchx.schedulers.structured_opts import StructuredOpts
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from typing_extensions import TypeVar  # type variables with defaults (PEP 696)
 
     from torchx.schedulers.causes import AttemptEnd
-    from torchx.workspace.api import WorkspaceMixin
 else:
     from torchx.util.runtime_typing import Any, Generic, TypeVar
 
@@ -41,32 +40,6 @@ __all__ = [
     "split_lines",
     "split_lines_iterator",
 ]
-
-
-def workspace_of(scheduler: object) -> WorkspaceMixin[Any] | None:
-    """``scheduler`` if it builds workspaces (is a :class:`~torchx.workspace.api.WorkspaceMixin`), else None.
-
-    A scheduler class that mixes the workspace API in has imported its module; when nothing
-    has, no scheduler can be one, and the module is not imported to find that out (it is
-    not free on the CLI's start-up path).
-    """
-    api = sys.modules.get("torchx.workspace.api")
-    return scheduler if api is not None and isinstance(scheduler, api.WorkspaceMixin) else None
-
-
-def call_declared(method: Any, *args: object) -> Any:
-    """Calls ``method`` with as many of ``args`` as it declares positional parameters for.
-
-    Extension points gained parameters over TorchX's history (``_validate(app, scheduler)``
-    became ``_validate(app, scheduler, cfg)``; ``list()`` became ``list(cfg)``); a scheduler
-    written for an older TorchX keeps its override, and is called the way it declared it.
-    """
-    func = getattr(method, "__func__", method)
-    code = getattr(func, "__code__", None)
-    if code is None or code.co_flags & 0x04:  # not plain Python, or takes *args: pass everything
-        return method(*args)
-    declared = code.co_argcount - (1 if getattr(method, "__self__", None) is not None else 0)
-    return method(*args[: max(declared, 0)])
 
 
 #: what a scheduler that declares no ``capabilities`` (one written for upstream TorchX, which has
@@ -126,7 +99,7 @@ class Scheduler(abc.ABC, Generic[T, A, D]):
 
     Schedulers written for TorchX 0.7 run unchanged: ``Scheduler[CfgType]`` with one type
     argument, ``list(self)`` without ``cfg`` and ``_validate(self, app, scheduler)`` without
-    ``cfg`` are called as declared (see :func:`call_declared`).
+    ``cfg`` are called as declared (see :func:`torchx.schedulers.calls.call_declared`).
     """
 
     capabilities: ClassVar[SchedulerCapabilities] = UNDECLARED_CAPABILITIES

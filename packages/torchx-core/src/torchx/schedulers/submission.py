@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from torchx.schedulers.api import Scheduler, call_declared, workspace_of
+from torchx.schedulers.calls import call_declared, workspace_of
 from torchx.schedulers.capabilities import UnsupportedFeatureError
 from torchx.specs.dryrun import AppDryRunInfo
 from torchx.specs.handles import make_app_handle
@@ -41,6 +41,8 @@ from torchx.util.record import deep_copy
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from torchx.schedulers.api import Scheduler
 
 
 def check_capabilities(app: AppDef, scheduler: Scheduler[Any, Any, Any]) -> None:

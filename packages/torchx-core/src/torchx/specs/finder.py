@@ -246,9 +246,10 @@ def get_component(name: str) -> _Component:
             return _Component(name, summary, fn_name, module, spec.origin)
     names = get_components()
     if not _sources():
+        from torchx.util import distributions
         from torchx.util.distributions import pip_install
 
-        hint = f" No component package is installed: `{pip_install('torchx-components')}` for the builtins."
+        hint = f" No component package is installed: `{pip_install(distributions.COMPONENTS)}` for the builtins."
     else:
         hint = " `torchx builtins` lists them; a file works too: path/to/file.py:function"
     raise ComponentNotFoundException(f"unknown component {name!r}.{did_you_mean(name, names)}{hint}")

@@ -32,7 +32,7 @@ def validate_app(app: AppDef) -> None:
         seen.add(role.name)
         if not role.entrypoint or role.entrypoint == MISSING:
             raise AppDefError(f"{where}: no entrypoint; set Role(entrypoint=...)")
-        if not isinstance(role.num_replicas, int) or role.num_replicas < 1:
+        if not isinstance(role.num_replicas, int) or isinstance(role.num_replicas, bool) or role.num_replicas < 1:
             raise AppDefError(f"{where}: num_replicas must be a positive int, got {role.num_replicas!r}")
         if role.min_replicas is not None and not (0 < role.min_replicas <= role.num_replicas):
             raise AppDefError(

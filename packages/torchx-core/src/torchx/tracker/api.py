@@ -191,9 +191,10 @@ def build_trackers(entrypoint_and_config: Mapping[str, str | None]) -> Iterable[
         record = registered.get(name)
         path = record.factory if record else name
         if record is None and ":" not in name:
+            from torchx.util import distributions
             from torchx.util.distributions import pip_install
 
-            _warn("unknown tracker %r: no installed plugin provides it (%s?)", name, pip_install("torchx-tracker"))
+            _warn("unknown tracker %r: no installed plugin provides it (%s?)", name, pip_install(distributions.TRACKER))
             continue
         try:
             trackers.append(load_attr(path)(config))

@@ -7,38 +7,50 @@ user asks for is missing (``-s slurm``, ``import torchx.schedulers.slurm_schedul
 
 import os
 
+# every distribution core names (in "install X" hints), spelled once
+CORE = "torchx-core"
+LOCAL = "torchx-sched-local"
+LOCAL_DOCKER = f"{LOCAL}[docker]"
+SLURM = "torchx-sched-slurm"
+K8S = "torchx-sched-k8s"
+AWS = "torchx-sched-aws"
+LSF = "torchx-sched-lsf"
+RAY = "torchx-sched-ray"
+COMPONENTS = "torchx-components"
+TRACKER = "torchx-tracker"
+
 #: scheduler name -> the distribution that provides it
 SCHEDULER_DISTRIBUTIONS: dict[str, str] = {
-    "local_cwd": "torchx-sched-local",
-    "local_docker": "torchx-sched-local[docker]",
-    "slurm": "torchx-sched-slurm",
-    "kubernetes": "torchx-sched-k8s",
-    "kubernetes_mcad": "torchx-sched-k8s",
-    "aws_batch": "torchx-sched-aws",
-    "aws_sagemaker": "torchx-sched-aws",
-    "lsf": "torchx-sched-lsf",
-    "ray": "torchx-sched-ray",
+    "local_cwd": LOCAL,
+    "local_docker": LOCAL_DOCKER,
+    "slurm": SLURM,
+    "kubernetes": K8S,
+    "kubernetes_mcad": K8S,
+    "aws_batch": AWS,
+    "aws_sagemaker": AWS,
+    "lsf": LSF,
+    "ray": RAY,
 }
 
 #: upstream TorchX module path -> the distribution whose plugin provides it (a
 #: ``torchx_legacy_modules`` registration); a package path covers its submodules
 LEGACY_MODULE_DISTRIBUTIONS: dict[str, str] = {
-    "torchx.schedulers.local_scheduler": "torchx-sched-local",
-    "torchx.schedulers.docker_scheduler": "torchx-sched-local[docker]",
-    "torchx.workspace.docker_workspace": "torchx-sched-local[docker]",
-    "torchx.schedulers.slurm_scheduler": "torchx-sched-slurm",
-    "torchx.workspace.dir_workspace": "torchx-sched-slurm",
-    "torchx.schedulers.kubernetes_scheduler": "torchx-sched-k8s",
-    "torchx.schedulers.kubernetes_mcad_scheduler": "torchx-sched-k8s",
-    "torchx.schedulers.aws_batch_scheduler": "torchx-sched-aws",
-    "torchx.schedulers.aws_sagemaker_scheduler": "torchx-sched-aws",
-    "torchx.schedulers.lsf_scheduler": "torchx-sched-lsf",
-    "torchx.schedulers.ray_scheduler": "torchx-sched-ray",
-    "torchx.tracker.backend.fsspec": "torchx-tracker",
-    "torchx.tracker.mlflow": "torchx-tracker",
-    "torchx.runtime.tracking": "torchx-tracker",
-    "torchx.cli.cmd_tracker": "torchx-tracker",
-    "torchx.components": "torchx-components",
+    "torchx.schedulers.local_scheduler": LOCAL,
+    "torchx.schedulers.docker_scheduler": LOCAL_DOCKER,
+    "torchx.workspace.docker_workspace": LOCAL_DOCKER,
+    "torchx.schedulers.slurm_scheduler": SLURM,
+    "torchx.workspace.dir_workspace": SLURM,
+    "torchx.schedulers.kubernetes_scheduler": K8S,
+    "torchx.schedulers.kubernetes_mcad_scheduler": K8S,
+    "torchx.schedulers.aws_batch_scheduler": AWS,
+    "torchx.schedulers.aws_sagemaker_scheduler": AWS,
+    "torchx.schedulers.lsf_scheduler": LSF,
+    "torchx.schedulers.ray_scheduler": RAY,
+    "torchx.tracker.backend.fsspec": TRACKER,
+    "torchx.tracker.mlflow": TRACKER,
+    "torchx.runtime.tracking": TRACKER,
+    "torchx.cli.cmd_tracker": TRACKER,
+    "torchx.components": COMPONENTS,
 }
 
 
@@ -66,9 +78,10 @@ def _clone_packages_dir() -> str | None:
     return os.path.dirname(core)
 
 
-def pip_install(requirement: str) -> str:
+def pip_install(requirement: str, upgrade: bool = False) -> str:
     """The command that installs ``requirement`` (a distribution name, maybe with extras): from
-    the clone's ``packages/`` when torchx runs from a clone that has it, else from PyPI."""
+    the clone's ``packages/`` when torchx runs from a clone that has it, else from PyPI
+    (``upgrade``: to its newest version)."""
     name, bracket, extras = requirement.partition("[")
     packages = _clone_packages_dir()
     if packages is not None and os.path.isfile(os.path.join(packages, name, "pyproject.toml")):
@@ -76,4 +89,4 @@ def pip_install(requirement: str) -> str:
     else:
         target = requirement
     quoted = f"'{target}'" if bracket or " " in target else target
-    return f"pip install {quoted}"
+    return f"pip install {'-U ' if upgrade else ''}{quoted}"

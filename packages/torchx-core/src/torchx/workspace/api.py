@@ -79,9 +79,10 @@ def get_workspace_mixin(name: str) -> type[WorkspaceMixin[Any]]:
 
     record = get_registry().workspaces.get(name)
     if record is None:
+        from torchx.util import distributions
         from torchx.util.distributions import pip_install
 
-        hint = f" ({pip_install('torchx-sched-local[docker]')})" if name == "docker" else ""
+        hint = f" ({pip_install(distributions.LOCAL_DOCKER)})" if name == "docker" else ""
         raise LookupError(f"no workspace plugin {name!r} is installed{hint}")
     cls: type[WorkspaceMixin[Any]] = load_attr(record.mixin)
     return cls
