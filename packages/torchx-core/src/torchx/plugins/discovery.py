@@ -15,16 +15,12 @@ from typing import Any
 import pluggy
 
 from torchx.plugins import api_level, hookspecs
+from torchx.plugins.import_errors import describe_error, import_failure_files
 from torchx.plugins.legacy import LEGACY_GROUPS, legacy_record
 from torchx.plugins.registrations import EVENT_HOOKS, REGISTRATION_TYPES
 from torchx.plugins.registry import GROUP, PluginInfo, Registry
 
 logger: logging.Logger = logging.getLogger(__name__)
-
-
-def _describe_error(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
 def new_plugin_manager() -> pluggy.PluginManager:
@@ -58,23 +54,6 @@ def _entry_points(legacy: bool = True) -> list[tuple[Any, str, str, list[str]]]:
             found.append((ep, name, dist.version or "?", dist.requires or []))
     found.sort(key=lambda item: (item[1].lower(), item[0].group, item[0].name))
     return found
-
-
-def import_failure_files(module: str, error: BaseException) -> list[str]:
-    """Files (and their folders) a failed import of ``module`` went through: editing one of
-    them, or adding a file next to them, may fix it."""
-    import os
-    import sys
-    import traceback
-
-    files = [frame.filename for frame in traceback.extract_tb(error.__traceback__)]
-    if isinstance(error, SyntaxError) and error.filename:
-        files.append(error.filename)
-    package = sys.modules.get(module.rpartition(".")[0])
-    folders = list(getattr(package, "__path__", []) or [])
-    stdlib = os.path.dirname(os.__file__)
-    found = [f for f in files if os.path.isabs(f) and f != __file__ and not f.startswith(stdlib)]
-    return sorted({*found, *(os.path.dirname(f) for f in found), *folders})
 
 
 def _load_plugin_module(pm: pluggy.PluginManager, info: PluginInfo, requires: list[str]) -> bool:
@@ -111,7 +90,7 @@ def _collect(pm: pluggy.PluginManager, info: PluginInfo, registry: Registry) -> 
             try:
                 records = list(impl.function() or ())
             except Exception as e:
-                info.errors.append(f"{hook_name} raised {_describe_error(e)}")
+                info.errors.append(f"{hook_name} raised {describe_error(e)}")
                 continue
             for record in records:
                 if not isinstance(record, rtype):
@@ -149,7 +128,7 @@ def discover() -> Registry:
             except BaseException as e:
                 if isinstance(e, KeyboardInterrupt):
                     raise
-                info.errors.append(f"cannot load module {ep.value!r}: {_describe_error(e)}")
+                info.errors.append(f"cannot load module {ep.value!r}: {describe_error(e)}")
                 continue
             if loaded:
                 _collect(pm, info, registry)

