@@ -518,7 +518,7 @@ def test_pod_overlay_sets_node_selector_and_toleration_on_the_created_pods(
     toleration = {"key": "torchx-test/gpu", "operator": "Exists", "effect": "NoSchedule"}
     set_overlay(gpu, "kubernetes", "V1Pod", {"spec": {"tolerations": [toleration]}})
     app = specs.AppDef("overlay", roles=[gpu, role(k8s_cluster, "cpu", "sleep 30")])
-    cfg = {**k8s_cfg, "mode": mode, "queue": "default"} if mode == "volcano" else k8s_cfg
+    cfg = {**k8s_cfg, "mode": mode, "queue": "default"} if mode == "volcano" else {**k8s_cfg, "mode": mode}
     handle = runner.run(app, "kubernetes", cfg=cfg)
     name, ns = app_name(handle), k8s_cluster.namespace
     try:
