@@ -324,3 +324,14 @@ def test_warm_start_imports_no_namespace_module_and_the_cache_notices_changes(tm
     )
     assert " 7 " in warm("later")  # a new module is found without clearing any cache
     assert warm("later").startswith("[] True 7")
+
+    empty = src / "torchx_plugins" / "tracker"  # a namespace that exists but holds no module yet
+    for module in empty.glob("*.py"):
+        module.unlink()
+    warm("later")
+    (empty / "first.py").write_text(
+        "from torchx.plugins import register\n\n@register.tracker()\ndef first(config):\n    return None\n"
+    )
+    probe = "from torchx.plugins import get_registry; print(sorted(get_registry().trackers))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
+    assert "'first'" in out.stdout, out.stdout + out.stderr

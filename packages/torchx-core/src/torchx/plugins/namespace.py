@@ -244,6 +244,10 @@ def discover_namespaces(registry: Registry) -> None:
         scan = _Scan(ptype, registry, owners)
         scan.package(namespace, paths)
         folders = sorted(set(scan.folders))
+        if not scan.infos:  # an empty namespace: still watched, so its first module is noticed
+            empty = PluginInfo(name=namespace, dist="(namespace)", version="", group=namespace, value=";".join(paths))
+            registry.plugins.append(empty)
+            scan.infos.append(empty)
         for info in scan.infos:
             info.watch = sorted({*info.watch, *folders})
 
