@@ -203,6 +203,16 @@ BROKEN = {
             return Resource(cpu=3, gpu=0, memMB=3)
     """,
     "named_resources/_private.py": "raise RuntimeError('private modules are not imported')\n",
+    "named_resources/lookup_at_import.py": """
+        from torchx.plugins import register
+        from torchx.specs import Resource, named_resources
+
+        NULL = named_resources["NULL"]  # a lookup while discovery imports this module
+
+        @register.named_resource()
+        def never_registered() -> Resource:
+            return Resource(cpu=1, gpu=0, memMB=1)
+    """,
 }
 
 
@@ -229,6 +239,9 @@ def test_a_broken_namespace_module_breaks_nothing_and_is_reported(
     clash = by_module["torchx_plugins.schedulers.zz_clash"]
     assert (clash.name, clash.plugin_type) == ("nightly_proc", "scheduler")
     assert not any("_private" in e.module for e in errors)
+    assert "being discovered" in by_module["torchx_plugins.named_resources.lookup_at_import"].error
+    assert "never_registered" not in specs.named_resources
+    assert specs.resource(h="nightly_gpu_2").gpu == 2  # the lookup did not leave half a table behind
     assert "misplaced" not in registry().get(PluginType.NAMED_RESOURCE)
     assert registry().load_errors(PluginType.TRACKER) == []
 

@@ -118,6 +118,7 @@ __all__ = [
     "SubmissionRejected",
     "TrackerPlugin",
     "WorkspacePlugin",
+    "discovering",
     "get_registry",
     "hookimpl",
     "hookspec",
@@ -126,6 +127,13 @@ __all__ = [
 ]
 
 _registry: Registry | None = None
+#: True while plugin modules are being imported by discovery
+_discovering = False
+
+REENTRANT_LOOKUP = (
+    "torchx plugins are being discovered: a plugin module must not look plugins up (named resources,"
+    " schedulers, trackers) when it is imported; look them up inside a function"
+)
 
 
 class SubmissionRejected(Exception):
@@ -164,19 +172,30 @@ def get_registry(refresh: bool = False) -> Registry:
     Args:
         refresh: ignore the caches and discover again
     """
-    global _registry
+    global _registry, _discovering
     if _registry is not None and not refresh:
         return _registry
+    if _discovering:
+        raise RuntimeError(REENTRANT_LOOKUP)
     from torchx.plugins import cache
 
     registry = None if refresh else cache.load()
     if registry is None:
         from torchx.plugins.discovery import discover
 
-        registry = discover()
+        _discovering = True
+        try:
+            registry = discover()
+        finally:
+            _discovering = False
         cache.store(registry)
     _registry = registry
     return registry
+
+
+def discovering() -> bool:
+    """True while discovery imports plugin modules (a lookup then would see half the plugins)."""
+    return _discovering
 
 
 def reset() -> None:
