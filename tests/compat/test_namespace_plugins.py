@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -64,8 +65,10 @@ def nightly(
     if request.param == "installed":
         use_dist("nightly_plugins")
         _forget_namespace_modules()
-    else:
-        on_path(SOURCE)
+    else:  # only the namespace directories: no metadata of any distribution next to them
+        plain = isolated.parent / "plain"
+        shutil.copytree(SOURCE / "torchx_plugins", plain / "torchx_plugins")
+        on_path(plain)
     monkeypatch.setenv("NIGHTLY_PROC_STATE", str(isolated.parent / "nightly-state"))
     return str(request.param)
 
@@ -117,6 +120,8 @@ def test_every_verb_with_the_namespace_scheduler_and_a_fractional_resource(night
     assert "[torchx_plugins.schedulers] torchx_plugins.schedulers.nightly_proc" in plugins.stdout
     if nightly == "installed":
         assert "nightly-plugins 2026.10.1" in plugins.stdout
+    else:
+        assert "(not installed)" in plugins.stdout
 
 
 def test_runner_api_and_named_resources(nightly: str, isolated: Path) -> None:
@@ -282,7 +287,7 @@ def test_plugins_source_selects_the_channels(
     use_dist: Callable[[str], Path], on_path: Callable[..., None], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     use_dist("legacy_sched")
-    on_path(SOURCE)
+    on_path(SOURCE)  # the source tree (its build metadata makes it look installed; either way)
     from torchx.plugins import get_registry, registry
 
     def schedulers(source: str) -> set[str]:
@@ -312,7 +317,7 @@ print(loaded, "nightly_proc" in reg.schedulers, specs.resource(h=sys.argv[1]).cp
 
 def test_warm_start_imports_no_namespace_module_and_the_cache_notices_changes(tmp_path: Path, isolated: Path) -> None:
     src = tmp_path / "src"
-    subprocess.run(["cp", "-r", str(SOURCE), str(src)], check=True)
+    shutil.copytree(SOURCE / "torchx_plugins", src / "torchx_plugins")
     env = {**os.environ, "PYTHONPATH": str(src)}
 
     def warm(resource: str) -> str:
