@@ -55,6 +55,7 @@ if [ $need_build = 1 ]; then
     [ -f /usr/include/tcl/tcl.h ] || [ -f /usr/include/tcl.h ] || missing+=(tcl-dev)
     [ -f /usr/include/ncurses.h ] || missing+=(libncurses-dev)
     [ -f /usr/include/tirpc/rpc/types.h ] || missing+=(libtirpc-dev)
+    [ -f /usr/include/stdio.h ] || missing+=(libc6-dev)   # only recommended by gcc (apt_install skips recommends)
     if [ ${#missing[@]} -gt 0 ]; then
         if [ "${OPENLAVA_APT:-1}" = 1 ] && command -v apt-get >/dev/null; then
             apt_install "${missing[@]}"

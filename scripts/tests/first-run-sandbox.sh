@@ -31,7 +31,7 @@ HIDE=(
     /etc/slurm /var/lib/slurm /var/log/slurm /etc/munge/munge.key /var/lib/mysql
     /etc/mysql/mariadb.conf.d/99-torchx-slurm.cnf /root/.cache/torchx
     /usr/bin/autoconf /usr/bin/automake /usr/bin/libtoolize /usr/bin/bison /usr/bin/flex /usr/bin/make /usr/bin/gcc
-    /usr/include/tcl/tcl.h /usr/include/tcl.h /usr/include/ncurses.h /usr/include/tirpc/rpc/types.h
+    /usr/include/tcl/tcl.h /usr/include/tcl.h /usr/include/ncurses.h /usr/include/tirpc/rpc/types.h /usr/include/stdio.h
 )
 # called by absolute path by the scripts: replaced in the copy
 ABSOLUTE=(/usr/sbin/dockerd /usr/bin/docker /usr/sbin/munged /usr/sbin/mungekey /usr/sbin/mariadbd

@@ -84,8 +84,10 @@ def test_first_run_installs_and_builds_everything_missing(runs: Path) -> None:
     apt = " ".join(d for d in done if d.startswith("apt-get"))
     for pkg in ("zsh", "fish", "docker.io", "debootstrap", "slurmctld", "mariadb-server", "etcd-server"):
         assert pkg in apt.split(), (pkg, done)
-    for dep in ("autoconf", "bison", "tcl-dev", "libtirpc-dev", "golang-1.19-go"):
-        assert dep in apt.split(), (dep, done)
+    (lsf_deps,) = [d.split() for d in done if d.startswith("apt-get") and "tcl-dev" in d.split()]
+    for dep in ("autoconf", "bison", "make", "gcc", "libtirpc-dev", "libc6-dev"):  # OpenLava's build deps
+        assert dep in lsf_deps, (dep, done)
+    assert "golang-1.19-go" in apt.split(), done
     assert any(d.startswith("debootstrap ") and "bookworm" in d for d in done), done
     makes = [c for c in calls(runs, 1) if c["name"] == "make"]
     assert any("install" in c["args"] and "openlava" in c["cwd"] for c in makes), makes  # OpenLava build
