@@ -509,7 +509,7 @@ def test_pod_overlay_sets_node_selector_and_toleration_on_the_created_pods(
     runner: Any, k8s_cluster: Any, k8s_cfg: dict[str, Any], kube: Any, mode: str
 ) -> None:
     """What upstream's overlay docs show (a node selector and a toleration) lands on the pods the
-    API server holds; the other role's pods are untouched."""
+    API server holds; the other role's pods are untouched; the app's Job overlay lands on the jobs."""
     from torchx.specs.overlays import set_overlay
 
     core, _, custom = kube
@@ -518,12 +518,14 @@ def test_pod_overlay_sets_node_selector_and_toleration_on_the_created_pods(
     toleration = {"key": "torchx-test/gpu", "operator": "Exists", "effect": "NoSchedule"}
     set_overlay(gpu, "kubernetes", "V1Pod", {"spec": {"tolerations": [toleration]}})
     app = specs.AppDef("overlay", roles=[gpu, role(k8s_cluster, "cpu", "sleep 30")])
+    set_overlay(app, "kubernetes", "Job", {"metadata": {"annotations": {"torchx-test/overlay": "job"}}})
     cfg = {**k8s_cfg, "mode": mode, "queue": "default"} if mode == "volcano" else {**k8s_cfg, "mode": mode}
     handle = runner.run(app, "kubernetes", cfg=cfg)
     name, ns = app_name(handle), k8s_cluster.namespace
     try:
         if mode == "volcano":  # no Volcano controller here: read the pod templates it would create
             vc = custom.get_namespaced_custom_object("batch.volcano.sh", "v1alpha1", ns, "jobs", name)
+            assert vc["metadata"]["annotations"]["torchx-test/overlay"] == "job"
             specs_by_role = {t["name"]: t["template"]["spec"] for t in vc["spec"]["tasks"]}
             selectors = {n: s.get("nodeSelector") for n, s in specs_by_role.items()}
             tolerations = {n: s.get("tolerations") or [] for n, s in specs_by_role.items()}
@@ -536,6 +538,8 @@ def test_pod_overlay_sets_node_selector_and_toleration_on_the_created_pods(
                 assert time.monotonic() < deadline, [p.metadata.name for p in pods]
                 time.sleep(0.3)
             selectors = {p.spec.hostname: p.spec.node_selector for p in pods}
+            jobs = kube[1].list_namespaced_job(ns, label_selector=names.app_selector(name)).items
+            assert [j.metadata.annotations["torchx-test/overlay"] for j in jobs] == ["job"] * 3
             tolerations = {
                 p.spec.hostname: [
                     {"key": t.key, "operator": t.operator, "effect": t.effect} for t in p.spec.tolerations or []

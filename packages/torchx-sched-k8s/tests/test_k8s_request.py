@@ -412,3 +412,28 @@ def test_pod_overlay_reaches_every_pod_of_every_mode_and_leaves_other_roles_alon
     assert len(build_jobs(app, KubernetesOpts()).objects[1]["spec"]["template"]["spec"]["tolerations"]) == len(
         templates[0]["spec"]["tolerations"]
     )
+
+
+def test_app_job_overlay_reaches_every_job_object_but_not_the_service() -> None:
+    from torchx.specs.overlays import set_overlay
+    from torchx_sched_k8s.request import apply_job_overlay
+
+    app = specs.AppDef("jo", roles=[role(num_replicas=2)])
+    set_overlay(app, "kubernetes", "Job", {"metadata": {"annotations": {"team": "ml"}, "labels": {"x": "y"}}})
+    set_overlay(app, "kubernetes", "Job", {"spec": {"ttlSecondsAfterFinished": 600}})
+    for build in (build_jobs, build_volcano):
+        req = build(app, KubernetesOpts())
+        before = [o["metadata"].get("annotations", {}).get("team") for o in req.objects]
+        assert set(before) == {None}
+        apply_job_overlay(app, req)
+        for obj in req.objects:
+            if obj["kind"] == "Service":
+                assert "team" not in obj["metadata"].get("annotations", {})
+                continue
+            assert obj["metadata"]["annotations"]["team"] == "ml"
+            assert obj["metadata"]["labels"]["x"] == "y"
+            assert obj["metadata"]["labels"][names.LABEL_APP_NAME] == req.name
+            assert obj["spec"]["ttlSecondsAfterFinished"] == 600
+    untouched = build_jobs(specs.AppDef("jo", roles=[role()]), KubernetesOpts())
+    apply_job_overlay(specs.AppDef("jo", roles=[role()]), untouched)
+    assert "ttlSecondsAfterFinished" not in untouched.objects[1]["spec"]

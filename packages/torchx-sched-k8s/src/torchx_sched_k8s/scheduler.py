@@ -55,6 +55,7 @@ from torchx_sched_k8s.request import (
     VOLCANO_VERSION,
     Custom,
     KubernetesRequest,
+    apply_job_overlay,
     build_mcad,
 )
 from torchx_sched_k8s.workspace import docker_workspace
@@ -167,6 +168,7 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal], AppDef, KubernetesRequ
             request = self._build(app, cfg)
         except PodSpecError as e:
             raise ValueError(str(e)) from None
+        apply_job_overlay(app, request)
         request.images_to_push = images_to_push
         return AppDryRunInfo(request, KubernetesRequest.to_yaml)
 
