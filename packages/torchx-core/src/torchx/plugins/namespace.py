@@ -174,17 +174,21 @@ class _Scan:
         for name, path, is_package in _children(paths):
             child = f"{fqn}.{name}"
             file = os.path.join(path, "__init__.py") if is_package else path
-            info = self.info(child, file)
-            info.watch = [file, os.path.dirname(path)]
+            # a folder without __init__.py (a namespace sub-package) has no code of its own
+            info = self.info(child, file) if os.path.isfile(file) else None
             try:
                 module = importlib.import_module(child)
             except BaseException as e:
                 if isinstance(e, KeyboardInterrupt):
                     raise
-                info.errors.append(f"cannot import {child!r}: {describe_error(e)}")
                 logger.debug("plugin module %s: %s", child, describe_error(e))
+                if info is not None:
+                    info.watch = [file, os.path.dirname(path)]
+                    info.errors.append(f"cannot import {child!r}: {describe_error(e)}")
                 continue
-            self.collect(info, module)
+            if info is not None:
+                info.watch = [file, os.path.dirname(path)]
+                self.collect(info, module)
             sub = list(getattr(module, "__path__", []) or [])
             if sub:
                 self.package(child, sub)
