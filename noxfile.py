@@ -172,12 +172,13 @@ def integration_lsf(session: nox.Session) -> None:
 
 @nox.session(name="integration-k8s")
 def integration_k8s(session: nox.Session) -> None:
-    """kubernetes against the live API server."""
+    """kubernetes against the live API server (and the k8s-marked compatibility checks)."""
     live(
         session,
         [pkg("torchx-sched-k8s"), pkg("torchx-components"), pkg("torchx-sched-local", "docker")],
         "k8s and not torch",
         "packages/torchx-sched-k8s/tests",
+        "tests/compat",
     )
 
 
@@ -189,6 +190,7 @@ def integration_aws(session: nox.Session) -> None:
         [pkg("torchx-sched-aws"), pkg("torchx-components")],
         "aws and not torch",
         "packages/torchx-sched-aws/tests",
+        "tests/compat",
     )
 
 

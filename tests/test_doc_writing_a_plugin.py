@@ -49,7 +49,7 @@ def test_the_docs_own_tests_pass(installed: Path, tmp_path: Path) -> None:
         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "4 passed" in proc.stdout
+    assert "5 passed" in proc.stdout
 
 
 def test_the_console_example(installed: Path, isolated: Path) -> None:

@@ -71,24 +71,40 @@ def dryrun(a: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _run_and_wait(runner: Any, app: AppDef, wait_interval: float) -> tuple[float, str]:
+def _run_and_wait(runner: Any, app: AppDef, wait_interval: float) -> tuple[float, float, str]:
+    """(run() call, run -> terminal, final state)."""
     start = time.perf_counter()
     handle = runner.run(app, "local_cwd")
+    called = time.perf_counter() - start
     status = runner.wait(handle, wait_interval=wait_interval)
-    return time.perf_counter() - start, status.state.name if status else "NONE"
+    return called, time.perf_counter() - start, status.state.name if status else "NONE"
+
+
+def _bare_floor(replicas: int) -> float:
+    """The floor: start ``replicas`` ``/bin/true`` processes and wait for them (Popen + wait)."""
+    import subprocess
+
+    start = time.perf_counter()
+    procs = [subprocess.Popen(["/bin/true"]) for _ in range(replicas)]
+    for p in procs:
+        p.wait()
+    return time.perf_counter() - start
 
 
 def run(a: argparse.Namespace) -> dict[str, Any]:
-    """Times ``Runner.run`` + ``Runner.wait`` until SUCCEEDED of ``/bin/true`` replicas."""
+    """Times ``Runner.run`` + ``Runner.wait`` until SUCCEEDED of ``/bin/true`` replicas, the
+    ``run()`` call alone, and (alternating with them) the bare-process floor."""
     app = _app("true", "/bin/true", [], a.replicas, os.getcwd())
     with get_runner() as runner:
-        first, state = _run_and_wait(runner, app, a.wait_interval)
-        samples, states = [], [state]
+        _, first, state = _run_and_wait(runner, app, a.wait_interval)
+        samples, calls, floor, states = [], [], [], [state]
         for _ in range(a.iters):
-            seconds, state = _run_and_wait(runner, app, a.wait_interval)
+            floor.append(_bare_floor(a.replicas))
+            called, seconds, state = _run_and_wait(runner, app, a.wait_interval)
+            calls.append(called)
             samples.append(seconds)
             states.append(state)
-    return {"first": first, "samples": samples, "states": states}
+    return {"first": first, "samples": samples, "calls": calls, "floor": floor, "states": states}
 
 
 def _expected_lines(count: int, long_len: int) -> list[str]:

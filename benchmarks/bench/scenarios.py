@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import statistics
 import subprocess
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -110,6 +111,13 @@ def _compare(
 def s_help(ctx: Ctx) -> list[Row]:
     _, ours, up, skipped = _compare(ctx, "help", lambda v: _torchx(v, "--help"))
     return [row("1", "torchx --help", ours, up, Target("ratio", 3.5), ours_skipped=skipped)]
+
+
+def s_runopts(ctx: Ctx) -> list[Row]:
+    _, ours, up, skipped = _compare(ctx, "runopts", lambda v: _torchx(v, "runopts"), (LOCAL,))
+    return [
+        row("14", "torchx runopts (every installed scheduler)", ours, up, Target("max", 0.030), ours_skipped=skipped)
+    ]
 
 
 def s_builtins(ctx: Ctx) -> list[Row]:
@@ -384,6 +392,15 @@ def s_dryrun_api(ctx: Ctx) -> list[Row]:
     ]
 
 
+def _floor_ratio(side: ProbeSide) -> float | None:
+    """Median run -> terminal over median bare-process floor, measured in the same processes."""
+    if side.skip is not None or side.error is not None or not side.results:
+        return None
+    samples = [x for r in side.results for x in r["samples"]]
+    floor = [x for r in side.results for x in r.get("floor", [])]
+    return statistics.median(samples) / statistics.median(floor) if samples and floor else None
+
+
 def s_api_run(ctx: Ctx) -> list[Row]:
     rows = []
     for replicas, iters, limit in ((1, 10, 0.010), (32, 5, 0.040)):
@@ -410,6 +427,30 @@ def s_api_run(ctx: Ctx) -> list[Row]:
                 ours_skipped=ours.skip is not None,
             )
         )
+        rows.append(
+            row(
+                "9",
+                f"  the run() call alone, 1x{replicas}",
+                ours.side(lambda r: r["calls"]),
+                up.side(lambda r: r["calls"]),
+                Target("max", 0.003) if replicas == 1 else None,
+                ours_skipped=ours.skip is not None,
+            )
+        )
+        if replicas == 32:
+            ratios = [_floor_ratio(side) for side in (ours, up)]
+            text = [Side(text=f"{r:.2f}x floor") if r is not None else Side(text="error: no samples") for r in ratios]
+            rows.append(
+                row(
+                    "9",
+                    "  1x32 run -> terminal over 32 bare Popen+wait (same processes)",
+                    text[0],
+                    text[1],
+                    Target("check", label="<= 1.3x floor"),
+                    check=ratios[0] is not None and ratios[0] <= 1.3,
+                    ours_skipped=ours.skip is not None,
+                )
+            )
     return rows
 
 
@@ -641,4 +682,5 @@ SCENARIOS: list[Scenario] = [
     Scenario("11", "list", s_list),
     Scenario("12", "remote-dryrun", s_remote_dryrun),
     Scenario("13", "imports", s_imports),
+    Scenario("14", "runopts", s_runopts),
 ]

@@ -18,7 +18,8 @@ ARGS_PY = "import sys\nprint('ARGS', sys.argv[1:])\n"
 def test_run_log_is_torchx_flag_not_log_level(isolated: Path) -> None:
     proc = run_torchx("run", "--log", "-s", "local_cwd", "utils.echo", "--msg", "tail me")
     assert proc.returncode == 0, proc.stderr
-    assert "tail me" in proc.stdout
+    assert "tail me" in proc.stderr  # TorchX's `run --log` writes the job's log to stderr
+    assert "tail me" not in proc.stdout  # stdout: the app handle only
     assert "ambiguous" not in proc.stderr
 
 
@@ -109,3 +110,49 @@ def test_builtins_print_source_api(isolated: Path) -> None:
     namespace: dict[str, object] = {}
     exec(compile(source, "ddp_copy.py", "exec"), namespace)  # a self-contained module
     assert callable(namespace["ddp"])
+
+
+def test_double_dash_before_component_arguments(isolated: Path) -> None:
+    """advanced-usage: ``torchx run foo.baz.trainer -- --name "test app"``."""
+    proc = run_torchx("run", "--dryrun", "-s", "local_cwd", "utils.echo", "--", "--msg", "test app")
+    assert proc.returncode == 0, proc.stderr
+    assert "echo 'test app'" in proc.stdout
+
+
+def test_usage_errors_are_one_line_naming_the_verb(isolated: Path) -> None:
+    for argv, verb in ((["run", "--bogus"], "run"), (["status"], "status"), (["log", "-x", "h"], "log")):
+        proc = run_torchx(*argv)
+        assert proc.returncode == 2
+        assert proc.stderr.count("\n") == 1, proc.stderr
+        assert proc.stderr.startswith(f"torchx {verb}: error: "), proc.stderr
+        assert f"torchx {verb} --help" in proc.stderr
+        assert "usage:" not in proc.stderr
+
+
+def test_unknown_component_section_key_warns(isolated: Path, write: Callable[[Path, str], Path]) -> None:
+    write(isolated / ".torchxconfig", "[component:utils.echo]\nmgs = from config\n")
+    proc = run_torchx("run", "--dryrun", "-s", "local_cwd", "utils.echo")
+    assert proc.returncode == 0, proc.stderr
+    assert "mgs" in proc.stderr and "Did you mean 'msg'?" in proc.stderr
+
+
+def test_status_after_cancel_shows_no_internal_detail(isolated: Path) -> None:
+    proc = run_torchx("run", "-s", "local_cwd", "--detach", "utils.sh", "sleep", "60")
+    assert proc.returncode == 0, proc.stderr
+    handle = proc.stdout.splitlines()[0]
+    assert run_torchx("cancel", handle).returncode == 0
+    status = run_torchx("status", handle)
+    assert "CANCELLED" in status.stdout
+    assert "no reply file" not in status.stdout
+
+
+@pytest.mark.parametrize("component", ["dist.ddp", "dist.spmd", "utils.python", "utils.sh", "serve.torchserve"])
+def test_builtins_print_imports_only_public_names(isolated: Path, component: str) -> None:
+    proc = run_torchx("builtins", "--print", component)
+    assert proc.returncode == 0, proc.stderr
+    for node in ast.walk(ast.parse(proc.stdout)):
+        if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+            assert not any(part.startswith("_") for part in (node.module or "").split(".")), ast.unparse(node)
+            assert not any(a.name.startswith("_") for a in node.names), ast.unparse(node)
+        elif isinstance(node, ast.Import):
+            assert not any(p.startswith("_") for a in node.names for p in a.name.split(".")), ast.unparse(node)

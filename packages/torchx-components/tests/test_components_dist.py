@@ -15,7 +15,7 @@ from torchx.runner.api import validate_app
 from torchx.specs.builders import ComponentArgError, materialize_appdef
 from torchx.testing import PASSTHROUGH_ARGS, hostile_value
 from torchx_components import dist
-from torchx_components._torchrun import TORCHRUN_CHECK, Shape, parse_j
+from torchx_components.torchrun_args import TORCHRUN_CHECK, Shape, parse_j
 
 
 def ddp(*argv: str) -> specs.AppDef:

@@ -177,6 +177,8 @@ def test_to_dict() -> None:
     assert to_dict("a=1,b=2;c=3") == {"a": "1", "b": "2", "c": "3"}
     assert to_dict("A=v1,v2,B=v3") == {"A": "v1,v2", "B": "v3"}
     assert to_dict("q='x=1,y';r=2") == {"q": "x=1,y", "r": "2"}
+    assert to_dict("A=x=y") == {"A": "x=y"}  # split at the first "="
+    assert to_dict("A=x=y,B==z") == {"A": "x=y", "B": "=z"}
 
 
 @settings(max_examples=300, deadline=None)

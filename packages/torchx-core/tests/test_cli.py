@@ -269,3 +269,21 @@ def test_run_flags_global_options_not_abbreviated_scheduler_once(cli_env: dict[s
     code, _, err = run_cli("run", "-s", "fake", "utils.echo", "--msg", "x", "--verbose", env=cli_env)
     assert "Traceback" not in err
     assert "--verbose" in err  # the component's error, not torchx's debug mode
+
+
+def test_runopts_imports_a_backend_only_when_its_code_changed(cli_env: dict[str, str], tmp_path: Path) -> None:
+    """``torchx runopts`` keeps each scheduler's options in the torchx cache: a later run imports
+    no backend; editing a file of the scheduler's package recomputes them."""
+    module = Path(cli_env["PYTHONPATH"]) / "fake_sched" / "scheduler.py"
+    marker = tmp_path / "imported"
+    source = module.read_text()
+    module.write_text(source + f"\nopen({str(marker)!r}, 'a').write('x')\n")
+    first = run_cli("runopts", env=cli_env)
+    second = run_cli("runopts", env=cli_env)
+    assert first == second
+    assert first[0] == 0 and "Cluster to submit to." in first[1], first
+    assert marker.read_text() == "x"  # the second run read the cache
+    module.write_text(module.read_text().replace("Cluster to submit to.", "Cluster, edited."))
+    third = run_cli("runopts", "--json", env=cli_env)
+    assert json.loads(third[1])["fake"]["cluster"]["help"] == "Cluster, edited."
+    assert marker.read_text() == "xx"

@@ -8,11 +8,10 @@ def test_upstream_paths() -> None:
     from torchx.schedulers.aws_sagemaker_scheduler import AWSSageMakerOpts, AWSSageMakerScheduler
     from torchx_sched_aws import batch, batch_request, sagemaker, sagemaker_request
 
-    assert (AWSBatchScheduler, AWSBatchOpts) == (batch.AWSBatchScheduler, batch_request.BatchOpts)
-    assert (AWSSageMakerScheduler, AWSSageMakerOpts) == (
-        sagemaker.AWSSageMakerScheduler,
-        sagemaker_request.SageMakerOpts,
-    )
+    assert AWSBatchScheduler is batch.AWSBatchScheduler
+    assert set(AWSBatchOpts.__annotations__) == {k for k, _ in batch_request.BatchOpts.as_runopts()}
+    assert AWSSageMakerScheduler is sagemaker.AWSSageMakerScheduler
+    assert set(AWSSageMakerOpts.__annotations__) == {k for k, _ in sagemaker_request.SageMakerOpts.as_runopts()}
 
 
 def test_upstream_batch_state_table_and_resources() -> None:

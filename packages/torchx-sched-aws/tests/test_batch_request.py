@@ -172,7 +172,6 @@ def test_fair_share_and_tags() -> None:
     "app_kw, cfg, message",
     [
         ({"max_retries": 10}, {}, "more than Batch allows"),
-        ({}, {"priority": 5}, "set share_id"),
         ({"image": ""}, {}, "has no image"),
         ({"resource": specs.Resource(cpu=1, gpu=0, memMB=64, devices={"x.com/fpga": 1})}, {}, "cannot map"),
         ({"num_replicas": 2, "env": {"BAD-NAME": specs.macros.replica_id}}, {}, "BAD-NAME"),
@@ -182,6 +181,12 @@ def test_bad_input_gets_one_clear_error(app_kw: dict, cfg: dict, message: str) -
     with pytest.raises(ValueError, match=re.escape(message)) as e:
         build_job(specs.AppDef("x", roles=[role(**app_kw)]), opts(**cfg), "x-1")
     assert "\n" not in str(e.value)
+
+
+def test_priority_without_share_id_is_ignored_as_torchx() -> None:
+    job = build_job(specs.AppDef("x", roles=[role()]), opts(priority=5), "x-1")
+    assert "schedulingPriorityOverride" not in job.submit
+    assert job.share_id is None
 
 
 def test_job_name_is_valid_for_batch() -> None:

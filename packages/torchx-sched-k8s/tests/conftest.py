@@ -85,8 +85,15 @@ def k8s_cluster() -> Iterator[K8sCluster]:
 
 @pytest.fixture
 def k8s_cfg(k8s_cluster: K8sCluster) -> dict[str, Any]:
-    """Run options for the live cluster: the test namespace, local images, fast stops."""
-    return {"namespace": k8s_cluster.namespace, "image_pull_policy": "IfNotPresent", "termination_grace_period": 1}
+    """Run options for the live cluster: the test namespace, local images, fast stops, and plain
+    Jobs (the cluster serves Volcano's CRDs, so ``auto`` would pick Volcano, but no Volcano
+    controller runs there: a Volcano Job would never start a pod)."""
+    return {
+        "namespace": k8s_cluster.namespace,
+        "image_pull_policy": "IfNotPresent",
+        "termination_grace_period": 1,
+        "mode": "jobs",
+    }
 
 
 @pytest.fixture

@@ -314,6 +314,96 @@ def test_volcano_mode_against_the_schemaless_crd(
     assert runner.status(handle) is None
 
 
+VOLCANO_JOB_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "jobs.batch.volcano.sh"},
+    "spec": {
+        "group": "batch.volcano.sh",
+        "scope": "Namespaced",
+        "names": {"plural": "jobs", "singular": "job", "kind": "Job", "listKind": "JobList"},
+        "versions": [
+            {
+                "name": "v1alpha1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+            }
+        ],
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def volcano_crd(k8s_cluster: Any) -> Iterator[None]:
+    """Volcano's Job CRD on the cluster (scripts/backends/k8s-up.sh installs it; made here if
+    missing and then left in place: other sessions share this API server)."""
+    from kubernetes import client, config
+
+    api = config.new_client_from_config(k8s_cluster.kubeconfig)
+    ext = client.ApiextensionsV1Api(api)
+    try:
+        ext.create_custom_resource_definition(VOLCANO_JOB_CRD)
+    except client.ApiException as e:
+        if e.status != 409:  # 409: already there
+            raise
+    custom = client.CustomObjectsApi(api)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            custom.get_api_resources("batch.volcano.sh", "v1alpha1")
+            break
+        except client.ApiException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+    yield
+    api.close()
+
+
+def test_default_mode_is_a_volcano_job_where_the_cluster_has_volcano(
+    runner: Any, k8s_cluster: Any, k8s_cfg: dict[str, Any], kube: Any, volcano_crd: None
+) -> None:
+    """As TorchX: without ``mode``, ``kubernetes`` creates a Volcano Job in the ``queue``."""
+    _, batch, custom = kube
+    cfg = {k: v for k, v in k8s_cfg.items() if k != "mode"}
+    app = specs.AppDef("auto", roles=[role(k8s_cluster, "r", "true", max_retries=0)])
+    handle = runner.run(app, "kubernetes", cfg={**cfg, "queue": "team-a"})
+    name, ns = app_name(handle), k8s_cluster.namespace
+    try:
+        vc = custom.get_namespaced_custom_object("batch.volcano.sh", "v1alpha1", ns, "jobs", name)
+        assert vc["spec"]["queue"] == "team-a"
+        assert vc["spec"]["maxRetry"] == 0
+        assert "policies" not in vc["spec"]["tasks"][0]  # max_retries=0: no restart
+        assert batch.list_namespaced_job(ns, label_selector=f"{names.LABEL_APP_NAME}={name}").items == []
+    finally:
+        runner.delete(handle)
+    assert runner.status(handle) is None
+
+
+def test_auto_mode_follows_the_discovery_answer(k8s_cluster: Any, volcano_crd: None) -> None:
+    """The real discovery documents: the served Volcano version means volcano; a group version the
+    server does not serve (as on a cluster without Volcano) means jobs."""
+    from torchx_sched_k8s.kubeapi import KubeApi
+    from torchx_sched_k8s.request import mode_from_discovery
+    from torchx_sched_k8s.scheduler import create_scheduler
+
+    kube = KubeApi()
+    try:
+        assert mode_from_discovery(kube.discover("batch.volcano.sh", "v1alpha1")) == "volcano"
+        assert kube.discover("batch.volcano.sh", "v1alpha9") is None
+        assert mode_from_discovery(kube.discover("batch.volcano.sh", "v1alpha9")) == "jobs"
+        assert mode_from_discovery(kube.discover("workload.codeflare.dev", "v1beta9")) == "jobs"
+    finally:
+        kube.close()
+    sched = create_scheduler("t")
+    try:
+        assert sched.auto_mode() == "volcano"
+    finally:
+        sched.close()
+
+
 def test_mcad_on_a_cluster_without_the_appwrapper_crd(runner: Any, k8s_cluster: Any, k8s_cfg: dict[str, Any]) -> None:
     app = specs.AppDef("aw", roles=[role(k8s_cluster, "r", "true")])
     with pytest.raises(KubernetesError, match="does not serve this API.*CRD"):

@@ -15,7 +15,7 @@ from torchx.testing import hostile_value, macro_probe, macro_probe_output
 from torchx_sched_k8s import names
 from torchx_sched_k8s.opts import KubernetesOpts, MCADOpts
 from torchx_sched_k8s.pods import RANK0_ENV, PodSpecError, parse_toleration, port_name
-from torchx_sched_k8s.request import build_jobs, build_mcad, build_volcano
+from torchx_sched_k8s.request import build_jobs, build_mcad, build_volcano, mode_from_discovery
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -271,17 +271,38 @@ def test_volcano_job_has_a_task_per_replica_and_retry_policies() -> None:
     assert spec["schedulerName"] == "volcano"
     assert spec["queue"] == "q"
     assert spec["priorityClassName"] == "p"
-    assert spec["minAvailable"] == 2
-    assert spec["maxRetry"] == 2
+    assert "minAvailable" not in spec
+    assert spec["maxRetry"] == 2  # the smallest max_retries of the roles
     assert spec["plugins"]["svc"] == ["--publish-not-ready-addresses"]
     assert [t["name"] for t in spec["tasks"]] == ["m-0", "w-0", "w-1", "w-2"]
-    assert spec["tasks"][0]["policies"][1] == {"event": "PodFailed", "action": "RestartJob"}
-    assert spec["tasks"][1]["policies"][1] == {"event": "PodFailed", "action": "RestartTask"}
+    assert spec["tasks"][0]["policies"] == [
+        {"event": "PodEvicted", "action": "RestartJob"},
+        {"event": "PodFailed", "action": "RestartJob"},
+    ]
+    assert "minAvailable" not in spec["tasks"][0]
+    assert spec["tasks"][1]["policies"] == []  # REPLICA: Volcano's own task retry
     assert spec["tasks"][1]["maxRetry"] == 5
+    assert [t["minAvailable"] for t in spec["tasks"][1:]] == [1, 0, 0]
     pod = spec["tasks"][2]["template"]["spec"]
     assert pod["subdomain"] == req.name
     assert pod["hostname"] == "w-1"
     assert env(pod["containers"][0])[RANK0_ENV] == f"m-0.{req.name}.ns.svc"
+
+
+def test_volcano_max_retries_zero_means_no_restart() -> None:
+    app = specs.AppDef("a", roles=[role(name="m", max_retries=0), role(name="w", max_retries=3)])
+    spec = build_volcano(app, KubernetesOpts()).objects[0]["spec"]
+    assert spec["maxRetry"] == 0
+    assert spec["queue"] == "default"
+    assert "maxRetry" not in spec["tasks"][0] and "policies" not in spec["tasks"][0]
+    assert spec["tasks"][1]["maxRetry"] == 3
+
+
+def test_mode_from_discovery() -> None:
+    served = {"kind": "APIResourceList", "groupVersion": "batch.volcano.sh/v1alpha1", "resources": [{"name": "jobs"}]}
+    assert mode_from_discovery(served) == "volcano"
+    assert mode_from_discovery(None) == "jobs"  # 404: the group version is not served
+    assert mode_from_discovery({"resources": [{"name": "jobs/status"}]}) == "jobs"
 
 
 def test_mcad_appwrapper_wraps_service_and_pods() -> None:

@@ -42,14 +42,15 @@ def test_plugin_registers_both_schedulers() -> None:
     assert schedulers["kubernetes_mcad"].factory == "torchx_sched_k8s.scheduler:create_mcad_scheduler"
 
 
-def test_plugin_and_dry_run_never_import_the_kubernetes_client() -> None:
+def test_plugin_and_dry_run_with_a_mode_never_import_the_kubernetes_client() -> None:
     code = (
         "import sys, torchx_sched_k8s.plugin\n"
         "from torchx import specs\n"
         "from torchx_sched_k8s.scheduler import create_scheduler\n"
         "s = create_scheduler('t')\n"
         "a = specs.AppDef('a', roles=[specs.Role('r', image='i', entrypoint='e', resource=specs.resource(cpu=1))])\n"
-        "str(s.submit_dryrun(a, {}))\n"
+        "str(s.submit_dryrun(a, {'mode': 'volcano'}))\n"
+        "str(s.submit_dryrun(a, {'mode': 'jobs'}))\n"
         "print('kubernetes' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -80,7 +81,7 @@ def test_run_options() -> None:
 def test_runner_dry_run_prints_kubectl_ready_yaml() -> None:
     with get_runner("s") as runner:
         info = runner.dryrun(
-            app(), "kubernetes", cfg={"namespace": "team", "tolerations": "a=b:NoSchedule;c:NoExecute"}
+            app(), "kubernetes", cfg={"namespace": "team", "mode": "jobs", "tolerations": "a=b:NoSchedule;c:NoExecute"}
         )
         docs = list(yaml.safe_load_all(str(info)))
         assert [d["kind"] for d in docs] == ["Service", "Job", "Job"]
@@ -95,7 +96,7 @@ def test_runner_dry_run_prints_kubectl_ready_yaml() -> None:
 
 def test_bad_mode_and_bad_options_are_one_clear_error() -> None:
     with get_runner("s") as runner:
-        with pytest.raises(ValueError, match="mode='x' is unknown; use jobs or volcano"):
+        with pytest.raises(ValueError, match="mode='x' is unknown; use volcano, jobs or auto"):
             runner.dryrun(app(), "kubernetes", cfg={"mode": "x"})
         with pytest.raises(ValueError, match="toleration"):
             runner.dryrun(app(), "kubernetes", cfg={"tolerations": ["k:Never"]})
@@ -118,7 +119,9 @@ def test_workspace_without_docker_plugin_is_a_clear_error(tmp_path: Any) -> None
     a = app(workspace=specs.Workspace.from_str(str(tmp_path)))
     with pytest.raises(WorkspaceUnavailableError, match=r"torchx-sched-k8s\[docker\].*--workspace ''"):
         sched.build_workspaces(a.roles, {})
-    assert sched.submit_dryrun(app(), {}).request.images_to_push is None  # no workspace: the image runs as it is
+    assert (
+        sched.submit_dryrun(app(), {"mode": "jobs"}).request.images_to_push is None
+    )  # no workspace: the image runs as it is
 
 
 def test_scheduler_mixes_in_the_installed_docker_workspace() -> None:
@@ -141,7 +144,7 @@ def test_dry_run_of_a_thousand_replicas_is_fast() -> None:
     best_dryrun = best_yaml = float("inf")
     for _ in range(5):
         t0 = time.perf_counter()
-        info = sched.submit_dryrun(big, {})
+        info = sched.submit_dryrun(big, {"mode": "jobs"})
         t1 = time.perf_counter()
         text = str(info)
         t2 = time.perf_counter()
@@ -169,7 +172,8 @@ def test_dict_bodies_go_through_the_client_api_methods_unchanged() -> None:
 
     api_client.call_api = call_api  # type: ignore[method-assign]
     kube = KubeApi(api_client)
-    req = create_scheduler("t").submit_dryrun(app(mounts=specs.parse_mounts(["type=device,src=/dev/fuse"])), {}).request
+    a = app(mounts=specs.parse_mounts(["type=device,src=/dev/fuse"]))
+    req = create_scheduler("t").submit_dryrun(a, {"mode": "jobs"}).request
     for obj in req.objects:
         with pytest.raises(Sent):
             kube.create(obj)
@@ -200,6 +204,17 @@ def test_missing_kubeconfig_is_one_clear_line(tmp_path: Any, monkeypatch: pytest
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     with pytest.raises(KubernetesError, match="no usable Kubernetes configuration.*set KUBECONFIG"):
         create_scheduler("t").list()
+
+
+def test_auto_mode_without_a_reachable_cluster_is_torchx_volcano_job(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "nope"))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    sched = create_scheduler("t")
+    assert sched.run_opts().get("mode").default == "auto"  # type: ignore[union-attr]
+    assert [o["kind"] for o in sched.submit_dryrun(app(), {}).request.objects] == ["Job"]
+    assert sched.submit_dryrun(app(), {}).request.kind == "volcano"
 
 
 def test_malformed_app_id_is_unknown() -> None:

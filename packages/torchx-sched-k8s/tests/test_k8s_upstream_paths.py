@@ -8,8 +8,10 @@ def test_upstream_paths() -> None:
     from torchx.schedulers.kubernetes_scheduler import KubernetesOpts, KubernetesScheduler, create_scheduler
     from torchx_sched_k8s import opts, scheduler
 
-    assert (KubernetesScheduler, KubernetesOpts) == (scheduler.KubernetesScheduler, opts.KubernetesOpts)
-    assert (KubernetesMCADScheduler, KubernetesMCADOpts) == (scheduler.KubernetesMCADScheduler, opts.MCADOpts)
+    assert KubernetesScheduler is scheduler.KubernetesScheduler
+    assert {k for k, _ in opts.KubernetesOpts.as_runopts()} <= set(KubernetesOpts.__annotations__)  # + aliases
+    assert KubernetesMCADScheduler is scheduler.KubernetesMCADScheduler
+    assert {k for k, _ in opts.MCADOpts.as_runopts()} <= set(KubernetesMCADOpts.__annotations__)  # + aliases
     assert create_scheduler is scheduler.create_scheduler
 
 

@@ -1,4 +1,4 @@
-"""Fault injection, issue 12 point 4: no orphans when the supervisor dies.
+"""Fault injection, issue 12 point 4 and issue 20 point 2: no orphans when the supervisor dies.
 
 A real SIGKILL of the supervisor (what the OOM killer sends), once its watchdog runs (the
 job has run 1 s): the watchdog kills every
@@ -16,6 +16,7 @@ from torchx.specs import AppState
 from torchx.testing import children, command_app, eventually
 from torchx_sched_local import store
 from torchx_sched_local.local_scheduler import LocalScheduler
+from torchx_sched_local.sessions import alive
 from torchx_sched_local.supervisor import WATCHDOG_AFTER, live_replica_pids
 
 # the replica (sh) and two descendants in its process group
@@ -90,3 +91,49 @@ def test_watchdog_leaves_a_job_that_ended_alone(sched: LocalScheduler) -> None:
     assert desc is not None
     assert desc.state == AppState.SUCCEEDED
     assert desc.msg == ""
+
+
+# ---------------------------------------------------------------- issue 20 point 2: early failures
+
+
+def test_a_supervisor_crashing_before_its_watchdog_stops_what_it_started(sched: LocalScheduler) -> None:
+    """Replica 0 starts, then the supervisor crashes on replica 1 (a NUL byte slipped into a request
+    built past the dry run's check): replica 0 must not outlive it."""
+    app = command_app("sleep", "300", replicas=2)
+    info = sched.submit_dryrun(app, {})
+    info.request.replicas[1].env["BAD"] = "a\0b"
+    app_id = sched.schedule(info)
+    desc = sched.wait(app_id, timeout=30)
+    assert desc is not None and desc.state == AppState.FAILED, desc
+    assert "the job's supervisor failed" in desc.msg and "its replicas were killed" in desc.msg, desc.msg
+    st = sched.store.state(app_id) or {}
+    assert live_replica_pids(st) == []
+    pid0 = (st.get("replicas") or [{}])[0].get("pid")
+    assert pid0 is None or not alive(pid0)
+
+
+def test_a_supervisor_killed_at_once_leaves_replicas_named_and_cancel_stops_them(sched: LocalScheduler) -> None:
+    """SIGKILL right after the replicas start (no watchdog yet, maybe no state written): status names
+    every live replica (found by its environment if it was not recorded), cancel kills them all and
+    does not say it did while one runs."""
+    app_id = sched.submit(command_app("sleep", "300", replicas=3), {})
+    (supervisor,) = children(os.getpid())
+    eventually(lambda: len(children(supervisor)) == 3, interval=0.001)
+    os.kill(supervisor, signal.SIGKILL)
+    os.waitpid(supervisor, 0)
+    replicas = [p for p in _processes_with(sched.store.root)]
+    assert len(replicas) == 3
+    desc = sched.describe(app_id)
+    assert desc is not None and desc.state == AppState.FAILED
+    for pid in replicas:
+        assert str(pid) in desc.msg, desc.msg
+    sched.cancel(app_id)
+    assert not any(alive(p) for p in replicas)
+    assert "still running" not in (sched.describe(app_id) or desc).msg
+
+
+def _processes_with(root: str) -> list[int]:
+    """Live processes whose environment names a log directory under ``root``."""
+    from torchx_sched_local.sessions import scan
+
+    return scan({}, f"PET_LOG_DIR={root}".encode())[1]

@@ -28,7 +28,7 @@ from torchx_sched_local.local_scheduler import LocalScheduler
 # ---------------------------------------------------------------- damaged job files
 
 DAMAGE = {
-    "truncated": lambda text: text[: len(text) // 2],
+    "truncated": lambda text: text.rstrip()[: len(text.rstrip()) // 2],  # state.json has blank padding after its JSON
     "empty": lambda text: "",
     "garbage": lambda text: "\x00\x01\x02 not json at all \xff",
     "not-utf8": lambda text: None,  # raw bytes, below

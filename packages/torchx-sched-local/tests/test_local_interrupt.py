@@ -185,3 +185,38 @@ def test_output_closed_before_the_handle_is_printed(sched: LocalScheduler) -> No
     assert err == ""
     (listed,) = sched.list()
     assert listed.state == AppState.CANCELLED
+
+
+# ---------------------------------------------------------------- issue 20 point 5
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_and_sighup_cancel_like_ctrl_c(sched: LocalScheduler, sig: signal.Signals) -> None:
+    proc = _start("-s", "local_cwd", "comp.py:ticker")
+    handle = _handle_and_first_line(proc)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == f"torchx: {handle} CANCELLED: cancelled"
+    assert "Traceback" not in err
+    assert _state(sched, handle) == AppState.CANCELLED
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.15, 0.3, 0.45, 0.6, 0.75, 0.9, 1.2])
+def test_ctrl_c_at_any_moment_leaves_no_job_running(sched: LocalScheduler, delay: float) -> None:
+    """SIGINT at spread-out moments of the start-up, the submission included: either no job
+    was created, or it is cancelled and its handle was printed."""
+    proc = _start("-s", "local_cwd", "comp.py:ticker")
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    jobs = sched.list()
+    assert len(jobs) <= 1
+    if proc.returncode != 130:  # still in Python's own start-up (importing torchx): nothing was created
+        assert proc.returncode == -signal.SIGINT or err.rstrip().endswith("KeyboardInterrupt"), err
+        assert not jobs
+        return
+    assert "Traceback" not in err
+    for job in jobs:
+        eventually(lambda job=job: _state(sched, f"local_cwd://torchx/{job.app_id}") == AppState.CANCELLED)  # type: ignore[misc]
+        assert f"local_cwd://torchx/{job.app_id}" in out, (out, err)

@@ -366,7 +366,7 @@ def test_end_fd_becomes_readable_when_the_job_ends(sched: LocalScheduler) -> Non
     app_id = sched.submit(command_app("sh", "-c", "sleep 0.5"), {})
     fd = sched.end_fd(app_id)
     assert fd is not None
-    other = LocalScheduler(sched.session_name, sched.store.root)  # knows the job from its files only
+    other = LocalScheduler(sched.session_name, state_dir=sched.store.root)  # knows the job from its files only
     eventually(lambda: (sched.store.state(app_id) or {}).get("pid") is not None)
     fd2 = other.end_fd(app_id)
     assert fd2 is not None

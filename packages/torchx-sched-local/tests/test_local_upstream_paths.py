@@ -15,9 +15,11 @@ def test_upstream_paths() -> None:
     from torchx.workspace.docker_workspace import DockerWorkspaceMixin
     from torchx_sched_local import docker_scheduler, docker_workspace, local_scheduler
 
-    assert (LocalScheduler, LocalOpts) == (local_scheduler.LocalScheduler, local_scheduler.LocalOpts)
+    assert LocalScheduler is local_scheduler.LocalScheduler
+    assert set(LocalOpts.__annotations__) == {k for k, _ in local_scheduler.LocalOpts.as_runopts()}
     assert isinstance(create_scheduler("s"), local_scheduler.LocalScheduler)
-    assert (DockerScheduler, DockerOpts) == (docker_scheduler.DockerScheduler, docker_scheduler.DockerOpts)
+    assert DockerScheduler is docker_scheduler.DockerScheduler
+    assert set(DockerOpts.__annotations__) == {k for k, _ in docker_scheduler.DockerOpts.as_runopts()}
     assert DockerWorkspaceMixin is docker_workspace.DockerWorkspaceMixin
     assert isinstance(has_docker(), bool)
 

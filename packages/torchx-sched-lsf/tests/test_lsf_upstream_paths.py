@@ -8,7 +8,8 @@ def test_upstream_path() -> None:
     from torchx.schedulers.lsf_scheduler import LsfOpts, LsfScheduler, create_scheduler
     from torchx_sched_lsf import opts, scheduler
 
-    assert (LsfScheduler, LsfOpts) == (scheduler.LsfScheduler, opts.LsfOpts)
+    assert LsfScheduler is scheduler.LsfScheduler
+    assert set(LsfOpts.__annotations__) == {k for k, _ in opts.LsfOpts.as_runopts()}
     assert isinstance(create_scheduler("s"), scheduler.LsfScheduler)
     import torchx.schedulers.lsf_scheduler as legacy
 

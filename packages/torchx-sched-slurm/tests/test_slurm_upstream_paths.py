@@ -9,6 +9,7 @@ def test_upstream_paths() -> None:
     from torchx.workspace.job_dir import JobDirWorkspaceMixin
     from torchx_sched_slurm import opts, scheduler
 
-    assert (SlurmScheduler, SlurmOpts) == (scheduler.SlurmScheduler, opts.SlurmOpts)
+    assert SlurmScheduler is scheduler.SlurmScheduler
+    assert set(SlurmOpts.__annotations__) == {k for k, _ in opts.SlurmOpts.as_runopts()}
     assert isinstance(create_scheduler("s"), scheduler.SlurmScheduler)
     assert DirWorkspaceMixin is JobDirWorkspaceMixin

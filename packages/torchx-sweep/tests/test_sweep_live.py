@@ -134,7 +134,12 @@ def k8s_namespace() -> Iterator[dict[str, Any]]:
 
 @pytest.mark.k8s
 def test_kubernetes_grid_through_the_driver(runner: Runner, components: str, k8s_namespace: dict[str, Any]) -> None:
-    cfg = {"namespace": k8s_namespace["namespace"], "image_pull_policy": "IfNotPresent", "termination_grace_period": 1}
+    cfg = {
+        "namespace": k8s_namespace["namespace"],
+        "image_pull_policy": "IfNotPresent",
+        "termination_grace_period": 1,
+        "mode": "jobs",  # the test cluster has Volcano's CRDs but no Volcano controller: nothing would run
+    }
     sweep = run_sweep(
         runner, f"{components}:argv", ["--image", k8s_namespace["image"]], GRID, "kubernetes", cfg, max_parallel=2
     )

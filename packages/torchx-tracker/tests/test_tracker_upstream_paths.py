@@ -15,7 +15,7 @@ def test_upstream_paths_are_this_packages_modules() -> None:
 
     assert torchx.tracker.backend.fsspec is torchx_tracker.fsspec_backend
     assert torchx.cli.cmd_tracker.CmdTracker is torchx_tracker.cli.CmdTracker
-    assert torchx.runtime.tracking is torchx_tracker.result_tracker
+    assert torchx.runtime.tracking.FsspecResultTracker is torchx_tracker.result_tracker.FsspecResultTracker
 
 
 def test_fsspec_result_tracker_round_trip(tmp_path: Path, memory_root: str) -> None:

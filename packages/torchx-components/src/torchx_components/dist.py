@@ -16,9 +16,9 @@ from __future__ import annotations
 from torchx import specs
 from torchx.version import TORCHX_IMAGE
 
-from torchx_components._common import macro_env, resource
-from torchx_components._common import mounts as parse_mounts
-from torchx_components._torchrun import DEBUG_ENV, entry_name, parse_j, split_name, torchrun_args
+from torchx_components.component_helpers import macro_env, resource
+from torchx_components.component_helpers import mounts as parse_mounts
+from torchx_components.torchrun_args import DEBUG_ENV, entry_name, parse_j, split_name, torchrun_args
 
 
 def ddp(

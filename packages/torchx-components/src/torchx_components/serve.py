@@ -14,7 +14,7 @@ from __future__ import annotations
 from torchx import specs
 from torchx.version import TORCHX_IMAGE
 
-from torchx_components._common import as_given
+from torchx_components.component_helpers import as_given
 
 #: port the job serves the model archive on while TorchServe downloads it
 DEFAULT_PORT = 8222

@@ -15,8 +15,8 @@ from torchx import specs
 from torchx.specs.macros import macros
 from torchx.version import TORCHX_IMAGE
 
-from torchx_components._common import as_given, macro_env, resource
-from torchx_components._common import mounts as parse_mounts
+from torchx_components.component_helpers import as_given, macro_env, resource
+from torchx_components.component_helpers import mounts as parse_mounts
 
 _APPS = "torchx_components.apps"
 

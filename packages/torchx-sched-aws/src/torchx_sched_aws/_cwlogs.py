@@ -7,6 +7,8 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
+from torchx.schedulers.streams import follow
+
 from torchx_sched_aws._aws import aws_errors, client_error_code
 
 
@@ -67,22 +69,22 @@ def iter_lines(
         base["endTime"] = until_ms
     what = f"reading CloudWatch logs {group}/{stream}"
     token: str | None = None
-    last_pass = False
-    while True:
-        while True:  # read to the current end of the stream
+
+    def read_to_end() -> list[str]:
+        """The events after ``token``, to the current end of the stream."""
+        nonlocal token
+        lines = []
+        while True:
             args = dict(base, nextToken=token) if token else base
             resp = _call(logs.get_log_events, what, **args) or {}
             for event in resp.get("events") or []:
                 if until_ms is not None and event["timestamp"] >= until_ms:
                     continue
                 message = str(event.get("message", ""))
-                yield message if message.endswith("\n") else message + "\n"
+                lines.append(message if message.endswith("\n") else message + "\n")
             new_token = resp.get("nextForwardToken")
             if not new_token or new_token == token:
-                break
+                return lines
             token = new_token
-        if not should_tail or last_pass:
-            return
-        last_pass = finished()
-        if not last_pass:
-            time.sleep(poll_interval)
+
+    yield from follow(read_to_end, should_tail, finished, lambda: time.sleep(poll_interval))

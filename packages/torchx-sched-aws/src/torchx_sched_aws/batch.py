@@ -107,6 +107,8 @@ class AWSBatchScheduler(WorkspaceMixin[Any], Scheduler[Mapping[str, CfgVal], App
 
     Args:
         session_name: the runner's session name
+        client: the boto3 ``batch`` client to use (TorchX's argument)
+        log_client: the boto3 ``logs`` client to use (TorchX's argument)
         clients: boto3 clients to use, by service (``batch``, ``logs``); made from the
             default session when absent
     """
@@ -120,9 +122,21 @@ class AWSBatchScheduler(WorkspaceMixin[Any], Scheduler[Mapping[str, CfgVal], App
         job_arrays=True,
     )
 
-    def __init__(self, session_name: str, clients: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        session_name: str,
+        client: Any = None,
+        log_client: Any = None,
+        clients: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__("aws_batch", session_name)
-        self._clients = Clients(clients)
+        given = dict(clients or {})
+        if client is not None:  # TorchX's constructor arguments: the batch and logs clients
+            given["batch"] = client
+        if log_client is not None:
+            given["logs"] = log_client
+        self._clients = Clients(given)
 
     def _run_opts(self) -> runopts:
         return BatchOpts.as_runopts()

@@ -67,7 +67,7 @@ class BatchOpts(StructuredOpts):
     share_id: str | None = None
     """share identifier, for fair-share job queues"""
     priority: int = 0
-    """scheduling priority (0-9999) within the share; needs share_id"""
+    """scheduling priority (0-9999) within the share; without share_id it is ignored (as TorchX)"""
     job_role_arn: str | None = None
     """IAM role the containers' AWS calls use"""
     execution_role_arn: str | None = None
@@ -95,6 +95,17 @@ class BatchJob:
     images_to_push: Any = None
 
     @property
+    def job_def(self) -> dict[str, Any]:
+        """The job definition (TorchX's name of :attr:`job_definition`)."""
+        return self.job_definition
+
+    @property
+    def share_id(self) -> str | None:
+        """The fair-share identifier the job is submitted with (None: not a fair-share submission)."""
+        share: str | None = self.submit.get("shareIdentifier")
+        return share
+
+    @property
     def app_id(self) -> str:
         """``queue:job name``."""
         return f"{self.queue}:{self.name}"
@@ -114,8 +125,6 @@ def build_job(app: AppDef, opts: BatchOpts, name: str) -> BatchJob:
     Raises:
         ValueError: the app asks for something Batch cannot do (the message says what)
     """
-    if opts.priority and not opts.share_id:
-        raise ValueError("aws_batch: -cfg priority only applies to fair-share queues; set share_id too")
     attempts = max(r.max_retries for r in app.roles) + 1
     if attempts > MAX_ATTEMPTS:
         raise ValueError(

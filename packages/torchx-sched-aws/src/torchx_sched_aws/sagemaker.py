@@ -76,7 +76,7 @@ class AWSSageMakerScheduler(WorkspaceMixin[None], Scheduler[Mapping[str, CfgVal]
     def build_workspaces(self, roles: list[Role], cfg: Mapping[str, CfgVal]) -> None:
         """Nothing to build: the workspace is tarred and uploaded at submission (with ``code_location``)."""
 
-    def _validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal]) -> None:
+    def _validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal] | None = None) -> None:
         """Resources need no check here: the request builder checks the instance type."""
 
     # ------------------------------------------------------------------ submit

@@ -8,10 +8,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from torchx.schedulers.structured_opts import typed_dict
 from torchx.specs.roles import AppDef, Role
 
 from torchx_sched_k8s.names import LABEL_APP_NAME, LABEL_REPLICA_ID, LABEL_ROLE_NAME, LABEL_VERSION
-from torchx_sched_k8s.opts import MODE_VOLCANO, KubernetesOpts, PodOpts
+from torchx_sched_k8s.opts import MODE_VOLCANO, PodOpts
+from torchx_sched_k8s.opts import KubernetesOpts as _KubernetesOpts
 from torchx_sched_k8s.pods import PodFactory, rank0_host
 from torchx_sched_k8s.request import KubernetesRequest as KubernetesJob
 from torchx_sched_k8s.request import _factories, build_volcano
@@ -37,7 +39,7 @@ def app_to_resource(
     ``kubectl`` reads it), not ``kubernetes.client`` ``V1Pod`` objects, and the job is in
     the ``default`` namespace with our naming, labels and rank-0/env wiring.
     """
-    opts = KubernetesOpts(
+    opts = _KubernetesOpts(
         mode=MODE_VOLCANO, queue=queue, service_account=service_account, priority_class=priority_class
     )
     return build_volcano(app, opts).objects[0]
@@ -86,6 +88,9 @@ def pod_labels(app: AppDef, role_idx: int, role: Role, replica_id: int, app_id: 
     name = app_id.rpartition(":")[2]
     return _factories(app, name, PodOpts(), "Never")[role_idx].labels(replica_id)
 
+
+#: the run options as TorchX declares them: a TypedDict (``KubernetesOpts({"queue": "q"})`` or ``KubernetesOpts(queue="q")``)
+KubernetesOpts = typed_dict(_KubernetesOpts, "KubernetesOpts", __name__)
 
 __all__ = [
     "RESERVED_MEMMB",

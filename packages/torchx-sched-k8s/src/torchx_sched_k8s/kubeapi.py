@@ -168,6 +168,20 @@ class KubeApi:
         )
         return items
 
+    def discover(self, group: str, version: str) -> dict[str, Any] | None:
+        """The API server's discovery document of ``group/version`` (its APIResourceList), or
+        None when the server does not serve that group version (no such CRD installed)."""
+        try:
+            return self._json(
+                f"discover {group}/{version}",
+                None,
+                lambda: self._custom().get_api_resources(group, version, **self._opts()),
+            )
+        except KubernetesError as e:
+            if e.status == 404:
+                return None
+            raise
+
     def get_custom(self, custom: Custom, namespace: str, name: str) -> dict[str, Any] | None:
         """One custom object, or None if it (or its resource type) does not exist."""
         group, version, plural = custom

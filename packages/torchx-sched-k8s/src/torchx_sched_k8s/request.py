@@ -2,13 +2,14 @@
 
 Three shapes:
 
-* ``jobs`` (default of ``kubernetes``): a headless Service named after the app, then one
+* ``volcano`` (default of ``kubernetes`` where the cluster has Volcano, as TorchX): one
+  ``batch.volcano.sh/v1alpha1`` Job with a task per replica; Volcano's ``svc`` plugin makes
+  the Service, so the rank-0 name is the same as below.
+* ``jobs`` (default where the cluster has no Volcano CRD): a headless Service named after the app, then one
   batch/v1 Job per replica (``<app>-<role>-<replica>``, parallelism 1). No CRD is needed
   and it works on Kubernetes 1.20 (no Indexed Jobs). Pods set ``hostname``
   ``<role>-<replica>`` and ``subdomain`` ``<app>``, so replica 0 of the first role is
   ``<role>-0.<app>.<namespace>.svc`` (env ``TORCHX_RANK0_HOST``).
-* ``volcano``: one ``batch.volcano.sh/v1alpha1`` Job with a task per replica; Volcano's
-  ``svc`` plugin makes the Service, so the rank-0 name is the same.
 * ``mcad``: one ``workload.codeflare.dev/v1beta1`` AppWrapper whose generic items are the
   Service and one Pod per replica.
 """
@@ -37,6 +38,8 @@ Custom = tuple[str, str, str]
 
 VOLCANO_GROUP, VOLCANO_VERSION, VOLCANO_PLURAL = "batch.volcano.sh", "v1alpha1", "jobs"
 MCAD_GROUP, MCAD_VERSION, MCAD_PLURAL = "workload.codeflare.dev", "v1beta1", "appwrappers"
+#: the pod annotation naming multus network attachments (``kubernetes_mcad``'s ``network`` option)
+MULTUS_NETWORKS = "k8s.v1.cni.cncf.io/networks"
 
 
 @dataclass
@@ -147,47 +150,61 @@ def build_jobs(app: AppDef, opts: KubernetesOpts, name: str | None = None) -> Ku
     return KubernetesRequest(opts.namespace, name, KIND_JOBS, objects)
 
 
-def _volcano_policies(action: str) -> list[dict[str, str]]:
-    return [{"event": "PodEvicted", "action": action}, {"event": "PodFailed", "action": action}]
+#: task ``policies`` of a role with restarts, by retry policy (as TorchX): a REPLICA role leaves
+#: a failed task to Volcano's own task retry (``maxRetry``), an APPLICATION role restarts the job
+VOLCANO_RETRY_POLICIES: dict[RetryPolicy, list[dict[str, str]]] = {
+    RetryPolicy.REPLICA: [],
+    RetryPolicy.APPLICATION: [
+        {"event": "PodEvicted", "action": "RestartJob"},
+        {"event": "PodFailed", "action": "RestartJob"},
+    ],
+}
 
 
 def build_volcano(app: AppDef, opts: KubernetesOpts, name: str | None = None) -> KubernetesRequest:
-    """The ``volcano`` request: one Volcano Job with a task per replica.
+    """The ``volcano`` request (TorchX's manifest): one Volcano Job with a task per replica.
 
-    REPLICA-policy roles restart their failed task (``RestartTask``, task ``maxRetry``);
-    APPLICATION-policy roles restart the whole job (``RestartJob``, job ``maxRetry`` = the
-    smallest ``max_retries`` of those roles). ``minAvailable`` is the sum of the roles'
-    ``min_replicas`` (gang scheduling).
+    A role with ``max_retries > 0`` gives its tasks ``maxRetry`` and the policies of its
+    retry policy (:data:`VOLCANO_RETRY_POLICIES`); a role with ``max_retries=0`` gives them
+    neither, so a failed task is not restarted. The job's ``maxRetry`` is the smallest
+    ``max_retries`` of the roles. With ``min_replicas``, a role's first ``min_replicas`` tasks
+    are required (task ``minAvailable`` 1) and the others optional (0).
     """
     name = name or names.app_name(app.name)
     factories = _factories(app, name, opts, "Never")
     tasks: list[dict[str, Any]] = []
-    app_retries = [f.role.max_retries for f in factories if f.role.retry_policy != RetryPolicy.REPLICA]
     for factory in factories:
         role = factory.role
-        action = "RestartTask" if role.retry_policy == RetryPolicy.REPLICA else "RestartJob"
         for replica in range(role.num_replicas):
-            tasks.append(
-                {
-                    "name": factory.hostname(replica),
-                    "replicas": 1,
-                    "maxRetry": role.max_retries,
-                    "policies": _volcano_policies(action),
-                    "template": factory.template(replica),
-                }
-            )
+            task: dict[str, Any] = {
+                "name": factory.hostname(replica),
+                "replicas": 1,
+                "template": factory.template(replica),
+            }
+            if role.max_retries > 0:
+                task["maxRetry"] = role.max_retries
+                task["policies"] = VOLCANO_RETRY_POLICIES[RetryPolicy(role.retry_policy)]
+            if role.min_replicas is not None:
+                task["minAvailable"] = 1 if replica < role.min_replicas else 0
+            tasks.append(task)
     spec: dict[str, Any] = {
         "schedulerName": "volcano",
         "queue": opts.queue or "default",
-        "minAvailable": sum(f.role.min_replicas or f.role.num_replicas for f in factories),
-        "maxRetry": min(app_retries) if app_retries else 0,
-        "plugins": {"svc": ["--publish-not-ready-addresses"], "env": []},
         "tasks": tasks,
+        "maxRetry": min(f.role.max_retries for f in factories),
+        "plugins": {"svc": ["--publish-not-ready-addresses"], "env": []},
     }
     if opts.priority_class:
         spec["priorityClassName"] = opts.priority_class
     job = _custom_object(f"{VOLCANO_GROUP}/{VOLCANO_VERSION}", "Job", name, opts.namespace, factories, app, spec)
     return KubernetesRequest(opts.namespace, name, KIND_VOLCANO, [job])
+
+
+def mode_from_discovery(volcano_resources: dict[str, Any] | None) -> str:
+    """``mode=auto``: ``volcano`` when the API server's discovery document of
+    ``batch.volcano.sh/v1alpha1`` lists ``jobs`` (the Volcano CRD is installed), else ``jobs``."""
+    listed = (volcano_resources or {}).get("resources") or []
+    return MODE_VOLCANO if any(r.get("name") == VOLCANO_PLURAL for r in listed) else MODE_JOBS
 
 
 def build_mcad(app: AppDef, opts: MCADOpts, name: str | None = None) -> KubernetesRequest:
@@ -202,8 +219,13 @@ def build_mcad(app: AppDef, opts: MCADOpts, name: str | None = None) -> Kubernet
     for factory in factories:
         annotations = {**factory.annotations, names.ANNOTATION_APP: app.name}
         custom = {"replicas": 1, **factory.resources}
+        if opts.network:
+            annotations[MULTUS_NETWORKS] = opts.network
         for replica in range(factory.role.num_replicas):
             template = factory.template(replica)
+            pod_spec = template["spec"]
+            if opts.coscheduler_name:
+                pod_spec = {**pod_spec, "schedulerName": opts.coscheduler_name}
             pod = {
                 "apiVersion": "v1",
                 "kind": "Pod",
@@ -213,7 +235,7 @@ def build_mcad(app: AppDef, opts: MCADOpts, name: str | None = None) -> Kubernet
                     "labels": template["metadata"]["labels"],
                     "annotations": annotations,
                 },
-                "spec": template["spec"],
+                "spec": pod_spec,
             }
             items.append({"replicas": 1, "custompodresources": [custom], "generictemplate": pod})
     spec: dict[str, Any] = {

@@ -1,6 +1,10 @@
 """The ``kubernetes`` and ``kubernetes_mcad`` schedulers.
 
-Lifecycle in ``jobs`` mode (the default of ``kubernetes``):
+``kubernetes`` submits a Volcano Job, as TorchX, wherever the cluster serves Volcano's Job CRD
+(run option ``mode``, default ``auto``); on a cluster without Volcano, or with ``mode=jobs``, it
+submits plain batch/v1 Jobs (Kueue-ready through ``queue``).
+
+Lifecycle in ``jobs`` mode:
 
 * **submit** creates the headless Service, then one Job per replica (a server-side dry run
   of each role's first Job comes first; if a create fails, what was created is removed).
@@ -40,7 +44,7 @@ from torchx.workspace.api import WorkspaceMixin
 from torchx_sched_k8s import names, status
 from torchx_sched_k8s.errors import KubernetesError
 from torchx_sched_k8s.logs import aware, log_lines
-from torchx_sched_k8s.opts import MODE_JOBS, MODE_VOLCANO, KubernetesOpts, MCADOpts
+from torchx_sched_k8s.opts import MODE_AUTO, MODE_JOBS, MODE_VOLCANO, KubernetesOpts, MCADOpts
 from torchx_sched_k8s.pods import PodSpecError
 from torchx_sched_k8s.request import (
     BUILDERS,
@@ -57,6 +61,7 @@ from torchx_sched_k8s.request import (
     KubernetesRequest,
     apply_job_overlay,
     build_mcad,
+    mode_from_discovery,
 )
 from torchx_sched_k8s.workspace import docker_workspace
 
@@ -107,11 +112,13 @@ def _fresh_job(job: dict[str, Any], restarts: int) -> dict[str, Any]:
 
 
 class KubernetesScheduler(Scheduler[Mapping[str, CfgVal], AppDef, KubernetesRequest]):
-    """Runs apps on Kubernetes as batch/v1 Jobs (``mode=jobs``) or a Volcano Job (``mode=volcano``).
+    """Runs apps on Kubernetes as a Volcano Job (``mode=volcano``) or batch/v1 Jobs (``mode=jobs``);
+    ``mode=auto`` (the default) picks Volcano where the cluster has it.
 
     Args:
         session_name: the session (part of app handles)
-        api_client: a configured ``kubernetes.client.ApiClient`` (default: from the kubeconfig)
+        client: a configured ``kubernetes.client.ApiClient`` (TorchX's argument; default: from the kubeconfig)
+        api_client: the same, under its earlier name here
         kwargs: other scheduler parameters (ignored)
     """
 
@@ -127,10 +134,11 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal], AppDef, KubernetesRequ
     #: the custom resources this scheduler creates
     customs: ClassVar[dict[str, Custom]] = {KIND_VOLCANO: VOLCANO}
 
-    def __init__(self, session_name: str, api_client: Any = None, **kwargs: Any) -> None:
+    def __init__(self, session_name: str, client: Any = None, api_client: Any = None, **kwargs: Any) -> None:
         super().__init__(self.backend_name, session_name)
-        self._api_client = api_client
+        self._api_client = client if client is not None else api_client
         self._kube: KubeApi | None = None
+        self._auto_mode: str | None = None
 
     @property
     def kube(self) -> KubeApi:
@@ -152,10 +160,25 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal], AppDef, KubernetesRequ
 
     def _build(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> KubernetesRequest:
         opts: KubernetesOpts = KubernetesOpts.from_cfg(cfg)
-        builder = BUILDERS.get(opts.mode)
+        mode = self.auto_mode() if opts.mode == MODE_AUTO else opts.mode
+        builder = BUILDERS.get(mode)
         if builder is None:
-            raise ValueError(f"run option mode={opts.mode!r} is unknown; use {MODE_JOBS} or {MODE_VOLCANO}")
+            raise ValueError(
+                f"run option mode={opts.mode!r} is unknown; use {MODE_VOLCANO}, {MODE_JOBS} or {MODE_AUTO}"
+            )
         return builder(app, opts)
+
+    def auto_mode(self) -> str:
+        """What ``mode=auto`` means on this scheduler's cluster: ``volcano`` when the API server
+        serves Volcano's Job CRD, ``jobs`` when it does not (asked once per scheduler). When the
+        cluster cannot be asked (no kubeconfig, unreachable), ``volcano``, TorchX's manifest."""
+        if self._auto_mode is None:
+            try:
+                self._auto_mode = mode_from_discovery(self.kube.discover(VOLCANO_GROUP, VOLCANO_VERSION))
+            except KubernetesError as e:
+                logger.info("could not ask the cluster whether Volcano is installed (%s); using mode=volcano", e)
+                return MODE_VOLCANO
+        return self._auto_mode
 
     def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[KubernetesRequest]:
         images_to_push = None

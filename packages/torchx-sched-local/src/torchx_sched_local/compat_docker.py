@@ -7,16 +7,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from torchx.schedulers.structured_opts import typed_dict
+
 from torchx_sched_local.docker_scheduler import (
     LABEL_APP_ID,
     LABEL_REPLICA_ID,
     LABEL_ROLE_NAME,
     DockerContainer,
     DockerJob,
-    DockerOpts,
     DockerScheduler,
     create_scheduler,
 )
+from torchx_sched_local.docker_scheduler import DockerOpts as _DockerOpts
 from torchx_sched_local.docker_workspace import LABEL_VERSION, docker_client
 
 if TYPE_CHECKING:
@@ -26,6 +28,9 @@ if TYPE_CHECKING:
 #: creates one network per app (``torchx-<app_id>``) unless ``DockerOpts.network`` names one;
 #: pass ``network=NETWORK`` after ``ensure_network()`` to share this one as upstream did.
 NETWORK = "torchx"
+
+#: the run options as TorchX declares them: a TypedDict (``DockerOpts({"k": v})`` or ``DockerOpts(k=v)``)
+DockerOpts = typed_dict(_DockerOpts, "DockerOpts", __name__)
 
 
 def ensure_network(client: DockerClient | None = None) -> None:

@@ -5,11 +5,16 @@ Code written for TorchX imports from here (through core's import hook) unchanged
 
 import abc
 import os
+import signal
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from torchx.schedulers.structured_opts import typed_dict
 from torchx.specs.roles import Role
+from torchx.specs.runopts import CfgVal
 
-from torchx_sched_local.local_scheduler import LocalOpts, LocalScheduler, create_scheduler
+from torchx_sched_local.local_scheduler import LocalOpts as _LocalOpts
+from torchx_sched_local.local_scheduler import LocalScheduler, create_scheduler
 
 #: file names upstream gives a replica's logs
 STDOUT_LOG = "stdout.log"
@@ -42,9 +47,17 @@ class PopenRequest:
 class ImageProvider(abc.ABC):
     """Turns a role's image into a local directory the replica runs from (upstream's interface).
 
-    Our ``local_cwd`` always runs from the current directory (``CWDImageProvider``); the other
-    providers exist for code written against upstream's interface.
+    ``LocalScheduler(session, image_provider_class=...)`` calls the class with the run options
+    (``cfg``) once per dry run and asks the provider, for each role, for its image root
+    (``fetch_role``, the ``img_root`` macro), its program (``get_entrypoint``) and its working
+    directory (``get_cwd``; None: the current one). ``local_cwd`` uses ``CWDImageProvider``.
+
+    Args:
+        cfg: the run options of the dry run
     """
+
+    def __init__(self, cfg: Mapping[str, CfgVal] | None = None) -> None:
+        self.cfg: Mapping[str, CfgVal] = cfg or {}
 
     @abc.abstractmethod
     def fetch(self, image: str) -> str:
@@ -109,11 +122,29 @@ class CWDImageProvider(ImageProvider):
         return role.entrypoint
 
 
+class SignalException(Exception):
+    """A termination signal (SIGTERM, SIGINT ...) turned into an exception, as TorchX's local
+    scheduler raises in the process that waits for its app.
+
+    Args:
+        msg: what happened
+        sigval: the signal received
+    """
+
+    def __init__(self, msg: str, sigval: signal.Signals) -> None:
+        super().__init__(msg)
+        self.sigval = sigval
+
+
+#: the run options as TorchX declares them: a TypedDict (``Opts({"k": v})`` or ``Opts(k=v)``)
+LocalOpts = typed_dict(_LocalOpts, "LocalOpts", __name__)
+
 __all__ = [
     "CWDImageProvider",
     "ImageProvider",
     "LocalDirectoryImageProvider",
     "PopenRequest",
+    "SignalException",
     "ReplicaParam",
     "COMBINED_LOG",
     "STDERR_LOG",

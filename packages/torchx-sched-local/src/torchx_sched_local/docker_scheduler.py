@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
 from torchx.schedulers.capabilities import SchedulerCapabilities
+from torchx.schedulers.devices import get_device_mounts
 from torchx.schedulers.ids import make_unique, sanitize_name
 from torchx.schedulers.streams import Stream, decode_chunks, filter_regex, lines_from_chunks
 from torchx.schedulers.structured_opts import StructuredOpts
@@ -30,8 +31,8 @@ from torchx.specs.dryrun import AppDryRunInfo
 from torchx.specs.macros import RANK0_ENV, macros
 from torchx.specs.mounts import BindMount, DeviceMount, VolumeMount
 from torchx.specs.roles import NONE, AppDef, RetryPolicy
-from torchx.specs.runopts import CfgVal, runopts
-from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, is_terminal
+from torchx.specs.runopts import CfgVal, require_non_negative, runopts
+from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, fail_fast_state, is_terminal
 
 from torchx_sched_local.codec import role_from_dict, role_to_dict
 from torchx_sched_local.docker_workspace import LABEL_VERSION, DockerWorkspaceMixin, torchx_version
@@ -89,6 +90,36 @@ class DockerContainer:
     gpus: int = 0
     max_retries: int = 0
     privileged: bool = False
+    network: str | None = None
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        """The keyword arguments ``client.containers.create(image, command, **kwargs)`` gets for
+        this container (TorchX's ``DockerContainer.kwargs``); needs the ``docker`` SDK."""
+        from docker.types import DeviceRequest, Mount
+
+        kwargs: dict[str, Any] = {
+            "name": self.name,
+            "hostname": self.hostname,
+            "environment": self.env,
+            "labels": self.labels,
+            "mounts": [Mount(m["target"], m["source"], type=m["type"], read_only=m["read_only"]) for m in self.mounts],
+            "privileged": self.privileged,
+            "detach": True,
+        }
+        if self.network:
+            kwargs["network"] = self.network
+        if self.mem_limit:
+            kwargs.update(mem_limit=self.mem_limit, shm_size=self.mem_limit)
+        if self.nano_cpus:
+            kwargs["nano_cpus"] = self.nano_cpus
+        if self.gpus:
+            kwargs["device_requests"] = [DeviceRequest(count=self.gpus, capabilities=[["gpu"]])]
+        if self.devices:
+            kwargs["devices"] = self.devices
+        if self.max_retries:
+            kwargs["restart_policy"] = {"Name": "on-failure", "MaximumRetryCount": self.max_retries}
+        return kwargs
 
 
 @dataclass
@@ -123,18 +154,6 @@ def _replica_state(status: str, exit_code: int | None) -> AppState:
     if status == "exited" and exit_code == 0:
         return AppState.SUCCEEDED
     return AppState.FAILED
-
-
-def _app_state(states: list[AppState], cancelled: bool) -> AppState:
-    if cancelled:
-        return AppState.SUCCEEDED if all(s == AppState.SUCCEEDED for s in states) else AppState.CANCELLED
-    if AppState.FAILED in states:
-        return AppState.FAILED
-    if all(s == AppState.SUCCEEDED for s in states):
-        return AppState.SUCCEEDED
-    if AppState.RUNNING in states or AppState.SUCCEEDED in states:
-        return AppState.RUNNING
-    return AppState.PENDING
 
 
 def _finished_key(stamp: str) -> tuple[str, str]:
@@ -174,7 +193,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[DockerOpts, AppDef, Docker
     def _run_opts(self) -> runopts:
         return DockerOpts.as_runopts()
 
-    def _validate(self, app: AppDef, scheduler: str, cfg: DockerOpts) -> None:
+    def _validate(self, app: AppDef, scheduler: str, cfg: DockerOpts | None = None) -> None:
         """Containers need no resource; APPLICATION retries need a single-replica app.
 
         Raises:
@@ -196,7 +215,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[DockerOpts, AppDef, Docker
             app_id=app_id,
             network=opts.network or f"torchx-{app_id}",
             create_network=not opts.network,
-            stop_grace_period=float(opts.stop_grace_period),
+            stop_grace_period=float(require_non_negative("stop_grace_period", opts.stop_grace_period)),
         )
         base_env: dict[str, str] = {}
         for pattern in opts.copy_env or []:
@@ -216,7 +235,8 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[DockerOpts, AppDef, Docker
         rank0 = hostnames[0][0]
         for index, role in enumerate(app.roles):
             res = role.resource
-            mounts = [_mount(m) for m in role.mounts]
+            # Resource.devices (EFA, Neuron) become device mounts, as in TorchX
+            mounts = [_mount(m) for m in [*role.mounts, *get_device_mounts(dict(res.devices or {}))]]
             for k in range(role.num_replicas):
                 filled = macros.Values(img_root="", app_id=app_id, replica_id=str(k), rank0_env=RANK0_ENV).apply(role)
                 labels = {
@@ -252,6 +272,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[DockerOpts, AppDef, Docker
                         gpus=max(res.gpu, 0),
                         max_retries=role.max_retries,
                         privileged=bool(opts.privileged),
+                        network=job.network,
                     )
                 )
         return AppDryRunInfo(job, str)
@@ -308,33 +329,12 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[DockerOpts, AppDef, Docker
         client.networks.create(job.network, driver="bridge", labels={LABEL_APP_ID: job.app_id})
 
     def _create(self, job: DockerJob, spec: DockerContainer) -> Container:
-        from docker.types import DeviceRequest, Mount
-
         client = self._docker_client
-        kwargs: dict[str, Any] = {}
-        if spec.mem_limit:
-            kwargs.update(mem_limit=spec.mem_limit, shm_size=spec.mem_limit)
-        if spec.nano_cpus:
-            kwargs["nano_cpus"] = spec.nano_cpus
-        if spec.gpus:
-            kwargs["device_requests"] = [DeviceRequest(count=spec.gpus, capabilities=[["gpu"]])]
-        if spec.devices:
-            kwargs["devices"] = spec.devices
-        if spec.max_retries:
-            kwargs["restart_policy"] = {"Name": "on-failure", "MaximumRetryCount": spec.max_retries}
         return client.containers.create(
             spec.image,
             spec.command,
-            name=spec.name,
-            hostname=spec.hostname,
-            environment=spec.env,
-            labels=spec.labels,
-            mounts=[Mount(m["target"], m["source"], type=m["type"], read_only=m["read_only"]) for m in spec.mounts],
-            privileged=spec.privileged,
-            network=job.network,
             networking_config={job.network: client.api.create_endpoint_config(aliases=[spec.hostname])},
-            detach=True,
-            **kwargs,
+            **spec.kwargs,
         )
 
     # ------------------------------------------------------------------ state
@@ -401,7 +401,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[DockerOpts, AppDef, Docker
                     id=k, state=state, role=role, hostname=c.attrs["Config"]["Hostname"], structured_error_msg=error
                 )
             )
-        app_state = _app_state(states, cancelled)
+        app_state = fail_fast_state(states, cancelled)
         msg = min(failures)[1] if failures else ""
         return DescribeAppResponse(
             app_id=app_id,
@@ -427,7 +427,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[DockerOpts, AppDef, Docker
         cancelled = self._cancelled() if apps else set()
         ordered = sorted(apps.items(), key=lambda item: item[1][0], reverse=True)
         return [
-            ListAppResponse(app_id, _app_state(states, app_id in cancelled), name=name)
+            ListAppResponse(app_id, fail_fast_state(states, app_id in cancelled), name=name)
             for app_id, (_, name, states) in ordered
         ]
 

@@ -17,7 +17,7 @@ import io
 import logging
 import tarfile
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
 from torchx.specs.roles import AppDef, Role
@@ -168,6 +168,33 @@ class DockerWorkspaceMixin(WorkspaceMixin[ImagesToPush]):
         client = self._docker_client
         for local, (repo, tag) in images_to_push.items():
             client.images.get(local).tag(repo, tag=tag)
-            for status in client.images.push(repo, tag=tag, stream=True, decode=True):
-                if "error" in status:
-                    raise RuntimeError(f"pushing {repo}:{tag} failed: {status['error']}")
+            try:
+                print_push_events(client.images.push(repo, tag=tag, stream=True, decode=True))
+            except RuntimeError as e:
+                raise RuntimeError(f"pushing {repo}:{tag} failed: {e}") from None
+
+
+def print_push_events(events: Iterable[Mapping[str, Any]], stream: IO[str] | None = None) -> None:
+    """Writes the progress of a ``docker push`` (the decoded events of
+    ``client.images.push(..., stream=True, decode=True)``) to ``stream`` (default stderr): one
+    line per layer each time its status changes, and the push's own status lines.
+
+    Raises:
+        RuntimeError: an event reports an error (its text is the message)
+    """
+    import sys
+
+    out = stream or sys.stderr
+    last: dict[str, str] = {}
+    for event in events:
+        if "error" in event:
+            raise RuntimeError(str(event["error"]))
+        status = event.get("status")
+        if not status:
+            continue
+        layer = event.get("id")
+        if layer is None:
+            out.write(f"docker push: {status}\n")
+        elif last.get(layer) != status:
+            last[layer] = status
+            out.write(f"docker push {layer}: {status}\n")

@@ -48,6 +48,8 @@ def snapshot(sup: Supervisor) -> dict[str, Any]:
             for r in sup.replicas
         ],
         "role_restarts": sup.role_restarts,
+        "log_root_fd": sup.files.root_fd,
+        "sessions": sup.sessions,
         "num_restarts": sup.num_restarts,
         "msg": sup.msg,
         "watchdog": (
@@ -80,6 +82,12 @@ def restore(sup: Supervisor, data: dict[str, Any]) -> None:
         if r.alive and r.pid is not None:
             sup.by_pid[r.pid] = r
     sup.role_restarts = data["role_restarts"]
+    if data["log_root_fd"] >= 0:  # the log root this process opened before its replicas ran
+        if sup.files.root_fd >= 0:
+            os.close(sup.files.root_fd)
+        os.set_inheritable(data["log_root_fd"], False)
+        sup.files.root_fd = data["log_root_fd"]
+    sup.sessions.update(data["sessions"])
     sup.num_restarts = data["num_restarts"]
     sup.msg = data["msg"]
     if data["watchdog"] is not None:
@@ -99,7 +107,10 @@ def take_resume(job_dir: str) -> dict[str, Any] | None:
             data: dict[str, Any] = marshal.load(f)
     except FileNotFoundError:
         return None
-    os.unlink(path)
+    try:
+        os.unlink(path)
+    except OSError:  # a read-only state directory: the job goes on (only a forked image writes the file)
+        pass
     return data
 
 
@@ -116,6 +127,8 @@ def reexec(sup: Supervisor) -> None:
     """Replaces the process with a fresh supervisor carrying on the job; returns only if it could not."""
     path = os.path.join(sup.job_dir, "supervisor.resume")
     inherited = [fd for r in sup.replicas for fd in r.pipes] + [LOCK_FD]
+    if sup.files.root_fd >= 0:
+        inherited.append(sup.files.root_fd)
     if sup.watchdog is not None:
         inherited += [fd for fd in (sup.watchdog.fd, sup.watchdog.read_fd) if fd >= 0]
     if not _room_to_start(inherited):

@@ -26,7 +26,7 @@ from torchx.schedulers.structured_opts import StructuredOpts
 from torchx.specs.dryrun import AppDryRunInfo
 from torchx.specs.macros import RANK0_ENV, macros
 from torchx.specs.roles import NONE, AppDef, RetryPolicy, Role
-from torchx.specs.runopts import CfgVal, runopts
+from torchx.specs.runopts import CfgVal, require_non_negative, runopts
 from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, is_terminal
 from torchx.util.record import field, record
 
@@ -108,7 +108,18 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
 
     Args:
         session_name: the session (part of app handles)
+        image_provider_class: TorchX's hook for where replicas run: called with the run options,
+            it returns an ``ImageProvider`` (``torchx.schedulers.local_scheduler``) whose
+            ``fetch_role``/``get_entrypoint``/``get_cwd`` give each role its image root (the
+            ``img_root`` macro), program and working directory. Default: the current directory
+            for every role (``CWDImageProvider``, what ``local_cwd`` means)
+        cache_size: TorchX's bound on the apps one scheduler object keeps in memory; jobs are
+            kept on disk here, so it only has to be positive
+        extra_paths: directories put first on every replica's ``PATH``
         state_dir: where jobs are recorded (default :func:`torchx_sched_local.store.default_state_dir`)
+
+    Raises:
+        ValueError: ``cache_size`` is not positive
     """
 
     capabilities = SchedulerCapabilities(
@@ -126,8 +137,19 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         attach=True,
     )
 
-    def __init__(self, session_name: str, state_dir: str | None = None) -> None:
+    def __init__(
+        self,
+        session_name: str,
+        image_provider_class: Callable[[Mapping[str, CfgVal]], Any] | None = None,
+        cache_size: int = 100,
+        extra_paths: list[str] | None = None,
+        state_dir: str | None = None,
+    ) -> None:
+        if cache_size <= 0:
+            raise ValueError(f"cache_size must be greater than zero, got {cache_size}")
         super().__init__("local_cwd", session_name)
+        self._image_provider_class = image_provider_class
+        self._extra_paths = [os.fspath(p) for p in extra_paths or []]
         self.store = store.JobStore(state_dir)
         #: supervisors this process started: app id -> pid (their state.json has it once they run)
         self._pids: dict[str, int] = {}
@@ -140,7 +162,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
     def _run_opts(self) -> runopts:
         return _local_runopts()
 
-    def _validate(self, app: AppDef, scheduler: str, cfg: LocalOpts) -> None:
+    def _validate(self, app: AppDef, scheduler: str, cfg: LocalOpts | None = None) -> None:
         """Local replicas need no resource: nothing to check."""
 
     def _submit_dryrun(self, app: AppDef, cfg: LocalOpts) -> AppDryRunInfo[LocalRequest]:
@@ -159,20 +181,29 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             app_id=app_id,
             name=app.name,
             log_root=log_root,
-            stop_grace_period=float(opts.stop_grace_period),
+            stop_grace_period=float(require_non_negative("stop_grace_period", opts.stop_grace_period)),
             roles=[role_to_dict(r) for r in app.roles],
             metadata=dict(app.metadata),
         )
         # local_cwd runs every replica in the launcher's working directory, whatever role.image
         # says (it is the "image": ${img_root}); that directory ends the PATH, so a program
         # there is found when PATH has none by its name (first with prepend_cwd)
-        cwd = os.getcwd()
-        path = _path_with(cwd, os.environ.get("PATH", os.defpath), opts.prepend_cwd)
+        here = os.getcwd()
+        provider = self._image_provider_class(cfg) if self._image_provider_class is not None else None
         for index, role in enumerate(app.roles):
+            img_root, cwd = here, here
+            if provider is not None:
+                img_root = provider.fetch_role(role)
+                cwd = provider.get_cwd(role.image) or here
+            path = os.pathsep.join(
+                [*self._extra_paths, _path_with(cwd, os.environ.get("PATH", os.defpath), opts.prepend_cwd)]
+            )
             for k in range(role.num_replicas):
                 replica_log = os.path.join(log_root, _role_dir(role, index), str(k))
-                values = macros.Values(img_root=cwd, app_id=app_id, replica_id=str(k), rank0_env=RANK0_ENV)
+                values = macros.Values(img_root=img_root, app_id=app_id, replica_id=str(k), rank0_env=RANK0_ENV)
                 filled = values.apply(role)
+                if provider is not None:
+                    filled.entrypoint = provider.get_entrypoint(img_root, filled)
                 env = {
                     RANK0_ENV: "localhost",
                     "TORCHX_ROLE_NAME": role.name,
@@ -185,7 +216,9 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                 if devices is not None and devices[index][k]:
                     env["CUDA_VISIBLE_DEVICES"] = devices[index][k]
                 env.update(filled.env)
-                env["PATH"] = _path_with(cwd, filled.env["PATH"], opts.prepend_cwd) if "PATH" in filled.env else path
+                if "PATH" in filled.env:
+                    path = os.pathsep.join([*self._extra_paths, _path_with(cwd, filled.env["PATH"], opts.prepend_cwd)])
+                env["PATH"] = path
                 request.replicas.append(
                     ReplicaParams(
                         role=role.name,
@@ -235,6 +268,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                 os.path.join(staging, store.STATE_FILE),
                 {"app_id": req.app_id, "name": req.name, "created": created, "state": "SUBMITTED", "msg": ""},
                 durable=False,  # a crash makes it moot: see store's "Durability"
+                reserve=store.state_reserve(len(req.replicas)),  # room for the final state on a full disk
             )
             if external_logs:
                 parent = os.path.dirname(req.log_root)
@@ -302,14 +336,12 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         """
         st = self._written_state(app_id)
         if st is None or st["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
-            return st
+            return _name_left_running(st)
         if store.lock_is_held(self.store.job_dir(app_id)):
-            return st
+            return self._held_outcome(app_id) or st
         st = self._read(self.store.state, app_id)  # the supervisor writes its last state before letting go
         if st is not None and st["state"] not in ("SUCCEEDED", "FAILED", "CANCELLED"):
-            from torchx_sched_local.supervisor import live_replica_pids
-
-            live = live_replica_pids(st)
+            live = self._survivors(app_id, st)
             st["state"] = "FAILED"
             st["msg"] = _supervisor_died(st) + (
                 f"; replicas still running: pids {', '.join(map(str, live))} (`torchx cancel` stops them)"
@@ -357,6 +389,38 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             "state": "FAILED",
             "msg": "the machine stopped while the job ran, before its state was stored",
         }
+
+    def _survivors(self, app_id: str, st: dict[str, Any]) -> list[int]:
+        """Live processes of a job whose supervisor is gone: members of its recorded replicas'
+        sessions, and processes carrying its replicas' environment (replicas started before the
+        supervisor recorded them, and what they started, even outside their session)."""
+        from torchx_sched_local.sessions import scan
+
+        recorded = {
+            rs["pid"]: rs["start_time"] for rs in st.get("replicas") or [] if rs.get("pid") and rs.get("start_time")
+        }
+        try:
+            log_root = (self.store.app(app_id) or {}).get("log_root")
+        except store.UnreadableJobError:
+            log_root = None
+        needle = f"PET_LOG_DIR={log_root}{os.sep}".encode() if isinstance(log_root, str) else b""
+        members, escaped = scan(recorded, needle)
+        return sorted({*members, *escaped})
+
+    def _held_outcome(self, app_id: str) -> dict[str, Any] | None:
+        """The final state the job's supervisor holds because it cannot store it (full or read-only
+        state directory), its message saying so; None in the usual case."""
+        from torchx_sched_local.outcome import UNSTORED, ask
+
+        st = ask(self.store.job_dir(app_id))
+        if st is None:
+            return None
+        note = (
+            f"{st['state']} could not be stored yet ({st.pop(UNSTORED)}): the job's supervisor"
+            f" (pid {st.get('pid')}) keeps trying"
+        )
+        st["msg"] = f"{st['msg']}; {note}" if st.get("msg") else note
+        return st
 
     def exists(self, app_id: str) -> bool:
         """True if the job is recorded, even if its files cannot be read (so ``delete`` removes it)."""
@@ -481,7 +545,8 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             return
         try:
             if store.lock_is_held(self.store.job_dir(app_id)):  # so the pid is still the supervisor's
-                select.select([fd], [], [], timeout)
+                # woken at least every second: an ended job whose state cannot be stored has a live supervisor
+                select.select([fd], [], [], _LIVENESS_CHECK if timeout is None else min(timeout, _LIVENESS_CHECK))
         finally:
             os.close(fd)
 
@@ -501,7 +566,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         except store.UnreadableJobError:
             grace = 5.0
         with contextlib.suppress(OSError):  # the marker covers a cancel racing the supervisor's start
-            os.close(os.open(os.path.join(job_dir, store.CANCEL_FILE), os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+            store.touch_private(os.path.join(job_dir, store.CANCEL_FILE))
         deadline = time.monotonic() + grace + CANCEL_SLACK
         signalled = False
         while time.monotonic() < deadline:
@@ -510,6 +575,8 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                 return
             if not store.lock_is_held(job_dir):
                 break
+            if self._held_outcome(app_id) is not None:
+                return  # it ended; its supervisor holds the outcome until it can store it
             pid = st.get("pid") or self._pids.get(app_id)
             if pid and not signalled:
                 signalled = _signal_supervisor(job_dir, pid)
@@ -520,7 +587,8 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         """The supervisor is gone (or stuck): kill the replicas it recorded and write CANCELLED."""
         import signal
 
-        from torchx_sched_local.supervisor import live_replica_pids, proc_start_time, wait_groups_gone
+        from torchx_sched_local.sessions import kill_all, wait_gone
+        from torchx_sched_local.supervisor import proc_start_time, wait_groups_gone
 
         job_dir = self.store.job_dir(app_id)
         st = self._read(self.store.state, app_id)
@@ -542,14 +610,25 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                     killed.append(rpid)
                 if rs.get("state") in ("PENDING", "RUNNING"):
                     rs["state"] = "CANCELLED"
-            for rpid in live_replica_pids(st):  # what they started (even if the replica itself is gone)
-                _kill(rpid, signal.SIGKILL)
+            found = self._survivors(app_id, st)  # what they started (even if the replica itself is gone)
+            kill_all(found, signal.SIGKILL)
             wait_groups_gone(killed, timeout=5.0)
+            left = wait_gone(self._survivors(app_id, st), timeout=5.0)
+            if left:  # never report a cancel while something of the job runs
+                raise RuntimeError(
+                    f"local_cwd app {app_id}: processes of the job still run after SIGKILL: pids"
+                    f" {', '.join(map(str, left))} (another user's, or stuck in the kernel); the job is not cancelled"
+                )
             if died:  # the job failed when its supervisor died; cancel only cleaned up
                 st.update(state="FAILED", msg=f"{_supervisor_died(st)}; `cancel` killed its replicas")
             else:
                 st.update(state="CANCELLED", msg="cancelled (the job's supervisor was stuck; its replicas were killed)")
-            store.write_json(os.path.join(job_dir, store.STATE_FILE), st)
+            try:
+                store.write_json(os.path.join(job_dir, store.STATE_FILE), st)
+            except OSError as e:
+                raise _os_error(
+                    e, f"local_cwd app {app_id}: its replicas were killed, but its state could not be stored"
+                ) from None
 
     def _delete_existing(self, app_id: str) -> None:
         """Cancels the job, then removes its record and its logs.
@@ -624,7 +703,9 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         def finished() -> bool:
             # the supervisor marks a replica done before it exits: a free lock without the
             # marker means it died, and nothing more will be written
-            return os.path.exists(done_path) or not store.lock_is_held(job_dir)
+            return (
+                os.path.exists(done_path) or not store.lock_is_held(job_dir) or self._held_outcome(app_id) is not None
+            )
 
         try:
             yield from logfiles.follow_lines(base, finished, lambda: watch.wait(_LIVENESS_CHECK), since_ns, until_ns)
@@ -684,6 +765,23 @@ def _reap() -> None:
         launch.reap_children()
 
 
+def _name_left_running(st: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``st`` with the processes its job left running (daemons that left their replica's session,
+    or ones that could not be killed) named in its message, if they still run."""
+    if st is None or not st.get("left_running"):
+        return st
+    from torchx_sched_local.sessions import start_time
+
+    live = [pid for pid, started in st["left_running"] if start_time(pid) == started]
+    if live:
+        note = (
+            f"processes its replicas started still run: pids {', '.join(map(str, live))}"
+            " (they left the job's session, e.g. daemons, or could not be killed; `kill` them)"
+        )
+        st["msg"] = f"{st['msg']}; {note}" if st.get("msg") else note
+    return st
+
+
 def _supervisor_died(st: dict[str, Any]) -> str:
     pid = st.get("pid")
     return f"the job's supervisor{f' (pid {pid})' if pid else ''} died before the job ended"
@@ -720,6 +818,20 @@ def _signal_supervisor(job_dir: str, pid: int) -> bool:
             os.close(fd)
 
 
-def create_scheduler(session_name: str, state_dir: str | None = None, **kwargs: Any) -> LocalScheduler:
-    """The ``local_cwd`` scheduler (other keyword arguments, meant for other schedulers, are ignored)."""
-    return LocalScheduler(session_name, state_dir=state_dir)
+def create_scheduler(
+    session_name: str,
+    cache_size: int = 100,
+    extra_paths: list[str] | None = None,
+    image_provider_class: Callable[[Mapping[str, CfgVal]], Any] | None = None,
+    state_dir: str | None = None,
+    **kwargs: Any,
+) -> LocalScheduler:
+    """The ``local_cwd`` scheduler (TorchX's parameters, see :class:`LocalScheduler`; other
+    keyword arguments, meant for other schedulers, are ignored)."""
+    return LocalScheduler(
+        session_name,
+        image_provider_class=image_provider_class,
+        cache_size=cache_size,
+        extra_paths=extra_paths,
+        state_dir=state_dir,
+    )

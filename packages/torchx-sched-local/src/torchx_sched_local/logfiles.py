@@ -13,9 +13,9 @@ Each replica directory holds the bytes of its two output streams, ``stdout.log``
 Entries are written only at line boundaries, so a reader can cut a log at any entry
 without splitting a line, and ``since``/``until`` select whole index segments. Times never
 decrease within an index. A partial line is simply not indexed until its end arrives (the
-supervisor holds no output in memory, whatever the line length). When an attempt of a
-replica ends, an unterminated last line gets a ``\\n`` so every stored stream is a
-sequence of whole lines.
+supervisor holds no output in memory, whatever the line length). An unterminated last line
+gets a ``\\n`` only when another attempt of the replica follows; a replica's very last line
+is indexed as written (``torchx log`` gives back the bytes the job wrote).
 
 This module imports only the standard library: the supervisor uses it too.
 """
@@ -27,7 +27,7 @@ import codecs
 import errno
 import os
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,16 +44,32 @@ _BLOCK = 1 << 20
 _OTHER_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
 class FileCache:
     """Append-only files kept open, at most ``limit`` at a time (the least recently used is closed).
 
     Bounds the supervisor's file descriptors whatever the number of replicas. A file that
     was unlinked meanwhile (its log directory removed) is re-created, directory and all.
+
+    Files under ``root`` (the job's log root, opened once, before any replica runs) are opened
+    through it, one directory at a time (``openat`` with ``O_NOFOLLOW``): a replica that
+    replaces its log directory (or its role's) with a symlink cannot make the supervisor
+    write elsewhere; the write fails (``ELOOP``/``ENOTDIR``) and is counted as dropped output.
     """
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, root: str | None = None, root_fd: int = -1) -> None:
         self.limit = limit
         self._fds: dict[str, int] = {}  # path -> fd, least recently used first
+        self.root = root
+        #: the log root, held open (kept across the supervisor's handover); -1: not held
+        self.root_fd = root_fd
+        if root is not None and root_fd < 0:
+            try:
+                self.root_fd = os.open(root, _DIR_FLAGS)
+            except OSError:
+                self.root_fd = -1
 
     def fd(self, path: str) -> int:
         """An fd appending to ``path`` (created 0600, never through a symlink).
@@ -72,18 +88,64 @@ class FileCache:
         self._fds[path] = fd
         return fd
 
-    def _open(self, path: str) -> int:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
+    def _open(self, path: str, flags: int = os.O_WRONLY | os.O_CREAT | os.O_APPEND) -> int:
+        flags |= os.O_CLOEXEC | os.O_NOFOLLOW
         try:
-            return os.open(path, flags, 0o600)
+            return self._open_at(path, flags, create_dirs=False)
         except FileNotFoundError:
-            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            return self._open_at(path, flags, create_dirs=True)
         except OSError as e:
             if e.errno not in (errno.EMFILE, errno.ENFILE) or not self._fds:
                 raise
             for _ in range(len(self._fds) // 2 + 1):  # out of descriptors: give back half of ours
                 self._close_oldest()
-        return os.open(path, flags, 0o600)
+        return self._open_at(path, flags, create_dirs=True)
+
+    def _open_at(self, path: str, flags: int, create_dirs: bool) -> int:
+        """Opens ``path``: through the held log root, one directory at a time, never following a
+        symlink (else by path, for files outside it or when the root is gone)."""
+        root = self.root
+        if self.root_fd >= 0 and root is not None and os.fstat(self.root_fd).st_nlink == 0 and create_dirs:
+            os.close(self.root_fd)  # the whole log root was removed: re-create it, hold the new one
+            self.root_fd = -1
+            if not _has_symlink(root):
+                os.makedirs(root, mode=0o700, exist_ok=True)
+                self.root_fd = os.open(root, _DIR_FLAGS)
+        if self.root_fd < 0 or root is None or not path.startswith(root + os.sep):
+            if create_dirs:
+                os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            return os.open(path, flags, 0o600)
+        *dirs, name = path[len(root) + 1 :].split(os.sep)
+        opened: list[int] = []
+        try:
+            at = self.root_fd
+            for part in dirs:
+                try:
+                    at = os.open(part, _DIR_FLAGS, dir_fd=at)
+                except FileNotFoundError:
+                    if not create_dirs:
+                        raise
+                    os.mkdir(part, 0o700, dir_fd=at)
+                    at = os.open(part, _DIR_FLAGS, dir_fd=at)
+                opened.append(at)
+            return os.open(name, flags, 0o600, dir_fd=at)
+        except OSError as e:
+            raise OSError(e.errno, e.strerror, path) from None
+        finally:
+            for fd in opened:
+                os.close(fd)
+
+    def touch(self, path: str) -> None:
+        """Creates the empty file ``path`` (a marker), mode 0600, the way log files are opened.
+
+        Raises:
+            OSError: it cannot be created
+        """
+        fd = self._open(path, os.O_WRONLY | os.O_CREAT)
+        try:
+            os.fchmod(fd, 0o600)
+        finally:
+            os.close(fd)
 
     def _close_oldest(self) -> None:
         path = next(iter(self._fds))
@@ -170,12 +232,16 @@ class StreamWriter:
             self.error = f"{name} on {path}"
         self._files.forget(path)
 
-    def seal(self, t: int) -> None:
-        """Ends an attempt: an unterminated last line gets its ``\\n`` and is indexed."""
+    def seal(self, t: int, final: bool = False) -> None:
+        """Ends the stored output before another attempt writes (an unterminated last line gets its
+        ``\\n``), or for good (``final``: the job's last line is indexed as written, without one,
+        so the stream is byte-exact; a fragment cut short by a write error is still ended);
+        retries an index entry that could not be written."""
+        cut_short = self._skipping
         self._skipping = False
-        if self._open_line:
+        if self._open_line and (not final or cut_short):
             self._append(b"\n", t)
-        elif self._size > self._indexed:  # an index entry could not be written: retry it
+        elif self._size > self._indexed:
             self._mark(self._size, t)
 
     def _mark(self, offset: int, t: int) -> None:
@@ -220,6 +286,20 @@ class CombinedIndex:
             raise
 
 
+def _has_symlink(path: str) -> bool:
+    """True if a component of absolute ``path`` that exists is a symlink."""
+    current = os.sep
+    for part in path.split(os.sep):
+        if not part:
+            continue
+        current = os.path.join(current, part)
+        if os.path.islink(current):
+            return True
+        if not os.path.exists(current):
+            return False
+    return False
+
+
 def replica_writers(log_dir: str, files: FileCache) -> dict[str, StreamWriter]:
     """The writers of a replica's ``stdout`` and ``stderr`` (which also index ``combined``)."""
     combined = CombinedIndex(os.path.join(log_dir, COMBINED + ".idx"), files)
@@ -249,7 +329,8 @@ def _read_range(f: BinaryIO, start: int, end: int) -> Iterator[list[str]]:
     """
     if end <= start:
         return
-    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    # bytes that are not UTF-8 become lone surrogates, which encode back to those very bytes
+    decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
     carry: list[str] = []  # pieces of a line not yet ended
     f.seek(start)
     remaining = end - start
@@ -367,17 +448,22 @@ def follow_lines(
         since_ns: skip lines completed before this time
         until_ns: stop at the first line completed at or after this time
     """
+    from torchx.schedulers.streams import follow  # here: the supervisor imports this module, not that
+
     index = _Index(base)
-    while True:
-        done = finished()
+    passed_until = False
+
+    def read() -> Iterable[str] | None:
+        nonlocal passed_until
+        if passed_until:
+            return None
         entries = index.read()
-        if len(entries):
-            lo, hi = index.window(entries, since_ns, until_ns)
-            index.skip(entries, lo)
-            yield from index.lines(entries, lo, hi)
-            if hi < len(entries) // index.width:  # a line at or after `until`: nothing later can match
-                return
-        elif done:
-            return
-        else:
-            wait()
+        if not len(entries):
+            return []
+        lo, hi = index.window(entries, since_ns, until_ns)
+        index.skip(entries, lo)
+        # a line at or after `until`: nothing later can match
+        passed_until = hi < len(entries) // index.width
+        return index.lines(entries, lo, hi)
+
+    yield from follow(read, True, finished, wait)

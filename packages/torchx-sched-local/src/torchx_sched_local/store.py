@@ -57,7 +57,7 @@ LOCK_FILE = "lock"
 CANCEL_FILE = "cancel"
 DONE_FILE = ".done"
 
-_APP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$")
+_APP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,199}")
 
 
 class InvalidAppIdError(ValueError):
@@ -75,7 +75,7 @@ def default_state_dir() -> str:
 
 def is_valid_app_id(app_id: str) -> bool:
     """True if ``app_id`` is a single safe path component (letters, digits, ``_.-``; no leading dot)."""
-    return isinstance(app_id, str) and bool(_APP_ID.match(app_id))
+    return isinstance(app_id, str) and bool(_APP_ID.fullmatch(app_id))
 
 
 def check_app_id(app_id: str) -> str:
@@ -141,8 +141,27 @@ def boot_time() -> float:
     return 0.0
 
 
-def write_json(path: str, data: Any, sync_dir: bool = True, durable: bool = True) -> None:
+#: the space a ``state.json`` reserves beyond its content (bytes; the file is padded with blanks to a
+#: multiple of 4 KiB above this), so that the final state can be written in place on a full disk
+STATE_SLACK = 2048
+
+
+def state_reserve(replicas: int) -> int:
+    """The room a job's ``state.json`` keeps beyond its content: its final state (every replica's
+    outcome and exit code) then fits in place."""
+    return STATE_SLACK + 128 * replicas
+
+
+def reserved_size(length: int, slack: int) -> int:
+    """``length`` plus at least ``slack`` bytes, rounded up to 4 KiB (what a filesystem allocates anyway)."""
+    return (length + slack + 4095) // 4096 * 4096
+
+
+def write_json(path: str, data: Any, sync_dir: bool = True, durable: bool = True, reserve: int = 0) -> None:
     """Writes ``data`` as JSON to ``path`` atomically (and durably), mode 0600 whatever the umask.
+
+    ``reserve``: the file is padded with blanks (valid JSON whitespace) to
+    ``reserved_size(len, reserve)`` bytes, so that a later :func:`rewrite_in_place` has room.
 
     The content goes to a temporary file that is renamed over ``path``; readers see the old
     or the new file, never a torn one. With ``durable``, the temporary file is fsync'ed
@@ -158,6 +177,8 @@ def write_json(path: str, data: Any, sync_dir: bool = True, durable: bool = True
     import json
 
     text = json.dumps(data, separators=(",", ":"), default=str).encode()  # one C-speed call, then one write
+    if reserve:
+        text = text.ljust(reserved_size(len(text), reserve) - 1) + b"\n"
     directory, name = os.path.split(path)
     tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
     try:
@@ -181,6 +202,40 @@ def write_json(path: str, data: Any, sync_dir: bool = True, durable: bool = True
             if e.errno in (errno.EMFILE, errno.ENFILE):
                 return  # out of descriptors: the file is whole and in place; the next journal commit persists it
             raise OSError(e.errno, e.strerror, directory) from None
+
+
+def touch_private(path: str) -> None:
+    """Creates the empty file ``path`` (a marker), mode 0600 whatever the umask, never through a symlink."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+
+
+def rewrite_in_place(path: str, text: bytes) -> None:
+    """Overwrites ``path`` with ``text`` padded with blanks to the file's size, in the blocks it already
+    has: needs no free space (a full disk), unlike :func:`write_json`. Not atomic: used only when
+    that cannot write.
+
+    Raises:
+        OSError: the file cannot be written, or ``text`` does not fit (ENOSPC; the error names ``path``)
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        try:
+            size = os.fstat(fd).st_size
+            if len(text) > size:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            view = memoryview(text.ljust(size))
+            offset = 0
+            while offset < size:
+                offset += os.pwrite(fd, view[offset:], offset)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, path) from None
 
 
 def read_json(path: str) -> Any:
@@ -288,7 +343,13 @@ def lock_is_held(job_dir: str) -> bool:
 @contextlib.contextmanager
 def take_lock(job_dir: str) -> Iterator[None]:
     """Holds the job's lock (blocking); used to write for a supervisor that has died."""
-    fd = os.open(os.path.join(job_dir, LOCK_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    path = os.path.join(job_dir, LOCK_FILE)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError as e:
+        if e.errno != errno.EROFS:
+            raise
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)  # a read-only state directory: flock needs no write access
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

@@ -26,7 +26,7 @@ import select
 import signal
 import time
 
-from torchx_sched_local import handover, logfiles, store
+from torchx_sched_local import handover, logfiles, sessions, store
 from torchx_sched_local.launch import LOCK_FD, SUPERVISOR_LOG
 from torchx_sched_local.watchdog import Watchdog
 
@@ -50,8 +50,6 @@ _READ_SIZE = 1 << 20
 OPEN_LOG_FILES = 64
 #: file descriptors the supervisor needs besides 2 pipes per replica and its open log files
 _SPARE_FDS = 32
-#: how long the supervisor retries writing the job's final state (e.g. on a full disk)
-FINAL_STATE_RETRY = 5.0
 #: a forked supervisor replaces itself with a fresh interpreter once its replicas ran this long (s):
 #: a job that ends sooner (``utils.echo``) never waits for a new interpreter to start, and a
 #: longer one shares the launcher's memory and command line for no more than this
@@ -61,6 +59,8 @@ HANDOVER_AFTER = 0.02
 HANDOVER_RETRY = 1.0
 #: descriptors a fork keeps free for its handover (see :attr:`Supervisor.handover_room`)
 HANDOVER_FDS = 8
+#: a job younger than this (s) cannot have seen pids wrap around: its end looks at newer pids only
+SHORT_JOB = 10.0
 #: the watchdog starts once the job ran this long (s): a short job never pays for its start
 WATCHDOG_AFTER = 1.0
 #: where a supervisor that re-executes itself leaves its state for its next image
@@ -111,22 +111,10 @@ def group_alive(pgid: int) -> bool:
 def live_replica_pids(state: dict[str, Any]) -> list[int]:
     """Live processes of the replicas recorded in a job's ``state``: members of each replica's
     session (its pid) started no earlier than the replica (so a reused pid is not counted)."""
-    sessions = {
+    recorded = {
         rs["pid"]: rs["start_time"] for rs in state.get("replicas") or [] if rs.get("pid") and rs.get("start_time")
     }
-    found = []
-    for entry in os.listdir("/proc") if sessions else ():
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        sid, started = int(fields[3]), int(fields[19])
-        if sid in sessions and started >= sessions[sid] and fields[0] != b"Z":
-            found.append(int(entry))
-    return sorted(found)
+    return sessions.scan(recorded)[0]
 
 
 def wait_groups_gone(pgids: list[int], timeout: float) -> None:
@@ -136,6 +124,32 @@ def wait_groups_gone(pgids: list[int], timeout: float) -> None:
     while pending and time.monotonic() < deadline:
         time.sleep(0.005)
         pending = [p for p in pending if group_alive(p)]
+
+
+def read_error_file(path: str) -> str | None:
+    """The first :data:`MAX_ERROR_FILE` bytes of a replica's error file (as text), or None if it is
+    missing, empty or not a regular file: a FIFO there must not block the supervisor, nor a
+    device like ``/dev/zero`` flood the job's status."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = b""
+        while len(data) < MAX_ERROR_FILE:
+            chunk = os.read(fd, MAX_ERROR_FILE - len(data))
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data.decode("utf-8", errors="replace") or None
 
 
 def describe_exit(code: int) -> str:
@@ -247,7 +261,9 @@ class Supervisor:
         self.reexec_at: float | None = time.monotonic() + HANDOVER_AFTER if forked else None
         #: when the watchdog starts
         self.watchdog_at = time.monotonic() + WATCHDOG_AFTER
+        self.started = time.monotonic()
         self.roles: list[dict[str, Any]] = app["roles"]
+        self.log_root: str = app["log_root"]
         self.replicas = [Replica(spec, self.roles[spec["role_index"]]) for spec in app["replicas"]]
         self.grace = float(app.get("stop_grace_period", 5.0))
         self.base_env = dict(os.environ)
@@ -266,8 +282,13 @@ class Supervisor:
         self.app_state = "PENDING"
         self.msg = ""
         self._which: dict[tuple[str, str, str], str] = {}
-        self.files = logfiles.FileCache(OPEN_LOG_FILES)
+        self.files = logfiles.FileCache(OPEN_LOG_FILES, root=app["log_root"])  # holds the log root, opened now
         self.watchdog: Watchdog | None = None
+        #: the session of every replica process started (its pid) -> its start time (clock ticks);
+        #: the module's, so that a crash kills them (one supervisor per process)
+        self.sessions: dict[int, int] = _STARTED
+        #: processes of the job that outlived it: ``[pid, start time]`` (left its session, or unkillable)
+        self.left_running: list[list[int]] = []
         # a spare descriptor, given back to write the state when the process runs out of them
         self._reserve_fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         # a fork's room for its handover: low descriptors the exec closes, so the new image can
@@ -370,6 +391,10 @@ class Supervisor:
         spec = r.spec
         if not r.writers:
             r.writers = logfiles.replica_writers(spec["log_dir"], self.files)
+        else:  # a restart: the previous attempt's last line ends before this one writes
+            t = time.time_ns()
+            for w in r.writers.values():
+                w.seal(t)
         r.exit_code = None
         r.msg = ""
         r.error = NO_ERROR
@@ -386,7 +411,8 @@ class Supervisor:
             return
         r.pid = pid
         self.watchdog.started(pid)  # type: ignore[union-attr]
-        r.start_time = None
+        r.start_time = proc_start_time(pid)
+        self.sessions[pid] = r.start_time or 0
         r.alive = True
         r.state = "RUNNING"
         self.by_pid[pid] = r
@@ -496,11 +522,8 @@ class Supervisor:
 
     def _attempt_ended(self, r: Replica) -> None:
         r.drain_deadline = None
-        t = time.time_ns()
         for fd in list(r.pipes):
             self._close_pipe(r, fd)
-        for w in r.writers.values():
-            w.seal(t)
         self._note_log_error(r)
         code = r.exit_code if r.exit_code is not None else -signal.SIGKILL
         self.dirty = True
@@ -524,11 +547,7 @@ class Supervisor:
         path = r.spec["env"].get("TORCHELASTIC_ERROR_FILE")
         if not path:
             return None
-        try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                return f.read(MAX_ERROR_FILE) or None
-        except OSError:
-            return None
+        return read_error_file(path)
 
     # ------------------------------------------------------------------ retries
     def _on_failure(self, r: Replica) -> None:
@@ -592,6 +611,8 @@ class Supervisor:
                 self._terminate(r)
             elif not r.running and r.state in ("PENDING", "RUNNING"):
                 r.state = "CANCELLED"
+        # what the replicas moved to process groups of their own (bash `set -m`, `&`) is stopped too
+        sessions.kill_all(sessions.scan(self.sessions)[0], signal.SIGTERM)
         self.dirty = True
 
     def _terminate(self, r: Replica) -> None:
@@ -605,6 +626,7 @@ class Supervisor:
         for r in self.replicas:
             if r.kill_at is not None and now >= r.kill_at and r.alive and r.pid is not None:
                 _killpg(r.pid, signal.SIGKILL)
+                sessions.kill_all(sessions.scan({r.pid: self.sessions.get(r.pid, 0)})[0], signal.SIGKILL)
                 r.kill_at = None
             if r.drain_deadline is not None and now >= r.drain_deadline:
                 self._attempt_ended(r)
@@ -619,9 +641,11 @@ class Supervisor:
             if not stopping and self._may_restart(r):
                 continue
             r.final = True
+            t = time.time_ns()
+            for w in r.writers.values():
+                w.seal(t, final=True)
             try:
-                with open(os.path.join(r.spec["log_dir"], store.DONE_FILE), "wb"):
-                    pass
+                self.files.touch(os.path.join(r.spec["log_dir"], store.DONE_FILE))
             except OSError:  # followers then stop when the supervisor lets go of the lock
                 pass
 
@@ -653,12 +677,7 @@ class Supervisor:
                 notes.append(f"{r.name}: {dropped} bytes of output not stored ({reason})")
         return "; ".join(notes)
 
-    def _write_state(self, final: bool = False) -> None:
-        """Writes ``state.json``; on failure (full disk) keeps going and tries again at the next change
-        (the final state: retried for up to :data:`FINAL_STATE_RETRY` seconds)."""
-        if not self.dirty and not final:
-            return
-        self.dirty = False
+    def _state_data(self, final: bool) -> dict[str, Any]:
         data = dict(self.base_state)
         data.update(
             state=self._final_state() if final else self.app_state,
@@ -669,24 +688,89 @@ class Supervisor:
             replicas=[r.to_json() for r in self.replicas],
             updated=time.time(),
         )
-        deadline = time.monotonic() + (FINAL_STATE_RETRY if final else 0.0)
+        if self.left_running:
+            data["left_running"] = self.left_running
+        return data
+
+    def _write_state(self, final: bool = False) -> None:
+        """Writes ``state.json``; on failure (full disk) keeps going and tries again at the next change.
+        The final state, if it cannot be written, is written in place (in the room every write
+        reserves); if that fails too, :meth:`_hold_outcome` keeps it."""
+        if not self.dirty and not final:
+            return
+        self.dirty = False
+        data = self._state_data(final)
+        error = self._store(data, final)
+        if error is None:
+            return
+        self.dirty = True
+        if final:
+            self._hold_outcome(data, error)
+
+    def _store(self, data: dict[str, Any], final: bool) -> OSError | None:
+        """Writes ``data`` to ``state.json``; the error if it could not."""
         while True:
             try:
-                store.write_json(self.state_path, data, durable=final)  # see store's "Durability"
+                store.write_json(
+                    self.state_path, data, durable=final, reserve=store.state_reserve(len(self.replicas))
+                )  # durable: see store's "Durability"
                 if self._reserve_fd < 0:
                     try:
                         self._reserve_fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
                     except OSError:
                         pass
-                return
+                return None
             except OSError as e:
                 _remove_quietly(f"{self.state_path}.{os.getpid()}.tmp")
                 if e.errno in (errno.EMFILE, errno.ENFILE) and self._free_fds():
                     continue
-                if time.monotonic() >= deadline:
-                    self.dirty = True
-                    return
-                time.sleep(0.1)
+                if final and e.errno in (errno.ENOSPC, errno.EDQUOT) and self._store_in_place(data) is None:
+                    return None
+                return e
+
+    def _store_in_place(self, data: dict[str, Any]) -> OSError | None:
+        """Writes the final ``data`` over ``state.json`` in its reserved room (a full disk); long
+        messages and errors are shortened if the whole does not fit. The error if it did not."""
+        compact = {
+            **data,
+            "error": data["error"][:2000],
+            "replicas": [{**rs, "error": NO_ERROR, "msg": rs["msg"][:200]} for rs in data["replicas"]],
+        }
+        for candidate in (data, compact):
+            try:
+                store.rewrite_in_place(self.state_path, json.dumps(candidate, separators=(",", ":")).encode())
+                return None
+            except OSError as e:
+                error = e
+        return error
+
+    def _hold_outcome(self, data: dict[str, Any], error: OSError) -> None:
+        """The final state cannot be stored (full or read-only state directory): keeps the job (its lock)
+        and tries again, more slowly over time, until it is stored or the job's directory is
+        deleted; meanwhile tells whoever asks (``status``, ``wait``, ``cancel``) the outcome and
+        why it is not stored (:mod:`.outcome`)."""
+        from torchx_sched_local.outcome import UNSTORED, OutcomeServer, reason
+
+        try:
+            server: OutcomeServer | None = OutcomeServer(self.job_dir)
+        except OSError:
+            server = None  # another process holds the name: nobody is told, the retries go on
+        delay = 0.05
+        pending: OSError | None = error
+        try:
+            while pending is not None and os.path.isdir(self.job_dir):
+                held = {**data, UNSTORED: reason(pending)}
+                deadline = time.monotonic() + delay
+                while (left := deadline - time.monotonic()) > 0:
+                    if server is None:
+                        time.sleep(left)
+                    elif select.select([server], [], [], left)[0]:
+                        server.answer(held)
+                delay = min(delay * 2, 2.0)
+                pending = self._store(data, final=True)
+        finally:
+            if server is not None:
+                server.close()
 
     def settle_reserve(self) -> None:
         """Moves the spare descriptor to the lowest free number: a limit later lowered to what the
@@ -709,18 +793,37 @@ class Supervisor:
         return True
 
     def _finish(self) -> None:
-        # descendants SIGKILLed with their replica's group may take a moment to die
-        wait_groups_gone([r.pid for r in self.replicas if r.pid is not None], timeout=2.0)
+        self._stop_leftovers()
         t = time.time_ns()
         for r in self.replicas:
             for w in r.writers.values():
-                w.seal(t)
+                w.seal(t, final=True)
             if r.state in ("PENDING", "RUNNING"):
                 r.state = "CANCELLED"
         self.files.close()
         # no .done markers needed now: log followers stop when the supervisor lets go of the lock
         self._write_state(final=True)
         self.watchdog.end()  # type: ignore[union-attr]
+
+    def _stop_leftovers(self) -> None:
+        """Kills what the job's replicas left running in their sessions (in process groups of their
+        own too: bash ``set -m``, ``&``) and records what it cannot kill or must not (daemons that
+        left the session), for ``status`` to name."""
+        since = min(self.sessions.values(), default=0)
+        needle = f"PET_LOG_DIR={self.log_root}{os.sep}".encode()
+        # a short job looks only at pids newer than its first replica (a few instead of every process)
+        young = self.sessions and time.monotonic() - self.started < SHORT_JOB
+        above = sessions.newer_pids_above(min(self.sessions)) if young else 0
+        members, escaped = sessions.scan(self.sessions, needle, since, orphans_only=True, above=above)
+        survivors: list[int] = []
+        if members:
+            sessions.kill_all(members, signal.SIGKILL)
+            survivors = sessions.wait_gone(members, 2.0)
+            sessions.kill_sessions(self.sessions)  # what forked meanwhile
+        for pid in sorted({*survivors, *escaped}):
+            started = sessions.start_time(pid)
+            if started is not None:
+                self.left_running.append([pid, started])
 
 
 def _output_pipes() -> tuple[int, int, int, int]:
@@ -775,17 +878,28 @@ def _killpg(pgid: int, sig: int) -> None:
         pass
 
 
+#: sessions of the replicas this process started (pid -> start time): a crash kills them
+_STARTED: dict[int, int] = {}
+
+
 def _record_crash(job_dir: str, text: str) -> None:
-    """Writes a crashed supervisor's traceback to its log and FAILED to the job's state (it may have
-    died for want of descriptors: it gives up all but stdio and the job's lock first)."""
+    """Kills the replicas a crashed supervisor started (it has no watchdog yet, or its watchdog
+    would wait for the pipe to close: nothing must outlive the job), writes its traceback to its
+    log and FAILED to the job's state (it may have died for want of descriptors: it gives up all
+    but stdio and the job's lock first)."""
     os.closerange(LOCK_FD + 1, 1 << 20)
+    try:
+        sessions.kill_sessions(_STARTED)
+    except OSError:
+        pass
     try:
         with open(os.path.join(job_dir, SUPERVISOR_LOG), "a", encoding="utf-8") as f:
             f.write(text)
         path = os.path.join(job_dir, store.STATE_FILE)
         data = store.read_json(path) or {}
         last = text.strip().splitlines()[-1] if text.strip() else "unknown error"
-        data.update(state="FAILED", msg=f"the job's supervisor failed: {last} (see {job_dir}/{SUPERVISOR_LOG})")
+        killed = "; its replicas were killed" if _STARTED else ""
+        data.update(state="FAILED", msg=f"the job's supervisor failed: {last} (see {job_dir}/{SUPERVISOR_LOG}){killed}")
         store.write_json(path, data)
     except (OSError, ValueError):
         pass

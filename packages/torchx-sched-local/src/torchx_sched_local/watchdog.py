@@ -130,6 +130,9 @@ def watch(job_dir: str, fd: int, supervisor_pid: int) -> None:
         except (ProcessLookupError, PermissionError):
             pass
     wait_groups_gone(live, timeout=5.0)
+    from torchx_sched_local.sessions import kill_sessions
+
+    kill_sessions({pgid: 0 for pgid in groups})  # what they moved to process groups of their own
     path = os.path.join(job_dir, store.STATE_FILE)
     try:
         st = store.read_json(path) or {}

@@ -79,8 +79,18 @@ class SbatchRequest:
     def __str__(self) -> str:
         return self.script
 
+    def materialize(self) -> str:
+        """The script's text (TorchX's ``SlurmBatchRequest.materialize``)."""
+        return self.script
 
-def _resource_opts(role: Role, opts: SlurmOpts) -> list[tuple[str, str | None]]:
+    @property
+    def job_dir(self) -> str | None:
+        """The directory the job is submitted from (TorchX's name of :attr:`workdir`)."""
+        return self.workdir
+
+
+def resource_opts(role: Role, opts: SlurmOpts) -> list[tuple[str, str | None]]:
+    """The ``#SBATCH`` options (name, value or None for a flag) that size one replica of ``role``."""
     res = role.resource
     out: list[tuple[str, str | None]] = [("nodes", "1"), ("ntasks", "1")]
     if res.cpu > 0:
@@ -94,7 +104,7 @@ def _resource_opts(role: Role, opts: SlurmOpts) -> list[tuple[str, str | None]]:
 
 def _section(app: AppDef, role: Role, opts: SlurmOpts, workdir: str | None, first: bool) -> list[str]:
     """The ``#SBATCH`` lines of a component of ``role``, after its ``--job-name``."""
-    pairs = _resource_opts(role, opts)
+    pairs = resource_opts(role, opts)
     for key, value in (
         ("partition", opts.partition),
         ("time", opts.time),

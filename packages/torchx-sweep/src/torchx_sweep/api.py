@@ -128,10 +128,15 @@ class Sweep:
 
     def resume(self) -> bool:
         """Starts the driver of a sweep that has one (see :func:`~torchx_sweep.submit.has_driver`), work
-        left and no driver running; True if started."""
+        left and no driver running; True if started.
+
+        Raises:
+            UnsafeSweepError: another user can write the sweep's spec, journal or directory
+        """
         state = self._load()
         if not has_driver(state.spec) or state.finished or self.driver_alive():
             return False
+        self.store.check_private(self.sweep_id)  # the spec says what runs, with which --env
         spawn_driver(self.store, self.sweep_id)
         return True
 

@@ -255,9 +255,12 @@ class CmdSweep(SubCommand):
                 return 0
             status = sweep.wait(timeout=opts.timeout) if verb == "wait" else sweep.status()
             if opts.metric:
-                from torchx_sweep.metrics import configured_tracker, read_metric
+                from torchx_sweep.metrics import NO_TRACKER, configured_tracker, read_metric
 
-                found = read_metric((t["handle"] for t in status["trials"]), opts.metric, configured_tracker())
+                tracker = configured_tracker()
+                if tracker is None:
+                    print(f"torchx sweep: warning: {NO_TRACKER.format(metric=opts.metric)}", file=sys.stderr)
+                found = read_metric((t["handle"] for t in status["trials"]), opts.metric, tracker)
                 for t in status["trials"]:
                     t["metric"] = found.get(t["handle"]) if t["handle"] else None
             if verb == "describe":

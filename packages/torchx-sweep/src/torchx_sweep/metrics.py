@@ -11,6 +11,13 @@ from collections.abc import Iterable
 
 from torchx.tracker.api import TrackerBase, build_trackers, trackers_from_environ
 
+#: what ``--metric`` says when no tracker is configured (one line: what is wrong, how to fix it)
+NO_TRACKER = (
+    "no tracker is configured, so --metric {metric} has no values to show; configure one in"
+    " .torchxconfig: '[torchx:tracker]' with 'fsspec =' and '[tracker:fsspec]' with 'config = /path/to/runs'"
+    " (pip install torchx-tracker), as in the README's Sweeps section"
+)
+
 
 def configured_tracker() -> TrackerBase | None:
     """The tracker trials record to, as this process's ``.torchxconfig`` (or environment) names it."""

@@ -112,10 +112,59 @@ def _apply(state: SweepState, ev: dict[str, Any]) -> None:
         trial.submitting = None
 
 
+def private_fd(path: str, flags: int) -> int:
+    """Opens (creating) ``path`` mode 0600 whatever the umask, never through a symlink: a sweep's
+    files hold its ``--env`` values."""
+    fd = os.open(path, flags | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        if os.fstat(fd).st_mode & 0o777 != 0o600:
+            os.fchmod(fd, 0o600)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def private_dir(path: str, exist_ok: bool = False) -> None:
+    """Creates directory ``path`` (and missing parents) mode 0700 whatever the umask."""
+    parent = os.path.dirname(path)
+    if parent and not os.path.isdir(parent):
+        private_dir(parent, exist_ok=True)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        if not exist_ok:
+            raise
+        return
+    if os.stat(path).st_mode & 0o777 != 0o700:
+        os.chmod(path, 0o700)
+
+
+class UnsafeSweepError(PermissionError):
+    """A sweep's files can be changed by other users: what it would run is not the user's to trust."""
+
+
+def check_private(path: str) -> None:
+    """Refuses a file or directory that another user owns or can write.
+
+    Raises:
+        UnsafeSweepError: it is so (the message says how to fix it)
+    """
+    st = os.stat(path)
+    if st.st_uid != os.getuid() and os.getuid() != 0:
+        raise UnsafeSweepError(f"{path} belongs to another user (uid {st.st_uid}); refusing to run what it says")
+    if st.st_mode & 0o022:
+        raise UnsafeSweepError(
+            f"{path} can be written by other users (mode {st.st_mode & 0o777:04o}); refusing to run what it says:"
+            f" check it, then `chmod go-w {path}`"
+        )
+
+
 def write_atomic(path: str, text: str) -> None:
-    """Writes ``text`` to ``path`` so readers see the old file or the new one, never a part."""
+    """Writes ``text`` to ``path`` (mode 0600) so readers see the old file or the new one, never a part."""
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
+    fd = private_fd(tmp, os.O_WRONLY | os.O_TRUNC)
+    with open(fd, "w", encoding="utf-8") as f:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
@@ -141,10 +190,23 @@ class SweepStore:
     def create(self, spec: dict[str, Any]) -> str:
         """Stores a new sweep's spec; returns its directory."""
         path = self.sweep_dir(str(spec["id"]))
-        os.makedirs(path, exist_ok=False)
+        private_dir(path)
         write_atomic(os.path.join(path, SPEC), json.dumps(spec))
-        open(os.path.join(path, EVENTS), "a").close()
+        os.close(private_fd(os.path.join(path, EVENTS), os.O_WRONLY | os.O_APPEND))
         return path
+
+    def check_private(self, sweep_id: str) -> None:
+        """Refuses a sweep whose spec, journal or directory another user can write (they say what runs).
+
+        Raises:
+            UnsafeSweepError: one of them can
+        """
+        path = self.sweep_dir(sweep_id)
+        for name in ("", SPEC, EVENTS):
+            target = os.path.join(path, name) if name else path
+            if name and not os.path.exists(target):
+                continue
+            check_private(target)
 
     def update_spec(self, sweep_id: str, **changes: Any) -> None:
         """Rewrites the spec with ``changes`` (atomically)."""
@@ -157,7 +219,7 @@ class SweepStore:
     def append(self, sweep_id: str, *events: dict[str, Any]) -> None:
         """Appends events to the sweep's journal (in one ``write``; after a torn last line, on a new line)."""
         data = "".join(json.dumps(ev, separators=(",", ":")) + "\n" for ev in events).encode()
-        fd = os.open(os.path.join(self.sweep_dir(sweep_id), EVENTS), os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = private_fd(os.path.join(self.sweep_dir(sweep_id), EVENTS), os.O_RDWR | os.O_APPEND)
         try:
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
@@ -234,7 +296,7 @@ class SweepStore:
     def driver_lock(self, sweep_id: str) -> Iterator[bool]:
         """Holds the driver lock while the block runs; yields False (and holds nothing) if taken."""
         path = os.path.join(self.sweep_dir(sweep_id), LOCK)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = private_fd(path, os.O_RDWR)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

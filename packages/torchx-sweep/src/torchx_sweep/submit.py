@@ -22,7 +22,7 @@ from torchx.specs.roles import AppDef
 from torchx.specs.runopts import CfgVal
 
 from torchx_sweep.params import SweepSpecError, Trial, arg_text, grid, trial_argv
-from torchx_sweep.store import LOG, SweepStore
+from torchx_sweep.store import LOG, SweepStore, private_fd
 
 SCHEME = "sweep"
 
@@ -225,7 +225,7 @@ def has_driver(spec: Mapping[str, Any]) -> bool:
 def spawn_driver(store: SweepStore, sweep_id: str) -> int:
     """Starts the sweep's driver as a detached process (its own session); returns its pid."""
     path = store.sweep_dir(sweep_id)
-    with open(os.path.join(path, LOG), "ab") as log:
+    with open(private_fd(os.path.join(path, LOG), os.O_WRONLY | os.O_APPEND), "ab") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "torchx_sweep.driver", store.root, sweep_id],
             stdin=subprocess.DEVNULL,

@@ -44,6 +44,13 @@ logger: logging.Logger = logging.getLogger(__name__)
 _RUN_FILTERS = ("parent_run_id",)
 
 
+def generate_filename() -> str:
+    """The name of a new record file (without ``.json``): the time in nanoseconds, as TorchX's
+    names are, zero-padded so names sort by time, then a random part so two writers in the same
+    nanosecond never clash."""
+    return f"{time.time_ns():020d}-{uuid.uuid4().hex[:12]}"
+
+
 class FsspecTracker(TrackerBase):
     """Records runs under ``root`` of the filesystem ``fs``.
 
@@ -114,7 +121,7 @@ class FsspecTracker(TrackerBase):
     def _add_record(self, run_id: str, category: str, record: Mapping[str, Any]) -> None:
         run_dir = self._run_dir(run_id)
         self._remember_run_id(run_id, run_dir)
-        name = f"{time.time_ns():020d}-{uuid.uuid4().hex[:12]}.json"
+        name = f"{generate_filename()}.json"
         self._put(posixpath.join(run_dir, category, name), record)
 
     def _remember_run_id(self, run_id: str, run_dir: str) -> None:

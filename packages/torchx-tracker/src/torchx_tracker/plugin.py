@@ -27,5 +27,5 @@ def torchx_legacy_modules() -> Iterator[LegacyModule]:
     """Upstream's module paths of the fsspec and MLflow backends, ``torchx tracker`` and the result tracker."""
     yield LegacyModule("torchx.tracker.backend.fsspec", "torchx_tracker.fsspec_backend")
     yield LegacyModule("torchx.cli.cmd_tracker", "torchx_tracker.cli")
-    yield LegacyModule("torchx.runtime.tracking", "torchx_tracker.result_tracker")
+    yield LegacyModule("torchx.runtime.tracking", "torchx_tracker.runtime_tracking")
     yield LegacyModule("torchx.tracker.mlflow", "torchx_tracker.compat_mlflow")

@@ -9,7 +9,7 @@ from torchx.cli.cmd_base import SubCommand
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import IO, Any
 
 
 class CmdRun(SubCommand):
@@ -88,9 +88,22 @@ class CmdRun(SubCommand):
                 print(f"=== {scheduler} request for {component} ===", file=sys.stderr)
                 print(info)
                 return 0
-            handle = runner.schedule(info)
             local = runner.get_scheduler(scheduler).capabilities.attach
             attach = local and not args.detach
+            handle = None
+            try:
+                # an attached run owns its job: Ctrl-C (or SIGTERM/SIGHUP) during the submission is
+                # held until the job exists, then cancels it; before, it never creates one
+                with _stop_signals_held(attach):
+                    handle = runner.schedule(info)
+            except KeyboardInterrupt:
+                if handle is None:
+                    raise
+                try:
+                    print(handle, flush=True)
+                except OSError:
+                    pass
+                return _interrupted(runner, handle, attach, [])
             return _attend(
                 runner,
                 handle,
@@ -99,6 +112,9 @@ class CmdRun(SubCommand):
                 logs=attach or args.log,
                 local=local,
                 quiet=args.quiet,
+                # `--log` writes the job's log where TorchX's does (stderr); an attached local run
+                # without it prints the output as the program would (stdout)
+                log_out=sys.stderr if args.log else sys.stdout,
             )
 
 
@@ -143,15 +159,62 @@ def _component_help(component: str) -> int:
     return 0
 
 
+class _stop_signals_held:
+    """While ``active``: SIGINT, SIGTERM and SIGHUP are held (blocked) in the block and delivered
+    when it ends; SIGTERM and SIGHUP then stop the attached run as Ctrl-C does (they raise
+    KeyboardInterrupt) until the process exits."""
+
+    def __init__(self, active: bool) -> None:
+        self.active = active
+        self.held: Any = None
+
+    def __enter__(self) -> None:
+        if not self.active:
+            return
+        import signal
+
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(sig) == signal.SIG_DFL:
+                signal.signal(sig, _as_interrupt)
+        self.held = signal.pthread_sigmask(signal.SIG_BLOCK, _stop_signals())
+
+    def __exit__(self, *exc: object) -> None:
+        if self.held is not None:
+            import signal
+
+            signal.pthread_sigmask(signal.SIG_SETMASK, self.held)  # a held signal is handled now
+
+
+def _as_interrupt(signum: int, frame: object) -> None:
+    """SIGTERM/SIGHUP to an attached run: handled as Ctrl-C (the job is cancelled)."""
+    raise KeyboardInterrupt
+
+
+def _stop_signals() -> tuple[int, ...]:
+    """The signals that stop an attached run (and cancel its job): Ctrl-C, SIGTERM, a hang-up."""
+    import signal
+
+    return (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 #: exit code when the reader of the output went away (as if killed by SIGPIPE)
 EXIT_OUTPUT_CLOSED = 141
 #: exit code after Ctrl-C
 EXIT_INTERRUPTED = 130
 
 
-def _attend(runner: Any, handle: str, attached: bool, wait: bool, logs: bool, local: bool, quiet: bool) -> int:
-    """Prints the handle; if ``wait``, waits for the app (printing its logs if ``logs``, with a
-    status line unless ``quiet``). Returns the exit code.
+def _attend(
+    runner: Any,
+    handle: str,
+    attached: bool,
+    wait: bool,
+    logs: bool,
+    local: bool,
+    quiet: bool,
+    log_out: IO[str] | None = None,
+) -> int:
+    """Prints the handle; if ``wait``, waits for the app (printing its logs to ``log_out`` if
+    ``logs``, default stdout, with a status line unless ``quiet``). Returns the exit code.
 
     Ctrl-C cancels an ``attached`` app and prints its final state (a second Ctrl-C exits at
     once); otherwise it only stops waiting. A closed output cancels an attached app quietly.
@@ -161,6 +224,7 @@ def _attend(runner: Any, handle: str, attached: bool, wait: bool, logs: bool, lo
     from torchx.specs.status import AppState
 
     closed = threading.Event()
+    log_out = log_out or sys.stdout
 
     def on_closed() -> None:
         closed.set()
@@ -184,13 +248,26 @@ def _attend(runner: Any, handle: str, attached: bool, wait: bool, logs: bool, lo
         from torchx.cli.progress import StatusLine
 
         with StatusLine(runner, handle, local=local, quiet=quiet) as line:
-            if logs:
+            follow = logs and _can_follow_logs(runner, handle)
+            if follow:
                 from torchx.cli.log_stream import replicas_of, stream_logs
 
                 threads, errors = stream_logs(
-                    runner, handle, replicas_of(runner, handle), should_tail=True, status_line=line, on_closed=on_closed
+                    runner,
+                    handle,
+                    replicas_of(runner, handle),
+                    should_tail=True,
+                    out=log_out,
+                    status_line=line,
+                    on_closed=on_closed,
                 )
             status = runner.wait(handle, wait_interval=1)
+            if logs and not follow:  # a scheduler that cannot follow logs: print them once the job ended
+                from torchx.cli.log_stream import replicas_of, stream_logs
+
+                threads, errors = stream_logs(
+                    runner, handle, replicas_of(runner, handle), should_tail=False, out=log_out, on_closed=on_closed
+                )
             for t in threads:
                 t.join()
     except KeyboardInterrupt:
@@ -206,6 +283,12 @@ def _attend(runner: Any, handle: str, attached: bool, wait: bool, logs: bool, lo
     return 0 if state == AppState.SUCCEEDED else 1
 
 
+def _can_follow_logs(runner: Any, handle: str) -> bool:
+    """True when the app's scheduler can follow a running replica's log (capability ``log_tail``)."""
+    caps = runner.resolve(handle)[0].capabilities
+    return bool(caps.logs and caps.log_tail)
+
+
 def _final(handle: str, status: Any) -> str:
     """``torchx: <handle> <STATE>: <msg>``."""
     state = status.state.name if status else "UNKNOWN"
@@ -217,7 +300,7 @@ def _say(line: str) -> None:
     """Prints ``line`` on stderr; nothing if stderr is closed."""
     try:
         print(line, file=sys.stderr, flush=True)
-    except (BrokenPipeError, ValueError):
+    except (OSError, ValueError):  # closed, or its terminal hung up (EIO)
         pass
 
 
@@ -250,7 +333,8 @@ def _interrupted(runner: Any, handle: str, attached: bool, threads: list[Any]) -
         os.write(2, f"\ntorchx: exiting without waiting; see `torchx status {handle}`\n".encode())
         os._exit(EXIT_INTERRUPTED)
 
-    signal.signal(signal.SIGINT, exit_at_once)
+    for sig in _stop_signals():
+        signal.signal(sig, exit_at_once)
     _say(f"\ntorchx: cancelling {handle} (Ctrl-C again to exit at once)")
     runner.cancel(handle)
     status = runner.status(handle)

@@ -73,21 +73,26 @@ def stream_logs(
     show_prefix = len(replicas) > 0
     errors: list[str] = []
     closed: list[bool] = []
+    unterminated: list[bool] = []  # the last line written had no newline (a job's last line)
+    reconfigure = getattr(out, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="surrogateescape")  # bytes a job wrote that are not UTF-8 go out as they came
 
     def pump(index: int, role: str, k: int) -> None:
         prefix = color_prefix(f"{role}/{k}", index, color) + " " if show_prefix else ""
         try:
             for line in runner.log_lines(app_handle, role, k, regex, since, until, should_tail, streams):
-                if not line.endswith("\n"):
-                    line += "\n"
                 with lock:
                     if closed:
                         return
                     if status_line is not None:
-                        status_line.print_above(prefix + line, out)
-                    else:
-                        out.write(prefix + line)
-                        out.flush()
+                        status_line.print_above(prefix + line + ("" if line.endswith("\n") else "\n"), out)
+                        continue
+                    # a line without newline stays so, unless another line follows it
+                    text = ("\n" if unterminated else "") + prefix + line
+                    unterminated[:] = [] if line.endswith("\n") else [True]
+                    out.write(text)
+                    out.flush()
         except BrokenPipeError:
             with lock:
                 first = not closed

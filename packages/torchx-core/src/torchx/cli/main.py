@@ -12,6 +12,7 @@ from torchx.cli.verbs import BUILTIN_COMMANDS
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from typing import NoReturn
 
 DESCRIPTION = """\
 torchx: define a training job once, launch it anywhere.
@@ -62,9 +63,14 @@ def _make_parser(
 
     # no abbreviations of the global options: `run --log` must not match `--log_level`/`--log-level`
     # (a verb's own options may be abbreviated, as in TorchX: `run --dry`)
-    parser = argparse.ArgumentParser(
-        prog="torchx", description=DESCRIPTION, formatter_class=HelpFormatter, allow_abbrev=False
-    )
+    class Parser(argparse.ArgumentParser):
+        """Usage errors as one line naming the verb's ``--help`` (not argparse's usage block)."""
+
+        def error(self, message: str) -> NoReturn:
+            self.exit(2, f"{self.prog}: error: {message}; see `{self.prog} --help`\n")
+
+    # the verbs' parsers are of the same class (argparse's add_subparsers default)
+    parser = Parser(prog="torchx", description=DESCRIPTION, formatter_class=HelpFormatter, allow_abbrev=False)
     parser.add_argument("--version", action=_version_action(), nargs=0, help="show the version and exit")
     parser.add_argument(
         "--log_level",
@@ -77,7 +83,7 @@ def _make_parser(
     )
     sub = parser.add_subparsers(dest="verb", metavar="{" + ",".join(commands) + "}")
     chosen = {only: commands[only]} if only else commands
-    subparsers = {
+    subparsers: dict[str, argparse.ArgumentParser] = {
         # abbreviations of a verb's options are expanded by torchx.cli.abbrev, which stops at a component
         name: sub.add_parser(name, help=text, description=text, formatter_class=HelpFormatter, allow_abbrev=False)
         for name, (_, text) in chosen.items()
@@ -125,7 +131,9 @@ def run_cli(argv: list[str]) -> int:
 
         at = (_verb_index(argv) or 0) + 1
         argv = argv[:at] + expand_abbreviations(subparsers[verb], argv[at:])
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # reported by the verb's parser, so the message names the verb
+        (subparsers[verb] if verb is not None else parser).error(f"unrecognized arguments: {' '.join(extra)}")
     if note and verb != "plugins":  # `torchx plugins` shows every error itself
         print(f"torchx: warning: {note}", file=sys.stderr)
     if command is None:

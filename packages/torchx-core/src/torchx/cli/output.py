@@ -49,19 +49,30 @@ def parse_time(value: str) -> datetime:
     from datetime import datetime, timedelta, timezone  # only --since/--until need it
 
     text = value.strip()
-    match = re.match(_RELATIVE, text)
+    forms = "use ISO-8601 (2026-01-02T03:04:05), a unix timestamp, or 30s/10m/2h/1d"
+    out_of_range = f"time {value!r} is out of range: give a time between the years 1 and 9999 ({forms})"
+    match = re.fullmatch(_RELATIVE, text)
     if match:
         amount, unit = float(match.group(1)), match.group(2)
         seconds = amount * {"s": 1, "m": 60, "h": 3600, "d": 86400}[unit]
-        return datetime.now(timezone.utc) - timedelta(seconds=seconds)
+        try:
+            return datetime.now(timezone.utc) - timedelta(seconds=seconds)
+        except OverflowError:
+            raise ValueError(out_of_range) from None
     try:
-        return datetime.fromtimestamp(float(text), timezone.utc)
+        stamp = float(text)
     except ValueError:
         pass
+    else:
+        try:
+            return datetime.fromtimestamp(stamp, timezone.utc)
+        except (OverflowError, OSError, ValueError):  # too large, not finite, before year 1
+            raise ValueError(out_of_range) from None
     try:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise ValueError(
-            f"cannot read time {value!r}: use ISO-8601 (2026-01-02T03:04:05), a unix timestamp, or 30s/10m/2h/1d"
-        ) from None
-    return parsed if parsed.tzinfo else parsed.astimezone()
+        raise ValueError(f"cannot read time {value!r}: {forms}") from None
+    try:
+        return parsed if parsed.tzinfo else parsed.astimezone()
+    except (OverflowError, OSError, ValueError):
+        raise ValueError(out_of_range) from None

@@ -206,7 +206,10 @@ class Runner:
         from torchx.specs.finder import get_component
 
         fn = get_component(component).fn
-        defaults = {**config.get_configs("component", component), **self._component_defaults.get(component, {})}
+        from_files = config.get_configs("component", component)
+        if from_files:
+            _warn_unknown_component_keys(component, fn, from_files)
+        defaults = {**from_files, **self._component_defaults.get(component, {})}
         if isinstance(component_args, dict):
             return materialize_appdef(fn, [], defaults, config=component_args)
         return materialize_appdef(fn, list(component_args), defaults)
@@ -355,7 +358,12 @@ class Runner:
         should_tail: bool = False,
         streams: Stream | None = None,
     ) -> Iterable[str]:
-        """Log lines (each with its ``\\n``) of replica ``k`` of ``role_name``.
+        """Log lines of replica ``k`` of ``role_name``, as the scheduler has them.
+
+        Each line ends with its ``\\n``, except a last line the job did not end (schedulers that
+        keep the bytes, like ``local_cwd``, give it as written). Bytes that are not UTF-8 come as
+        lone surrogates: ``line.encode("utf-8", "surrogateescape")`` gives back what the job wrote
+        (``torchx log`` prints them so).
 
         Raises:
             UnknownAppException: the scheduler does not know the app
@@ -379,6 +387,28 @@ class Runner:
         if scheduler.describe(app_id) is None:
             raise UnknownAppException(app_handle)
         return scheduler.log_iter(app_id, role_name, k, regex, since, until, should_tail, streams=streams)
+
+
+def _warn_unknown_component_keys(component: str, fn: Any, values: Mapping[str, str]) -> None:
+    """Warns about ``[component:NAME]`` keys that name no argument of the component (as
+    ``[<scheduler>]`` keys that name no run option), each with a "did you mean"."""
+    import logging
+
+    from torchx.specs.builders import parameters
+    from torchx.util.suggest import did_you_mean
+
+    names = [p.name for p in parameters(fn)]
+    for key, value in values.items():
+        if key not in names:
+            logging.getLogger(__name__).warning(
+                "`%s = %s` in the [component:%s] section of .torchxconfig is not an argument of %s.%s"
+                " Remove it to silence this warning",
+                key,
+                value,
+                component,
+                component,
+                did_you_mean(key, names),
+            )
 
 
 def _to_status(desc: DescribeAppResponse) -> AppStatus:

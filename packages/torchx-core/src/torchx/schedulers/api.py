@@ -270,8 +270,11 @@ class Scheduler(abc.ABC, Generic[T, A, D]):
     def _pre_build_validate(self, app: AppDef, scheduler: str, cfg: T) -> None:
         """Checks ``app`` before its workspace is built."""
 
-    def _validate(self, app: AppDef, scheduler: str, cfg: T) -> None:
-        """Checks ``app`` before submission; by default every role must set its resource."""
+    def _validate(self, app: AppDef, scheduler: str, cfg: T | None = None) -> None:
+        """Checks ``app`` before submission; by default every role must set its resource.
+
+        ``cfg`` is optional: a plugin written for TorchX versions whose ``_validate`` had two
+        parameters calls ``super()._validate(app, scheduler)``."""
         for role in app.roles:
             if role.resource == NULL_RESOURCE:
                 raise ValueError(

@@ -12,11 +12,11 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from torchx.schedulers.api import Scheduler
 from torchx.schedulers.capabilities import UnsupportedFeatureError
-from torchx.schedulers.streams import Stream, filter_regex
+from torchx.schedulers.streams import Stream, filter_regex, follow
 from torchx.specs.status import AppState, is_terminal
 
 T = TypeVar("T")  # run config
@@ -39,28 +39,31 @@ def read_lines(path: str, should_tail: bool, ended: Callable[[], bool], poll: fl
     says the job is over, then yields what was written last. Bytes that are not UTF-8 are
     replaced, never dropped.
     """
-    while not os.path.exists(path):
-        if not should_tail or ended():
-            return
-        time.sleep(poll)
-    with open(path, "rb") as f:
-        pending = b""
-        done = False
-        while True:
-            chunk = f.read(1 << 16)
-            if chunk:
-                pending += chunk
-                *lines, pending = pending.split(b"\n")
-                for line in lines:
-                    yield line.decode("utf-8", errors="replace") + "\n"
-                continue
-            if not should_tail or done:
-                break
-            done = ended()  # one more read after the end: what was written last
-            if not done:
-                time.sleep(poll)
-        if pending:
-            yield pending.decode("utf-8", errors="replace")
+    if not should_tail and not os.path.exists(path):
+        return
+    opened: list[Any] = []
+    pending = b""
+
+    def read() -> list[str]:
+        nonlocal pending
+        if not opened:
+            try:
+                opened.append(open(path, "rb"))  # noqa: SIM115 (closed below)
+            except FileNotFoundError:
+                return []
+        chunk = opened[0].read(1 << 16)
+        if not chunk:
+            return []
+        *lines, pending = (pending + chunk).split(b"\n")
+        return [line.decode("utf-8", errors="replace") + "\n" for line in lines]
+
+    try:
+        yield from follow(read, should_tail, ended, lambda: time.sleep(poll))
+    finally:
+        for f in opened:
+            f.close()
+    if pending:
+        yield pending.decode("utf-8", errors="replace")
 
 
 def ended_checker(

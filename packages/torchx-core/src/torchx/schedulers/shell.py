@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from torchx.specs.env_names import check_env
 from torchx.specs.macros import RANK0_ENV, macros
 from torchx.specs.roles import AppDef, Role
+from torchx.specs.validation import check_passable
 
 #: A bash function (one line) that batch scripts run replicas under: ``run_split BASE CMD...``
 #: runs CMD with its stdout copied to ``BASE.out`` and its stderr to ``BASE.err`` (appending),
@@ -66,9 +67,7 @@ def validate_shell_app(app: AppDef) -> None:
         if any(ord(c) < 32 or c == "\x7f" for c in role.name):
             raise ValueError(f"role name {role.name!r} has control characters; use printable names")
         check_env(role)
-        for arg in [role.entrypoint, *role.args]:
-            if "\0" in arg:
-                raise ValueError(f"role {role.name!r}: argument {arg!r} contains a NUL byte, which exec cannot pass")
+        check_passable(role)
 
 
 def argv_renderer(role: Role, app_id: str) -> Callable[[int], str]:

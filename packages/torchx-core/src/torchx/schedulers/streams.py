@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from enum import Enum
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    T = TypeVar("T")
 
 
 class Stream(str, Enum):
@@ -17,6 +23,40 @@ class Stream(str, Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+def follow(
+    read: Callable[[], Iterable[T] | None],
+    should_tail: bool,
+    ended: Callable[[], bool],
+    wait: Callable[[], None],
+) -> Iterator[T]:
+    """The one follow-until-done loop of ``log_iter`` implementations: yields what ``read()``
+    returns, reading again until the job is over.
+
+    1. ``read()`` returns what is new since its last call (empty: nothing yet), or None when
+       nothing more can match (e.g. an ``until`` bound was passed): then it stops at once.
+    2. Without ``should_tail``: reads until a read returns nothing new, then stops.
+    3. Following: after a read that returned nothing, asks ``ended()``; once the job is over
+       it reads one last time (what was written just before the end) and stops; until then
+       it calls ``wait()`` (a sleep, or a wait for the files to change) and reads again.
+    """
+    last = False
+    while True:
+        got = read()
+        if got is None:
+            return
+        new = False
+        for item in got:
+            new = True
+            yield item
+        if new:
+            continue
+        if not should_tail or last:
+            return
+        last = ended()
+        if not last:
+            wait()
 
 
 def filter_regex(regex: str, data: Iterable[str]) -> Iterator[str]:

@@ -9,6 +9,8 @@ Usage::
         \"\"\"Cluster to submit to.\"\"\"
         mail_user: str | None = field(default=None, metadata={"cfg_key": "mail-user"})
         \"\"\"Who gets mail.\"\"\"
+        queue: str | None = field(default=None, metadata={"aliases": ("lsf_queue",)})
+        \"\"\"Also accepted under another name (``aliases``).\"\"\"
 
     MyOpts.as_runopts()          # runopts with cluster, mail-user
     opts = MyOpts.from_cfg(cfg)  # typed access: opts.cluster
@@ -93,7 +95,7 @@ class StructuredOpts(Mapping[str, CfgVal]):
         """An instance from a cfg mapping (keys may be the cfg key, the field name or its camelCase)."""
         kwargs: dict[str, Any] = {}
         for f in fields_of(cls):
-            for key in (_field_key(f), f.name, _camel(f.name)):
+            for key in (_field_key(f), f.name, _camel(f.name), *f.metadata.get("aliases", ())):
                 if key in cfg and cfg[key] is not None:
                     kwargs[f.name] = cfg[key]
                     break
@@ -146,7 +148,7 @@ def _declared_opts(cls: type[StructuredOpts]) -> runopts:
         has_default = not f.required
         default = f.default if f.default is not MISSING else f.default_factory() if not f.required else None
         key = _field_key(f)
-        aliases = [a for a in {f.name, _camel(f.name)} if a != key]
+        aliases = [a for a in {f.name, _camel(f.name)} if a != key] + list(f.metadata.get("aliases", ()))
         opts.add(
             key,
             type_=tp,
@@ -156,3 +158,25 @@ def _declared_opts(cls: type[StructuredOpts]) -> runopts:
             aliases=aliases,
         )
     return opts
+
+
+def typed_dict(cls: type[StructuredOpts], name: str, module: str) -> Any:
+    """TorchX's form of ``cls``: a ``TypedDict`` (``total=False``) called ``name`` with one key
+    per run option (the cfg key, e.g. ``mail-user``) typed as the field.
+
+    TorchX declares each scheduler's run options this way (``AWSBatchOpts``, ``SlurmOpts`` ...),
+    so user code builds them as dicts, ``Opts({"queue": "q"})`` or ``Opts(queue="q")``, and
+    passes them as ``cfg``. ``module`` is the module the type is published in (its
+    ``__module__``, for pickling and reprs).
+    """
+    from typing import TypedDict
+
+    hints = type_hints(cls)
+    keys = {key: hints[f.name] for f in fields_of(cls) for key in (_field_key(f), *f.metadata.get("aliases", ()))}
+    made: Any = TypedDict(name, keys, total=False)  # type: ignore[misc]  # name is a variable
+    made.__module__ = module
+    made.__doc__ = (
+        "The run options of this scheduler as a dict (keys as ``torchx runopts`` lists them);"
+        f" see {cls.__module__}.{cls.__qualname__}."
+    )
+    return made

@@ -155,8 +155,8 @@ def to_list(value: str, item: Callable[[str], Any] = str) -> list[Any]:
 
 
 def to_dict(arg: str) -> dict[str, str]:
-    """``"k1=v1,k2=v2"`` -> dict. Pairs are split at the last ``,``/``;`` before each ``key=``;
-    quotes (``'`` or ``"``) protect ``=``, ``,`` and ``;`` inside keys and values."""
+    """``"k1=v1,k2=v2"`` -> dict. Pairs are split at the last ``,``/``;`` before each ``key=``, a pair
+    at its first ``=`` (``A=x=y`` -> ``{"A": "x=y"}``); quotes (``'`` or ``"``) protect ``=``, ``,`` and ``;`` inside keys and values."""
     tokens: list[str] = []
     current: list[str] = []
     quote = ""
@@ -185,19 +185,20 @@ def to_dict(arg: str) -> dict[str, str]:
         return out
     pieces = tokens[::2]
     key = pieces[0].strip().lstrip(",;").strip()
+    value = ""
     for i, piece in enumerate(pieces[1:], start=1):
-        last = i == len(pieces) - 1
-        if last:
-            value, next_key = piece, ""
+        if i == len(pieces) - 1:
+            value, next_key = value + piece, ""
         else:
             cut = max(piece.rfind(","), piece.rfind(";"))
-            if cut < 0:
-                raise ValueError(f"expected ',' or ';' between pairs in {arg!r}")
-            value, next_key = piece[:cut], piece[cut + 1 :]
+            if cut < 0:  # no pair ends here: the '=' is part of the value (A=x=y -> A: x=y)
+                value += piece + "="
+                continue
+            value, next_key = value + piece[:cut], piece[cut + 1 :]
         if not key:
             raise ValueError(f"empty key in {arg!r}")
         out[key] = value.strip()
-        key = next_key.strip()
+        key, value = next_key.strip(), ""
     return out
 
 
@@ -328,6 +329,10 @@ def parse_args(
         for action in parser._actions:
             if action.dest in config:
                 action.required = False
+    if not varargs and cmpnt_args[:1] == ["--"]:
+        # `torchx run COMPONENT -- --arg value` (TorchX's advanced usage): the "--" only ends
+        # torchx run's own options; a component without *args takes what follows as its options
+        cmpnt_args = cmpnt_args[1:]
     if varargs and "--" in cmpnt_args:
         cut = cmpnt_args.index("--")
         head, tail = cmpnt_args[:cut], cmpnt_args[cut + 1 :]

@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from torchx.util.help_format import HelpFormatter
 from torchx.util.record import record
 
 _PRIMITIVES = {"str", "int", "float", "bool"}
@@ -30,6 +31,19 @@ _SECTION = (
     r"^\s*(Args|Arguments|Parameters|Params|Returns|Return|Raises|Yields|Example|Examples|Note|Notes|Usage)\s*:\s*$"
 )
 _PARAM = r"^\s*\*{0,2}(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*(\([^)]*\))?\s*:\s*(?P<desc>.*)$"
+
+
+class TorchXArgumentHelpFormatter(HelpFormatter):
+    """Help formatter of component arguments (TorchX's name): each argument's help ends with
+    ``(required)`` or ``(default: VALUE)``; descriptions are shown as written."""
+
+    def _get_help_string(self, action: Any) -> str:
+        import argparse
+
+        text = action.help or ""
+        if action.default is argparse.SUPPRESS:  # --help
+            return str(text)
+        return f"{text} (required)" if action.required else f"{text} (default: {action.default})"
 
 
 @record

@@ -73,7 +73,7 @@ def parse_app_handle(app_handle: AppHandle) -> ParsedAppHandle:
         raise MalformedAppHandleException(repr(app_handle))
     import re
 
-    match = re.match(_HANDLE, app_handle)
+    match = re.fullmatch(_HANDLE, app_handle)
     if not match:
         raise MalformedAppHandleException(app_handle)
     return ParsedAppHandle(match["scheduler"], match["session"], match["app_id"])

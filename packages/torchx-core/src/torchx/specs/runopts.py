@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from torchx.util.suggest import did_you_mean
@@ -44,8 +45,8 @@ def _is_dict_type(tp: Any) -> bool:
 
 
 def _split(value: str) -> list[str]:
-    sep = ";" if ";" in value else ","
-    return [item.strip() for item in value.split(sep) if item.strip()]
+    """The items of a list literal: ``,`` and ``;`` both separate them (as TorchX); empty items are dropped."""
+    return [item.strip() for item in value.replace(";", ",").split(",") if item.strip()]
 
 
 class runopt:
@@ -138,6 +139,17 @@ class runopt:
                 out[key.strip()] = val.strip()
             return out
         return value
+
+
+def require_non_negative(cfg_key: str, value: float) -> float:
+    """``value`` of run option ``cfg_key`` (a duration, a count) if it is not negative.
+
+    Raises:
+        InvalidRunConfigException: it is negative
+    """
+    if value < 0:
+        raise InvalidRunConfigException(f"run option {cfg_key!r} must not be negative, got {value!r}", cfg_key)
+    return value
 
 
 class runopts:
@@ -253,6 +265,10 @@ class runopts:
                         name,
                         cfg,
                     )
+            if isinstance(value, float) and not math.isfinite(value):
+                raise InvalidRunConfigException(
+                    f"run option {name!r} expects a finite number, got {value!r}", name, cfg
+                )
             resolved[name] = value
         for name, opt in self._opts.items():
             if resolved.get(name) is None:
@@ -301,10 +317,13 @@ class runopts:
         return out, unknown
 
     def cfg_from_str(self, cfg_str: str) -> dict[str, CfgVal]:
-        """Parses ``"k1=v1,k2=a;b,k3='x,y'"`` into typed values.
+        """Parses ``"k1=v1,k2=a;b;k3='x,y'"`` into typed values.
 
-        A value may hold ``,`` when its items are ``;``-separated or the value is quoted.
+        ``,`` or ``;`` separate the pairs and the items of a list value; since both do both,
+        the last ``,``/``;`` before a ``key=`` is the one between pairs (``FOO=v1,v2,BAR=v3``
+        gives ``FOO=["v1", "v2"]``, ``BAR="v3"``). A quoted value is taken as it is.
         Unknown keys are left out of the result, with a logged warning (as upstream TorchX).
+        Defaults and required options are not checked: ``opts.resolve(opts.cfg_from_str(s))``.
 
         Raises:
             InvalidRunConfigException: a malformed string or value
@@ -349,40 +368,62 @@ class runopts:
 
 
 def _split_cfg_str(cfg_str: str) -> list[tuple[str, str]]:
-    """Splits ``k=v,k2=v2`` honouring quotes; a ``,`` not followed by ``key=`` stays in the value."""
-    items: list[tuple[str, str]] = []
-    text = cfg_str.strip()
-    i, n = 0, len(text)
-    while i < n:
-        eq = text.find("=", i)
-        if eq < 0:
-            raise InvalidRunConfigException(f"malformed run options {cfg_str!r}: expected key=value pairs")
-        key = text[i:eq].strip()
-        if not key or any(c in key for c in ",; \"'"):
-            raise InvalidRunConfigException(f"malformed run option key {key!r} in {cfg_str!r}")
-        j = eq + 1
-        value_chars: list[str] = []
-        quote = ""
-        while j < n:
-            c = text[j]
-            if quote:
-                if c == quote:
-                    quote = ""
-                else:
-                    value_chars.append(c)
-            elif c in "\"'":
-                quote = c
-            elif c == ",":
-                rest = text[j + 1 :]
-                nxt_eq, nxt_comma = rest.find("="), rest.find(",")
-                if nxt_eq >= 0 and (nxt_comma < 0 or nxt_eq < nxt_comma):
-                    break
-                value_chars.append(c)
-            else:
-                value_chars.append(c)
-            j += 1
+    """Splits ``k=v,k2=a;b;k3=v3`` into ``(key, value)`` pairs, as TorchX's ``cfg_from_str``.
+
+    ``,`` and ``;`` both separate pairs and both separate the items of a list value; between two
+    ``=`` the last ``,``/``;`` is the one between the pairs (``FOO=v1;v2;BAR=v3`` is
+    ``FOO=v1;v2`` and ``BAR=v3``). Quoted text (``'...'``/``"..."``) is taken literally, quotes
+    removed, so a value may hold any character (``user='x,y=z'``). An ``=`` with no delimiter
+    before it since the previous ``=`` belongs to the value (``args=--lr=0.1``).
+    """
+    # each character with whether it was quoted; the quotes themselves are dropped
+    chars: list[tuple[str, bool]] = []
+    quote = ""
+    for c in cfg_str.strip():
         if quote:
-            raise InvalidRunConfigException(f"unterminated quote in run options {cfg_str!r}")
-        items.append((key, "".join(value_chars).strip()))
-        i = j + 1
+            if c == quote:
+                quote = ""
+            else:
+                chars.append((c, True))
+        elif c in "\"'":
+            quote = c
+        else:
+            chars.append((c, False))
+    if quote:
+        raise InvalidRunConfigException(f"unterminated quote in run options {cfg_str!r}")
+    if not chars:
+        return []
+    # the text between unquoted "="; segment 0 is the first key, the last one the last value
+    segments: list[list[tuple[str, bool]]] = [[]]
+    for c, quoted in chars:
+        if c == "=" and not quoted:
+            segments.append([])
+        else:
+            segments[-1].append((c, quoted))
+    if len(segments) < 2:
+        raise InvalidRunConfigException(f"malformed run options {cfg_str!r}: expected key=value pairs")
+
+    def text(seg: list[tuple[str, bool]]) -> str:
+        return "".join(c for c, _ in seg).strip()
+
+    def valid_key(key: str) -> bool:
+        return bool(key) and not any(c in key for c in ",; \"'")
+
+    items: list[tuple[str, str]] = []
+    key = text(segments[0])
+    if not valid_key(key) or any(q for _, q in segments[0]):
+        raise InvalidRunConfigException(f"malformed run option key {key!r} in {cfg_str!r}")
+    value: list[tuple[str, bool]] = []
+    for seg in segments[1:-1]:
+        cut = max((i for i, (c, q) in enumerate(seg) if c in ",;" and not q), default=-1)
+        if cut < 0:  # no delimiter since the last "=": that "=" is part of the value
+            value += [*seg, ("=", True)]
+            continue
+        value += seg[:cut]
+        next_key = text(seg[cut + 1 :])
+        if not valid_key(next_key):
+            raise InvalidRunConfigException(f"malformed run option key {next_key!r} in {cfg_str!r}")
+        items.append((key, text(value)))
+        key, value = next_key, []
+    items.append((key, text(value + segments[-1])))
     return items

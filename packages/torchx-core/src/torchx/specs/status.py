@@ -1,4 +1,20 @@
-"""Job and replica states and the status a scheduler reports."""
+"""Job and replica states and the status a scheduler reports.
+
+Replica -> app state: two rules, one per kind of backend, written once here.
+
+* :func:`aggregate_states`: the backend runs the job's parts and decides itself when the job
+  fails (Slurm's heterogeneous jobs, LSF): the app is running while any part runs, then the
+  most telling end (CANCELLED over FAILED over SUCCEEDED).
+* :func:`fail_fast_state`: torchx starts the replicas and stops the rest at the first failure
+  (Docker containers; ``local_cwd``'s supervisor applies the same rule as it goes, in its own
+  process that imports only the standard library): FAILED as soon as one failed, CANCELLED
+  after a cancel unless every replica had already succeeded.
+
+Kubernetes (``jobs`` mode) has its own rule, for two reasons: a role with ``min_replicas``
+tolerates ``num_replicas - min_replicas`` failed replicas (elastic jobs), so failures are
+counted per role; and pods appear one by one, so SUCCEEDED waits until every expected
+replica exists and ended (``torchx_sched_k8s.status``).
+"""
 
 from __future__ import annotations
 
@@ -68,6 +84,23 @@ def aggregate_states(states: Iterable[AppState]) -> AppState:
     then CANCELLED over FAILED over SUCCEEDED. No replicas or only unknown ones: UNKNOWN."""
     seen = set(states)
     return next((state for state in _ROLLUP_ORDER if state in seen), AppState.UNKNOWN)
+
+
+def fail_fast_state(states: Iterable[AppState], cancelled: bool = False) -> AppState:
+    """An app's state from its replicas' where torchx stops the app at the first failure:
+    after a cancel, CANCELLED (SUCCEEDED if every replica had already succeeded); else FAILED
+    once one failed, SUCCEEDED once all succeeded, RUNNING while any runs or has ended,
+    PENDING before."""
+    seen = list(states)
+    if cancelled:
+        return AppState.SUCCEEDED if all(s == AppState.SUCCEEDED for s in seen) else AppState.CANCELLED
+    if AppState.FAILED in seen:
+        return AppState.FAILED
+    if all(s == AppState.SUCCEEDED for s in seen):
+        return AppState.SUCCEEDED
+    if AppState.RUNNING in seen or AppState.SUCCEEDED in seen:
+        return AppState.RUNNING
+    return AppState.PENDING
 
 
 @record
@@ -251,7 +284,7 @@ def _format_replica(replica: ReplicaStatus) -> str:
             )
     else:
         data = str(replica.state)
-        if replica.state in (AppState.CANCELLED, AppState.FAILED):
+        if replica.state == AppState.FAILED:  # TorchX's words: the replica wrote no error file
             data += " (no reply file)"
     mark = "*" if replica.id == 0 else " "  # marks where each role's replicas start
     return f"\n {mark}{replica.role}[{replica.id}]:{data}"

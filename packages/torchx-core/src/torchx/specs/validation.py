@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from torchx.specs.roles import MISSING, AppDef
+from torchx.specs.roles import MISSING, AppDef, Role
 
 
 class AppDefError(ValueError):
@@ -46,3 +46,24 @@ def validate_app(app: AppDef) -> None:
             isinstance(k, str) and isinstance(v, str) for k, v in role.env.items()
         ):
             raise AppDefError(f"{where}: env must map str to str, got {role.env!r}")
+        try:
+            check_passable(role)
+        except ValueError as e:
+            raise AppDefError(str(e)) from None
+
+
+def check_passable(role: Role) -> None:
+    """Raises ValueError if ``role``'s entrypoint, arguments or environment cannot reach a process
+    at all (whatever the scheduler): a NUL byte anywhere (``exec`` ends each string at the first
+    one), or an env name that is empty or holds ``=``. Checked for every app at dry run, so
+    nothing is started that could not be started whole.
+    """
+    where = f"role {role.name!r}"
+    for what, text in (("entrypoint", role.entrypoint), *((f"argument {i}", a) for i, a in enumerate(role.args))):
+        if "\0" in text:
+            raise ValueError(f"{where}: {what} {text!r} contains a NUL byte, which no process can receive; remove it")
+    for key, value in role.env.items():
+        if not key or "=" in key or "\0" in key:
+            raise ValueError(f"{where}: env name {key!r} cannot be passed to a process (empty, or holds '=' or NUL)")
+        if "\0" in value:
+            raise ValueError(f"{where}: env {key} contains a NUL byte, which no process can receive; remove it")

@@ -1,4 +1,4 @@
-"""Helpers shared by the component modules (not components themselves: ``_`` modules are never listed)."""
+"""Helpers the builtin component modules share (public, so `torchx builtins --print` output imports only public names; they are not components)."""
 
 from __future__ import annotations
 
