@@ -45,7 +45,7 @@ def read_cache(name: str, version: int) -> Any:
         return None
     try:
         with open(os.path.join(cache_dir(), name), "rb") as f:
-            data = marshal.load(f)
+            data = marshal.loads(f.read())  # one read: marshal.load(f) reads the file piece by piece
     except (OSError, ValueError, EOFError, TypeError):
         return None
     return data.get("data") if isinstance(data, dict) and data.get("format") == version else None
