@@ -21,7 +21,7 @@ import nox
 
 ROOT = Path(__file__).parent
 PACKAGES = sorted(p.name for p in (ROOT / "packages").iterdir() if (p / "pyproject.toml").is_file())
-LIVE_MARKERS = "slurm or lsf or docker or k8s or aws or ray or torch"
+LIVE_MARKERS = "slurm or lsf or docker or k8s or aws or ray or torch or browser"
 SERVICES_ENV = Path(os.environ.get("TORCHX_SERVICES_ENV", "/tmp/torchx-services/env.sh"))
 
 nox.options.sessions = [
@@ -38,6 +38,7 @@ nox.options.sessions = [
     "integration-aws",
     "integration-ray",
     "integration-sweep",
+    "dashboard",
     "ddp",
 ]
 nox.options.reuse_existing_virtualenvs = True
@@ -230,6 +231,22 @@ def integration_sweep(session: nox.Session) -> None:
         "slurm or lsf or aws or k8s",
         "packages/torchx-sweep/tests",
         extra=["boto3", "kubernetes"],
+    )
+
+
+@nox.session
+def dashboard(session: nox.Session) -> None:
+    """torchx dashboard: its API tests and the browser tests (Playwright driving the system's
+    chromium, `apt-get install chromium`) over local_cwd jobs, a sweep, and a job on the live Slurm cluster."""
+    live(
+        session,
+        [
+            pkg("torchx-dashboard"),
+            *(pkg(p, "") for p in ("torchx-sched-local", "torchx-components", "torchx-sweep", "torchx-tracker")),
+            pkg("torchx-sched-slurm", ""),
+        ],
+        "not (lsf or docker or k8s or aws or ray or torch)",
+        "packages/torchx-dashboard/tests",
     )
 
 

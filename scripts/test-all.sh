@@ -27,7 +27,7 @@ if ! "$PY" -m nox --version >/dev/null 2>&1; then
 fi
 
 # the completion tests of torchx-core run the scripts in real zsh and fish (they fail in CI without them)
-if [ $as_root_with_apt = 1 ]; then apt_install zsh fish; fi
+if [ $as_root_with_apt = 1 ]; then apt_install zsh fish chromium; fi
 
 if [ "${TORCHX_SKIP_SERVICES:-0}" != 1 ]; then
     bash scripts/backends/services.sh up all

@@ -114,9 +114,20 @@ def s_help(ctx: Ctx) -> list[Row]:
 
 
 def s_runopts(ctx: Ctx) -> list[Row]:
-    _, ours, up, skipped = _compare(ctx, "runopts", lambda v: _torchx(v, "runopts"), (LOCAL,))
+    runs, ours, up, skipped = _compare(
+        ctx, "runopts", lambda v: _torchx(v, "runopts"), (LOCAL,), also=lambda v: _torchx(v, "runopts", "local_cwd")
+    )
     return [
-        row("14", "torchx runopts (every installed scheduler)", ours, up, Target("max", 0.030), ours_skipped=skipped)
+        row("14", "torchx runopts (every installed scheduler)", ours, up, Target("max", 0.030), ours_skipped=skipped),
+        row(
+            "14",
+            "  torchx runopts local_cwd",
+            _side(runs.get("ours-also"), None),
+            _side(runs.get("upstream-also"), None),
+            None,
+            note="upstream's all-scheduler listing needs every backend's client library",
+            ours_skipped=skipped,
+        ),
     ]
 
 

@@ -64,3 +64,62 @@ def test_appwrapper_status_and_tasks() -> None:
         "running": 2,
         "pending": 1,
     }
+
+
+def test_coscheduler_gets_a_pod_group_per_role() -> None:
+    from torchx.schedulers.kubernetes_mcad_scheduler import create_pod_group
+
+    wrapper = app_to_resource(app(), namespace="team", coscheduler_name="scheduler-plugins-scheduler")
+    items = [i["generictemplate"] for i in wrapper["spec"]["resources"]["GenericItems"]]
+    (group,) = [i for i in items if i["kind"] == "PodGroup"]
+    assert group["spec"]["minMember"] == 3
+    pods = [i for i in items if i["kind"] == "Pod"]
+    assert {p["metadata"]["labels"]["pod-group.scheduling.sigs.k8s.io"] for p in pods} == {group["metadata"]["name"]}
+    assert all(p["spec"]["schedulerName"] == "scheduler-plugins-scheduler" for p in pods)
+    item = create_pod_group(app(), app().roles[0], 0, "team", "trainer-abc")
+    assert item["generictemplate"]["metadata"]["name"] == "trainer-abc-pg0"
+
+
+def test_small_helpers() -> None:
+    from torchx.schedulers.kubernetes_mcad_scheduler import (
+        cleanup_str,
+        enable_retry,
+        get_unique_truncated_appid,
+        mcad_svc,
+    )
+
+    assert cleanup_str("-1Foo_Bar-2") == "foobar-2"
+    name = get_unique_truncated_appid(specs.AppDef("x" * 100, roles=[specs.Role("r", image="i")]))
+    assert len(name) <= 63 and name == cleanup_str(name)
+    spec: dict[str, object] = {}
+    enable_retry(spec, 3, 4)
+    assert spec["schedulingSpec"] == {"minAvailable": 4, "requeuing": {"maxNumRequeuings": 3}}
+    svc = mcad_svc(app(), "trainer-abc", "team", "29500")
+    assert svc["kind"] == "Service" and svc["spec"]["clusterIP"] == "None"
+    assert svc["spec"]["ports"][0]["port"] == 29500
+
+
+def test_role_to_pod_and_object_labels() -> None:
+    from torchx.schedulers.kubernetes_mcad_scheduler import object_labels, role_to_pod
+
+    role = app().roles[0]
+    pod = role_to_pod(
+        "worker-0", role, "sa", image_secret="regcred", coscheduler_name="cs", priority_class_name="hi", network="n1"
+    )
+    assert pod["kind"] == "Pod"
+    spec = pod["spec"]
+    assert spec["serviceAccountName"] == "sa"
+    assert spec["imagePullSecrets"] == [{"name": "regcred"}]
+    assert spec["schedulerName"] == "cs" and spec["priorityClassName"] == "hi"
+    assert pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] == "n1"
+    assert spec["containers"][0]["image"] == "img:1"
+    labels = object_labels(app(), "trainer-abc")
+    assert labels and all(isinstance(v, str) for v in labels.values())
+
+
+def test_pod_labels() -> None:
+    from torchx.schedulers.kubernetes_mcad_scheduler import pod_labels
+
+    labels = pod_labels(app(), 0, app().roles[0], 2, "cs", "trainer-abc")
+    assert labels["pod-group.scheduling.sigs.k8s.io"] == "trainer-abc-pg0"
+    assert "pod-group.scheduling.sigs.k8s.io" not in pod_labels(app(), 0, app().roles[0], 2, None, "trainer-abc")

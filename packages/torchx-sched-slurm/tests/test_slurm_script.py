@@ -299,7 +299,12 @@ def test_macro_values_are_data_in_the_job_script(tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
     image = hostile_value(str(marker))  # the img_root macro
     job_id = hostile_value(str(marker))  # stands for $SLURM_JOB_ID (numeric in real life)
-    script = dryrun(specs.AppDef("macros", [macro_probe(image, str(marker), num_replicas=2)]))
+    script = dryrun(
+        specs.AppDef(
+            "macros",
+            [macro_probe(image, str(marker), num_replicas=2, resource=specs.Resource(cpu=1, gpu=0, memMB=256))],
+        )
+    )
     body = script[script.index("# host of the first replica") : script.index("\nsrun")]
     for k in (0, 1):
         cmd = f'bash -c "exec ${{replica_{k}[*]@Q}}"'

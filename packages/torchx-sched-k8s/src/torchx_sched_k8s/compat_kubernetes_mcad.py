@@ -6,6 +6,7 @@ Code written for TorchX imports from here (through core's import hook) unchanged
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -14,10 +15,19 @@ from torchx.schedulers.structured_opts import typed_dict
 from torchx.specs.roles import AppDef, Resource, Role
 from torchx.specs.status import AppState
 
+from torchx_sched_k8s import names
 from torchx_sched_k8s.names import LABEL_ROLE_NAME
 from torchx_sched_k8s.opts import MCADOpts
+from torchx_sched_k8s.request import (
+    LABEL_POD_GROUP,
+    MULTUS_NETWORKS,
+    _factories,
+    _service,
+    build_mcad,
+    pod_group,
+    pod_group_name,
+)
 from torchx_sched_k8s.request import KubernetesRequest as KubernetesMCADJob
-from torchx_sched_k8s.request import build_mcad
 from torchx_sched_k8s.scheduler import KubernetesMCADScheduler
 from torchx_sched_k8s.scheduler import create_mcad_scheduler as create_scheduler
 from torchx_sched_k8s.status import MCAD_STATES
@@ -52,6 +62,84 @@ def app_to_resource(
         priority=priority,
     )
     return build_mcad(app, opts).objects[0]
+
+
+def cleanup_str(data: str) -> str:
+    """``data`` lower-cased with every character but ``[a-z0-9-]`` removed, without a leading
+    ``-`` or digits (a name Kubernetes accepts)."""
+    return re.sub(r"[^a-z0-9-]", "", data.lower().removeprefix("-")).lstrip("0123456789")
+
+
+def get_unique_truncated_appid(app: AppDef) -> str:
+    """A unique Kubernetes name for ``app`` short enough for every object made from it (the
+    AppWrapper, its Service, ``<name>-pg<role>`` PodGroups): at most 63 characters."""
+    return names.app_name(app.name)
+
+
+def enable_retry(job_spec: dict[str, Any], appwrapper_retries: int, total_pods: int) -> None:
+    """Sets ``job_spec["schedulingSpec"]``: dispatch when ``total_pods`` fit, requeue a failed
+    wrapper up to ``appwrapper_retries`` times."""
+    job_spec["schedulingSpec"] = {"minAvailable": total_pods, "requeuing": {"maxNumRequeuings": appwrapper_retries}}
+
+
+def create_pod_group(app: AppDef, role: Role, role_idx: int, namespace: str, app_id: str) -> dict[str, Any]:
+    """The AppWrapper generic item of role ``role_idx``'s PodGroup (``<app_id>-pg<role_idx>``),
+    as ``kubernetes_mcad`` adds it when ``coscheduler_name`` is set."""
+    factory = _factories(app, app_id, MCADOpts(namespace=namespace), "Never")[role_idx]
+    return {"replicas": 1, "generictemplate": pod_group(pod_group_name(app_id, role_idx), namespace, factory)}
+
+
+def mcad_svc(app: AppDef, svc_name: str, namespace: str, service_port: str | None = None) -> dict[str, Any]:
+    """The headless Service of the app's pods (``<hostname>.<svc_name>`` resolves each replica),
+    with the roles' ports, or ``service_port`` alone when given."""
+    service = _service(svc_name, namespace, _factories(app, svc_name, MCADOpts(namespace=namespace), "Never"))
+    if service_port is not None:
+        port = int(service_port)
+        service["spec"]["ports"] = [{"name": "port", "port": port, "targetPort": port}]
+    return service
+
+
+def role_to_pod(
+    name: str,
+    role: Role,
+    service_account: str | None,
+    image_secret: str | None = None,
+    coscheduler_name: str | None = None,
+    priority_class_name: str | None = None,
+    network: str | None = None,
+) -> dict[str, Any]:
+    """The ``v1`` Pod manifest of one replica of ``role`` (a plain dict), with the MCAD pod
+    options: pull secret, co-scheduler, priority class and multus network."""
+    from torchx_sched_k8s.compat_kubernetes import role_to_pod as plain_pod
+
+    pod = plain_pod(name, role, service_account)
+    spec = pod["spec"]
+    if image_secret:
+        spec["imagePullSecrets"] = [{"name": image_secret}]
+    if coscheduler_name:
+        spec["schedulerName"] = coscheduler_name
+    if priority_class_name:
+        spec["priorityClassName"] = priority_class_name
+    if network:
+        pod["metadata"]["annotations"] = {**pod["metadata"]["annotations"], MULTUS_NETWORKS: network}
+    return pod
+
+
+def object_labels(app: AppDef, app_id: str) -> dict[str, str]:
+    """The labels of the objects of the app named ``app_id`` (its Kubernetes name)."""
+    return dict(_factories(app, app_id, MCADOpts(), "Never")[0].base_labels)
+
+
+def pod_labels(
+    app: AppDef, role_idx: int, role: Role, replica_id: int, coscheduler_name: str | None, app_id: str
+) -> dict[str, str]:
+    """The labels of replica ``replica_id`` of ``app.roles[role_idx]`` in the app named ``app_id``;
+    with a co-scheduler also the label naming the role's PodGroup. ``role`` is accepted for
+    TorchX's signature; the role is ``app.roles[role_idx]``."""
+    labels = dict(_factories(app, app_id, MCADOpts(), "Never")[role_idx].labels(replica_id))
+    if coscheduler_name is not None:
+        labels[LABEL_POD_GROUP] = pod_group_name(app_id, role_idx)
+    return labels
 
 
 def get_port_for_service(app: AppDef) -> str:
@@ -136,6 +224,14 @@ __all__ = [
     "KubernetesMCADOpts",
     "KubernetesMCADScheduler",
     "app_to_resource",
+    "cleanup_str",
+    "create_pod_group",
+    "enable_retry",
+    "get_unique_truncated_appid",
+    "mcad_svc",
+    "object_labels",
+    "pod_labels",
+    "role_to_pod",
     "create_scheduler",
     "get_appwrapper_status",
     "get_port_for_service",

@@ -59,6 +59,6 @@ class MCADOpts(PodOpts):
     priority: int | None = None
     """AppWrapper priority (higher dispatches first)."""
     coscheduler_name: str | None = None
-    """Scheduler (schedulerName) of the pods, e.g. a co-scheduler for gang scheduling."""
+    """Scheduler (schedulerName) of the pods, a co-scheduler: each role also gets a PodGroup (scheduler-plugins) so its pods start all or none."""
     network: str | None = None
     """Multus network attachment(s) of the pods (annotation k8s.v1.cni.cncf.io/networks); needs multus on the cluster."""

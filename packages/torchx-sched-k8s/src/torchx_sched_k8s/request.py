@@ -38,6 +38,8 @@ VOLCANO_GROUP, VOLCANO_VERSION, VOLCANO_PLURAL = "batch.volcano.sh", "v1alpha1",
 MCAD_GROUP, MCAD_VERSION, MCAD_PLURAL = "workload.codeflare.dev", "v1beta1", "appwrappers"
 #: the pod annotation naming multus network attachments (``kubernetes_mcad``'s ``network`` option)
 MULTUS_NETWORKS = "k8s.v1.cni.cncf.io/networks"
+#: the pod label naming its PodGroup (``kubernetes_mcad`` with ``coscheduler_name``)
+LABEL_POD_GROUP = "pod-group.scheduling.sigs.k8s.io"
 
 
 @dataclass
@@ -205,6 +207,21 @@ def mode_from_discovery(volcano_resources: dict[str, Any] | None) -> str:
     return MODE_VOLCANO if any(r.get("name") == VOLCANO_PLURAL for r in listed) else MODE_JOBS
 
 
+def pod_group_name(name: str, role_index: int) -> str:
+    """The PodGroup of role ``role_index`` of app ``name`` (``kubernetes_mcad`` with a co-scheduler)."""
+    return f"{name}-pg{role_index}"
+
+
+def pod_group(group: str, namespace: str, factory: PodFactory) -> dict[str, Any]:
+    """A scheduler-plugins PodGroup: the co-scheduler starts the role's pods all or none."""
+    return {
+        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": group, "namespace": namespace, "labels": factory.base_labels},
+        "spec": {"minMember": factory.role.num_replicas},
+    }
+
+
 def build_mcad(app: AppDef, opts: MCADOpts, name: str | None = None) -> KubernetesRequest:
     """The ``mcad`` request: an AppWrapper whose generic items are the Service and one Pod per replica.
 
@@ -214,23 +231,28 @@ def build_mcad(app: AppDef, opts: MCADOpts, name: str | None = None) -> Kubernet
     name = name or names.app_name(app.name)
     factories = _factories(app, name, opts, "Never")
     items: list[dict[str, Any]] = [{"replicas": 1, "generictemplate": _service(name, opts.namespace, factories)}]
-    for factory in factories:
+    for index, factory in enumerate(factories):
         annotations = {**factory.annotations, names.ANNOTATION_APP: app.name}
         custom = {"replicas": 1, **factory.resources}
         if opts.network:
             annotations[MULTUS_NETWORKS] = opts.network
+        group = ""
+        if opts.coscheduler_name:  # gang-schedule each role: a PodGroup its pods name
+            group = pod_group_name(name, index)
+            items.append({"replicas": 1, "generictemplate": pod_group(group, opts.namespace, factory)})
         for replica in range(factory.role.num_replicas):
             template = factory.template(replica)
-            pod_spec = template["spec"]
+            pod_spec, labels = template["spec"], template["metadata"]["labels"]
             if opts.coscheduler_name:
                 pod_spec = {**pod_spec, "schedulerName": opts.coscheduler_name}
+                labels = {**labels, LABEL_POD_GROUP: group}
             pod = {
                 "apiVersion": "v1",
                 "kind": "Pod",
                 "metadata": {
                     "name": f"{name}-{factory.slug}-{replica}",
                     "namespace": opts.namespace,
-                    "labels": template["metadata"]["labels"],
+                    "labels": labels,
                     "annotations": annotations,
                 },
                 "spec": pod_spec,

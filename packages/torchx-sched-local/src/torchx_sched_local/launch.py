@@ -54,13 +54,11 @@ def supervisor_argv(job_dir: str, role: str = "") -> list[str]:
 
 def _thread_count() -> int:
     """Threads of this process, counting ones Python did not start (Linux); else Python's count."""
-    try:
-        with open("/proc/self/status", "rb") as f:
-            for line in f:
-                if line.startswith(b"Threads:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
+    from torchx_sched_local.store import proc_field
+
+    value = proc_field("/proc/self/status", b"Threads:")
+    if value is not None and value.isdigit():
+        return int(value)
     import threading
 
     return threading.active_count()

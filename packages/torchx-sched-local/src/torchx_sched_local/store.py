@@ -129,16 +129,23 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
+def proc_field(path: str, key: bytes) -> bytes | None:
+    """The first word after ``key`` on the line of a ``/proc`` file that starts with it
+    (``proc_field("/proc/stat", b"btime")``); None if there is none or the file cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            for line in f:
+                if line.startswith(key):
+                    return line[len(key) :].split()[0]
+    except (OSError, IndexError):
+        pass
+    return None
+
+
 def boot_time() -> float:
     """When the machine last booted (seconds since the epoch; 0 if it cannot be told)."""
-    try:
-        with open("/proc/stat", "rb") as f:
-            for line in f:
-                if line.startswith(b"btime "):
-                    return float(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return 0.0
+    value = proc_field("/proc/stat", b"btime ")
+    return float(value) if value is not None and value.isdigit() else 0.0
 
 
 #: the space a ``state.json`` reserves beyond its content (bytes; the file is padded with blanks to a

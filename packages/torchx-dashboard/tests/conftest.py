@@ -1,0 +1,190 @@
+"""Isolation (own HOME, cwd, local and sweep state), real local jobs, and dashboard servers run as ``torchx dashboard``."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from torchx.testing import isolate, python_app
+
+#: prints one numbered line every 0.2 s for a minute (tests cancel it)
+TICKER = "import itertools, time\nfor i in itertools.count():\n    print(f'tick {i}', flush=True)\n    time.sleep(0.2)"
+SCRIPT = "<script>window.__pwned = 1</script>"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Declares the markers these tests use (also when run outside the monorepo's pytest config)."""
+    for marker in ("slurm: live Slurm", "browser: drives a real Chromium through Playwright"):
+        config.addinivalue_line("markers", marker)
+
+
+#: where the browser tests write screenshots, once one asked for the directory
+_SCREENSHOTS: list[Path] = []
+
+
+@pytest.fixture(scope="session")
+def shots() -> Path:
+    """Where screenshots go: ``$TORCHX_SCREENSHOT_DIR``, default ``test-output/screenshots`` in the
+    repository root (created; printed in the run's summary)."""
+    root = Path(__file__).resolve().parents[3]
+    path = Path(os.environ.get("TORCHX_SCREENSHOT_DIR") or root / "test-output" / "screenshots")
+    path.mkdir(parents=True, exist_ok=True)
+    _SCREENSHOTS.append(path)
+    return path
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Prints the screenshot directory (and what is in it) so a reviewer can find the pictures."""
+    for path in _SCREENSHOTS:
+        names = ", ".join(sorted(p.name for p in path.glob("*.png")))
+        terminalreporter.write_line(f"dashboard screenshots in {path}: {names}")
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Runs each test in ``tmp_path/work`` with its own HOME, local-job and sweep state."""
+    work = isolate(tmp_path, monkeypatch)
+    monkeypatch.setenv("TORCHX_SWEEP_STATE_DIR", str(tmp_path / "sweeps"))
+    for name in list(os.environ):
+        if name.startswith(("TORCHX_TRACKER", "TORCHX_PARENT_RUN_ID", "TORCHX_JOB_ID")):
+            monkeypatch.delenv(name)
+    return work
+
+
+@pytest.fixture
+def local() -> None:
+    """Skips unless ``torchx-sched-local`` is installed (the dashboard alone has no scheduler)."""
+    pytest.importorskip("torchx_sched_local")
+
+
+@pytest.fixture
+def runner(local: None) -> Iterator[Any]:
+    """A Runner of session ``torchx``."""
+    from torchx.runner import get_runner
+
+    with get_runner() as r:
+        yield r
+
+
+@pytest.fixture
+def booth_sweep(runner: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A finished 3x2 sweep of ``utils.booth`` on local_cwd whose trials record ``booth_eval`` in an
+    fsspec tracker (needs torchx-sweep, torchx-components and torchx-tracker)."""
+    for module in ("torchx_sweep", "torchx_components", "torchx_tracker"):
+        pytest.importorskip(module)
+    from torchx_sweep import run_sweep
+
+    # the trials run `python -m torchx_components.apps.booth`: this interpreter's
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    Path(".torchxconfig").write_text(
+        f"[torchx:tracker]\nfsspec =\n\n[tracker:fsspec]\nconfig = {tmp_path / 'tracker'}\n"
+    )
+    sweep = run_sweep(runner, "utils.booth", [], {"x1": ["0", "1", "2"], "x2": ["2", "3"]}, "local_cwd", max_parallel=3)
+    assert sweep.wait(timeout=180)["state"] == "SUCCEEDED"
+    return sweep
+
+
+@pytest.fixture
+def script() -> str:
+    """A ``<script>`` element: the name of a test job and a line another prints."""
+    return SCRIPT
+
+
+@pytest.fixture
+def jobs(runner: Any) -> Iterator[dict[str, str]]:
+    """Local jobs (name -> handle) that succeeded printing a ``<script>`` line (``ok``), failed
+    (``bad``), still run printing ``tick N`` lines (``live``), and one named ``<script>`` (``script``).
+    Running ones are cancelled afterwards."""
+    made: dict[str, str] = {}
+    made["ok"] = runner.run(python_app(f"print('hello'); print({SCRIPT!r})", name="ok"), "local_cwd")
+    made["bad"] = runner.run(python_app("import sys; print('oops'); sys.exit(3)", name="bad"), "local_cwd")
+    made["script"] = runner.run(python_app("print('x')", name=SCRIPT), "local_cwd")
+    made["live"] = runner.run(python_app(TICKER, name="live"), "local_cwd")
+    for name in ("ok", "bad", "script"):
+        runner.wait(made[name], wait_interval=0.1, timeout=60)
+    wait_for_line(runner, made["live"], "tick 1")
+    yield made
+    for handle in made.values():
+        runner.cancel(handle)
+
+
+def wait_for_line(runner: Any, handle: str, text: str, timeout: float = 30) -> None:
+    """Blocks until ``text`` is in the log of ``handle``'s first replica."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        role = runner.describe_app(handle).roles[0].name
+        if any(text in line for line in runner.log_lines(handle, role, 0)):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{text!r} never appeared in the log of {handle}")
+
+
+class Server:
+    """A ``torchx dashboard`` process: its URL (with the token, if any) and output."""
+
+    def __init__(self, proc: subprocess.Popen[str], url: str, first: str) -> None:
+        self.proc = proc
+        self.url = url
+        self.first_line = first
+
+    @property
+    def base(self) -> str:
+        """The URL without the token query."""
+        return self.url.split("?", 1)[0]
+
+    def stop(self) -> int:
+        """Interrupts it (as Ctrl-C does); returns its exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return int(self.proc.returncode)
+
+
+def start_dashboard(*args: str, timeout: float = 30) -> Server:
+    """Runs ``torchx dashboard --port 0 ARGS`` and waits for the URL it prints."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "torchx", "dashboard", "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.5)
+        if ready:
+            line = proc.stdout.readline()
+            if line.startswith("torchx dashboard: http"):
+                return Server(proc, line.split()[2], line)
+        if proc.poll() is not None:
+            break
+    proc.kill()
+    _, err = proc.communicate()
+    raise AssertionError(f"torchx dashboard did not print its URL: {err}")
+
+
+@pytest.fixture
+def dashboard() -> Iterator[Callable[..., Server]]:
+    """Starts dashboards (``dashboard("--read-only")``) and stops them after the test."""
+    started: list[Server] = []
+
+    def start(*args: str) -> Server:
+        server = start_dashboard(*args)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
