@@ -173,13 +173,15 @@ def integration_lsf(session: nox.Session) -> None:
 
 @nox.session(name="integration-k8s")
 def integration_k8s(session: nox.Session) -> None:
-    """kubernetes against the live API server (and the k8s-marked compatibility checks)."""
+    """kubernetes against the live API server (the k8s-marked compatibility checks, and managed
+    failing over from it to local_cwd)."""
     live(
         session,
-        [pkg("torchx-sched-k8s"), pkg("torchx-components"), pkg("torchx-sched-local", "docker")],
+        [pkg("torchx-sched-k8s"), pkg("torchx-components"), pkg("torchx-sched-local", "docker"), pkg("torchx-managed")],
         "k8s and not torch",
         "packages/torchx-sched-k8s/tests",
         "tests/compat",
+        "packages/torchx-managed/tests",
     )
 
 
@@ -250,12 +252,14 @@ def dashboard(session: nox.Session) -> None:
 
 @nox.session
 def ddp(session: nox.Session) -> None:
-    """dist.ddp for real with the CPU PyTorch wheel: on local_cwd and across two Slurm nodes."""
+    """dist.ddp for real with the CPU PyTorch wheel: on local_cwd and across two Slurm nodes;
+    torchx-managed's README training loop through managed on local_cwd."""
     live(
         session,
-        [pkg("torchx-components"), pkg("torchx-sched-local"), pkg("torchx-sched-slurm")],
+        [pkg("torchx-components"), pkg("torchx-sched-local"), pkg("torchx-sched-slurm"), pkg("torchx-managed")],
         "torch",
         "packages/torchx-components/tests",
         "packages/torchx-sched-slurm/tests",
+        "packages/torchx-managed/tests",
         extra=["torch==2.13.0"],
     )

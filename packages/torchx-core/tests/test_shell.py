@@ -3,7 +3,11 @@ batch scripts share (run in bash here)."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -69,3 +73,44 @@ def test_run_split_copies_each_stream_and_passes_both_on(tmp_path: Path) -> None
     assert (tmp_path / "r.out").read_text() == "o1\no2\n"
     assert (tmp_path / "r.err").read_text() == "e1\n"
     assert (tmp_path / "r.log").read_text() == "o1\ne1\no2\n"
+
+
+HANDLES_TERM = (
+    "import signal, sys, time\n"
+    "def warned(*_):\n"
+    "    open('ckpt', 'w').write('saved')\n"
+    "    print('checkpointed', flush=True)\n"
+    "    sys.exit(0)\n"
+    "signal.signal(signal.SIGTERM, warned)\n"
+    "open('up', 'w').close()\n"
+    "time.sleep(60)\n"
+)
+
+
+def _term_group_once_up(tmp_path: Path, cmd: list[str]) -> subprocess.Popen[str]:
+    """Starts ``run_split r CMD`` in a process group of its own and, once CMD is up, sends the
+    group SIGTERM (what Slurm does to every process of a step: a preemption, a time limit)."""
+    script = f'{RUN_SPLIT}\nrun_split r "$@" >>r.log 2>&1'
+    proc = subprocess.Popen(["bash", "-c", script, "bash", *cmd], cwd=tmp_path, text=True, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "up").exists():
+        assert time.monotonic() < deadline and proc.poll() is None, "the command did not start"
+        time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGTERM)
+    proc.wait(timeout=30)
+    return proc
+
+
+def test_run_split_lets_the_command_handle_a_warning_signal(tmp_path: Path) -> None:
+    # the wrapper and its copies survive the SIGTERM sent to the whole group; the command
+    # checkpoints, prints and exits 0, and everything it printed is kept
+    proc = _term_group_once_up(tmp_path, [sys.executable, "-c", HANDLES_TERM])
+    assert proc.returncode == 0
+    assert (tmp_path / "ckpt").read_text() == "saved"
+    assert (tmp_path / "r.out").read_text() == (tmp_path / "r.log").read_text() == "checkpointed\n"
+
+
+def test_run_split_dies_of_the_signal_its_command_died_of(tmp_path: Path) -> None:
+    # a command without a handler dies of SIGTERM: so does the wrapper (as without it)
+    proc = _term_group_once_up(tmp_path, ["bash", "-c", "touch up; exec sleep 60"])
+    assert proc.returncode == -15

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from torchx import specs
+from torchx.schedulers.causes import EndCause
 from torchx.schedulers.streams import Stream
 from torchx.specs import AppState
 from torchx.testing import eventually, hostile_value, macro_probe, macro_probe_output, run_cli
@@ -244,3 +245,49 @@ def test_macro_values_are_data_in_containers(docker_sched: Any, docker_live: dic
         expected = macro_probe_output("", app_id, k).splitlines(keepends=True)
         expected.insert(-1, f"<{hostile_value(marker)}>\n")  # before PROBE_ENV's line
         assert out == "".join(expected)
+
+
+# ---------------------------------------------------------------- why an app ended (end_cause)
+
+
+def test_end_cause_of_exit_codes_oom_and_kills_from_outside(
+    docker_sched: Any, docker_live: dict[str, str], client: Any
+) -> None:
+    busybox = docker_live["TORCHX_TEST_BUSYBOX_IMAGE"]
+    python = docker_live["TORCHX_TEST_DOCKER_IMAGE"]
+    exit3 = _run(docker_sched, _role(busybox, "sh", "-c", "exit 3"))
+    ok = _run(docker_sched, _role(busybox, "true"))
+    oom = _run(
+        docker_sched,
+        _role(python, "python3", "-c", "x = bytearray(200 * 2**20)", resource=specs.Resource(cpu=1, gpu=0, memMB=32)),
+    )
+    killed = _run(docker_sched, _role(busybox, "sleep", "300", num_replicas=2), {"stop_grace_period": 1})
+    eventually(lambda: docker_sched.describe(killed).state == AppState.RUNNING, timeout=30)
+    assert docker_sched.end_cause(killed) is None  # running
+    victim = client.containers.list(filters={"label": [f"{LABEL_APP_ID}={killed}", "torchx.pytorch.org/replica-id=1"]})
+    victim[0].kill()  # `docker kill` by someone else
+    expected = {
+        exit3: (EndCause.APP_ERROR, 3),
+        ok: (EndCause.APP_ERROR, 0),
+        oom: (EndCause.KILLED, 137),
+        killed: (EndCause.KILLED, 137),
+    }
+    for app_id, (cause, code) in expected.items():
+        desc = docker_sched.wait(app_id, timeout=60)
+        assert desc is not None and desc.state in (AppState.SUCCEEDED, AppState.FAILED), desc
+        end = docker_sched.end_cause(app_id)
+        assert end is not None
+        assert (end.cause, end.exit_code) == (cause, code), end
+    assert "OOMKilled" in docker_sched.end_cause(oom).reason
+    assert docker_sched.end_cause(killed).reason.startswith("w/1 ")  # the killed one, not the sibling torchx stopped
+    assert docker_sched.end_cause("no-such-app") is None
+
+
+def test_end_cause_of_a_cancel_through_torchx(docker_sched: Any, docker_live: dict[str, str]) -> None:
+    app_id = _run(
+        docker_sched, _role(docker_live["TORCHX_TEST_BUSYBOX_IMAGE"], "sleep", "300"), {"stop_grace_period": 1}
+    )
+    eventually(lambda: docker_sched.describe(app_id).state == AppState.RUNNING, timeout=30)
+    docker_sched.cancel(app_id)
+    end = docker_sched.end_cause(app_id)
+    assert end is not None and end.cause == EndCause.CANCELLED

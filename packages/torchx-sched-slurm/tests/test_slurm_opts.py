@@ -23,6 +23,7 @@ def test_documented_options() -> None:
         "exclusive",
         "qos",
         "account",
+        "signal",
     }
     assert opts.get("mail_user") is opts.get("mail-user")
     assert all(opt.help for _, opt in opts)
@@ -43,6 +44,17 @@ def test_valid_times(time: str) -> None:
 def test_invalid_times(time: str) -> None:
     with pytest.raises(InvalidRunConfigException, match="run option 'time' is not a Slurm time limit"):
         SlurmOpts(time=time).validate()
+
+
+@pytest.mark.parametrize("sig", ["USR1@120", "SIGUSR2@60", "TERM", "10@30", "R:USR1@90"])
+def test_valid_signals(sig: str) -> None:
+    SlurmOpts(signal=sig).validate()
+
+
+@pytest.mark.parametrize("sig", ["B:USR1@60", "USR1@", "@60", "USR1@soon", "USR1 @60", "kill -9"])
+def test_invalid_signals(sig: str) -> None:
+    with pytest.raises(InvalidRunConfigException, match="run option 'signal' is not SIGNAL"):
+        SlurmOpts(signal=sig).validate()
 
 
 def test_mail_type() -> None:

@@ -131,6 +131,7 @@ def test_run_options_per_component_and_mail_on_the_first() -> None:
         "qos": "high",
         "account": "proj",
         "job_dir": "/tmp/x/../jobdir",
+        "signal": "USR1@120",
     }
     first, second = sections(dryrun(specs.AppDef("app", [role(replicas=2)]), cfg))
     for sec in (first, second):
@@ -141,6 +142,7 @@ def test_run_options_per_component_and_mail_on_the_first() -> None:
             "--qos=high",
             "--account=proj",
             "--chdir=/tmp/jobdir",
+            "--signal=USR1@120",
         ):
             assert opt in sec
     for opt in ("--comment=nightly", "--mail-user=me@example.com", "--mail-type=END,FAIL"):

@@ -40,6 +40,7 @@ from torchx_sched_local.limits import check_replica_count
 
 if TYPE_CHECKING:
     from docker.models.containers import Container
+    from torchx.schedulers.causes import AttemptEnd
 
 LABEL_APP_ID = "torchx.pytorch.org/app-id"
 LABEL_APP_NAME = "torchx.pytorch.org/app-name"
@@ -411,6 +412,34 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[DockerOpts, AppDef, Docker
             roles_statuses=list(statuses.values()),
             roles=roles,
         )
+
+    def end_cause(self, app_id: str) -> AttemptEnd | None:
+        """Why the app ended: ``CANCELLED`` after ``torchx cancel``; else from the engine's
+        ``State`` of its earliest failed container (see :mod:`torchx_sched_local.docker_causes`:
+        ``OOMKilled`` and a signal from outside are ``KILLED``, an exit code ``APP_ERROR``).
+        None while it runs, or for an unknown app."""
+        from torchx.schedulers.causes import AttemptEnd, EndCause
+
+        from torchx_sched_local.docker_causes import container_end
+
+        containers = self._containers(app_id)
+        if not containers:
+            return None
+        cancelled = self._is_cancelled(app_id)
+        state = self._describe(app_id, containers, cancelled).state
+        if not is_terminal(state):
+            return None
+        if state == AppState.CANCELLED:
+            return AttemptEnd(EndCause.CANCELLED, None, "cancelled through torchx")
+        failed = [
+            (_finished_key(c.attrs["State"].get("FinishedAt", "")), c)
+            for c in containers
+            if _replica_state(c.attrs["State"]["Status"], c.attrs["State"].get("ExitCode")) == AppState.FAILED
+        ]
+        if not failed:
+            return AttemptEnd(EndCause.APP_ERROR, 0, "succeeded")
+        _, first = min(failed, key=lambda item: item[0])
+        return container_end(first.attrs["State"], f"{first.labels[LABEL_ROLE_NAME]}/{first.labels[LABEL_REPLICA_ID]}")
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """Every app with containers on the engine, newest first."""

@@ -6,7 +6,8 @@ nothing is in flight, it ``exec``-s ``_supervise.py <job dir>``: the same pid, s
 replicas stay its children and their output pipes (made inheritable for the exec) stay
 open; it writes what it knows to ``supervisor.resume`` (``marshal``) for its next image,
 which deletes it. Signals that arrive meanwhile stay blocked, then pending, across the
-exec. If anything fails before the exec, or the new image would not have the file
+exec; one that arrived just before (still unread in the wake-up pipe, which the exec closes)
+puts the handover off. If anything fails before the exec, or the new image would not have the file
 descriptors it needs to start (a low ``ulimit -n``), the supervisor goes on as it was and
 tries again later: an exec that cannot start its interpreter would lose the job.
 """
@@ -123,6 +124,17 @@ def _room_to_start(inherited: list[int]) -> bool:
     return soft - len(kept) >= _FDS_TO_START
 
 
+def _signalled(wake_r: int) -> bool:
+    """True if the signal wake-up pipe ``wake_r`` holds a signal not yet read."""
+    import select
+
+    if wake_r < 0:
+        return False
+    poller = select.poll()
+    poller.register(wake_r, select.POLLIN)
+    return bool(poller.poll(0))
+
+
 def reexec(sup: Supervisor) -> None:
     """Replaces the process with a fresh supervisor carrying on the job; returns only if it could not."""
     path = os.path.join(sup.job_dir, "supervisor.resume")
@@ -135,6 +147,9 @@ def reexec(sup: Supervisor) -> None:
         return
     data = snapshot(sup)
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP})
+    if _signalled(sup.wake_r):  # a signal the loop has not read yet would die with the pipe
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        return
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         try:

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from datetime import datetime
     from typing import Any
 
+    from torchx.schedulers.causes import AttemptEnd
+
 #: seconds ``cancel`` waits for the supervisor beyond the grace period before acting itself
 CANCEL_SLACK = 10.0
 _LIVENESS_CHECK = 1.0
@@ -343,12 +345,62 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         if st is not None and st["state"] not in ("SUCCEEDED", "FAILED", "CANCELLED"):
             live = self._survivors(app_id, st)
             st["state"] = "FAILED"
+            st["end"] = {"by": "supervisor"}
             st["msg"] = _supervisor_died(st) + (
                 f"; replicas still running: pids {', '.join(map(str, live))} (`torchx cancel` stops them)"
                 if live
                 else ""
             )
         return st
+
+    def end_cause(self, app_id: str) -> AttemptEnd | None:
+        """Why the job ended, from what its supervisor recorded (see :mod:`torchx.schedulers.causes`).
+
+        - a cancel through torchx: ``CANCELLED``; the supervisor stopped by a signal from
+          outside torchx (SIGTERM/SIGINT/SIGHUP, e.g. a shutdown): ``KILLED``
+        - the supervisor lost (SIGKILLed, OOM-killed, crashed; its watchdog or a later
+          ``status`` found it gone): ``NODE_FAILURE`` (the machine running the job went away)
+        - a replica that failed for good: its exit code (``APP_ERROR``), or the signal that
+          ended it (:func:`~torchx.schedulers.causes.signal_end`: ``KILLED`` for a signal from
+          outside, ``APP_ERROR`` for a crash); one that could not be started: ``APP_ERROR``
+        - too many replicas for the process's file limit: ``NO_CAPACITY``
+
+        None while the job runs, or for an unknown job.
+        """
+        from torchx.schedulers.causes import AttemptEnd, EndCause, cause_from_state, signal_end, signal_name
+
+        try:
+            st = self._state(app_id)
+        except store.UnreadableJobError:
+            return None
+        if st is None or st["state"] not in ("SUCCEEDED", "FAILED", "CANCELLED"):
+            return None
+        msg = st.get("msg") or ""
+        end = st.get("end")
+        if not isinstance(end, dict):  # recorded before causes were
+            return cause_from_state(AppState[st["state"]])
+        by = end.get("by")
+        if by == "done":
+            return AttemptEnd(EndCause.APP_ERROR, 0, "succeeded")
+        if by == "cancel":
+            return AttemptEnd(EndCause.CANCELLED, None, msg or "cancelled")
+        if by == "signal":
+            name = signal_name(int(end.get("signal") or 0))
+            return AttemptEnd(EndCause.KILLED, None, f"the job's supervisor got {name} from outside torchx")
+        if by == "supervisor":
+            return AttemptEnd(EndCause.NODE_FAILURE, None, msg)
+        if by == "limits":
+            return AttemptEnd(EndCause.NO_CAPACITY, None, msg)
+        replicas = st.get("replicas") or []
+        index = end.get("replica")
+        if by == "replica" and isinstance(index, int) and 0 <= index < len(replicas):
+            code = replicas[index].get("exit_code")
+            if not isinstance(code, int):  # it could not be started
+                return AttemptEnd(EndCause.APP_ERROR, None, msg)
+            if code < 0:
+                return signal_end(-code, msg)
+            return AttemptEnd(EndCause.APP_ERROR, code, msg)
+        return AttemptEnd(EndCause.UNKNOWN, None, msg)
 
     def _written_state(self, app_id: str) -> dict[str, Any] | None:
         """The job's ``state.json``, or what a machine crash that lost it means (FAILED).
@@ -620,9 +672,17 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                     f" {', '.join(map(str, left))} (another user's, or stuck in the kernel); the job is not cancelled"
                 )
             if died:  # the job failed when its supervisor died; cancel only cleaned up
-                st.update(state="FAILED", msg=f"{_supervisor_died(st)}; `cancel` killed its replicas")
+                st.update(
+                    state="FAILED",
+                    msg=f"{_supervisor_died(st)}; `cancel` killed its replicas",
+                    end={"by": "supervisor"},
+                )
             else:
-                st.update(state="CANCELLED", msg="cancelled (the job's supervisor was stuck; its replicas were killed)")
+                st.update(
+                    state="CANCELLED",
+                    msg="cancelled (the job's supervisor was stuck; its replicas were killed)",
+                    end={"by": "cancel"},
+                )
             try:
                 store.write_json(os.path.join(job_dir, store.STATE_FILE), st)
             except OSError as e:

@@ -276,6 +276,10 @@ class Supervisor:
         self.role_restarts = [0] * len(self.roles)
         self.num_restarts = 0
         self.cancelling = False
+        #: who stopped the job: a cancel through torchx (its marker file exists) or a signal from outside
+        self.stopped_by: dict[str, Any] = {}
+        #: the job could not start at all (too few file descriptors for its replicas)
+        self.not_started = False
         self.failed: Replica | None = None
         self.pending_restart: set[Replica] = set()
         self.dirty = True
@@ -284,6 +288,8 @@ class Supervisor:
         self._which: dict[tuple[str, str, str], str] = {}
         self.files = logfiles.FileCache(OPEN_LOG_FILES, root=app["log_root"])  # holds the log root, opened now
         self.watchdog: Watchdog | None = None
+        #: the read end of the signal wake-up pipe (set by :meth:`run`)
+        self.wake_r = -1
         #: the session of every replica process started (its pid) -> its start time (clock ticks);
         #: the module's, so that a crash kills them (one supervisor per process)
         self.sessions: dict[int, int] = _STARTED
@@ -303,6 +309,7 @@ class Supervisor:
         if resume is None:
             self.watchdog = Watchdog(self.job_dir)
         wake_r, wake_w = os.pipe()
+        self.wake_r = wake_r
         os.set_blocking(wake_r, False)
         os.set_blocking(wake_w, False)
         for sig in (*_STOP_SIGNALS, signal.SIGCHLD):
@@ -314,11 +321,12 @@ class Supervisor:
             handover.restore(self, resume)
         elif problem:
             self.failed = self.replicas[0]
+            self.not_started = True
             self.msg = problem
             for r in self.replicas:
                 r.state = "CANCELLED"
         elif os.path.exists(os.path.join(self.job_dir, store.CANCEL_FILE)):
-            self._cancel()
+            self._cancel(None)
         else:
             for r in self.replicas:
                 self._start(r)
@@ -383,8 +391,9 @@ class Supervisor:
             data = os.read(wake_r, 512)
         except BlockingIOError:
             return
-        if any(sig in data for sig in _STOP_SIGNALS) and not self.cancelling:
-            self._cancel()
+        stop = next((sig for sig in data if sig in _STOP_SIGNALS), None)
+        if stop is not None and not self.cancelling:
+            self._cancel(stop)
 
     # ------------------------------------------------------------------ starting
     def _start(self, r: Replica) -> None:
@@ -601,8 +610,14 @@ class Supervisor:
         self.dirty = True
 
     # ------------------------------------------------------------------ stopping
-    def _cancel(self) -> None:
+    def _cancel(self, signum: int | None) -> None:
+        """Stops every replica; ``signum``: the stop signal that asked for it (None: the cancel marker)."""
         self.cancelling = True
+        # torchx's cancel leaves its marker before it signals; a signal without one came from outside
+        if signum is None or os.path.exists(os.path.join(self.job_dir, store.CANCEL_FILE)):
+            self.stopped_by = {"by": "cancel"}
+        else:
+            self.stopped_by = {"by": "signal", "signal": signum}
         self.msg = "cancelled"
         self.pending_restart.clear()
         for r in self.replicas:
@@ -668,6 +683,16 @@ class Supervisor:
             return "FAILED"
         return "SUCCEEDED"
 
+    def _end(self) -> dict[str, Any]:
+        """Why the job ended, as facts for ``LocalScheduler.end_cause`` (the final state's ``end``)."""
+        if self.cancelling:
+            return self.stopped_by
+        if self.not_started:
+            return {"by": "limits"}
+        if self.failed is not None:
+            return {"by": "replica", "replica": self.replicas.index(self.failed)}
+        return {"by": "done"}
+
     def _message(self) -> str:
         """The job's message: why it ended (if it did), and which replicas lost output."""
         notes = [self.msg] if self.msg else []
@@ -690,6 +715,8 @@ class Supervisor:
         )
         if self.left_running:
             data["left_running"] = self.left_running
+        if final:
+            data["end"] = self._end()
         return data
 
     def _write_state(self, final: bool = False) -> None:
@@ -899,7 +926,11 @@ def _record_crash(job_dir: str, text: str) -> None:
         data = store.read_json(path) or {}
         last = text.strip().splitlines()[-1] if text.strip() else "unknown error"
         killed = "; its replicas were killed" if _STARTED else ""
-        data.update(state="FAILED", msg=f"the job's supervisor failed: {last} (see {job_dir}/{SUPERVISOR_LOG}){killed}")
+        data.update(
+            state="FAILED",
+            msg=f"the job's supervisor failed: {last} (see {job_dir}/{SUPERVISOR_LOG}){killed}",
+            end={"by": "supervisor"},
+        )
         store.write_json(path, data)
     except (OSError, ValueError):
         pass

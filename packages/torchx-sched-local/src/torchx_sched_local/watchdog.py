@@ -142,7 +142,11 @@ def watch(job_dir: str, fd: int, supervisor_pid: int) -> None:
         return
     killed = f"; its replicas (process groups {', '.join(map(str, live))}) were killed" if live else ""
     supervisor_pid = st.get("pid") or supervisor_pid  # the parent may be gone before this process started
-    st.update(state="FAILED", msg=f"the job's supervisor (pid {supervisor_pid}) died before the job ended{killed}")
+    st.update(
+        state="FAILED",
+        msg=f"the job's supervisor (pid {supervisor_pid}) died before the job ended{killed}",
+        end={"by": "supervisor"},
+    )
     for rs in st.get("replicas") or []:
         if rs.get("state") in ("PENDING", "RUNNING"):
             rs["state"] = "FAILED"

@@ -30,6 +30,8 @@ MAIL_TYPES = frozenset(
 # minutes | minutes:seconds | hours:minutes:seconds | days-hours | days-hours:minutes | days-hours:minutes:seconds
 _TIME_RE = re.compile(r"\d+(:\d{1,2}){0,2}|\d+-\d{1,2}(:\d{1,2}){0,2}")
 _UNLIMITED = frozenset({"UNLIMITED", "INFINITE"})
+# [R:]SIGNAL[@SECONDS]: a name (USR1, SIGTERM) or number; not B: (the batch shell only: the replicas would miss it)
+_SIGNAL_RE = re.compile(r"(R:)?(SIG)?([A-Z][A-Z0-9+]{1,9}|\d{1,2})(@\d{1,6})?", re.IGNORECASE)
 
 
 @dataclass
@@ -56,6 +58,8 @@ class SlurmOpts(JobDirOpts):
     """Do not request memory (drop --mem), for clusters that do not schedule memory."""
     exclusive: bool = False
     """Do not share nodes with other jobs (sbatch --exclusive)."""
+    signal: str | None = None
+    """Warn the job before its time limit: SIG@SECONDS sends SIG to every process of its steps SECONDS before the end (sbatch --signal; e.g. USR1@120), so it can checkpoint."""
 
     def validate(self) -> None:
         """Checks every value.
@@ -69,6 +73,12 @@ class SlurmOpts(JobDirOpts):
                 f"run option 'time' is not a Slurm time limit: {self.time!r}; use minutes (30), MM:SS,"
                 " HH:MM:SS (2:00:00), D-HH, D-HH:MM or D-HH:MM:SS (1-12:00:00), or UNLIMITED",
                 "time",
+            )
+        if self.signal is not None and not _SIGNAL_RE.fullmatch(self.signal):
+            raise InvalidRunConfigException(
+                f"run option 'signal' is not SIGNAL[@SECONDS]: {self.signal!r}; e.g. USR1@120 (SIGUSR1 to the"
+                " job's processes 120 s before its time limit) or TERM@300",
+                "signal",
             )
         if self.mail_type is not None:
             bad = [t for t in self.mail_type.split(",") if t.strip().upper() not in MAIL_TYPES]

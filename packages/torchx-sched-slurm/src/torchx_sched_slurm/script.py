@@ -108,6 +108,7 @@ def _section(app: AppDef, role: Role, opts: SlurmOpts, workdir: str | None, firs
     for key, value in (
         ("partition", opts.partition),
         ("time", opts.time),
+        ("signal", opts.signal),
         ("constraint", opts.constraint),
         ("qos", opts.qos),
         ("account", opts.account),

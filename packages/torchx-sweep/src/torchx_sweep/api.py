@@ -13,7 +13,7 @@ from torchx.runner import Runner
 from torchx.specs.runopts import CfgVal
 
 from torchx_sweep.store import SweepState, SweepStore
-from torchx_sweep.submit import as_trials, has_driver, parse_sweep_handle, prepare, spawn_driver, start
+from torchx_sweep.submit import as_trials, driver_argv, has_driver, parse_sweep_handle, prepare, start
 
 _FINAL = ("SUCCEEDED", "FAILED", "CANCELLED", "UNSUBMITTED")
 
@@ -134,11 +134,9 @@ class Sweep:
             UnsafeSweepError: another user can write the sweep's spec, journal or directory
         """
         state = self._load()
-        if not has_driver(state.spec) or state.finished or self.driver_alive():
+        if not has_driver(state.spec):
             return False
-        self.store.check_private(self.sweep_id)  # the spec says what runs, with which --env
-        spawn_driver(self.store, self.sweep_id)
-        return True
+        return self.store.resume(self.sweep_id, driver_argv(self.store, self.sweep_id), state.finished)
 
     def wait(self, timeout: float | None = None, interval: float = 0.2) -> dict[str, Any]:
         """Blocks until every trial ended (or ``timeout``); restarts a driver that was killed. Returns :meth:`status`."""

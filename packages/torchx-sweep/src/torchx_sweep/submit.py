@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -22,7 +20,7 @@ from torchx.specs.roles import AppDef
 from torchx.specs.runopts import CfgVal
 
 from torchx_sweep.params import SweepSpecError, Trial, arg_text, grid, trial_argv
-from torchx_sweep.store import LOG, SweepStore, private_fd
+from torchx_sweep.store import SweepStore
 
 SCHEME = "sweep"
 
@@ -222,16 +220,11 @@ def has_driver(spec: Mapping[str, Any]) -> bool:
     return spec["mode"] == "driver" or bool(spec.get("fail_fast"))
 
 
+def driver_argv(store: SweepStore, sweep_id: str) -> list[str]:
+    """The sweep driver's command line (after the interpreter)."""
+    return ["-m", "torchx_sweep.driver", store.root, sweep_id]
+
+
 def spawn_driver(store: SweepStore, sweep_id: str) -> int:
     """Starts the sweep's driver as a detached process (its own session); returns its pid."""
-    path = store.sweep_dir(sweep_id)
-    with open(private_fd(os.path.join(path, LOG), os.O_WRONLY | os.O_APPEND), "ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "torchx_sweep.driver", store.root, sweep_id],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
-            close_fds=True,
-        )
-    return proc.pid
+    return store.spawn(sweep_id, driver_argv(store, sweep_id))

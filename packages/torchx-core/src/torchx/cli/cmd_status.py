@@ -1,8 +1,15 @@
-"""``torchx status APP_HANDLE``."""
+"""``torchx status APP_HANDLE``.
+
+A scheduler that runs an app as a series of attempts (``managed``) lists them in
+``DescribeAppResponse.metadata["attempts"]``; they are shown one line each (``--json``: an
+``attempts`` list with ``handle``, ``scheduler``, ``state``, ``cause``, ``exit_code``,
+``started``, ``ended``).
+"""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from torchx.cli.cmd_base import SubCommand
 from torchx.cli.output import print_json
@@ -21,11 +28,44 @@ class CmdStatus(SubCommand):
         from torchx.runner import get_runner
 
         roles = [r for r in args.roles.split(",") if r] or None
+        from torchx.runner.api import _to_status
+
         with get_runner() as runner:
-            status = runner.status(args.app_handle)
-        if status is None:
+            desc = runner.describe_app(args.app_handle)
+        if desc is None:
             raise UnknownAppException(args.app_handle)
+        status = _to_status(desc)
+        attempts = desc.metadata.get("attempts")
+        attempts = attempts if isinstance(attempts, list) else None
         if args.json:
-            print_json({"app_handle": args.app_handle, **status.to_json(roles)})
+            extra = {} if attempts is None else {"attempts": attempts}
+            print_json({"app_handle": args.app_handle, **status.to_json(roles), **extra})
         else:
-            print(f"{status.state.name}  {args.app_handle}\n" + status.format(roles))
+            text = f"{status.state.name}  {args.app_handle}\n" + status.format(roles)
+            if attempts is not None:
+                text += "Attempts:\n" + "".join(f"    {format_attempt(a)}\n" for a in attempts)
+            print(text)
+
+
+def format_attempt(attempt: dict[str, Any]) -> str:
+    """One line of an attempt: number, target, handle, state, cause, exit code, duration."""
+    started, ended = attempt.get("started"), attempt.get("ended")
+    if isinstance(started, (int, float)):
+        import time
+
+        seconds = (ended if isinstance(ended, (int, float)) else time.time()) - started
+        duration = f"{seconds:.1f}s" if seconds < 120 else f"{seconds / 60:.1f}m"
+    else:
+        duration = "-"
+    code = attempt.get("exit_code")
+    return "  ".join(
+        [
+            f"#{attempt.get('attempt', '?')}",
+            str(attempt.get("scheduler") or "-"),
+            str(attempt.get("handle") or "-"),
+            str(attempt.get("state") or "-"),
+            str(attempt.get("cause") or "-"),
+            f"exit={code}" if code is not None else "exit=-",
+            duration + ("" if ended is not None else " (running)"),
+        ]
+    )

@@ -62,7 +62,10 @@ class DescribeAppResponse:
     """What ``Scheduler.describe`` returns about an app.
 
     ``roles`` is the app's roles as far as the scheduler can reconstruct them;
-    ``roles_statuses`` the per-replica states.
+    ``roles_statuses`` the per-replica states. A scheduler that runs the app as a series of
+    attempts (``managed``) lists them in ``metadata["attempts"]``: dicts with ``attempt``,
+    ``handle``, ``scheduler``, ``state``, ``cause``, ``exit_code``, ``reason``, ``started`` and
+    ``ended`` (epoch seconds), which ``torchx status`` shows.
     """
 
     app_id: str = "<NOT_SET>"

@@ -15,11 +15,21 @@ failures counted against ``max_recoveries``; ``APP_ERROR`` and ``UNKNOWN`` again
 from __future__ import annotations
 
 import enum
+import signal
 
 from torchx.specs.status import AppState
 from torchx.util.record import record
 
-__all__ = ["EndCause", "AttemptEnd", "INFRASTRUCTURE_CAUSES", "cause_from_state"]
+__all__ = [
+    "EndCause",
+    "AttemptEnd",
+    "INFRASTRUCTURE_CAUSES",
+    "CRASH_SIGNALS",
+    "cause_from_state",
+    "signal_cause",
+    "signal_end",
+    "signal_name",
+]
 
 
 class EndCause(str, enum.Enum):
@@ -56,7 +66,9 @@ class AttemptEnd:
 
     Attributes:
         cause: the reason, in core's vocabulary
-        exit_code: the application's exit code where the backend reports one (None otherwise)
+        exit_code: the application's exit code where the backend reports one (None otherwise);
+            a process ended by signal N is reported as ``128 + N`` (as shells, Docker and
+            Kubernetes report it: 137 for SIGKILL)
         reason: the backend's own words (``"NODE_FAIL"``, ``"Evicted: ..."``, ``"Host EC2 ...
             terminated"``), shown to the user as is
     """
@@ -75,3 +87,42 @@ def cause_from_state(state: AppState, exit_code: int | None = None) -> AttemptEn
     if state == AppState.FAILED and exit_code is not None:
         return AttemptEnd(EndCause.APP_ERROR, exit_code, f"exit code {exit_code}")
     return AttemptEnd(EndCause.UNKNOWN, exit_code, state.name.lower())
+
+
+#: signals a process raises against itself (a crash, an abort, a resource limit it hit): an
+#: application error, not a kill from outside
+CRASH_SIGNALS: frozenset[int] = frozenset(
+    int(s)
+    for s in (
+        signal.SIGSEGV,
+        signal.SIGBUS,
+        signal.SIGFPE,
+        signal.SIGILL,
+        signal.SIGABRT,
+        signal.SIGTRAP,
+        signal.SIGSYS,
+        signal.SIGPIPE,
+        signal.SIGXCPU,
+        signal.SIGXFSZ,
+    )
+)
+
+
+def signal_cause(signum: int) -> EndCause:
+    """The cause of a process ended by signal ``signum`` that its scheduler did not send:
+    ``APP_ERROR`` for :data:`CRASH_SIGNALS`, else ``KILLED`` (someone, or the OOM killer, sent it)."""
+    return EndCause.APP_ERROR if signum in CRASH_SIGNALS else EndCause.KILLED
+
+
+def signal_name(signum: int) -> str:
+    """``SIGKILL`` for 9; ``signal 64`` for a number with no name."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def signal_end(signum: int, reason: str = "") -> AttemptEnd:
+    """How a process ended by signal ``signum`` (that its scheduler did not send) ended: the
+    cause of :func:`signal_cause`, exit code ``128 + signum``."""
+    return AttemptEnd(signal_cause(signum), 128 + signum, reason or f"killed by {signal_name(signum)}")

@@ -19,11 +19,18 @@ from torchx.specs.validation import check_passable
 #: A bash function (one line) that batch scripts run replicas under: ``run_split BASE CMD...``
 #: runs CMD with its stdout copied to ``BASE.out`` and its stderr to ``BASE.err`` (appending),
 #: passes both on (stdout to stdout, stderr to stderr) for a file of all output, waits until
-#: the copies are written and returns CMD's exit code.
+#: the copies are written and returns CMD's exit code. A warning signal sent to every process
+#: of the job (SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2: Slurm on preemption or time limit,
+#: ``--signal``) reaches CMD while the wrapper and the copies live on, so CMD can checkpoint,
+#: print and exit as it likes; if CMD dies of that signal, the wrapper then dies of it too.
 RUN_SPLIT = (
     "run_split() { local b=$1 o e po pe rc; shift;"
-    ' exec {o}> >(exec tee -a "$b.out"); po=$!; exec {e}> >(exec tee -a "$b.err" >&2); pe=$!;'
-    ' "$@" >&"$o" 2>&"$e" {o}>&- {e}>&-; rc=$?; exec {o}>&- {e}>&-; wait "$po" "$pe"; return "$rc"; }'
+    " exec {o}> >(trap '' TERM INT HUP USR1 USR2; exec tee -a \"$b.out\"); po=$!;"
+    " exec {e}> >(trap '' TERM INT HUP USR1 USR2; exec tee -a \"$b.err\" >&2); pe=$!;"
+    " trap : TERM INT HUP USR1 USR2;"
+    ' "$@" >&"$o" 2>&"$e" {o}>&- {e}>&-; rc=$?; exec {o}>&- {e}>&-; wait "$po" "$pe";'
+    " case $rc in 129|130|138|140|143) trap - $((rc - 128)); kill -$((rc - 128)) $BASHPID;; esac;"
+    ' return "$rc"; }'
 )
 _PLACEHOLDER = re.compile(r"\0[^\0]*\0")
 

@@ -18,6 +18,7 @@ LSF = "torchx-sched-lsf"
 RAY = "torchx-sched-ray"
 COMPONENTS = "torchx-components"
 TRACKER = "torchx-tracker"
+MANAGED = "torchx-managed"
 
 #: scheduler name -> the distribution that provides it
 SCHEDULER_DISTRIBUTIONS: dict[str, str] = {
@@ -30,6 +31,7 @@ SCHEDULER_DISTRIBUTIONS: dict[str, str] = {
     "aws_sagemaker": AWS,
     "lsf": LSF,
     "ray": RAY,
+    "managed": MANAGED,
 }
 
 #: upstream TorchX module path -> the distribution whose plugin provides it (a

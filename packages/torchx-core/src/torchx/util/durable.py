@@ -1,0 +1,336 @@
+"""Durable drivers: a directory per job with a spec, an append-only journal and a single-driver
+lock, and a detached driver process that any later look at the job resumes if it died.
+
+What a detached driver (the ``torchx sweep`` driver, the ``managed`` scheduler's driver) needs
+to outlive the CLI, its own SIGKILL and a machine restart, in one place. Layout of one job,
+under a :class:`DurableStore`'s ``root``::
+
+    <root>/<id>/spec.json     # what to do, written once (atomically; rewritten only atomically)
+               /events.jsonl  # the journal: one JSON object per line, appended with one write(2)
+               /driver.lock   # flock held by the live driver (its pid inside)
+               /driver.log    # the driver's stdout and stderr
+
+The state of a job is the fold of its journal; the driver writes an event before the step it
+announces and another after it, so a driver started again finds where the last one stopped.
+Each append is a single ``write`` to a file opened ``O_APPEND`` (concurrent writers never
+interleave), optionally followed by ``fsync`` (the event then survives a machine crash); a
+writer killed mid-line leaves a last line without its newline, which readers ignore.
+
+At most one driver runs per job: it holds ``driver.lock`` (``flock``) for its whole life, and
+one started while another holds it exits at once (:meth:`DurableStore.driver_lock`). So
+"resume on look" is safe to call from any number of processes: :meth:`DurableStore.resume`
+starts a driver when none holds the lock and the job is not finished.
+
+This module imports only the standard library and is not on the CLI's start-up path.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+SPEC = "spec.json"
+EVENTS = "events.jsonl"
+LOCK = "driver.lock"
+LOG = "driver.log"
+
+
+def state_root(kind: str, env_var: str) -> str:
+    """Where jobs of one ``kind`` are kept: ``$<env_var>``, else ``$XDG_STATE_HOME/torchx/<kind>``,
+    else ``~/.local/state/torchx/<kind>``."""
+    explicit = os.environ.get(env_var)
+    if explicit:
+        return os.path.abspath(explicit)
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "torchx", kind)
+
+
+def private_fd(path: str, flags: int) -> int:
+    """Opens (creating) ``path`` mode 0600 whatever the umask, never through a symlink: a job's
+    files hold what it runs and its environment."""
+    fd = os.open(path, flags | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        if os.fstat(fd).st_mode & 0o777 != 0o600:
+            os.fchmod(fd, 0o600)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def private_dir(path: str, exist_ok: bool = False) -> None:
+    """Creates directory ``path`` (and missing parents) mode 0700 whatever the umask."""
+    parent = os.path.dirname(path)
+    if parent and not os.path.isdir(parent):
+        private_dir(parent, exist_ok=True)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        if not exist_ok:
+            raise
+        return
+    if os.stat(path).st_mode & 0o777 != 0o700:
+        os.chmod(path, 0o700)
+
+
+class UnsafeJobError(PermissionError):
+    """A job's files can be changed by other users: what it would run is not the user's to trust."""
+
+
+def check_private(path: str, error: type[UnsafeJobError] = UnsafeJobError) -> None:
+    """Refuses a file or directory that another user owns or can write.
+
+    Raises:
+        UnsafeJobError: it is so (``error``, a subclass; the message says how to fix it)
+    """
+    st = os.stat(path)
+    if st.st_uid != os.getuid() and os.getuid() != 0:
+        raise error(f"{path} belongs to another user (uid {st.st_uid}); refusing to run what it says")
+    if st.st_mode & 0o022:
+        raise error(
+            f"{path} can be written by other users (mode {st.st_mode & 0o777:04o}); refusing to run what it says:"
+            f" check it, then `chmod go-w {path}`"
+        )
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Writes ``text`` to ``path`` (mode 0600) so readers see the old file or the new one, never a part."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = private_fd(tmp, os.O_WRONLY | os.O_TRUNC)
+    with open(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class UnknownJobError(LookupError):
+    """No job with that id is stored here."""
+
+
+class DurableStore:
+    """Jobs with a spec, a journal and a driver, stored under ``root``.
+
+    Args:
+        root: the directory holding one directory per job
+        kind: what a job is called in messages (``sweep``, ``managed job``)
+    """
+
+    def __init__(self, root: str, kind: str = "job") -> None:
+        self.root = os.path.abspath(root)
+        self.kind = kind
+
+    # ------------------------------------------------------------------ files
+    def job_dir(self, job_id: str) -> str:
+        """The directory of a job.
+
+        Raises:
+            UnknownJobError: the id is not a plain name
+        """
+        if not job_id or "/" in job_id or job_id.startswith("."):
+            raise self._unknown(f"{job_id!r} is not a {self.kind} id")
+        return os.path.join(self.root, job_id)
+
+    def _unknown(self, msg: str) -> UnknownJobError:
+        return UnknownJobError(msg)
+
+    #: what :meth:`check_private` raises
+    unsafe_error: type[UnsafeJobError] = UnsafeJobError
+
+    def create(self, job_id: str, spec: dict[str, Any]) -> str:
+        """Stores a new job's spec and an empty journal (both fsync'ed); returns its directory.
+
+        Raises:
+            FileExistsError: a job with this id exists
+        """
+        path = self.job_dir(job_id)
+        private_dir(path)
+        write_atomic(os.path.join(path, SPEC), json.dumps(spec))
+        os.close(private_fd(os.path.join(path, EVENTS), os.O_WRONLY | os.O_APPEND))
+        _fsync_dir(path)
+        return path
+
+    def check_private(self, job_id: str) -> None:
+        """Refuses a job whose spec, journal or directory another user can write (they say what runs).
+
+        Raises:
+            UnsafeJobError: one of them can (:attr:`unsafe_error`)
+        """
+        path = self.job_dir(job_id)
+        for name in ("", SPEC, EVENTS):
+            target = os.path.join(path, name) if name else path
+            if name and not os.path.exists(target):
+                continue
+            check_private(target, self.unsafe_error)
+
+    def read_spec(self, job_id: str) -> dict[str, Any]:
+        """The job's spec.
+
+        Raises:
+            UnknownJobError: no such job here
+        """
+        path = os.path.join(self.job_dir(job_id), SPEC)
+        try:
+            with open(path, encoding="utf-8") as f:
+                spec: dict[str, Any] = json.load(f)
+        except FileNotFoundError:
+            raise self._unknown(f"unknown {self.kind} {job_id!r} (no {path})") from None
+        return spec
+
+    def update_spec(self, job_id: str, **changes: Any) -> None:
+        """Rewrites the spec with ``changes`` (atomically)."""
+        spec = self.read_spec(job_id)
+        spec.update(changes)
+        write_atomic(os.path.join(self.job_dir(job_id), SPEC), json.dumps(spec))
+
+    def append(self, job_id: str, *events: dict[str, Any], sync: bool = False) -> None:
+        """Appends events to the job's journal in one ``write`` (after a torn last line, on a new
+        line); with ``sync``, returns only once they are on disk."""
+        data = "".join(json.dumps(ev, separators=(",", ":")) + "\n" for ev in events).encode()
+        fd = private_fd(os.path.join(self.job_dir(job_id), EVENTS), os.O_RDWR | os.O_APPEND)
+        try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data  # a writer was killed mid-line: keep that garbage on its own line
+            os.write(fd, data)
+            if sync:
+                os.fdatasync(fd)
+        finally:
+            os.close(fd)
+
+    def events(self, job_id: str) -> Iterator[dict[str, Any]]:
+        """The job's journal, oldest first (torn or unreadable lines skipped)."""
+        try:
+            with open(os.path.join(self.job_dir(job_id), EVENTS), "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return
+        for line in data.split(b"\n")[:-1]:  # a last line without newline is a torn write
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(ev, dict):
+                yield ev
+
+    def job_ids(self) -> list[str]:
+        """Every stored job, oldest first."""
+        try:
+            names = os.listdir(self.root)
+        except FileNotFoundError:
+            return []
+        found = []
+        for name in names:
+            try:
+                found.append((os.stat(os.path.join(self.root, name, SPEC)).st_mtime, name))
+            except OSError:
+                continue
+        return [n for _, n in sorted(found)]
+
+    # ------------------------------------------------------------------ the driver
+    def driver_pid(self, job_id: str) -> int | None:
+        """The pid of the job's live driver (-1 if it is starting and has not written it yet),
+        or None when no driver holds the lock."""
+        path = os.path.join(self.job_dir(job_id), LOCK)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                text = os.read(fd, 32).decode(errors="replace").strip()
+                return int(text) if text.isdigit() else -1
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return None
+        finally:
+            os.close(fd)
+
+    def take_driver_lock(self, job_id: str, own: bool = True) -> int | None:
+        """Takes the job's driver lock; returns its file descriptor (closing it lets go), or None
+        if another process holds it. Pass the descriptor to :meth:`spawn` to hand the lock over,
+        with ``own=False``: the lock then names no pid (:meth:`driver_pid` says -1) until the
+        driver writes its own, so nobody signals the caller for the driver."""
+        fd = private_fd(os.path.join(self.job_dir(job_id), LOCK), os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        except BaseException:
+            os.close(fd)
+            raise
+        os.ftruncate(fd, 0)
+        if own:
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+        return fd
+
+    @contextmanager
+    def driver_lock(self, job_id: str, fd: int | None = None) -> Iterator[bool]:
+        """Holds the driver lock while the block runs; yields False (and holds nothing) if another
+        process holds it. The lock goes with the process, however it ends. ``fd``: a lock handed
+        over by :meth:`spawn` (already held)."""
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held through this very open file: succeeds
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+        else:
+            fd = self.take_driver_lock(job_id)
+        if fd is None:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            os.close(fd)
+
+    def spawn(self, job_id: str, argv: Sequence[str], cwd: str | None = None, lock_fd: int | None = None) -> int:
+        """Starts ``python ARGV...`` as the job's detached driver: its own session (it outlives the
+        caller and its terminal), stdin from /dev/null, output appended to ``driver.log``; returns its pid.
+
+        ``lock_fd`` (from :meth:`take_driver_lock`) is inherited by the driver under the same
+        number, so the lock passes to it with no moment where nobody holds it (the caller then
+        closes its copy); the driver adopts it with ``driver_lock(job_id, fd=lock_fd)``."""
+        with open(private_fd(os.path.join(self.job_dir(job_id), LOG), os.O_WRONLY | os.O_APPEND), "ab") as log:
+            proc = subprocess.Popen(
+                [sys.executable, *argv],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                cwd=cwd,
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=() if lock_fd is None else (lock_fd,),
+            )
+        return proc.pid
+
+    def resume(self, job_id: str, argv: Sequence[str], finished: bool, cwd: str | None = None) -> bool:
+        """Starts the job's driver again if it is not ``finished`` and no driver runs; True if started.
+
+        Safe against races: two callers may both start one, the second exits at once (the lock).
+
+        Raises:
+            UnsafeJobError: another user can write the job's spec, journal or directory
+        """
+        if finished or self.driver_pid(job_id) is not None:
+            return False
+        self.check_private(job_id)  # the spec says what runs
+        if cwd is not None and not os.path.isdir(cwd):
+            cwd = None
+        self.spawn(job_id, argv, cwd)
+        return True

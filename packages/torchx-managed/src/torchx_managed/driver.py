@@ -1,0 +1,279 @@
+"""The detached driver of one managed job: runs its attempts one after another until the job
+succeeds, is cancelled or uses up its budgets.
+
+Run as ``python -m torchx_managed.driver ROOT JOB_ID [--lock-fd N]`` (the ``managed``
+scheduler starts it in its own session; it outlives the CLI). It holds the job's driver lock
+for its whole life (core's :class:`~torchx.util.durable.DurableStore`), so at most one driver,
+and so at most one attempt, runs per job. Every step is journaled (fsync'ed) before and after
+it happens (see :mod:`torchx_managed.journal`):
+
+* ``submitting`` (attempt ``n``, its target and unique app name) before a submission,
+  ``started`` (its handle) after; ``ended`` (state, cause, exit code) once the target says
+  it ended and anything it left running was stopped; ``final`` when the job is done.
+* On start (also after being SIGKILLed, or after a machine restart) it folds the journal: an
+  attempt that was started is watched again; one whose submission was in flight is looked up
+  by its app name in the target's ``list`` (adopted if found, else submitted again), so no
+  attempt is lost or run twice.
+* It learns of an attempt's end from a file descriptor where the target offers one
+  (``local_cwd``: a pidfd of the job's supervisor) and otherwise by asking the target's status
+  at an interval that grows from :data:`FIRST_POLL` to :data:`WAIT_INTERVAL`.
+* ``SIGTERM`` wakes it: after a ``cancel`` event (``torchx cancel``) it cancels the running
+  attempt and ends the job CANCELLED; without one it just exits (the next look resumes it).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import signal
+import sys
+import time
+from typing import Any
+
+from torchx.runner import Runner, get_runner
+from torchx.specs.handles import parse_app_handle
+from torchx.specs.status import AppState, is_terminal
+
+from torchx_managed.attempts import attempt_name, dryrun_attempt, end_of, load_app
+from torchx_managed.journal import CHECKPOINTS, Attempt, JobState, ManagedStore, next_step
+from torchx_managed.notify import Notifier, pending
+
+logger: logging.Logger = logging.getLogger("torchx_managed.driver")
+
+#: longest gap (seconds) between status polls of an attempt whose target cannot say when it ends
+WAIT_INTERVAL = 1.0
+#: first gap between status polls (it grows by half each poll up to WAIT_INTERVAL)
+FIRST_POLL = 0.05
+#: how long the driver waits, at its end, for the last notifications to be delivered
+NOTIFY_DRAIN = 60.0
+
+
+def checkpoint_dir(store: ManagedStore, spec: dict[str, Any]) -> str:
+    """The job's TORCHX_CHECKPOINT_DIR: the ``checkpoint_dir`` option, else one in the job's state."""
+    given = spec["options"].get("checkpoint_dir")
+    return str(given) if given else os.path.join(store.job_dir(spec["id"]), CHECKPOINTS)
+
+
+class Driver:
+    """Runs one managed job's attempts (see the module docstring)."""
+
+    def __init__(self, store: ManagedStore, job_id: str, runner: Runner) -> None:
+        self.store = store
+        self.job_id = job_id
+        self.runner = runner
+        self.stop = False
+        self.notifier: Notifier | None = None
+        self._wake = -1
+
+    def request_stop(self) -> None:
+        """Wakes the driver to look at the journal (a cancel) or to exit (safe in a signal handler)."""
+        self.stop = True
+
+    def _journal(self, **event: Any) -> None:
+        self.store.append(self.job_id, {**event, "t": time.time()} if "t" not in event else event, sync=True)
+
+    def run(self) -> None:
+        """Drives the job until it is final, or until stopped without a cancel."""
+        state = self.store.load(self.job_id)
+        url = state.options.notify
+        if url:
+            self.notifier = Notifier(url, lambda key: self.store.append(self.job_id, {"ev": "notified", "key": key}))
+        read_end, self._wake = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        old_wake = signal.set_wakeup_fd(self._wake, warn_on_full_buffer=False)
+        try:
+            self._loop(read_end)
+        finally:
+            signal.set_wakeup_fd(old_wake)
+            os.close(read_end)
+            os.close(self._wake)
+            if self.notifier is not None:
+                self.notifier.offer(pending(self.store.load(self.job_id), str(state.spec["handle"])))
+                self.notifier.close(NOTIFY_DRAIN)
+
+    def _loop(self, wake: int) -> None:
+        app = None
+        while True:
+            state = self.store.load(self.job_id)
+            if self.notifier is not None:
+                self.notifier.offer(pending(state, str(state.spec["handle"])))
+            if state.final is not None:
+                return
+            if self.stop and not state.cancelled:
+                logger.info("stopped without a cancel: the job resumes at the next look")
+                return
+            last = state.last
+            if last is not None and last.state is None:
+                if last.handle is None:
+                    found = self._adopt(last)
+                    if found is not None:
+                        self._journal(ev="started", n=last.n, handle=found, t=last.started)
+                        continue
+                    if state.cancelled:  # never submitted, and not to be
+                        self._journal(ev="ended", n=last.n, state="CANCELLED", cause="CANCELLED", exit_code=None)
+                        continue
+                else:
+                    self._watch(state, last, wake)
+                    continue
+            else:
+                step = next_step(state)
+                if step.final is not None:
+                    logger.info("job %s: %s (%s)", self.job_id, step.final, step.msg)
+                    self._journal(ev="final", state=step.final, msg=step.msg)
+                    continue
+                last = Attempt(0 if last is None else last.n + 1, step.target, "", 0.0)
+            if app is None:
+                app = load_app(state.spec["app"])
+            self._submit(state, app, last.n, last.target)
+
+    # ------------------------------------------------------------------ submitting
+    def _adopt(self, attempt: Attempt) -> str | None:
+        """The handle of the attempt whose submission was in flight when a driver stopped, if the target has it."""
+        try:
+            for listed in self.runner.list(attempt.target):
+                if listed.name == attempt.name:
+                    logger.info(
+                        "attempt %d: adopting %s (submitted before the driver stopped)", attempt.n, listed.app_handle
+                    )
+                    return listed.app_handle
+        except Exception as e:  # a target that cannot list: the attempt is submitted again
+            logger.warning("cannot list %s apps to find attempt %d: %s", attempt.target, attempt.n, e)
+        return None
+
+    def _submit(self, state: JobState, app: Any, n: int, target: str) -> None:
+        spec = state.spec
+        self._journal(ev="submitting", n=n, target=target, name=attempt_name(self.job_id, n))
+        try:
+            info = dryrun_attempt(self.runner, app, spec, n, target, checkpoint_dir(self.store, spec))
+            handle = self.runner.schedule(info)
+        except (Exception, SystemExit) as e:
+            logger.exception("attempt %d: submission to %s failed", n, target)
+            self._journal(
+                ev="ended", n=n, state="FAILED", cause="NO_CAPACITY", exit_code=None, reason=f"submission failed: {e}"
+            )
+            return
+        logger.info("attempt %d: %s on %s", n, handle, target)
+        self._journal(ev="started", n=n, handle=handle)
+
+    # ------------------------------------------------------------------ waiting
+    def _watch(self, state: JobState, attempt: Attempt, wake: int) -> None:
+        """Waits until the attempt ended (journals it), the pending timeout passed (cancels it and
+        journals NO_CAPACITY) or a signal came (returns to look at the journal)."""
+        assert attempt.handle is not None
+        parsed = parse_app_handle(attempt.handle)
+        sched = self.runner.get_scheduler(parsed.scheduler_backend)
+        opts = state.options
+        timeout = opts.pending_timeout
+        last_target = state.target_index(attempt) == len(opts.targets) - 1
+        deadline = attempt.started + timeout if timeout is not None and not last_target else None
+        if state.cancelled:
+            self._cancel(attempt.handle)
+        fd: int | None = None
+        end_fd = getattr(sched, "end_fd", None)
+        if end_fd is not None:
+            try:
+                fd = end_fd(parsed.app_id)
+            except Exception as e:
+                logger.warning("cannot watch %s for its end (polling it): %s", attempt.handle, e)
+        interval = FIRST_POLL
+        try:
+            while True:
+                try:
+                    desc = sched.describe(parsed.app_id)
+                except Exception as e:
+                    logger.warning("cannot get the status of %s (retrying): %s", attempt.handle, e)
+                else:
+                    if desc is None or is_terminal(desc.state):
+                        self._ended(attempt, desc)
+                        return
+                    if desc.state == AppState.RUNNING:
+                        deadline = None
+                    elif deadline is not None and time.time() >= deadline:
+                        self._pending_too_long(attempt, opts.pending_timeout or 0.0)
+                        return
+                wait: float | None = interval
+                if fd is not None:
+                    wait = None  # its end wakes us
+                if deadline is not None:
+                    wait = max(0.0, min(wait if wait is not None else interval, deadline - time.time()))
+                ready, _, _ = select.select([wake] + ([fd] if fd is not None else []), [], [], wait)
+                if wake in ready:
+                    _drain(wake)
+                    return
+                if fd is None or fd not in ready:
+                    interval = min(WAIT_INTERVAL, interval * 1.5)
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+    def _ended(self, attempt: Attempt, desc: Any) -> None:
+        assert attempt.handle is not None
+        end = end_of(self.runner, attempt.handle, desc)
+        state = "UNKNOWN" if desc is None else desc.state.name
+        if state != "SUCCEEDED":
+            self._cancel(
+                attempt.handle
+            )  # what it left running (a lost supervisor's replicas) must not overlap the next
+        logger.info("attempt %d: %s, %s (exit code %s) %s", attempt.n, state, end.cause, end.exit_code, end.reason)
+        self._journal(
+            ev="ended", n=attempt.n, state=state, cause=end.cause.value, exit_code=end.exit_code, reason=end.reason
+        )
+
+    def _pending_too_long(self, attempt: Attempt, timeout: float) -> None:
+        assert attempt.handle is not None
+        self._cancel(attempt.handle)
+        desc = None
+        try:
+            desc = self.runner.describe_app(attempt.handle)
+        except Exception as e:
+            logger.warning("cannot get the status of %s: %s", attempt.handle, e)
+        if desc is not None and desc.state == AppState.SUCCEEDED:  # it ran after all
+            self._ended(attempt, desc)
+            return
+        logger.info("attempt %d: still pending after %.0fs: failing over", attempt.n, timeout)
+        self._journal(
+            ev="ended",
+            n=attempt.n,
+            state="CANCELLED",
+            cause="NO_CAPACITY",
+            exit_code=None,
+            reason=f"still pending after {timeout:g}s (pending_timeout): cancelled, next target",
+        )
+
+    def _cancel(self, handle: str) -> None:
+        try:
+            self.runner.cancel(handle)
+        except Exception as e:
+            logger.warning("cannot cancel %s: %s", handle, e)
+
+
+def _drain(fd: int) -> None:
+    try:
+        while os.read(fd, 512):
+            pass
+    except BlockingIOError:
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: ``python -m torchx_managed.driver ROOT JOB_ID [--lock-fd N]``."""
+    args = argv if argv is not None else sys.argv[1:]
+    root, job_id = args[:2]
+    lock_fd = int(args[3]) if len(args) >= 4 and args[2] == "--lock-fd" else None
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    store = ManagedStore(root)
+    with store.driver_lock(job_id, fd=lock_fd) as held:
+        if not held:
+            logger.info("managed job %s already has a driver", job_id)
+            return 0
+        spec = store.read_spec(job_id)
+        with get_runner(name=str(spec["session"])) as runner:
+            driver = Driver(store, job_id, runner)
+            signal.signal(signal.SIGTERM, lambda *_: driver.request_stop())
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
+            driver.run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

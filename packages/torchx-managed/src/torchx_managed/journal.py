@@ -1,0 +1,202 @@
+"""A managed job on disk (core's :class:`~torchx.util.durable.DurableStore`), its state folded
+from the journal, and the restart policy.
+
+Layout, under :func:`default_root` (``$TORCHX_MANAGED_STATE_DIR``)::
+
+    <root>/<job id>/spec.json       # options, targets' run options, session, cwd (written once)
+                   /app.pickle      # the app every attempt runs
+                   /events.jsonl    # the journal (each event fsync'ed before the step it announces)
+                   /checkpoints/    # the default TORCHX_CHECKPOINT_DIR
+                   /driver.lock, driver.log
+
+Events (``t`` is the wall-clock time)::
+
+    {"ev": "submitting", "n": 2, "target": "slurm", "name": APP_NAME, "t": ...}
+    {"ev": "started", "n": 2, "handle": HANDLE, "t": ...}
+    {"ev": "ended", "n": 2, "state": "FAILED", "cause": "NODE_FAILURE", "exit_code": null, "reason": "...", "t": ...}
+    {"ev": "cancel", "t": ...}                       # torchx cancel asked for it
+    {"ev": "final", "state": "SUCCEEDED", "msg": "", "t": ...}
+    {"ev": "notified", "key": "attempt_ended:2"}     # the notify receiver got it
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from torchx.schedulers.causes import INFRASTRUCTURE_CAUSES, EndCause
+from torchx.util.durable import DurableStore, UnknownJobError, state_root
+
+from torchx_managed.options import ManagedOptions
+
+STATE_DIR_ENV = "TORCHX_MANAGED_STATE_DIR"
+APP = "app.pickle"
+CHECKPOINTS = "checkpoints"
+
+
+def default_root() -> str:
+    """``$TORCHX_MANAGED_STATE_DIR``, else ``$XDG_STATE_HOME/torchx/managed``, else ``~/.local/state/torchx/managed``."""
+    return state_root("managed", STATE_DIR_ENV)
+
+
+class ManagedStore(DurableStore):
+    """The managed jobs stored under ``root`` (default :func:`default_root`)."""
+
+    def __init__(self, root: str | None = None) -> None:
+        super().__init__(root or default_root(), "managed job")
+
+    def _unknown(self, msg: str) -> UnknownJobError:
+        return UnknownJobError(f"{msg}; `torchx list -s managed` shows the managed jobs stored here")
+
+    def load(self, job_id: str) -> JobState:
+        """The job's spec and state, folded from its journal.
+
+        Raises:
+            UnknownJobError: no such job here
+        """
+        state = JobState(self.read_spec(job_id))
+        for ev in self.events(job_id):
+            state.apply(ev)
+        return state
+
+
+@dataclass
+class Attempt:
+    """One attempt of a managed job (one submission to a target)."""
+
+    n: int
+    target: str
+    name: str
+    started: float
+    handle: str | None = None
+    state: str | None = None  # its final state once ended (None: not ended)
+    cause: str | None = None
+    exit_code: int | None = None
+    reason: str = ""
+    ended: float | None = None
+
+    def as_json(self, live_state: str | None = None) -> dict[str, Any]:
+        """The attempt as ``torchx status --json`` shows it."""
+        return {
+            "attempt": self.n,
+            "handle": self.handle,
+            "scheduler": self.target,
+            "state": self.state or live_state or "SUBMITTED",
+            "cause": self.cause,
+            "exit_code": self.exit_code,
+            "reason": self.reason,
+            "started": self.started,
+            "ended": self.ended,
+        }
+
+
+@dataclass
+class JobState:
+    """What the journal says of a managed job."""
+
+    spec: dict[str, Any]
+    attempts: list[Attempt] = field(default_factory=list)
+    cancelled: bool = False
+    final: str | None = None
+    msg: str = ""
+    ended: float | None = None
+    notified: set[str] = field(default_factory=set)
+
+    @property
+    def options(self) -> ManagedOptions:
+        """The job's checked options."""
+        return ManagedOptions.from_json(self.spec["options"])
+
+    @property
+    def last(self) -> Attempt | None:
+        """The latest attempt, if any."""
+        return self.attempts[-1] if self.attempts else None
+
+    def apply(self, ev: dict[str, Any]) -> None:
+        """Folds one event into the state."""
+        kind = ev.get("ev")
+        n = ev.get("n")
+        if kind == "submitting" and isinstance(n, int):
+            attempt = Attempt(n, str(ev["target"]), str(ev.get("name", "")), float(ev.get("t", 0.0)))
+            if self.attempts and self.attempts[-1].n == n:  # submitted again after the driver stopped
+                self.attempts[-1] = attempt
+            else:
+                self.attempts.append(attempt)
+        elif kind == "started" and self.last is not None and self.last.n == n:
+            self.last.handle = str(ev["handle"])
+        elif kind == "ended" and self.last is not None and self.last.n == n:
+            a = self.last
+            a.state, a.cause, a.reason = str(ev.get("state")), str(ev.get("cause")), str(ev.get("reason", ""))
+            code = ev.get("exit_code")
+            a.exit_code = code if isinstance(code, int) else None
+            a.ended = float(ev.get("t", 0.0))
+        elif kind == "cancel":
+            self.cancelled = True
+        elif kind == "final":
+            self.final, self.msg, self.ended = str(ev["state"]), str(ev.get("msg", "")), float(ev.get("t", 0.0))
+        elif kind == "notified":
+            self.notified.add(str(ev.get("key")))
+
+    def target_index(self, attempt: Attempt) -> int:
+        """The position of the attempt's target in ``targets``."""
+        targets = self.options.targets
+        return targets.index(attempt.target) if attempt.target in targets else 0
+
+
+#: how an ended attempt counts
+FREE, RECOVERY, RESTART = "free", "recovery", "restart"
+
+
+def classify(opts: ManagedOptions, attempt: Attempt, last_target: bool) -> str:
+    """``free`` (restart uncounted: a ``recover_on_exit_codes`` exit, or no capacity where another
+    target is left), ``recovery`` (the infrastructure's fault) or ``restart`` (the app's)."""
+    if attempt.exit_code is not None and attempt.exit_code in opts.recover_on_exit_codes:
+        return FREE
+    cause = EndCause(attempt.cause) if attempt.cause in EndCause.__members__ else EndCause.UNKNOWN
+    if cause in INFRASTRUCTURE_CAUSES:
+        return RECOVERY
+    if cause == EndCause.NO_CAPACITY and not last_target:
+        return FREE
+    return RESTART
+
+
+@dataclass
+class Step:
+    """What to do after an attempt ended: ``final`` (with state and message) or run another on ``target``."""
+
+    final: str | None = None
+    msg: str = ""
+    target: str = ""
+
+
+def next_step(state: JobState) -> Step:
+    """The policy: after the last attempt ended, finish the job or run the next attempt where."""
+    opts = state.options
+    last = state.last
+    if state.cancelled:
+        return Step("CANCELLED", "cancelled")
+    if last is None:
+        return Step(target=opts.targets[0])
+    if last.state == "SUCCEEDED":
+        return Step("SUCCEEDED", f"attempt {last.n} succeeded")
+    if last.cause == EndCause.CANCELLED.value:
+        return Step("CANCELLED", f"attempt {last.n} ({last.handle}) was cancelled outside torchx-managed")
+    used = {FREE: 0, RECOVERY: 0, RESTART: 0}
+    kind = FREE
+    for a in state.attempts:
+        idx = state.target_index(a)
+        kind = classify(opts, a, idx == len(opts.targets) - 1)
+        used[kind] += 1
+    what = f"attempt {last.n} ended {last.cause}" + (
+        f" (exit code {last.exit_code})" if last.exit_code is not None else ""
+    )
+    if last.reason:
+        what += f": {last.reason}"
+    if kind == RECOVERY and used[RECOVERY] > opts.max_recoveries:
+        return Step("FAILED", f"{what}; max_recoveries={opts.max_recoveries} used up")
+    if kind == RESTART and used[RESTART] > opts.max_restarts:
+        return Step("FAILED", f"{what}; max_restarts={opts.max_restarts} used up")
+    idx = state.target_index(last)
+    if last.cause == EndCause.NO_CAPACITY.value and idx + 1 < len(opts.targets):
+        idx += 1
+    return Step(target=opts.targets[idx])

@@ -1,0 +1,211 @@
+"""The run options of ``managed``, checked before anything is submitted, and the split of the
+other ``-cfg`` keys among the targets that declare them."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from torchx.specs.runopts import CfgVal, InvalidRunConfigException, runopt, runopts
+
+SCHEDULER = "managed"
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(s|sec|m|min|h|d)?\s*$", re.IGNORECASE)
+_UNIT = {"": 1.0, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+class ManagedRunOpts(runopts):
+    """The options of ``managed``; a key none of them names is kept as text (for the targets)
+    instead of dropped, and checked against the targets' options when the job is dry-run."""
+
+    def get(self, name: str) -> runopt | None:
+        """The option ``name``; an unknown name is a text option passed to the targets."""
+        return super().get(name) or runopt(None, str, False, "passed to the targets that declare it", [])
+
+    def parse_cfg_str(self, cfg_str: str) -> tuple[dict[str, CfgVal], list[str]]:
+        """As :meth:`runopts.parse_cfg_str`, but unknown keys are kept (as text), not dropped."""
+        from torchx.specs.runopts import _split_cfg_str
+
+        out, unknown = super().parse_cfg_str(cfg_str)
+        raw = dict(_split_cfg_str(cfg_str))
+        for key in unknown:
+            out[key] = raw[key]
+        return out, []
+
+
+def run_opts() -> ManagedRunOpts:
+    """The options of ``managed``."""
+    opts = ManagedRunOpts()
+    opts.add("targets", list[str], "schedulers to run the app on, tried in order (failover)", required=True)
+    opts.add("max_restarts", int, "restarts after application errors (APP_ERROR, UNKNOWN)", default=0)
+    opts.add(
+        "recover_on_exit_codes",
+        list[str],
+        "exit codes that always restart, uncounted (e.g. 33: 'checkpointed, requeue me')",
+        default=[],
+    )
+    opts.add(
+        "max_recoveries",
+        int,
+        "restarts after infrastructure failures (NODE_FAILURE, PREEMPTED, KILLED), counted apart",
+        default=10,
+    )
+    opts.add(
+        "pending_timeout",
+        str,
+        "an attempt still pending this long (90, 90s, 5m, 1h) is cancelled and the next target tried;"
+        " the last target waits (unset: wait)",
+    )
+    opts.add(
+        "checkpoint_dir",
+        str,
+        "TORCHX_CHECKPOINT_DIR of every attempt (path or fsspec URL); default: a directory in the"
+        " job's state (give a shared location when targets do not share this machine's disk)",
+    )
+    opts.add("notify", str, "http(s) URL: one JSON POST per state change of the job and of each attempt")
+    return opts
+
+
+def parse_duration(text: str) -> float:
+    """Seconds of ``90``, ``90s``, ``1.5m``, ``2h``.
+
+    Raises:
+        ValueError: not a duration
+    """
+    m = _DURATION.match(text)
+    if m is None:
+        raise ValueError(f"{text!r} is not a duration: give seconds (90) or a number with s, m, h or d (5m)")
+    return float(m.group(1)) * _UNIT[(m.group(2) or "").lower()]
+
+
+@dataclass
+class ManagedOptions:
+    """The checked options of one managed job (see :func:`run_opts`).
+
+    Attributes:
+        targets: scheduler names, in order
+        max_restarts: budget for APP_ERROR / UNKNOWN / TIMEOUT ends
+        recover_on_exit_codes: exit codes that restart uncounted
+        max_recoveries: budget for NODE_FAILURE / PREEMPTED / KILLED ends
+        pending_timeout: seconds an attempt may stay pending before failover (None: wait)
+        checkpoint_dir: TORCHX_CHECKPOINT_DIR (None: the job's own directory)
+        notify: URL to POST state changes to
+        target_cfgs: run options of each target (from the other ``-cfg`` keys)
+    """
+
+    targets: list[str]
+    max_restarts: int = 0
+    recover_on_exit_codes: list[int] = field(default_factory=list)
+    max_recoveries: int = 10
+    pending_timeout: float | None = None
+    checkpoint_dir: str | None = None
+    notify: str | None = None
+    target_cfgs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        """JSON-ready (stored in the job's spec)."""
+        return dict(vars(self))
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ManagedOptions:
+        """The inverse of :meth:`as_json`."""
+        return cls(**dict(data))
+
+
+def _as_list(value: CfgVal) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    return [p.strip() for p in str(value).replace(";", ",").split(",")]
+
+
+def _bad(msg: str, key: str) -> InvalidRunConfigException:
+    return InvalidRunConfigException(f"managed: {msg}", key)
+
+
+def check(
+    cfg: Mapping[str, CfgVal], installed: Mapping[str, Any], target_opts: Any
+) -> tuple[ManagedOptions, list[str]]:
+    """Checks ``managed``'s options and splits the others among the targets.
+
+    Args:
+        cfg: the resolved run options (``managed``'s and the targets')
+        installed: the installed schedulers (name -> factory)
+        target_opts: ``target_opts(name) -> runopts`` of an installed target
+
+    Returns:
+        the options, and the keys no target declares (for the unknown-key warning)
+
+    Raises:
+        InvalidRunConfigException: one line saying what is wrong and how to fix it
+    """
+    own = run_opts()
+    targets = [str(t).strip() for t in _as_list(cfg.get("targets")) if str(t).strip()]
+    if not targets:
+        raise _bad("targets is empty: give the schedulers to run on, e.g. -cfg targets=slurm;local_cwd", "targets")
+    for t in targets:
+        if t == SCHEDULER:
+            raise _bad("'managed' cannot be its own target: name the schedulers to run on", "targets")
+        if t not in installed:
+            from torchx.util.distributions import SCHEDULER_DISTRIBUTIONS, pip_install
+
+            pkg = SCHEDULER_DISTRIBUTIONS.get(t)
+            hint = f"; it is provided by `{pip_install(pkg)}`" if pkg else ""
+            known = ", ".join(sorted(n for n in installed if n != SCHEDULER)) or "none"
+            raise _bad(f"target {t!r} is not an installed scheduler{hint} (installed: {known})", "targets")
+    if len(set(targets)) != len(targets):
+        raise _bad(f"targets {';'.join(targets)} names a scheduler twice: give each once", "targets")
+    budgets = {}
+    for key in ("max_restarts", "max_recoveries"):
+        value = cfg.get(key)
+        if not isinstance(value, int) or value < 0:
+            raise _bad(f"{key}={value}: must be 0 or more", key)
+        budgets[key] = value
+    codes = []
+    for code in _as_list(cfg.get("recover_on_exit_codes")):
+        try:
+            codes.append(int(str(code)))
+        except ValueError:
+            raise _bad(
+                f"recover_on_exit_codes: {code!r} is not an exit code (an integer)", "recover_on_exit_codes"
+            ) from None
+    timeout = None
+    raw_timeout = cfg.get("pending_timeout")
+    if raw_timeout not in (None, ""):
+        try:
+            timeout = parse_duration(str(raw_timeout))
+        except ValueError as e:
+            raise _bad(f"pending_timeout: {e}", "pending_timeout") from None
+    notify = cfg.get("notify") or None
+    if notify is not None:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(str(notify))
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise _bad(f"notify={notify}: must be an http:// or https:// URL", "notify")
+    ckpt = cfg.get("checkpoint_dir") or None
+    names = {name for name, _ in own}
+    target_cfgs: dict[str, dict[str, Any]] = {t: {} for t in targets}
+    unknown = []
+    for key, value in cfg.items():
+        if key in names or value is None:
+            continue
+        takers = [t for t in targets if target_opts(t).get(key) is not None]
+        for t in takers:
+            target_cfgs[t][key] = value
+        if not takers:
+            unknown.append(key)
+    options = ManagedOptions(
+        targets=targets,
+        max_restarts=budgets["max_restarts"],
+        recover_on_exit_codes=codes,
+        max_recoveries=budgets["max_recoveries"],
+        pending_timeout=timeout,
+        checkpoint_dir=None if ckpt is None else str(ckpt),
+        notify=None if notify is None else str(notify),
+        target_cfgs=target_cfgs,
+    )
+    return options, unknown

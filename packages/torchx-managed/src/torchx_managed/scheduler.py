@@ -1,0 +1,373 @@
+"""The ``managed`` scheduler: runs an app on other installed schedulers ("targets") and keeps it
+going until it succeeds, is cancelled or uses up its budgets.
+
+``schedule`` records the job (:mod:`torchx_managed.journal`), submits its first attempt itself
+(so the app starts as fast as on the target directly) and hands the job's driver lock to a
+detached driver (:mod:`torchx_managed.driver`) that watches the attempt and runs the next ones.
+``describe``/``status``/``wait``/``log`` read the journal, ask the running attempt's target
+about it, and start the driver again when it died before the job ended (resume on look).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
+from torchx.schedulers.capabilities import SchedulerCapabilities
+from torchx.schedulers.streams import Stream
+from torchx.specs.dryrun import AppDryRunInfo
+from torchx.specs.handles import make_app_handle, parse_app_handle
+from torchx.specs.roles import AppDef, RetryPolicy
+from torchx.specs.runopts import CfgVal, runopts
+from torchx.specs.status import AppState, is_terminal
+from torchx.util.durable import UnknownJobError
+
+from torchx_managed import options
+from torchx_managed.attempts import attempt_name, dryrun_attempt, dump_app, load_app
+from torchx_managed.journal import Attempt, JobState, ManagedStore
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from torchx.runner import Runner
+
+logger: logging.Logger = logging.getLogger("torchx_managed")
+
+#: how long ``cancel`` waits for the driver to stop the running attempt and end the job
+CANCEL_TIMEOUT = 300.0
+
+
+@dataclass
+class ManagedRequest:
+    """What ``schedule`` records and submits: the job's spec and its first attempt's request."""
+
+    job_id: str
+    spec: dict[str, Any]
+    first: AppDryRunInfo[Any]
+
+    def __str__(self) -> str:
+        opts = self.spec["options"]
+        return (
+            f"managed job {self.job_id}: targets {', '.join(opts['targets'])}; max_restarts={opts['max_restarts']},"
+            f" max_recoveries={opts['max_recoveries']}, recover_on_exit_codes={opts['recover_on_exit_codes']},"
+            f" pending_timeout={opts['pending_timeout']}, checkpoint_dir={self.spec['checkpoint_dir']},"
+            f" notify={opts['notify']}\nattempt 0 on {opts['targets'][0]}:\n{self.first}"
+        )
+
+
+def new_job_id(name: str) -> str:
+    """``<app name>-<8 hex>`` (the name cut to 32 characters of ``[a-z0-9-]``)."""
+    base = "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-")[:32] or "managed"
+    return f"{base}-{uuid.uuid4().hex[:8]}"
+
+
+class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
+    """Keeps an app running on its targets until it succeeds (see the module docstring).
+
+    Args:
+        session_name: the session (part of handles ``managed://SESSION/ID``)
+        state_dir: where managed jobs are kept (default ``$TORCHX_MANAGED_STATE_DIR``)
+    """
+
+    capabilities = SchedulerCapabilities(
+        log_tail=True,
+        log_since_until=True,
+        log_streams=frozenset({"stdout", "stderr", "combined"}),
+        logs=True,
+        list=True,
+        cancel=True,
+        delete=True,
+        retry_policies=frozenset(RetryPolicy),  # the target decides (it checks the app again)
+        elastic=True,
+        mounts=frozenset({"bind", "volume", "device"}),
+    )
+
+    def __init__(self, session_name: str, state_dir: str | None = None) -> None:
+        super().__init__(options.SCHEDULER, session_name)
+        self.store = ManagedStore(state_dir)
+        self._runner_: Runner | None = None
+
+    @property
+    def _runner(self) -> Runner:
+        """The runner that talks to the targets (made on first use)."""
+        if self._runner_ is None:
+            from torchx.runner import Runner
+
+            self._runner_ = Runner(self.session_name)
+        return self._runner_
+
+    def close(self) -> None:
+        """Closes the targets' schedulers this one opened."""
+        if self._runner_ is not None:
+            self._runner_.close()
+
+    def _run_opts(self) -> runopts:
+        return options.run_opts()
+
+    # ------------------------------------------------------------------ submitting
+    def _validate(self, app: AppDef, scheduler: str, cfg: dict[str, Any] | None = None) -> None:
+        """Nothing here: each target checks the app when its attempt is dry-run (attempt 0 in :meth:`_submit_dryrun`)."""
+
+    def _submit_dryrun(self, app: AppDef, cfg: dict[str, Any]) -> AppDryRunInfo[ManagedRequest]:
+        from torchx.schedulers import get_scheduler_factories
+
+        runner = self._runner
+        opts, unknown = options.check(cfg, get_scheduler_factories(), runner.scheduler_run_opts)
+        if unknown:
+            logger.warning(
+                "torchx: warning: ignoring run option(s) no target of managed declares: %s;"
+                " `torchx runopts TARGET` lists a target's options",
+                ", ".join(repr(k) for k in unknown),
+            )
+        job_id = new_job_id(app.name)
+        handle = make_app_handle(self.backend, self.session_name, job_id)
+        ckpt = opts.checkpoint_dir or os.path.join(self.store.job_dir(job_id), "checkpoints")
+        spec: dict[str, Any] = {
+            "id": job_id,
+            "handle": handle,
+            "session": self.session_name,
+            "name": app.name,
+            "cwd": os.getcwd(),
+            "created": time.time(),
+            "options": opts.as_json(),
+            "checkpoint_dir": ckpt,
+            "app": dump_app(app),
+        }
+        first = dryrun_attempt(runner, app, spec, 0, opts.targets[0], ckpt)
+        return AppDryRunInfo(ManagedRequest(job_id, spec, first), str)
+
+    def schedule(self, dryrun_info: AppDryRunInfo[ManagedRequest]) -> str:
+        """Records the job, submits its first attempt and starts its driver; returns the job id.
+
+        Raises:
+            Exception: the first attempt could not be submitted (nothing is left behind)
+        """
+        req = dryrun_info.request
+        job_id, spec = req.job_id, req.spec
+        target = spec["options"]["targets"][0]
+        self.store.create(job_id, spec)
+        lock = self.store.take_driver_lock(job_id, own=False)
+        assert lock is not None  # a new job: nobody else has its lock
+        try:
+            try:
+                if not spec["options"].get("checkpoint_dir"):
+                    os.makedirs(spec["checkpoint_dir"], exist_ok=True)
+                self.store.append(
+                    job_id,
+                    {"ev": "submitting", "n": 0, "target": target, "name": attempt_name(job_id, 0), "t": time.time()},
+                    sync=True,
+                )
+                handle = self._runner.schedule(req.first)
+            except BaseException:
+                shutil.rmtree(self.store.job_dir(job_id), ignore_errors=True)
+                raise
+            self.store.append(job_id, {"ev": "started", "n": 0, "handle": handle, "t": time.time()}, sync=True)
+            try:
+                self.store.spawn(job_id, self._driver_argv(job_id, lock), cwd=spec["cwd"], lock_fd=lock)
+            except OSError as e:  # the attempt runs: the next look at the job starts its driver
+                logger.warning("managed job %s: cannot start its driver yet (%s); `torchx status` starts it", job_id, e)
+        finally:
+            os.close(lock)
+        return job_id
+
+    def _driver_argv(self, job_id: str, lock_fd: int | None = None) -> list[str]:
+        argv = ["-m", "torchx_managed.driver", self.store.root, job_id]
+        return [*argv, "--lock-fd", str(lock_fd)] if lock_fd is not None else argv
+
+    # ------------------------------------------------------------------ state
+    def _load(self, job_id: str, resume: bool = True) -> JobState | None:
+        """The job's state (None if unknown); starts its driver again if it died before the end."""
+        try:
+            state = self.store.load(job_id)
+        except UnknownJobError:
+            return None
+        if resume and self.store.resume(
+            job_id, self._driver_argv(job_id), state.final is not None, state.spec.get("cwd")
+        ):
+            logger.info("managed job %s: its driver had stopped; started it again", job_id)
+        return state
+
+    def exists(self, app_id: str) -> bool:
+        """True if the job is stored here."""
+        try:
+            return os.path.isfile(os.path.join(self.store.job_dir(app_id), "spec.json"))
+        except UnknownJobError:
+            return False
+
+    def describe(self, app_id: str) -> DescribeAppResponse | None:
+        """The job's state, one entry per attempt in ``metadata["attempts"]`` (handle, scheduler,
+        state, cause, exit_code, started, ended), the running attempt's replicas; None if unknown."""
+        state = self._load(app_id)
+        if state is None:
+            return None
+        last = state.last
+        live = None  # the last attempt's own description
+        if last is not None and last.handle is not None:
+            try:
+                live = self._runner.describe_app(last.handle)
+            except Exception as e:
+                logger.warning("cannot describe attempt %d (%s): %s", last.n, last.handle, e)
+        if state.final is not None:
+            app_state = AppState[state.final]
+        elif live is not None and last is not None and last.state is None and not is_terminal(live.state):
+            app_state = live.state
+        else:
+            app_state = AppState.RUNNING if state.attempts else AppState.SUBMITTED
+        attempts = [a.as_json(live.state.name if live is not None and a is last else None) for a in state.attempts]
+        return DescribeAppResponse(
+            app_id=app_id,
+            state=app_state,
+            num_restarts=max(len(state.attempts) - 1, 0),
+            msg=state.msg or ("" if live is None else live.msg),
+            ui_url=None if live is None else live.ui_url,
+            metadata={
+                "attempts": attempts,
+                "targets": list(state.options.targets),
+                "driver": "running"
+                if self.store.driver_pid(app_id) is not None
+                else "finished"
+                if state.final is not None
+                else "stopped",
+            },
+            roles_statuses=[] if live is None else list(live.roles_statuses),
+            roles=list(load_app(state.spec["app"]).roles),
+        )
+
+    def wait(self, app_id: str, timeout: float | None = None, poll_interval: float = 1.0) -> DescribeAppResponse | None:
+        """Blocks until the job is final (or ``timeout`` seconds pass); resumes a dead driver."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = 0.02
+        while True:
+            desc = self.describe(app_id)
+            if desc is None or (is_terminal(desc.state) and self.store.load(app_id).final is not None):
+                return desc
+            if deadline is not None and time.monotonic() >= deadline:
+                return desc
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2, poll_interval)
+
+    def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
+        """Every managed job stored here, newest first (state from the journal)."""
+        out = []
+        for job_id in reversed(self.store.job_ids()):
+            try:
+                state = self.store.load(job_id)
+            except (UnknownJobError, ValueError, KeyError) as e:
+                logger.warning("torchx: warning: skipped managed job %s: %s", job_id, e)
+                continue
+            app_state = AppState[state.final] if state.final else AppState.RUNNING
+            out.append(ListAppResponse(job_id, app_state, name=str(state.spec.get("name", ""))))
+        return out
+
+    # ------------------------------------------------------------------ stopping
+    def _cancel_existing(self, app_id: str) -> None:
+        """Stops the running attempt and ends the job CANCELLED (no further attempt); waits for it."""
+        state = self.store.load(app_id)
+        if state.final is not None:
+            return
+        self.store.append(app_id, {"ev": "cancel", "t": time.time()}, sync=True)
+        pid = self.store.driver_pid(app_id)
+        if pid is not None and pid > 0:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + CANCEL_TIMEOUT
+        delay = 0.01
+        while time.monotonic() < deadline:
+            if self._load(app_id) is None or self.store.load(app_id).final is not None:
+                return
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
+        logger.warning(
+            "managed job %s: its driver did not end it within %.0fs; `torchx status` tells", app_id, CANCEL_TIMEOUT
+        )
+
+    def _delete_existing(self, app_id: str) -> None:
+        """Cancels the job, deletes every attempt from its target, and removes the job's record."""
+        self._cancel_existing(app_id)
+        for attempt in self.store.load(app_id).attempts:
+            if attempt.handle is not None:
+                try:
+                    self._runner.delete(attempt.handle)
+                except Exception as e:
+                    logger.warning("cannot delete attempt %d (%s): %s", attempt.n, attempt.handle, e)
+        shutil.rmtree(self.store.job_dir(app_id), ignore_errors=True)
+
+    # ------------------------------------------------------------------ logs
+    def log_iter(
+        self,
+        app_id: str,
+        role_name: str,
+        k: int = 0,
+        regex: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        should_tail: bool = False,
+        streams: Stream | None = None,
+    ) -> Iterable[str]:
+        """Lines of replica ``k`` of ``role_name`` of every attempt, in order; with ``should_tail``,
+        follows the running attempt and then the next ones until the job is final."""
+        return self._log_lines(app_id, role_name, k, regex, since, until, should_tail, streams)
+
+    def _log_lines(
+        self,
+        app_id: str,
+        role_name: str,
+        k: int,
+        regex: str | None,
+        since: datetime | None,
+        until: datetime | None,
+        should_tail: bool,
+        streams: Stream | None,
+    ) -> Iterator[str]:
+        done = 0  # attempts whose lines were all given
+        while True:
+            state = self._load(app_id, resume=should_tail)
+            if state is None:
+                raise ValueError(f"unknown managed job {app_id!r}; `torchx list -s managed` shows the known jobs")
+            while done < len(state.attempts) and state.attempts[done].handle is not None:
+                attempt = state.attempts[done]
+                follow = should_tail and attempt.state is None
+                yield from self._attempt_lines(attempt, role_name, k, regex, since, until, follow, streams)
+                if follow:  # its output ended: go on once the driver journaled its end
+                    while (now := self._load(app_id)) is not None and now.attempts[done].state is None:
+                        time.sleep(0.05)
+                done += 1
+            if not should_tail or (state.final is not None and done >= len(state.attempts)):
+                return
+            time.sleep(0.05)
+
+    def _attempt_lines(
+        self,
+        attempt: Attempt,
+        role_name: str,
+        k: int,
+        regex: str | None,
+        since: datetime | None,
+        until: datetime | None,
+        tail: bool,
+        streams: Stream | None,
+    ) -> Iterator[str]:
+        assert attempt.handle is not None
+        parsed = parse_app_handle(attempt.handle)
+        try:
+            sched = self._runner.get_scheduler(parsed.scheduler_backend)
+            if not sched.capabilities.log_tail:
+                tail = False
+            yield from sched.log_iter(parsed.app_id, role_name, k, regex, since, until, tail, streams)
+        except Exception as e:  # an attempt without logs (never started, purged) does not hide the others
+            logger.warning("no logs of attempt %d (%s): %s", attempt.n, attempt.handle, e)
+
+
+def create_scheduler(session_name: str, state_dir: str | None = None, **kwargs: Any) -> ManagedScheduler:
+    """The ``managed`` scheduler (the plugin's factory)."""
+    return ManagedScheduler(session_name, state_dir)

@@ -1,0 +1,25 @@
+"""Test isolation: own HOME, cwd, local_cwd and managed state."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from torchx.testing import isolate
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Declares the markers used here (also when run outside the monorepo's pytest config)."""
+    config.addinivalue_line("markers", "torch: needs the PyTorch wheel (the ddp nox session)")
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Runs each test in ``tmp_path/work`` with its own HOME and managed state; yields the cwd."""
+    work = isolate(tmp_path, monkeypatch)
+    monkeypatch.setenv("TORCHX_MANAGED_STATE_DIR", str(tmp_path / "managed"))
+    for name in list(os.environ):
+        if name.startswith(("TORCHX_TRACKER", "TORCHX_PARENT_RUN_ID", "TORCHX_JOB_ID", "TORCHX_ATTEMPT")):
+            monkeypatch.delenv(name)
+    return work

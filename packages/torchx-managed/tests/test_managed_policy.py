@@ -1,0 +1,164 @@
+"""Pure parts of torchx-managed (installed with torchx-core alone): option checks, the restart
+policy by cause, the journal fold, notifications derived from the journal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from torchx.specs.runopts import InvalidRunConfigException, runopts
+from torchx_managed.journal import JobState, ManagedStore, next_step
+from torchx_managed.notify import pending
+from torchx_managed.options import ManagedOptions, check, parse_duration, run_opts
+
+INSTALLED = {"slurm": None, "local_cwd": None, "managed": None}
+
+
+def target_opts(name: str) -> runopts:
+    opts = runopts()
+    if name == "slurm":
+        opts.add("partition", str, "the partition")
+    opts.add("log_dir", str, "logs")
+    return opts
+
+
+def checked(**cfg: Any) -> tuple[ManagedOptions, list[str]]:
+    return check(run_opts().resolve(cfg), INSTALLED, target_opts)
+
+
+@pytest.mark.parametrize(
+    ("cfg", "match"),
+    [
+        ({"targets": []}, "targets is empty"),
+        ({"targets": ["nope"]}, "'nope' is not an installed scheduler"),
+        ({"targets": ["managed"]}, "cannot be its own target"),
+        ({"targets": ["slurm", "slurm"]}, "twice"),
+        ({"targets": ["slurm"], "max_restarts": -1}, "max_restarts=-1: must be 0 or more"),
+        ({"targets": ["slurm"], "max_recoveries": -2}, "max_recoveries=-2"),
+        ({"targets": ["slurm"], "pending_timeout": "soon"}, "'soon' is not a duration"),
+        ({"targets": ["slurm"], "notify": "ftp://x/y"}, "http:// or https://"),
+        ({"targets": ["slurm"], "notify": "localhost:80"}, "http:// or https://"),
+        ({"targets": ["slurm"], "recover_on_exit_codes": ["x"]}, "'x' is not an exit code"),
+    ],
+)
+def test_bad_options_are_one_line_errors(cfg: dict[str, Any], match: str) -> None:
+    with pytest.raises(InvalidRunConfigException, match=match) as e:
+        checked(**cfg)
+    assert "\n" not in str(e.value)
+
+
+def test_missing_targets_is_required() -> None:
+    with pytest.raises(InvalidRunConfigException, match="required run option 'targets'"):
+        run_opts().resolve({})
+
+
+def test_other_keys_go_to_the_targets_that_declare_them() -> None:
+    opts, unknown = checked(targets=["slurm", "local_cwd"], partition="debug", log_dir="/l", bogus="1")
+    assert opts.target_cfgs == {"slurm": {"partition": "debug", "log_dir": "/l"}, "local_cwd": {"log_dir": "/l"}}
+    assert unknown == ["bogus"]
+
+
+def test_cfg_string_keeps_target_keys() -> None:
+    cfg, unknown = run_opts().parse_cfg_str("targets=slurm;local_cwd,max_restarts=2,partition=debug")
+    assert cfg == {"targets": ["slurm", "local_cwd"], "max_restarts": 2, "partition": "debug"}
+    assert unknown == []
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("90", 90.0), ("90s", 90.0), ("1.5m", 90.0), ("2h", 7200.0), ("1d", 86400.0)]
+)
+def test_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+def state(opts: ManagedOptions, *ends: tuple[str, str, str, int | None]) -> JobState:
+    """A job whose attempts ended as ``(target, state, cause, exit_code)``."""
+    st = JobState({"options": opts.as_json()})
+    for n, (target, final, cause, code) in enumerate(ends):
+        st.apply({"ev": "submitting", "n": n, "target": target, "name": f"j-{n}", "t": 1.0})
+        st.apply({"ev": "started", "n": n, "handle": f"{target}://s/a{n}"})
+        st.apply({"ev": "ended", "n": n, "state": final, "cause": cause, "exit_code": code, "t": 2.0})
+    return st
+
+
+def test_app_errors_use_max_restarts() -> None:
+    opts = ManagedOptions(["local_cwd"], max_restarts=2)
+    fail = ("local_cwd", "FAILED", "APP_ERROR", 1)
+    assert next_step(state(opts, fail)).target == "local_cwd"
+    assert next_step(state(opts, fail, fail)).target == "local_cwd"
+    step = next_step(state(opts, fail, fail, fail))
+    assert step.final == "FAILED" and "max_restarts=2 used up" in step.msg
+
+
+def test_infrastructure_causes_use_max_recoveries_apart() -> None:
+    opts = ManagedOptions(["local_cwd"], max_restarts=0, max_recoveries=2)
+    lost = ("local_cwd", "FAILED", "NODE_FAILURE", None)
+    pre = ("local_cwd", "FAILED", "PREEMPTED", None)
+    killed = ("local_cwd", "FAILED", "KILLED", -9)
+    assert next_step(state(opts, lost, pre)).final is None
+    assert next_step(state(opts, lost, pre, killed)).final == "FAILED"
+    assert next_step(state(opts, ("local_cwd", "FAILED", "UNKNOWN", None))).final == "FAILED"
+
+
+def test_recover_exit_codes_are_free() -> None:
+    opts = ManagedOptions(["local_cwd"], recover_on_exit_codes=[33])
+    free = ("local_cwd", "FAILED", "APP_ERROR", 33)
+    assert next_step(state(opts, free, free, free, free)).target == "local_cwd"
+    assert next_step(state(opts, free, ("local_cwd", "SUCCEEDED", "APP_ERROR", 0))).final == "SUCCEEDED"
+
+
+def test_no_capacity_fails_over_and_the_last_target_counts() -> None:
+    opts = ManagedOptions(["slurm", "local_cwd"])
+    assert next_step(state(opts, ("slurm", "CANCELLED", "NO_CAPACITY", None))).target == "local_cwd"
+    step = next_step(
+        state(opts, ("slurm", "CANCELLED", "NO_CAPACITY", None), ("local_cwd", "FAILED", "NO_CAPACITY", None))
+    )
+    assert step.final == "FAILED"
+
+
+def test_cancel_ends_the_job() -> None:
+    opts = ManagedOptions(["local_cwd"], max_restarts=5)
+    st = state(opts, ("local_cwd", "CANCELLED", "CANCELLED", None))
+    assert next_step(st).final == "CANCELLED"
+    st = state(opts, ("local_cwd", "FAILED", "APP_ERROR", 1))
+    st.apply({"ev": "cancel"})
+    assert next_step(st).final == "CANCELLED"
+
+
+def test_journal_survives_a_torn_line_and_notifications_follow_it(tmp_path: Path) -> None:
+    store = ManagedStore(str(tmp_path))
+    opts = ManagedOptions(["local_cwd"])
+    store.create("j", {"id": "j", "options": opts.as_json()})
+    store.append("j", {"ev": "submitting", "n": 0, "target": "local_cwd", "name": "j-0", "t": 1.0}, sync=True)
+    with open(tmp_path / "j" / "events.jsonl", "a") as f:
+        f.write('{"ev": "started", "n": 0, "hand')  # a writer killed mid-line
+    store.append("j", {"ev": "started", "n": 0, "handle": "local_cwd://s/x", "t": 1.0}, sync=True)
+    store.append("j", {"ev": "ended", "n": 0, "state": "SUCCEEDED", "cause": "APP_ERROR", "exit_code": 0, "t": 2.0})
+    store.append(
+        "j", {"ev": "final", "state": "SUCCEEDED", "msg": "", "t": 2.0}, {"ev": "notified", "key": "job:RUNNING"}
+    )
+    st = store.load("j")
+    assert [(a.n, a.handle, a.state) for a in st.attempts] == [(0, "local_cwd://s/x", "SUCCEEDED")]
+    assert st.final == "SUCCEEDED"
+    keys = [key for key, _ in pending(st, "managed://s/j")]
+    assert keys == ["attempt_started:0", "attempt_ended:0", "job:SUCCEEDED"]
+
+
+def test_job_files_are_private_and_a_writable_spec_is_not_resumed(tmp_path: Path) -> None:
+    import os
+
+    from torchx.util.durable import UnsafeJobError
+
+    store = ManagedStore(str(tmp_path / "root"))
+    old = os.umask(0o002)  # a permissive umask: the files are private anyway
+    try:
+        store.create("j", {"id": "j", "options": ManagedOptions(["local_cwd"]).as_json()})
+    finally:
+        os.umask(old)
+    assert os.stat(tmp_path / "root" / "j").st_mode & 0o777 == 0o700
+    assert os.stat(tmp_path / "root" / "j" / "spec.json").st_mode & 0o777 == 0o600  # the app, with its env
+    os.chmod(tmp_path / "root" / "j" / "spec.json", 0o666)
+    with pytest.raises(UnsafeJobError, match="can be written by other users"):
+        store.resume("j", ["-c", "raise SystemExit(1)"], finished=False)
+    assert store.driver_pid("j") is None
