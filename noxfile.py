@@ -38,6 +38,7 @@ nox.options.sessions = [
     "integration-aws",
     "integration-ray",
     "integration-sweep",
+    "integration-managed",
     "dashboard",
     "ddp",
 ]
@@ -207,6 +208,33 @@ def integration_ray(session: nox.Session) -> None:
         "ray",
         "packages/torchx-sched-ray/tests",
         extra=["torch==2.13.0"],
+    )
+
+
+@nox.session(name="integration-managed")
+def integration_managed(session: nox.Session) -> None:
+    """torchx-managed recovering broken attempts on the live backends: a Slurm node set DOWN, a
+    Slurm partition DOWN (fail-over to local_cwd), an attempt killed on its LSF host or its
+    Kubernetes node, a pod evicted, a Batch job ended by a lost host (moto)."""
+    live(
+        session,
+        [
+            pkg("torchx-managed"),
+            pkg("torchx-components", ""),
+            *(
+                pkg(p, "")
+                for p in (
+                    "torchx-sched-slurm",
+                    "torchx-sched-lsf",
+                    "torchx-sched-aws",
+                    "torchx-sched-k8s",
+                    "torchx-sched-local",
+                )
+            ),
+        ],
+        "slurm or lsf or k8s or aws",
+        "packages/torchx-managed/tests/test_managed_recovery_live.py",
+        extra=["boto3", "kubernetes"],
     )
 
 

@@ -71,6 +71,8 @@ ReturnToService=2
 SchedulerType=sched/backfill
 SchedulerParameters=bf_interval=1,bf_hetjob_immediate,sched_min_interval=100000
 SelectType=select/cons_tres
+PreemptType=preempt/partition_prio
+PreemptMode=CANCEL
 SelectTypeParameters=CR_Core
 $ACCT_LINES
 JobCompType=jobcomp/filetxt
@@ -84,7 +86,11 @@ MinJobAge=300
 Waittime=0
 # N slurmd on one host (Debian builds with MULTIPLE_SLURMD): one port each
 NodeName=node[1-$NODES] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[17001-$((17000 + NODES))] CPUs=$CPUS RealMemory=$MEM State=UNKNOWN
-PartitionName=$PARTITION Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+PartitionName=$PARTITION Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO PreemptMode=OFF
+# preemption tests: a job of 'urgent' (higher tier) takes node$NODES from one of 'preemptible',
+# which ends PREEMPTED after SIGTERM and GraceTime; jobs of '$PARTITION' are never preempted
+PartitionName=preemptible Nodes=node$NODES MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=CANCEL GraceTime=5
+PartitionName=urgent Nodes=node$NODES MaxTime=INFINITE State=UP PriorityTier=10 PreemptMode=OFF
 CONF
 )
 conf_changed=0

@@ -164,3 +164,50 @@ def test_macro_values_are_data_in_a_real_container(runner: Runner, batch_docker:
     expected = macro_probe_output("", handle.rsplit("/", 1)[1], 0).splitlines(keepends=True)
     expected.insert(-1, f"<{hostile_value(marker)}>\n")  # before PROBE_ENV's line
     assert "".join(runner.log_lines(handle, "probe", 0)) == "".join(expected)
+
+
+# ---------------------------------------------------------------- why a job ended (end_cause)
+
+
+@pytest.mark.parametrize(
+    ("reason", "cause"),
+    [
+        ("Host EC2 (instance i-0123456789abcdef0) terminated.", "NODE_FAILURE"),
+        ("Your Spot Task was interrupted.", "PREEMPTED"),
+        ("Terminated by the on-call operator", "KILLED"),
+    ],
+)
+def test_end_cause_of_a_job_terminated_with_a_batch_reason(
+    aws_live: dict[str, str], batch_docker: str, busybox_image: str, reason: str, cause: str
+) -> None:
+    from torchx_sched_aws.batch import create_scheduler
+
+    sched = create_scheduler("causes")
+    role = specs.Role(
+        "w", image=busybox_image, entrypoint="sleep", args=["60"], resource=specs.resource(cpu=1, memMB=64)
+    )
+    app_id = sched.submit(specs.AppDef("causes", [role]), {"queue": batch_docker})
+    deadline = time.monotonic() + 120
+    while (desc := sched.describe(app_id)) is None or desc.state != specs.AppState.RUNNING:
+        assert time.monotonic() < deadline, desc
+        time.sleep(0.3)
+    assert sched.end_cause(app_id) is None
+    sched._clients("batch").terminate_job(jobId=sched._job(app_id)["jobId"], reason=reason)  # as Batch would
+    desc = sched.wait(app_id, timeout=60, poll_interval=0.3)
+    assert desc is not None and desc.state == specs.AppState.FAILED, desc
+    end = sched.end_cause(app_id)
+    assert end is not None and end.cause.value == cause and reason in end.reason, end
+
+
+def test_end_cause_of_a_cancel_through_torchx(aws_live: dict[str, str], batch_docker: str, busybox_image: str) -> None:
+    from torchx_sched_aws.batch import create_scheduler
+
+    sched = create_scheduler("causes")
+    role = specs.Role(
+        "w", image=busybox_image, entrypoint="sleep", args=["60"], resource=specs.resource(cpu=1, memMB=64)
+    )
+    app_id = sched.submit(specs.AppDef("causes", [role]), {"queue": batch_docker})
+    sched.cancel(app_id)
+    sched.wait(app_id, timeout=60, poll_interval=0.3)
+    end = sched.end_cause(app_id)
+    assert end is not None and end.cause.value == "CANCELLED", end

@@ -266,3 +266,25 @@ def test_hyperparameters_keep_hostile_values_and_fill_macros(
         "quote": 'it\'s "$(id)" `id` $HOME',
         "sagemaker_program": "train.py",
     }
+
+
+@pytest.mark.parametrize(
+    "final, cause, code", [("Completed", "APP_ERROR", 0), ("Failed", "APP_ERROR", None), ("Stopped", "CANCELLED", None)]
+)
+def test_end_cause_on_moto(
+    lifecycle: Callable[[str], AWSSageMakerScheduler], final: str, cause: str, code: int | None
+) -> None:
+    sched = lifecycle("Completed" if final == "Stopped" else final)
+    app_id = sched.submit(train_app(num_replicas=1), CFG)
+    assert sched.end_cause(app_id) is None  # running
+    if final == "Stopped":
+        wait_state(sched, app_id, specs.AppState.RUNNING)
+        sched.cancel(app_id)
+    sched.wait(app_id, timeout=30, poll_interval=0.5)
+    end = sched.end_cause(app_id)
+    assert end is not None and (end.cause.value, end.exit_code) == (cause, code), end
+    if os.environ.get("TORCHX_RECORD_FIXTURES"):  # re-records fixtures/causes_sagemaker_jobs.json
+        path = Path(__file__).parent / "fixtures" / "causes_sagemaker_jobs.json"
+        saved = json.loads(path.read_text()) if path.exists() else {}
+        saved[final] = json.loads(json.dumps(sched._describe_job(app_id), default=str))
+        path.write_text(json.dumps(saved, indent=1, sort_keys=True))

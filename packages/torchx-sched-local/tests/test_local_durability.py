@@ -71,6 +71,8 @@ def test_a_state_a_crash_left_empty_reads_failed_and_other_damage_is_reported(
     assert desc is not None
     assert desc.state == AppState.FAILED
     assert "the machine stopped" in desc.msg
+    end = sched.end_cause(app_id)
+    assert end is not None and end.cause.value == "NODE_FAILURE"  # the machine went away
     assert [a.app_id for a in sched.list()] == [app_id]
 
 

@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
 from torchx.schedulers.capabilities import SchedulerCapabilities, UnsupportedFeatureError
@@ -42,6 +42,9 @@ from torchx_sched_aws.batch_request import (
     job_name,
     split_array_element_id,
 )
+
+if TYPE_CHECKING:
+    from torchx.schedulers.causes import AttemptEnd
 
 #: reason given to ``terminate_job``; a FAILED job with it reads as CANCELLED
 CANCEL_REASON = "cancelled via torchx"
@@ -300,6 +303,14 @@ class AWSBatchScheduler(WorkspaceMixin[Any], Scheduler[Mapping[str, CfgVal], App
             roles_statuses=statuses,
             roles=[_role(*r) for r in ranges],
         )
+
+    def end_cause(self, app_id: str) -> AttemptEnd | None:
+        """Why the job ended, from Batch's status reasons and the container's exit code (see
+        :mod:`torchx_sched_aws.batch_causes`); None while it runs, or for an unknown job."""
+        from torchx_sched_aws.batch_causes import batch_end
+
+        job = self._job(app_id)
+        return None if job is None else batch_end(job, CANCEL_REASON)
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """torchx's jobs in ``cfg["queue"]``, or in every queue, in any state."""

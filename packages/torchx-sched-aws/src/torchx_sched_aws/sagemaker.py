@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
 from torchx.schedulers.capabilities import SchedulerCapabilities
@@ -27,6 +27,9 @@ from torchx.workspace.api import WorkspaceMixin
 from torchx_sched_aws import _cwlogs
 from torchx_sched_aws._aws import Clients, aws_errors, client_error_code
 from torchx_sched_aws.sagemaker_request import SageMakerOpts, TrainingJob, build_training_job, training_job_name
+
+if TYPE_CHECKING:
+    from torchx.schedulers.causes import AttemptEnd
 
 logger: logging.Logger = logging.getLogger(__name__)
 
@@ -158,6 +161,14 @@ class AWSSageMakerScheduler(WorkspaceMixin[None], Scheduler[Mapping[str, CfgVal]
             ],
             roles=[role],
         )
+
+    def end_cause(self, app_id: str) -> AttemptEnd | None:
+        """Why the training job ended, from its status, secondary status and failure reason
+        (see :mod:`torchx_sched_aws.sagemaker_causes`); None while it runs, or if unknown."""
+        from torchx_sched_aws.sagemaker_causes import training_end
+
+        job = self._describe_job(app_id)
+        return None if job is None else training_end(job)
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """The training jobs of the account in this region, newest first."""

@@ -66,6 +66,8 @@ from torchx_sched_k8s.request import (
 from torchx_sched_k8s.workspace import docker_workspace
 
 if TYPE_CHECKING:
+    from torchx.schedulers.causes import AttemptEnd
+
     from torchx_sched_k8s.kubeapi import KubeApi
 
 logger: logging.Logger = logging.getLogger(__name__)
@@ -274,6 +276,20 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal], AppDef, KubernetesRequ
             roles_statuses=view.roles_statuses(),
             roles=view.role_defs,
         )
+
+    def end_cause(self, app_id: str) -> AttemptEnd | None:
+        """Why the app ended, from the last pod of its failed replica and its Job (see
+        :mod:`torchx_sched_k8s.causes`); None while it runs, or for an unknown app."""
+        from torchx_sched_k8s import causes
+
+        try:
+            namespace, name = names.parse_app_id(app_id)
+        except ValueError:
+            return None
+        found = self._view(namespace, name)
+        if found is None:
+            return None
+        return causes.app_end(found[1], self.kube.list_pods(namespace, names.app_selector(name)))
 
     def _after_failure(self, namespace: str, name: str, view: status.AppView) -> status.AppView:
         """Restarts the app if every failed role allows it, else stops what still runs."""

@@ -440,6 +440,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             "created": app.get("created"),
             "state": "FAILED",
             "msg": "the machine stopped while the job ran, before its state was stored",
+            "end": {"by": "supervisor"},  # the machine went away: a node failure
         }
 
     def _survivors(self, app_id: str, st: dict[str, Any]) -> list[int]:

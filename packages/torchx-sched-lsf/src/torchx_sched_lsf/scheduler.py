@@ -41,6 +41,10 @@ from torchx_sched_lsf.opts import LsfOpts
 from torchx_sched_lsf.parse import JSON_FIELDS, LsfJob, parse_json, parse_unformatted
 from torchx_sched_lsf.states import to_app_state
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from torchx.schedulers.causes import AttemptEnd
+
 logger: logging.Logger = logging.getLogger(__name__)
 
 #: a job id, or an array element's ``<job>[<index>]``
@@ -118,6 +122,24 @@ def _exit_codes(job: LsfJob, layout: list[tuple[str, int]]) -> dict[tuple[str, i
             except (OSError, ValueError):
                 continue
     return codes
+
+
+def _codes_in_order(job: LsfJob) -> dict[str, int]:
+    """``role/k`` -> exit code of the replicas of an ended job that ended by themselves,
+    first to end first (their ``.exit`` files' times)."""
+    parsed = script.parse_job_name(job.name)
+    if parsed is None or not job.cwd:
+        return {}
+    found: list[tuple[float, str, int]] = []
+    for role, count in parsed[1]:
+        for k in range(count):
+            path = os.path.join(job.cwd, script.log_file(job.job_id, role, k, "exit"))
+            try:
+                with open(path) as f:
+                    found.append((os.fstat(f.fileno()).st_mtime, f"{role}/{k}", int(f.read().strip())))
+            except (OSError, ValueError):
+                continue
+    return {name: code for _, name, code in sorted(found)}
 
 
 def replica_state(app: AppState, code: int | None) -> AppState:
@@ -288,6 +310,20 @@ class LsfScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal],
         if not jobs:
             return None
         return describe_job(jobs[0]) if jobs[0].job_id == app_id else describe_array(app_id, jobs)
+
+    def end_cause(self, app_id: str) -> AttemptEnd | None:
+        """Why the job ended (an array's id: its first element that did not succeed), from
+        ``bjobs``, ``bhist -l``, the replicas' exit codes and torchx's cancel marker (see
+        :mod:`torchx_sched_lsf.causes`); None while it runs, or for an unknown job."""
+        from torchx_sched_lsf.causes import lsf_end
+
+        jobs = self._jobs(app_id) if _JOB_ID.fullmatch(app_id) else []
+        if not jobs or not all(is_terminal(app_state(j)) for j in jobs):
+            return None
+        job = next((j for j in sorted(jobs, key=_element_key) if j.stat != "DONE"), jobs[0])
+        proc = commands.run(["bhist", "-l", job.job_id], check=False)
+        marked = bool(job.cwd) and os.path.exists(os.path.join(job.cwd, cancelled_file(job.job_id)))
+        return lsf_end(job, proc.stdout if proc.returncode == 0 else "", _codes_in_order(job), marked)
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """This user's torchx jobs that LSF still knows (finished ones until its CLEAN_PERIOD)."""

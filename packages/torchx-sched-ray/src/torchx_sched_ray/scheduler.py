@@ -22,7 +22,7 @@ import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
 from torchx.schedulers.capabilities import SchedulerCapabilities
@@ -36,6 +36,9 @@ from torchx_sched_ray import status
 from torchx_sched_ray.opts import RayOpts
 from torchx_sched_ray.request import META_APP, RayJob, build_job, make_app_id, split_app_id, validate_app
 from torchx_sched_ray.workspace import RayWorkspaceMixin
+
+if TYPE_CHECKING:
+    from torchx.schedulers.causes import AttemptEnd
 
 #: the driver package shipped with every job
 DRIVER_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torchx_ray_driver")
@@ -157,6 +160,20 @@ class RayScheduler(RayWorkspaceMixin, Scheduler[Mapping[str, CfgVal], AppDef, Ra
             return None
         logs = client.get_job_logs(sub)
         return status.describe(app_id, info.status, info.message or "", dict(info.metadata or {}), split_lines(logs))
+
+    def end_cause(self, app_id: str) -> AttemptEnd | None:
+        """Why the job ended, from its status, Ray's message and the driver's records (see
+        :mod:`torchx_sched_ray.causes`); None while it runs, or for an unknown job."""
+        from torchx_sched_ray.causes import ray_end
+
+        try:
+            client, sub, info = self._info(app_id)
+        except UnknownJobError:
+            return None
+        state = str(getattr(info.status, "value", info.status)).upper()
+        if state not in ("STOPPED", "SUCCEEDED", "FAILED"):
+            return None
+        return ray_end(state, info.message or "", split_lines(client.get_job_logs(sub)))
 
     def exists(self, app_id: str) -> bool:
         """True if the Jobs API knows the job."""

@@ -50,6 +50,10 @@ from torchx_sched_slurm.parse import (
 )
 from torchx_sched_slurm.states import slurm_state_name, to_app_state
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from torchx.schedulers.causes import AttemptEnd
+
 logger: logging.Logger = logging.getLogger(__name__)
 
 #: how far back ``list`` looks in the accounting database
@@ -259,6 +263,30 @@ class SlurmScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal
         if acct and (not comps or settled):
             return describe_components(app_id, acct)
         return describe_components(app_id, comps) if comps else None
+
+    def end_cause(self, app_id: str) -> AttemptEnd | None:
+        """Why the job ended, from its accounting rows (every attempt: see
+        :mod:`torchx_sched_slurm.causes`), else from slurmctld's view while accounting has not
+        caught up (it does not say who cancelled); None while it runs, or for an unknown job."""
+        if not _JOB_ID.fullmatch(app_id):
+            return None
+        from torchx.schedulers.causes import AttemptEnd, EndCause
+
+        from torchx_sched_slurm import causes
+
+        proc = commands.run(["sacct", *causes.sacct_args(app_id)], check=False)
+        end = causes.end_of(causes.parse_attempts(proc.stdout, app_id)) if proc.returncode == 0 else None
+        if end is None:
+            comps = self._squeue(app_id)
+            if not comps:
+                return None
+            end = causes.end_of(causes.from_controller(comps, [replica_state(c) == AppState.FAILED for c in comps]))
+        if end is not None and end.cause in (EndCause.KILLED, EndCause.APP_ERROR) and end.exit_code != 0:
+            shown = commands.run(["scontrol", "show", "job", "-o", app_id], check=False)
+            when = causes.preempted_at(shown.stdout) if shown.returncode == 0 else None
+            if when is not None:
+                return AttemptEnd(EndCause.PREEMPTED, end.exit_code, f"preempted at {when} ({end.reason})")
+        return end
 
     def _unstarted_element(self, app_id: str) -> list[Component]:
         """An array element that never started, from its array's accounting row (``12_[3-5]``, or
