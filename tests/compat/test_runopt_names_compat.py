@@ -83,3 +83,43 @@ def test_lsf_runopts_lists_upstream_names() -> None:
         text = repr(runner.scheduler_run_opts("lsf"))
     for name in ("lsf_queue", "jobdir", "container_workdir", "host_network", "shm_size"):
         assert name in text
+
+
+# ---------------------------------------------------------------- ray
+
+
+def test_ray_upstream_names_reach_the_job_submission(tmp_path: Path) -> None:
+    pytest.importorskip("torchx_sched_ray")
+    workdir = tmp_path / "src"
+    workdir.mkdir()
+    reqs = tmp_path / "requirements.txt"
+    reqs.write_text("numpy\n")
+    job = dryrun_request("ray", f"dashboard_address=10.1.2.3:8265,working_dir={workdir},requirements={reqs}")
+    assert job.address == "http://10.1.2.3:8265"  # type: ignore[attr-defined]
+    assert job.app_id.startswith("10.1.2.3:8265-")  # type: ignore[attr-defined]
+    assert job.runtime_env["working_dir"] == str(workdir)  # type: ignore[attr-defined]
+    assert job.runtime_env["pip"] == ["numpy"]  # type: ignore[attr-defined]
+
+
+def test_ray_cluster_config_file_is_refused_clearly(tmp_path: Path) -> None:
+    pytest.importorskip("torchx_sched_ray")
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text("cluster_name: demo\n")
+    with pytest.raises(InvalidRunConfigException, match="running cluster's Jobs API") as e:
+        dryrun_request("ray", f"cluster_config_file={cluster},cluster_name=demo")
+    assert "address=" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_ray_cluster_name_alone_is_ignored_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    pytest.importorskip("torchx_sched_ray")
+    job = dryrun_request("ray", "cluster_name=demo,dashboard_address=127.0.0.1:8265")
+    assert job.address == "http://127.0.0.1:8265"  # type: ignore[attr-defined]
+    assert any("'cluster_name' (demo) is ignored" in r.getMessage() for r in caplog.records)
+
+
+def test_ray_runopts_lists_upstream_names() -> None:
+    pytest.importorskip("torchx_sched_ray")
+    with get_runner() as runner:
+        text = repr(runner.scheduler_run_opts("ray"))
+    for name in ("cluster_config_file", "cluster_name", "dashboard_address", "working_dir", "requirements"):
+        assert name in text
