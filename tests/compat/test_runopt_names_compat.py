@@ -123,3 +123,151 @@ def test_ray_runopts_lists_upstream_names() -> None:
         text = repr(runner.scheduler_run_opts("ray"))
     for name in ("cluster_config_file", "cluster_name", "dashboard_address", "working_dir", "requirements"):
         assert name in text
+
+
+# ---------------------------------------------------------------- aws_sagemaker
+
+ROLE_ARN = "arn:aws:iam::123456789012:role/SageMakerRole"
+#: TorchX 0.7's aws_sagemaker run options (its runopts, in its order)
+SAGEMAKER_NAMES = [
+    "role",
+    "instance_count",
+    "instance_type",
+    "user",
+    "keep_alive_period_in_seconds",
+    "volume_size",
+    "volume_kms_key",
+    "max_run",
+    "input_mode",
+    "output_path",
+    "output_kms_key",
+    "base_job_name",
+    "tags",
+    "subnets",
+    "security_group_ids",
+    "model_uri",
+    "model_channel_name",
+    "metric_definitions",
+    "encrypt_inter_container_traffic",
+    "use_spot_instances",
+    "max_wait",
+    "checkpoint_s3_uri",
+    "checkpoint_local_path",
+    "debugger_hook_config",
+    "enable_sagemaker_metrics",
+    "enable_network_isolation",
+    "disable_profiler",
+    "environment",
+    "max_retry_attempts",
+    "source_dir",
+    "git_config",
+    "hyperparameters",
+    "container_log_level",
+    "code_location",
+    "dependencies",
+    "training_repository_access_mode",
+    "training_repository_credentials_provider_arn",
+    "disable_output_compression",
+    "enable_infra_check",
+]
+
+
+def sagemaker_app(replicas: int = 2) -> specs.AppDef:
+    return app(image="123456789012.dkr.ecr.us-west-2.amazonaws.com/train:1", replicas=replicas)
+
+
+def assert_valid_create_training_job(request: dict[str, object]) -> None:
+    """``request`` passes botocore's own check of CreateTrainingJob's parameters."""
+    import botocore.session
+    from botocore.validate import ParamValidator
+
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    report = ParamValidator().validate(request, model.operation_model("CreateTrainingJob").input_shape)
+    assert not report.has_errors(), report.generate_report()
+
+
+def test_sagemaker_runopts_has_every_upstream_name() -> None:
+    pytest.importorskip("torchx_sched_aws")
+    with get_runner() as runner:
+        opts = runner.scheduler_run_opts("aws_sagemaker")
+    assert [n for n in SAGEMAKER_NAMES if opts.get(n) is None] == []
+
+
+def test_sagemaker_upstream_options_reach_create_training_job(tmp_path: Path) -> None:
+    pytest.importorskip("torchx_sched_aws")
+    cfg = (
+        f"role={ROLE_ARN},instance_count=2,instance_type=ml.g5.xlarge,user=alice,"
+        "keep_alive_period_in_seconds=600,volume_size=100,volume_kms_key=vkey,max_run=7200,input_mode=FastFile,"
+        "output_path=s3://bucket/out,output_kms_key=okey,base_job_name=nightly,tags=team:ml,"
+        "subnets=subnet-1;subnet-2,security_group_ids=sg-1,model_uri=s3://bucket/model,model_channel_name=pretrained,"
+        "metric_definitions=loss:loss=([0-9.]+),encrypt_inter_container_traffic=true,use_spot_instances=true,"
+        "max_wait=9000,checkpoint_s3_uri=s3://bucket/ckpt,checkpoint_local_path=/opt/ml/checkpoints,"
+        "debugger_hook_config=true,enable_sagemaker_metrics=true,enable_network_isolation=false,"
+        "disable_profiler=true,environment=STAGE:prod,max_retry_attempts=3,source_dir=s3://bucket/code/source.tar.gz,"
+        "hyperparameters=epochs:3,container_log_level=20,training_repository_access_mode=Platform,"
+        "disable_output_compression=true,enable_infra_check=true"
+    )
+    job = dryrun_request("aws_sagemaker", cfg, sagemaker_app()).request  # type: ignore[attr-defined]
+    assert_valid_create_training_job(job)
+    assert job["TrainingJobName"].startswith("nightly-")
+    assert job["RoleArn"] == ROLE_ARN
+    assert job["ResourceConfig"] == {
+        "InstanceType": "ml.g5.xlarge", "InstanceCount": 2, "VolumeSizeInGB": 100,
+        "KeepAlivePeriodInSeconds": 600, "VolumeKmsKeyId": "vkey",
+    }  # fmt: skip
+    assert job["StoppingCondition"] == {"MaxRuntimeInSeconds": 7200, "MaxWaitTimeInSeconds": 9000}
+    assert job["OutputDataConfig"] == {"S3OutputPath": "s3://bucket/out", "KmsKeyId": "okey", "CompressionType": "NONE"}
+    algo = job["AlgorithmSpecification"]
+    assert algo["TrainingInputMode"] == "FastFile"
+    assert algo["MetricDefinitions"] == [{"Name": "loss", "Regex": "loss=([0-9.]+)"}]
+    assert algo["EnableSageMakerMetricsTimeSeries"] is True
+    assert algo["TrainingImageConfig"] == {"TrainingRepositoryAccessMode": "Platform"}
+    assert {"Key": "team", "Value": "ml"} in job["Tags"]
+    assert {"Key": "torchx.pytorch.org/user", "Value": "alice"} in job["Tags"]
+    assert job["VpcConfig"] == {"Subnets": ["subnet-1", "subnet-2"], "SecurityGroupIds": ["sg-1"]}
+    assert job["InputDataConfig"][0]["ChannelName"] == "pretrained"
+    assert job["InputDataConfig"][0]["DataSource"]["S3DataSource"]["S3Uri"] == "s3://bucket/model"
+    assert job["EnableInterContainerTrafficEncryption"] is True
+    assert job["EnableManagedSpotTraining"] is True
+    assert job["EnableNetworkIsolation"] is False
+    assert job["CheckpointConfig"] == {"S3Uri": "s3://bucket/ckpt", "LocalPath": "/opt/ml/checkpoints"}
+    assert job["DebugHookConfig"] == {"S3OutputPath": "s3://bucket/out"}
+    assert job["ProfilerConfig"] == {"DisableProfiler": True}
+    assert job["InfraCheckConfig"] == {"EnableInfraCheck": True}
+    assert job["RetryStrategy"] == {"MaximumRetryAttempts": 3}
+    assert job["Environment"]["STAGE"] == "prod"
+    assert job["HyperParameters"]["epochs"] == "3"
+    assert job["HyperParameters"]["sagemaker_container_log_level"] == "20"
+    assert job["HyperParameters"]["sagemaker_submit_directory"] == "s3://bucket/code/source.tar.gz"
+
+
+def test_sagemaker_source_dir_is_the_uploaded_code(tmp_path: Path) -> None:
+    pytest.importorskip("torchx_sched_aws")
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    cfg = f"role={ROLE_ARN},output_path=s3://b/out,instance_type=ml.m5.xlarge,code_location=s3://b/code,source_dir={tmp_path}"
+    with get_runner() as runner:
+        info = runner.dryrun(
+            sagemaker_app(1), "aws_sagemaker", cfg=runner.scheduler_run_opts("aws_sagemaker").cfg_from_str(cfg)
+        )
+    job = info.request
+    assert job.source is not None and str(tmp_path) in str(job.source)
+    assert job.source_uri and job.source_uri.startswith("s3://b/code/")
+    assert job.request["HyperParameters"]["sagemaker_submit_directory"] == job.source_uri
+    assert_valid_create_training_job(job.request)
+
+
+@pytest.mark.parametrize(
+    ("cfg", "says"),
+    [
+        ("git_config=repo:https://example.com/r.git", "source_dir"),
+        ("dependencies=/opt/lib", "source_dir"),
+        ("instance_count=3", "num_replicas"),
+        ("input_mode=Streaming", "File, Pipe, FastFile"),
+    ],
+)
+def test_sagemaker_options_without_an_equivalent_are_refused_clearly(cfg: str, says: str) -> None:
+    pytest.importorskip("torchx_sched_aws")
+    base = f"role={ROLE_ARN},output_path=s3://b/out,instance_type=ml.m5.xlarge,"
+    with pytest.raises(ValueError, match="aws_sagemaker") as e:
+        dryrun_request("aws_sagemaker", base + cfg, sagemaker_app())
+    assert says in str(e.value) and "\n" not in str(e.value)
