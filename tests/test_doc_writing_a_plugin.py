@@ -65,3 +65,47 @@ def test_the_console_example(installed: Path, isolated: Path) -> None:
     assert re.fullmatch(r"bg://torchx/greet-[0-9a-f]{8}", handle)
     torchx("wait", "--quiet", handle)
     assert sorted(torchx("log", handle).splitlines()) == ["greet/0 hello doc from 0", "greet/1 hello doc from 1"]
+
+
+#: a fenced block of the namespace section, first line ``# in <path>.py``
+NAMESPACE_BLOCK = re.compile(r"^```python\n# in (torchx_plugins/[\w./-]+\.py)\n(.*?)^```$", re.M | re.S)
+
+
+def test_the_namespace_way_to_publish(installed: Path, tmp_path: Path, isolated: Path) -> None:
+    """The doc's ``torchx_plugins`` modules, as a plain directory on PYTHONPATH next to the
+    installed bg distribution, register what the doc says."""
+    blocks = NAMESPACE_BLOCK.findall(DOC.read_text())
+    assert {p for p, _ in blocks} == {
+        "torchx_plugins/schedulers/bg_ns.py",
+        "torchx_plugins/named_resources/bg_hosts.py",
+    }
+    plain = tmp_path / "plain"
+    for path, body in blocks:
+        (plain / path).parent.mkdir(parents=True, exist_ok=True)
+        (plain / path).write_text(body)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plain), str(installed)])}
+    probe = (
+        "from torchx import specs, plugins\n"
+        "r = specs.resource(h='bg_host_2')\n"
+        "print(r.gpu, r.is_fractional(), r.get_resource_name(), specs.resource(h='bg_big').gpu)\n"
+        "print(sorted(n for n in specs.named_resources if n.startswith('bg_')))\n"
+        "print('bg_ns' in plugins.registry().get(plugins.PluginType.SCHEDULER))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "2 True bg_host_2 8",
+        "['bg_big', 'bg_host', 'bg_host_1', 'bg_host_2', 'bg_host_4', 'bg_host_8']",
+        "True",
+    ]
+    exe = Path(sys.executable).with_name("torchx")
+    run = subprocess.run(
+        [str(exe), "run", "-s", "bg_ns", "utils.echo", "--msg", "ns"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    handle = run.stdout.strip().splitlines()[0]
+    assert handle.startswith("bg_ns://"), run.stdout

@@ -5,7 +5,10 @@ Two flavours, each a tiny hatchling project:
 * ``ours``: registers a scheduler, a named resource and a component source through the
   ``torchx`` entry-point group with a small pluggy hook module (our plugin API);
 * ``legacy``: registers a scheduler and a named resource through upstream TorchX's
-  ``torchx.schedulers`` / ``torchx.named_resources`` entry-point groups.
+  ``torchx.schedulers`` / ``torchx.named_resources`` entry-point groups;
+* ``namespace``: one module of the ``torchx_plugins.schedulers`` namespace package (no entry
+  point) registering a scheduler and one of ``torchx_plugins.named_resources`` registering a
+  fractional named resource, with upstream's ``@register`` decorators (the nightly's way).
 
 Nothing in them is ever called by ``torchx --help``; they exist to be discovered.
 """
@@ -98,14 +101,61 @@ def resource():
 '''
 
 
+_NAMESPACE_PYPROJECT_TAIL = """\
+[tool.hatch.build.targets.wheel]
+packages = ["src/torchx_plugins"]
+"""
+
+_NAMESPACE_SCHEDULER = '''\
+"""Benchmark dummy namespace plugin {index}: one scheduler (never created by the benchmark)."""
+
+from torchx.plugins import register
+
+
+@register.scheduler()
+def bench_ns_{index}(session_name, **kwargs):
+    raise NotImplementedError("benchmark dummy scheduler")
+'''
+
+_NAMESPACE_RESOURCE = '''\
+"""Benchmark dummy namespace plugin {index}: a named resource and its power-of-two slices."""
+
+from torchx.plugins import WHOLE, powers_of_two_gpus, register
+from torchx.specs import Resource
+
+
+@register.named_resource(fractionals=powers_of_two_gpus)
+def bench_ns_{index}(fractional: float = WHOLE) -> Resource:
+    return Resource(cpu=int(8 * fractional), gpu=int(8 * fractional), memMB=int(8192 * fractional))
+'''
+
+
+def _namespace_project(project: Path, fields: dict[str, object]) -> None:
+    """A distribution with one namespace module; even indexes register a scheduler, odd ones a
+    named resource (so ``count`` projects install ``count`` namespace modules)."""
+    kind, text = (
+        ("schedulers", _NAMESPACE_SCHEDULER)
+        if int(str(fields["index"])) % 2 == 0
+        else (
+            "named_resources",
+            _NAMESPACE_RESOURCE,
+        )
+    )
+    folder = project / "src" / "torchx_plugins" / kind
+    folder.mkdir(parents=True)
+    pyproject = _PYPROJECT.format(entry_points="", **fields)
+    (project / "pyproject.toml").write_text(pyproject.split("[tool.hatch")[0] + _NAMESPACE_PYPROJECT_TAIL)
+    (folder / f"bench_ns_{fields['index']}.py").write_text(text.format(**fields))
+
+
 def generate(root: Path, flavour: str, count: int) -> list[Path]:
-    """Writes ``count`` dummy projects of ``flavour`` (``ours`` or ``legacy``) under ``root``.
+    """Writes ``count`` dummy projects of ``flavour`` (``ours``, ``legacy`` or ``namespace``) under ``root``.
 
     Returns:
         the project directories
     """
-    if flavour not in ("ours", "legacy"):
-        raise ValueError(f"unknown dummy flavour {flavour!r}: use 'ours' or 'legacy'")
+    if flavour not in ("ours", "legacy", "namespace"):
+        raise ValueError(f"unknown dummy flavour {flavour!r}: use 'ours', 'legacy' or 'namespace'")
     shutil.rmtree(root, ignore_errors=True)
     projects = []
     for i in range(count):
@@ -113,9 +163,13 @@ def generate(root: Path, flavour: str, count: int) -> list[Path]:
         dist = f"torchx-bench-{flavour}-dummy-{index}"
         module = f"torchx_bench_{flavour}_dummy_{index}"
         project = root / dist
+        fields = {"index": index, "module": module, "dist": dist, "format": FORMAT}
+        if flavour == "namespace":
+            _namespace_project(project, fields)
+            projects.append(project)
+            continue
         pkg = project / "src" / module
         pkg.mkdir(parents=True)
-        fields = {"index": index, "module": module, "dist": dist, "format": FORMAT}
         entry_points = (_OURS_ENTRY_POINTS if flavour == "ours" else _LEGACY_ENTRY_POINTS).format(**fields)
         (project / "pyproject.toml").write_text(_PYPROJECT.format(entry_points=entry_points, **fields))
         (pkg / "__init__.py").write_text("")

@@ -6,6 +6,7 @@ venv                      contents
 ``ours``                  our core, local scheduler and components (those present)
 ``ours-full``             every distribution under ``packages/`` that installs
 ``ours-50plugins``        ``ours`` + 50 dummy ``torchx``-group plugin distributions
+``ours-20namespace``      ``ours`` + 20 dummy distributions of one ``torchx_plugins.*`` module each
 ``upstream``              ``torchx==0.7.0`` from PyPI
 ``upstream-full``         ``upstream`` + ``kubernetes`` + ``boto3`` (its k8s/Batch extras)
 ``upstream-50plugins``    ``upstream`` + 50 dummy legacy entry-point distributions
@@ -40,6 +41,8 @@ BASE_PACKAGES = ("torchx-core", "torchx-sched-local", "torchx-components")
 #: extras ``ours-full`` installs where a distribution declares them (they bring docker and fsspec)
 FULL_EXTRAS = ("docker", "copy")
 DUMMY_COUNT = 50
+#: dummy distributions of the ``namespace`` flavour (one ``torchx_plugins.*`` module each)
+NAMESPACE_DUMMY_COUNT = 20
 #: bump when the way venvs are built changes
 _FORMAT = 3
 _HASH_SKIP_DIRS = {
@@ -167,15 +170,15 @@ class Envs:
         self._wheels[dist] = wheels[0]
         return wheels[0]
 
-    def _dummy_wheels(self, flavour: str) -> list[Path]:
-        """The wheels of the 50 dummy plugin distributions (generated and built once)."""
-        out = self.root / "wheels" / f"dummy-{flavour}-v{dummies.FORMAT}-{DUMMY_COUNT}"
+    def _dummy_wheels(self, flavour: str, count: int = DUMMY_COUNT) -> list[Path]:
+        """The wheels of the ``count`` dummy plugin distributions (generated and built once)."""
+        out = self.root / "wheels" / f"dummy-{flavour}-v{dummies.FORMAT}-{count}"
         wheels = sorted(out.glob("*.whl")) if out.is_dir() else []
-        if len(wheels) == DUMMY_COUNT:
+        if len(wheels) == count:
             return wheels
         shutil.rmtree(out, ignore_errors=True)
-        projects = dummies.generate(self.root / "dummy-plugins" / flavour, flavour, DUMMY_COUNT)
-        self.log(f"building {DUMMY_COUNT} dummy {flavour} plugin wheels")
+        projects = dummies.generate(self.root / "dummy-plugins" / flavour, flavour, count)
+        self.log(f"building {count} dummy {flavour} plugin wheels")
         self._build_wheels(out, projects, f"building the dummy {flavour} plugins")
         return sorted(out.glob("*.whl"))
 
@@ -211,7 +214,7 @@ class Envs:
         if name == "upstream-50plugins":
             return self._ensure(name, [UPSTREAM_REQUIREMENT], self._dummy_wheels("legacy"))
         present = self.present_packages()
-        if name in ("ours", "ours-50plugins"):
+        if name in ("ours", "ours-50plugins", "ours-20namespace"):
             wanted = [d for d in BASE_PACKAGES if d in present]
         elif name == "ours-full":
             wanted = list(present)
@@ -229,6 +232,8 @@ class Envs:
         if "torchx-core" in failed:
             raise EnvError(failed["torchx-core"])
         extra = self._dummy_wheels("ours") if name == "ours-50plugins" else []
+        if name == "ours-20namespace":
+            extra = self._dummy_wheels("namespace", NAMESPACE_DUMMY_COUNT)
         extras = {}
         if name == "ours-full":
             extras = {d: [e for e in declared if e in FULL_EXTRAS] for d, (_, declared) in self._projects().items()}

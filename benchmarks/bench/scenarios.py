@@ -223,6 +223,46 @@ def s_plugins(ctx: Ctx) -> list[Row]:
     return rows
 
 
+def s_namespace_plugins(ctx: Ctx) -> list[Row]:
+    """``torchx --help`` with and without 20 ``torchx_plugins.*`` namespace modules installed
+    (upstream's nightly plugin style; torchx 0.7.0 has no such discovery, so ours only)."""
+    try:
+        vb, vm = ctx.venv("ours"), ctx.venv("ours-20namespace")
+    except Skip as e:
+        return [
+            row("6", "torchx --help: 20 namespace plugins - none", Side(text=f"skipped: {e}"), Side(text="-"), None)
+        ]
+    cmds = [
+        ctx.cmd("ours", vb, _torchx(vb, "--help"), "plugins"),
+        ctx.cmd("ours-20namespace", vm, _torchx(vm, "--help"), "plugins"),
+        ctx.cmd("ours-20namespace-nocache", vm, _torchx(vm, "--help"), "plugins", TORCHX_NO_PLUGIN_CACHE="1"),
+    ]
+    runs = time_commands(cmds, ctx.repeat, ctx.warmup, ctx.log)
+    delta, d = _delta(runs, "ours", "ours-20namespace", None)
+    base = runs.get("ours")
+    limit = 0.10 * base.stats.median if base is not None and base.stats else None
+    na = Side(text="(0.7.0 reads no namespace packages)")
+    return [
+        row(
+            "6",
+            "torchx --help: 20 namespace plugins - none",
+            delta,
+            na,
+            Target("check", label="ours adds <= 10% of --help"),
+            check=None if d is None or limit is None else d <= limit,
+            note="warm plugin cache; the modules are imported only when one of their plugins is used",
+        ),
+        row(
+            "6",
+            "  same, 20 namespace plugins, plugin cache off",
+            _side(runs.get("ours-20namespace-nocache"), None),
+            na,
+            None,
+            note="TORCHX_NO_PLUGIN_CACHE=1: imports the 20 modules on every run",
+        ),
+    ]
+
+
 def s_run_echo(ctx: Ctx) -> list[Row]:
     runs, ours, up, skipped = _compare(
         ctx,
@@ -645,6 +685,7 @@ SCENARIOS: list[Scenario] = [
     Scenario("4", "import", s_import),
     Scenario("5", "dryrun-api", s_dryrun_api),
     Scenario("6", "plugins", s_plugins),
+    Scenario("6n", "namespace-plugins", s_namespace_plugins),
     Scenario("7", "run-echo", s_run_echo),
     Scenario("8", "run-sleep", s_run_sleep),
     Scenario("9", "api-run", s_api_run),

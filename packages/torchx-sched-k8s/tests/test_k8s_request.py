@@ -391,3 +391,70 @@ def test_macro_values_are_data_in_the_manifest(build: Any, tmp_path: Path) -> No
         assert out.stdout == macro_probe_output("", req.app_id, k)
     assert req.app_id.startswith(namespace)
     assert not marker.exists()
+
+
+def test_pod_overlay_reaches_every_pod_of_every_mode_and_leaves_other_roles_alone() -> None:
+    from torchx.specs.overlays import DEL, JOIN, set_overlay
+
+    gpu = role(name="gpu", num_replicas=2)
+    set_overlay(gpu, "kubernetes", "V1Pod", {"spec": {"nodeSelector": {"pool": "a100"}}})
+    set_overlay(
+        gpu,
+        "kubernetes",
+        "V1Pod",
+        {
+            "metadata": {"labels": {"team": "ml", names.LABEL_APP_NAME: "hijacked"}},
+            "spec": {
+                "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                JOIN("containers", on="name"): [{"name": "gpu", "workingDir": "/w"}],
+                DEL("enableServiceLinks"): None,
+            },
+        },
+    )
+    app = specs.AppDef("ov", roles=[gpu, role(name="cpu")])
+    templates = [j["spec"]["template"] for j in jobs_of(build_jobs(app, KubernetesOpts()).objects)]
+    (vc,) = build_volcano(app, KubernetesOpts()).objects
+    templates_vc = [t["template"] for t in vc["spec"]["tasks"]]
+    for pods in (templates, templates_vc):
+        gpu0, gpu1, cpu0 = pods
+        for pod in (gpu0, gpu1):
+            assert pod["spec"]["nodeSelector"] == {"pool": "a100"}
+            assert {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["spec"]["tolerations"]
+            assert pod["metadata"]["labels"]["team"] == "ml"
+            assert pod["metadata"]["labels"][names.LABEL_APP_NAME] != "hijacked"
+            assert pod["spec"]["containers"][0]["workingDir"] == "/w"
+            assert pod["spec"]["containers"][0]["image"] == "localhost/img:1"
+            assert "enableServiceLinks" not in pod["spec"]
+        assert gpu0["spec"]["hostname"] != gpu1["spec"]["hostname"]
+        assert "nodeSelector" not in cpu0["spec"]
+        assert "team" not in cpu0["metadata"]["labels"]
+        assert cpu0["spec"]["enableServiceLinks"] is False
+    # the overlay stays what the user stored (applying it twice changes nothing)
+    assert len(build_jobs(app, KubernetesOpts()).objects[1]["spec"]["template"]["spec"]["tolerations"]) == len(
+        templates[0]["spec"]["tolerations"]
+    )
+
+
+def test_app_job_overlay_reaches_every_job_object_but_not_the_service() -> None:
+    from torchx.specs.overlays import set_overlay
+    from torchx_sched_k8s.request import apply_job_overlay
+
+    app = specs.AppDef("jo", roles=[role(num_replicas=2)])
+    set_overlay(app, "kubernetes", "Job", {"metadata": {"annotations": {"team": "ml"}, "labels": {"x": "y"}}})
+    set_overlay(app, "kubernetes", "Job", {"spec": {"ttlSecondsAfterFinished": 600}})
+    for build in (build_jobs, build_volcano):
+        req = build(app, KubernetesOpts())
+        before = [o["metadata"].get("annotations", {}).get("team") for o in req.objects]
+        assert set(before) == {None}
+        apply_job_overlay(app, req)
+        for obj in req.objects:
+            if obj["kind"] == "Service":
+                assert "team" not in obj["metadata"].get("annotations", {})
+                continue
+            assert obj["metadata"]["annotations"]["team"] == "ml"
+            assert obj["metadata"]["labels"]["x"] == "y"
+            assert obj["metadata"]["labels"][names.LABEL_APP_NAME] == req.name
+            assert obj["spec"]["ttlSecondsAfterFinished"] == 600
+    untouched = build_jobs(specs.AppDef("jo", roles=[role()]), KubernetesOpts())
+    apply_job_overlay(specs.AppDef("jo", roles=[role()]), untouched)
+    assert "ttlSecondsAfterFinished" not in untouched.objects[1]["spec"]

@@ -9,7 +9,8 @@ def test_upstream_path() -> None:
     from torchx_sched_lsf import opts, scheduler
 
     assert LsfScheduler is scheduler.LsfScheduler
-    assert set(LsfOpts.__annotations__) == {k for k, _ in opts.LsfOpts.as_runopts()}
+    # every option, and TorchX 0.7's lsf names of two of them
+    assert set(LsfOpts.__annotations__) == {k for k, _ in opts.LsfOpts.as_runopts()} | {"jobdir", "lsf_queue"}
     assert isinstance(create_scheduler("s"), scheduler.LsfScheduler)
     import torchx.schedulers.lsf_scheduler as legacy
 

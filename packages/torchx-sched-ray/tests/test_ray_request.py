@@ -121,7 +121,7 @@ def test_bad_options_say_which_and_how(cfg: dict[str, object], key: str) -> None
         ({"args": ["a\0b"]}, "NUL"),
         ({"env": {"BAD-NAME": "x"}}, "not a valid variable name"),
         ({"env": {"X": "a\0"}}, "NUL"),
-        ({"num_replicas": 0}, "at least 1"),
+        ({"num_replicas": 0}, "positive"),
     ],
 )
 def test_app_the_job_cannot_carry(bad: dict[str, object], match: str) -> None:

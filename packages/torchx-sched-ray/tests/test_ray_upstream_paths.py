@@ -9,7 +9,8 @@ def test_upstream_path() -> None:
     from torchx_sched_ray import opts, scheduler
 
     assert RayScheduler is scheduler.RayScheduler
-    assert set(RayOpts.__annotations__) == {k for k, _ in opts.RayOpts.as_runopts()}
+    # every option, and TorchX 0.7's ray name of the address
+    assert set(RayOpts.__annotations__) == {k for k, _ in opts.RayOpts.as_runopts()} | {"dashboard_address"}
     assert isinstance(create_scheduler("s"), scheduler.RayScheduler)
     import torchx.schedulers.ray_scheduler as legacy
 

@@ -85,7 +85,7 @@ class AWSSageMakerScheduler(WorkspaceMixin[None], Scheduler[Mapping[str, CfgVal]
     # ------------------------------------------------------------------ submit
     def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[TrainingJob]:
         opts = SageMakerOpts.from_cfg(cfg)
-        job = build_training_job(app, opts, training_job_name(app))
+        job = build_training_job(app, opts, training_job_name(app, opts.base_job_name))
         if app.roles[0].workspace is not None and job.source is None:
             logger.info(
                 "aws_sagemaker: workspace %s is not shipped; set -cfg code_location=s3://...", app.roles[0].workspace

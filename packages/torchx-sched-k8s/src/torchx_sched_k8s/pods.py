@@ -7,6 +7,7 @@ what keeps a dry run of a thousand replicas within milliseconds.
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass
 from string import Template
@@ -14,6 +15,7 @@ from typing import Any
 
 from torchx.specs.macros import RANK0_ENV
 from torchx.specs.mounts import BindMount, DeviceMount, VolumeMount
+from torchx.specs.overlays import apply_overlay, get_overlay
 from torchx.specs.roles import Role
 from torchx.version import __version__ as torchx_version
 
@@ -25,6 +27,8 @@ ENV_REPLICA_IDX = "TORCHX_REPLICA_IDX"
 #: env values starting with this are pod field paths (``[FIELD_PATH]status.podIP``)
 FIELD_PATH_PREFIX = "[FIELD_PATH]"
 GPU_RESOURCE = "nvidia.com/gpu"
+#: the overlay a role carries for its pods: ``set_overlay(role, *POD_OVERLAY, {...})``
+POD_OVERLAY = ("kubernetes", "V1Pod")
 #: resource capability keys that are not node labels
 TOLERATIONS_CAPABILITY = "tolerations"
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -281,6 +285,7 @@ class PodFactory:
         self._restart_policy = restart_policy
         self._const_command = [self._command.parts[0]] if len(self._command.parts) == 1 else None
         self._const_args = [a.parts[0] for a in self._args] if all(len(a.parts) == 1 for a in self._args) else None
+        self._overlay = get_overlay(role, *POD_OVERLAY)
 
     def _str(self, value: str) -> _Str:
         if "$" not in value:
@@ -339,11 +344,19 @@ class PodFactory:
         return spec
 
     def template(self, replica: int, labels: dict[str, str] | None = None) -> dict[str, Any]:
-        """The pod template (``metadata`` + ``spec``) of replica ``replica``."""
-        return {
+        """The pod template (``metadata`` + ``spec``) of replica ``replica``, with the role's
+        ``V1Pod`` overlay (:mod:`torchx.specs.overlays`) merged in."""
+        template: dict[str, Any] = {
             "metadata": {"labels": labels or self.labels(replica), "annotations": self.annotations},
             "spec": self.pod_spec(replica),
         }
+        if self._overlay:
+            # the replicas share sub-dicts (see the class doc): merge into a copy of its own;
+            # torchx's labels win over the overlay's (status and cleanup select on them)
+            template = copy.deepcopy(template)
+            apply_overlay(template, self._overlay)
+            template["metadata"].setdefault("labels", {}).update(labels or self.labels(replica))
+        return template
 
 
 def _env_entry(name: str, value: str) -> dict[str, Any]:

@@ -16,10 +16,12 @@ Three shapes:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from torchx.specs.overlays import apply_overlay, get_overlay
 from torchx.specs.roles import AppDef, RetryPolicy
 from torchx.util.yaml import dump_all
 
@@ -286,6 +288,26 @@ def _custom_object(
         },
         "spec": spec,
     }
+
+
+#: the overlay an app carries for the job object(s) torchx creates (each batch/v1 Job, the Volcano
+#: Job, the AppWrapper): ``set_overlay(app, *JOB_OVERLAY, {...})``; pods take ``pods.POD_OVERLAY``
+JOB_OVERLAY = ("kubernetes", "Job")
+
+
+def apply_job_overlay(app: AppDef, request: KubernetesRequest) -> None:
+    """Merges the app's ``Job`` overlay (:mod:`torchx.specs.overlays`) into every object of
+    ``request`` but the Service; torchx's labels win over the overlay's."""
+    overlay = get_overlay(app, *JOB_OVERLAY, flat_fallback=False)
+    if not overlay:
+        return
+    for i, obj in enumerate(request.objects):
+        if obj["kind"] == "Service":
+            continue
+        merged = copy.deepcopy(obj)  # objects share sub-dicts (see KubernetesRequest)
+        apply_overlay(merged, overlay)
+        merged["metadata"].setdefault("labels", {}).update(obj["metadata"].get("labels", {}))
+        request.objects[i] = merged
 
 
 #: ``mode`` option -> builder of the ``kubernetes`` scheduler

@@ -59,6 +59,7 @@ from torchx_sched_k8s.request import (
     VOLCANO_VERSION,
     Custom,
     KubernetesRequest,
+    apply_job_overlay,
     build_mcad,
     mode_from_discovery,
 )
@@ -192,6 +193,7 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal], AppDef, KubernetesRequ
             request = self._build(app, cfg)
         except PodSpecError as e:
             raise ValueError(str(e)) from None
+        apply_job_overlay(app, request)
         request.images_to_push = images_to_push
         return AppDryRunInfo(request, KubernetesRequest.to_yaml)
 

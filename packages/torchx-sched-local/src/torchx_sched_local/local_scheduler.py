@@ -628,11 +628,11 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                 return
             if not store.lock_is_held(job_dir):
                 break
+            pid = st.get("pid") or self._pids.get(app_id)
+            if pid and not signalled:  # first: the caller may be killed any moment (a second Ctrl-C)
+                signalled = _signal_supervisor(job_dir, pid)
             if self._held_outcome(app_id) is not None:
                 return  # it ended; its supervisor holds the outcome until it can store it
-            pid = st.get("pid") or self._pids.get(app_id)
-            if pid and not signalled:
-                signalled = _signal_supervisor(job_dir, pid)
             self._wait_supervisor(app_id, pid, max(0.0, deadline - time.monotonic()))
         self._cancel_orphans(app_id)
 

@@ -65,6 +65,8 @@ class FileCache:
         self.root = root
         #: the log root, held open (kept across the supervisor's handover); -1: not held
         self.root_fd = root_fd
+        #: replica directories opened through it, least recently used first (at most ``limit // 8``)
+        self._dirs: dict[str, int] = {}
         if root is not None and root_fd < 0:
             try:
                 self.root_fd = os.open(root, _DIR_FLAGS)
@@ -95,9 +97,11 @@ class FileCache:
         except FileNotFoundError:
             return self._open_at(path, flags, create_dirs=True)
         except OSError as e:
-            if e.errno not in (errno.EMFILE, errno.ENFILE) or not self._fds:
+            if e.errno not in (errno.EMFILE, errno.ENFILE) or not (self._fds or self._dirs):
                 raise
-            for _ in range(len(self._fds) // 2 + 1):  # out of descriptors: give back half of ours
+            while self._dirs:  # out of descriptors: give back the directories and half of our files
+                os.close(self._dirs.popitem()[1])
+            for _ in range(len(self._fds) // 2 + 1 if self._fds else 0):
                 self._close_oldest()
         return self._open_at(path, flags, create_dirs=True)
 
@@ -115,7 +119,16 @@ class FileCache:
             if create_dirs:
                 os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
             return os.open(path, flags, 0o600)
-        *dirs, name = path[len(root) + 1 :].split(os.sep)
+        directory, name = os.path.split(path)
+        held = self._dirs.pop(directory, None)
+        if held is not None:
+            try:
+                fd = os.open(name, flags, 0o600, dir_fd=held)
+                self._dirs[directory] = held
+                return fd
+            except FileNotFoundError:  # the directory was removed: walk again
+                os.close(held)
+        dirs = directory[len(root) + 1 :].split(os.sep) if directory != root else []
         opened: list[int] = []
         try:
             at = self.root_fd
@@ -128,7 +141,12 @@ class FileCache:
                     os.mkdir(part, 0o700, dir_fd=at)
                     at = os.open(part, _DIR_FLAGS, dir_fd=at)
                 opened.append(at)
-            return os.open(name, flags, 0o600, dir_fd=at)
+            fd = os.open(name, flags, 0o600, dir_fd=at)
+            if opened:  # keep the replica's directory: its other files open with one call
+                self._dirs[directory] = opened.pop()
+                while len(self._dirs) > max(1, self.limit // 8):
+                    os.close(self._dirs.pop(next(iter(self._dirs))))
+            return fd
         except OSError as e:
             raise OSError(e.errno, e.strerror, path) from None
         finally:
@@ -158,9 +176,11 @@ class FileCache:
             os.close(fd)
 
     def close(self) -> None:
-        """Closes every file."""
+        """Closes every file (and the directories held to open them; not the log root)."""
         while self._fds:
             self._close_oldest()
+        while self._dirs:
+            os.close(self._dirs.popitem()[1])
 
 
 class StreamWriter:

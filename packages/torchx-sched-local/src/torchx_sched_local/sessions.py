@@ -52,6 +52,7 @@ def scan(
     escaped: list[int] = []
     if not sessions and not needle:
         return members, escaped
+    sessions = _still_ours(sessions)
     me = os.getpid()
     try:
         entries = os.listdir("/proc")
@@ -88,6 +89,19 @@ def newer_pids_above(first: int) -> int:
     except (OSError, ValueError, IndexError):
         return 0
     return first - 1 if last >= first else 0
+
+
+def _still_ours(sessions: Mapping[int, int]) -> dict[int, int]:
+    """The ``sessions`` whose id still names the replica's session. The kernel gives a pid out
+    again only once no process uses it as a session (or group) id, so a live process with
+    that pid and another start time means the replica's session is gone and the id now names
+    someone else's (another job's supervisor, after ``setsid``): it must not be touched."""
+    ours = {}
+    for sid, started in sessions.items():
+        leader = start_time(sid)
+        if leader is None or not started or leader == started:
+            ours[sid] = started
+    return ours
 
 
 def kill_all(pids: Iterable[int], sig: int) -> None:

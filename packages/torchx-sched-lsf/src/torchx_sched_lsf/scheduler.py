@@ -224,6 +224,10 @@ class LsfScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal],
     def _run_opts(self) -> runopts:
         return LsfOpts.as_runopts()
 
+    def workspace_opts(self) -> runopts:
+        """None of its own: ``job_dir`` is one of :class:`LsfOpts` (with TorchX's name ``jobdir``)."""
+        return runopts()
+
     def has_gpu_flag(self) -> bool:
         """Whether ``bsub -gpu`` exists: not on OpenLava (``lsid`` says which); assumed when
         ``lsid`` cannot tell (a dry run away from the cluster)."""

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from torchx.schedulers.structured_opts import StructuredOpts
 from torchx.specs.runopts import InvalidRunConfigException
+
+logger: logging.Logger = logging.getLogger(__name__)
 
 #: where the Jobs API is when neither the ``address`` option nor the environment says
 DEFAULT_ADDRESS = "http://127.0.0.1:8265"
@@ -47,8 +50,8 @@ def normalize_address(address: str) -> str:
 class RayOpts(StructuredOpts):
     """Run options of the ``ray`` scheduler."""
 
-    address: str | None = None
-    """Jobs API (dashboard) address, http://HOST:PORT. Default: $RAY_API_SERVER_ADDRESS, an http $RAY_ADDRESS, or http://127.0.0.1:8265."""
+    address: str | None = field(default=None, metadata={"aliases": ("dashboard_address",)})
+    """Jobs API (dashboard) address, http://HOST:PORT. Default: $RAY_API_SERVER_ADDRESS, an http $RAY_ADDRESS, or http://127.0.0.1:8265. Also accepted as dashboard_address, TorchX's ray name."""
     working_dir: str | None = None
     """Local directory shipped as the job's working directory (runtime_env working_dir); default: the workspace."""
     requirements: str | None = None
@@ -57,6 +60,10 @@ class RayOpts(StructuredOpts):
     """How the replicas' bundles are placed (one placement group, all or none): PACK, SPREAD, STRICT_PACK or STRICT_SPREAD."""
     placement_timeout: int | None = None
     """Seconds to wait for the cluster to place every replica before the job fails. Default: wait."""
+    cluster_config_file: str | None = None
+    """TorchX 0.7's Ray cluster launcher config: not supported, jobs go to a running cluster's Jobs API (address)."""
+    cluster_name: str | None = None
+    """TorchX 0.7's cluster name override for cluster_config_file: ignored (with a warning)."""
 
     def validate(self) -> None:
         """Checks every value.
@@ -64,6 +71,20 @@ class RayOpts(StructuredOpts):
         Raises:
             InvalidRunConfigException: which option is wrong and what it expects
         """
+        if self.cluster_config_file is not None:
+            raise InvalidRunConfigException(
+                "run option 'cluster_config_file' is not supported: the ray scheduler submits to a running"
+                " cluster's Jobs API; start the cluster (ray up FILE) and pass"
+                " -cfg address=http://HEAD:8265 (ray get-head-ip FILE prints HEAD)",
+                "cluster_config_file",
+            )
+        if self.cluster_name is not None:
+            logger.warning(
+                "run option 'cluster_name' (%s) is ignored: it names a cluster of a cluster_config_file;"
+                " the job goes to the cluster at %s",
+                self.cluster_name,
+                self.address or default_address(),
+            )
         if self.address is not None:
             normalize_address(self.address)
         if self.placement_strategy.upper() not in STRATEGIES:

@@ -8,6 +8,15 @@ Plugin authors need only::
 See :mod:`torchx.plugins.hookspecs` for every hook with an example. Importing this
 package is cheap: pluggy is loaded only when a hook module asks for ``hookimpl`` or when
 plugins must be (re)discovered.
+
+Upstream TorchX's plugin API is here too (each name imported on first use): ``register``
+(``@register.scheduler()``, ``@register.tracker()``, ``@register.named_resource(...)``) for
+modules of the ``torchx_plugins.*`` namespace packages, ``powers_of_two_gpus``,
+``halve_mem_down_to``, ``WHOLE``/``HALF``/``QUARTER``/``EIGHTH``/``SIXTEENTH``,
+``resource_tags``, and the registry view ``registry()`` / ``PluginRegistry`` / ``PluginType`` /
+``RegistrationError`` (:mod:`torchx.plugins.authoring`, :mod:`torchx.plugins.namespace`,
+:mod:`torchx.plugins.plugin_registry`). ``torchx.plugins.registry`` is both our registry module
+and, called, upstream's ``registry()``.
 """
 
 from __future__ import annotations
@@ -19,6 +28,19 @@ if TYPE_CHECKING:
     import pluggy
 
     from torchx.plugins.api_level import OLDEST_PLUGIN_API_LEVEL, PLUGIN_API_LEVEL
+    from torchx.plugins.authoring import (
+        EIGHTH,
+        HALF,
+        QUARTER,
+        SIXTEENTH,
+        WHOLE,
+        PluginType,
+        halve_mem_down_to,
+        powers_of_two_gpus,
+        register,
+        resource_tags,
+    )
+    from torchx.plugins.plugin_registry import PluginRegistry, RegistrationError
     from torchx.plugins.registrations import (
         CliCommand,
         ComponentSource,
@@ -50,9 +72,39 @@ _LAZY: dict[str, str] = {
         "torchx.plugins.registrations",
     ),
     **dict.fromkeys(("PluginInfo", "Registry"), "torchx.plugins.registry"),
+    # upstream TorchX's names (the nightly's plugin API)
+    **dict.fromkeys(
+        (
+            "EIGHTH",
+            "HALF",
+            "QUARTER",
+            "SIXTEENTH",
+            "WHOLE",
+            "PluginType",
+            "halve_mem_down_to",
+            "powers_of_two_gpus",
+            "register",
+            "resource_tags",
+        ),
+        "torchx.plugins.authoring",
+    ),
+    **dict.fromkeys(("PluginRegistry", "RegistrationError"), "torchx.plugins.plugin_registry"),
 }
 
 __all__ = [
+    "EIGHTH",
+    "HALF",
+    "QUARTER",
+    "SIXTEENTH",
+    "WHOLE",
+    "PluginRegistry",
+    "PluginType",
+    "RegistrationError",
+    "halve_mem_down_to",
+    "powers_of_two_gpus",
+    "register",
+    "registry",
+    "resource_tags",
     "CliCommand",
     "ComponentSource",
     "LegacyModule",
@@ -66,6 +118,7 @@ __all__ = [
     "SubmissionRejected",
     "TrackerPlugin",
     "WorkspacePlugin",
+    "discovering",
     "get_registry",
     "hookimpl",
     "hookspec",
@@ -74,6 +127,13 @@ __all__ = [
 ]
 
 _registry: Registry | None = None
+#: True while plugin modules are being imported by discovery
+_discovering = False
+
+REENTRANT_LOOKUP = (
+    "torchx plugins are being discovered: a plugin module must not look plugins up (named resources,"
+    " schedulers, trackers) when it is imported; look them up inside a function"
+)
 
 
 class SubmissionRejected(Exception):
@@ -85,6 +145,10 @@ class PluginLoadError(Exception):
 
 
 def __getattr__(name: str) -> Any:
+    if name == "registry":  # the submodule, callable as upstream's ``registry()``
+        import importlib
+
+        return importlib.import_module(f"{__name__}.registry")
     if name in _LAZY:
         import importlib
 
@@ -108,19 +172,30 @@ def get_registry(refresh: bool = False) -> Registry:
     Args:
         refresh: ignore the caches and discover again
     """
-    global _registry
+    global _registry, _discovering
     if _registry is not None and not refresh:
         return _registry
+    if _discovering:
+        raise RuntimeError(REENTRANT_LOOKUP)
     from torchx.plugins import cache
 
     registry = None if refresh else cache.load()
     if registry is None:
         from torchx.plugins.discovery import discover
 
-        registry = discover()
+        _discovering = True
+        try:
+            registry = discover()
+        finally:
+            _discovering = False
         cache.store(registry)
     _registry = registry
     return registry
+
+
+def discovering() -> bool:
+    """True while discovery imports plugin modules (a lookup then would see half the plugins)."""
+    return _discovering
 
 
 def reset() -> None:
@@ -152,6 +227,8 @@ def load_attr(path: str) -> Any:
         obj: Any = importlib.import_module(module_name)
     except Exception as e:
         raise PluginLoadError(f"cannot import {module_name!r} (from {path!r}): {type(e).__name__}: {e}") from e
+    if attr and attr in vars(obj):  # a generated name may hold dots (``register.named_resource``)
+        return vars(obj)[attr]
     for part in attr.split(".") if attr else []:
         try:
             obj = getattr(obj, part)

@@ -21,7 +21,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-_FORMAT = 6
+_FORMAT = 7
 
 
 def caching_enabled() -> bool:
@@ -45,7 +45,7 @@ def read_cache(name: str, version: int) -> Any:
         return None
     try:
         with open(os.path.join(cache_dir(), name), "rb") as f:
-            data = marshal.load(f)
+            data = marshal.loads(f.read())  # one read: marshal.load(f) reads the file piece by piece
     except (OSError, ValueError, EOFError, TypeError):
         return None
     return data.get("data") if isinstance(data, dict) and data.get("format") == version else None
@@ -67,7 +67,8 @@ def write_cache(name: str, version: int, data: Any) -> None:
 
 
 def _cache_name() -> str:
-    key = "\0".join([sys.version, sys.executable, *sys.path]).encode()
+    # TORCHX_PLUGINS_SOURCE selects what discovery reads: each value has its own cache
+    key = "\0".join([sys.version, sys.executable, os.environ.get("TORCHX_PLUGINS_SOURCE", ""), *sys.path]).encode()
     return f"plugins-{binascii.crc32(key):08x}-{len(key)}.marshal"
 
 

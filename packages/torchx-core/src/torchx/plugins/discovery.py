@@ -15,16 +15,12 @@ from typing import Any
 import pluggy
 
 from torchx.plugins import api_level, hookspecs
+from torchx.plugins.import_errors import describe_error, import_failure_files
 from torchx.plugins.legacy import LEGACY_GROUPS, legacy_record
 from torchx.plugins.registrations import EVENT_HOOKS, REGISTRATION_TYPES
 from torchx.plugins.registry import GROUP, PluginInfo, Registry
 
 logger: logging.Logger = logging.getLogger(__name__)
-
-
-def _describe_error(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
 def new_plugin_manager() -> pluggy.PluginManager:
@@ -34,14 +30,14 @@ def new_plugin_manager() -> pluggy.PluginManager:
     return pm
 
 
-def _entry_points() -> list[tuple[Any, str, str, list[str]]]:
+def _entry_points(legacy: bool = True) -> list[tuple[Any, str, str, list[str]]]:
     """(entry point, dist name, dist version, dist requirements) of every torchx-related entry
-    point, sorted."""
+    point, sorted (without the legacy groups unless ``legacy``)."""
     from importlib.metadata import distributions
 
     found = []
     seen: set[tuple[str, str, str]] = set()
-    groups = {GROUP, *LEGACY_GROUPS}
+    groups = {GROUP, *LEGACY_GROUPS} if legacy else {GROUP}
     for dist in distributions():
         try:
             eps = [ep for ep in dist.entry_points if ep.group in groups]
@@ -60,23 +56,6 @@ def _entry_points() -> list[tuple[Any, str, str, list[str]]]:
     return found
 
 
-def _import_failure_files(module: str, error: BaseException) -> list[str]:
-    """Files (and their folders) a failed import of ``module`` went through: editing one of
-    them, or adding a file next to them, may fix it."""
-    import os
-    import sys
-    import traceback
-
-    files = [frame.filename for frame in traceback.extract_tb(error.__traceback__)]
-    if isinstance(error, SyntaxError) and error.filename:
-        files.append(error.filename)
-    package = sys.modules.get(module.rpartition(".")[0])
-    folders = list(getattr(package, "__path__", []) or [])
-    stdlib = os.path.dirname(os.__file__)
-    found = [f for f in files if os.path.isabs(f) and f != __file__ and not f.startswith(stdlib)]
-    return sorted({*found, *(os.path.dirname(f) for f in found), *folders})
-
-
 def _load_plugin_module(pm: pluggy.PluginManager, info: PluginInfo, requires: list[str]) -> bool:
     """Imports the plugin's hook module and registers it, unless the plugin was written for a
     plugin API this core does not implement (then nothing of it is loaded: False)."""
@@ -86,7 +65,7 @@ def _load_plugin_module(pm: pluggy.PluginManager, info: PluginInfo, requires: li
             module = importlib.import_module(info.value)
         except BaseException as e:
             if not isinstance(e, KeyboardInterrupt):
-                info.watch = _import_failure_files(info.value, e)
+                info.watch = import_failure_files(info.value, e)
             raise
         info.watch = [getattr(module, "__file__", "") or ""]
         try:
@@ -111,7 +90,7 @@ def _collect(pm: pluggy.PluginManager, info: PluginInfo, registry: Registry) -> 
             try:
                 records = list(impl.function() or ())
             except Exception as e:
-                info.errors.append(f"{hook_name} raised {_describe_error(e)}")
+                info.errors.append(f"{hook_name} raised {describe_error(e)}")
                 continue
             for record in records:
                 if not isinstance(record, rtype):
@@ -132,10 +111,15 @@ def _collect(pm: pluggy.PluginManager, info: PluginInfo, registry: Registry) -> 
 
 
 def discover() -> Registry:
-    """Loads every installed plugin's registrations (imports only the plugins' hook modules)."""
+    """Loads every installed plugin's registrations: entry points (importing only the plugins'
+    hook modules), then the ``torchx_plugins.*`` namespace packages (importing their modules),
+    as ``TORCHX_PLUGINS_SOURCE`` selects (see :mod:`torchx.plugins.namespace`)."""
+    from torchx.plugins.namespace import SOURCE_ENTRY_POINTS, SOURCE_NAMESPACE, discover_namespaces, plugin_sources
+
+    sources = plugin_sources()
     registry = Registry()
     pm = new_plugin_manager()
-    for ep, dist, version, requires in _entry_points():
+    for ep, dist, version, requires in _entry_points(legacy=bool(sources & SOURCE_ENTRY_POINTS)):
         info = PluginInfo(name=ep.name, dist=dist, version=version, group=ep.group, value=ep.value)
         registry.plugins.append(info)
         if ep.group == GROUP:
@@ -144,7 +128,7 @@ def discover() -> Registry:
             except BaseException as e:
                 if isinstance(e, KeyboardInterrupt):
                     raise
-                info.errors.append(f"cannot load module {ep.value!r}: {_describe_error(e)}")
+                info.errors.append(f"cannot load module {ep.value!r}: {describe_error(e)}")
                 continue
             if loaded:
                 _collect(pm, info, registry)
@@ -155,6 +139,8 @@ def discover() -> Registry:
                 info.errors.append(str(e))
                 continue
             registry.add(info, record)
+    if sources & SOURCE_NAMESPACE:
+        discover_namespaces(registry)
     registry.finish()
     registry.plugin_manager = pm
     for conflict in registry.conflicts:

@@ -19,6 +19,9 @@ is one :data:`SOURCE_RANKS` entry: give its registrations a :class:`PluginInfo` 
 
 from __future__ import annotations
 
+import sys
+from types import ModuleType
+
 from torchx.plugins.legacy import LEGACY_GROUPS
 from torchx.plugins.registrations import (
     KINDS,
@@ -286,3 +289,31 @@ class Registry:
         reg.origin = {(k, n): v for k, n, v in data["origin"]}
         reg.conflicts = [Conflict(**c) for c in data["conflicts"]]
         return reg
+
+
+class _CallableModule(ModuleType):
+    """This module, callable as upstream TorchX's ``torchx.plugins.registry()``.
+
+    Upstream's function and this module share the name ``torchx.plugins.registry``; whichever
+    of the two a user reaches, ``registry()`` and ``registry.cache_clear()`` work.
+    """
+
+    # upstream's function lives in plugin_registry, a layer above this module (it views the
+    # registry): it is looked up by name when called, so this module imports nothing above it
+
+    def __call__(self) -> Any:
+        """Upstream's registry view: :func:`torchx.plugins.plugin_registry.registry`."""
+        return _upstream_registry()()
+
+    def cache_clear(self) -> None:
+        """Forgets upstream's registry view (the next call makes a new one)."""
+        _upstream_registry().cache_clear()
+
+
+def _upstream_registry() -> Any:
+    import importlib
+
+    return importlib.import_module("torchx.plugins.plugin_registry").registry
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -23,6 +23,12 @@ from torchx.specs.roles import GiB
 
 __all__ = [
     *_api_all,
+    "TORCHX_HOME",  # noqa: F405 - lazy, see __getattr__
+    "CapabilityKey",  # noqa: F405 - lazy, see __getattr__
+    "NA",  # noqa: F405 - lazy, see __getattr__
+    "TORCHX_CONTEXT_NAME",  # noqa: F405 - lazy, see __getattr__
+    "app_metadata",  # noqa: F405 - lazy, see __getattr__
+    "cases",  # noqa: F405 - lazy, see __getattr__
     "GiB",
     "_named_resource_factories",
     "get_named_resources",
@@ -37,6 +43,14 @@ _LAZY = {
     "file_linter": "torchx.specs.file_linter",
     "finder": "torchx.specs.finder",
     "builders": "torchx.specs.builders",
+    "overlays": "torchx.specs.overlays",
+    "capabilities": "torchx.specs.capabilities",
+    "CapabilityKey": "torchx.specs.capabilities",
+    "TORCHX_HOME": "torchx.specs.home",
+    "cases": "torchx.specs.casing",
+    "app_metadata": "torchx.specs.metadata_keys",
+    "NA": "torchx.specs.metadata_keys",
+    "TORCHX_CONTEXT_NAME": "torchx.specs.metadata_keys",
 }
 
 

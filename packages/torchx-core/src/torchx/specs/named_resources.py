@@ -23,6 +23,10 @@ class _Factories(dict):  # type: ignore[type-arg]
     _discovered: frozenset[str] | set[str] = frozenset()
 
     def load(self) -> None:
+        from torchx.plugins import REENTRANT_LOOKUP, discovering
+
+        if discovering():  # a plugin module looks a resource up while discovery imports it
+            raise RuntimeError(REENTRANT_LOOKUP)
         if self._loaded:
             return
         self._loaded = True

@@ -29,6 +29,10 @@ UNKNOWN: str = "<UNKNOWN>"
 #: Memory units: ``4 * GiB`` MB.
 GiB: int = 1024
 
+# the tags ``torchx.plugins.resource_tags`` names (kept here so Resource needs no plugin import)
+_TAG_RESOURCE_NAME = "torchx/named_resources.name"
+_TAG_IS_FRACTIONAL = "torchx/named_resources.is_fractional"
+
 
 @record
 class Resource:
@@ -51,6 +55,15 @@ class Resource:
     capabilities: dict[str, Any] = field(default_factory=dict)
     devices: dict[str, int] = field(default_factory=dict)
     tags: dict[str, object] = field(default_factory=dict)
+
+    def is_fractional(self) -> bool:
+        """True when this resource is a slice of a host (set by ``register.named_resource`` fractionals)."""
+        return bool(self.tags.get(_TAG_IS_FRACTIONAL, False))
+
+    def get_resource_name(self) -> str | None:
+        """The named resource this came from (set by ``register.named_resource``), or None."""
+        name = self.tags.get(_TAG_RESOURCE_NAME)
+        return None if name is None else str(name)
 
     @staticmethod
     def copy(original: Resource, **capabilities: Any) -> Resource:

@@ -54,11 +54,18 @@ class WorkspaceMixin(Generic[T]):
         build_cache[key] = role.image
 
     def build_workspaces(self, roles: list[Role], cfg: Mapping[str, CfgVal]) -> None:
-        """Builds the workspace of every role that has one."""
+        """Builds the workspace of every role that has one.
+
+        A role whose image is already what this scheduler built from that workspace is left
+        as it is, so building first and then dry-running (which builds too, see
+        :mod:`torchx.schedulers.submission`) builds once.
+        """
+        built: set[tuple[str, str]] = self.__dict__.setdefault("_torchx_built_workspaces", set())
         cache: dict[object, object] = {}
         for role in roles:
-            if role.workspace is not None:
+            if role.workspace is not None and (str(role.workspace), role.image) not in built:
                 self.caching_build_workspace_and_update_role(role, cfg, cache)
+                built.add((str(role.workspace), role.image))
 
     def dryrun_push_images(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> T:
         """Describes the images :meth:`push_images` would push (and retags the roles)."""
