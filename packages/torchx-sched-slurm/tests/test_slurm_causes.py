@@ -115,3 +115,10 @@ def test_preempted_within_its_grace_time_reads_failed_in_accounting_and_preempte
         assert preempted_at(f.read()) == "2026-11-26T16:24:46"
     with open(os.path.join(FIXTURES, "causes_exit_3.scontrol.txt")) as f:
         assert preempted_at(f.read()) is None
+
+
+def test_a_het_job_accounting_has_not_settled_yet_has_no_rows() -> None:
+    # right after the end sacct may show the het job as one transient "allocation" row
+    line = SEP.join(["21", "FAILED", "0:9", "0:9", "None", "0", "node1", "allocation"])
+    step = SEP.join(["21.0", "CANCELLED", "0:9", "", "", "", "node1", "bash"])
+    assert parse_attempts(f"{line}\n{step}\n", "21") == []

@@ -90,7 +90,8 @@ class Attempt:
 
 def parse_attempts(text: str, app_id: str) -> list[list[Attempt]]:
     """Every component's attempts, oldest first, from ``sacct`` :func:`sacct_args` output of
-    job ``app_id`` (a plain job is one component; a het job's are in offset order)."""
+    job ``app_id`` (a plain job is one component; a het job's are in offset order); none while
+    accounting shows a het job's transient ``allocation`` row (not settled)."""
     width = len(CAUSE_FIELDS)
     components: dict[int, list[Attempt]] = {}
     for line in text.splitlines():
@@ -118,8 +119,8 @@ def parse_attempts(text: str, app_id: str) -> list[list[Attempt]]:
             )
         elif step.isdigit() and attempts:
             attempts[-1].steps[int(step)] = (state, exit_code)
-    if any(a.name == "allocation" for attempts in components.values() for a in attempts) and len(components) > 1:
-        components.pop(0, None)  # the transient row of a het job before its components show up
+    if any(a.name == "allocation" for attempts in components.values() for a in attempts):
+        return []  # the transient row of a het job before its components show up: not settled yet
     return [components[k] for k in sorted(components) if components[k]]
 
 
