@@ -29,7 +29,14 @@ def _until(check: Callable[[], bool], timeout: float = 90) -> None:
 
 
 def _submit(sched: LsfScheduler, job_dir: str, cmd: str, replicas: int = 1) -> str:
-    role = specs.Role("cause", image=job_dir, entrypoint="bash", args=["-c", cmd], num_replicas=replicas)
+    role = specs.Role(
+        "cause",
+        image=job_dir,
+        entrypoint="bash",
+        args=["-c", cmd],
+        num_replicas=replicas,
+        resource=specs.Resource(cpu=1, gpu=0, memMB=128),
+    )
     return sched.submit(specs.AppDef("causes", [role]), {"job_dir": job_dir})
 
 
