@@ -11,7 +11,6 @@ hook failed. Order: distribution names, ``tryfirst``/``trylast`` moving one to a
 from __future__ import annotations
 
 import importlib
-import logging
 
 from torchx.plugins import SubmissionRejected, get_registry
 from torchx.plugins.registrations import EVENT_HOOKS
@@ -24,8 +23,6 @@ if TYPE_CHECKING:
     import pluggy
 
     from torchx.specs.roles import AppDef
-
-logger: logging.Logger = logging.getLogger(__name__)
 
 #: (registry, hook name -> [(plugin ident, caller of that plugin's implementation)] in call order)
 _built: tuple[Registry, dict[str, list[tuple[str, Any]]]] | None = None
@@ -94,4 +91,6 @@ def run_post_submit(app_handle: str, app: AppDef, scheduler: str, cfg: Any) -> N
         try:
             call(app_handle=app_handle, app=app, scheduler=scheduler, cfg=cfg)
         except Exception as e:
-            logger.warning("plugin %s: torchx_post_submit failed: %s", ident, e)
+            import logging  # only when a hook failed: not free on the dry-run path
+
+            logging.getLogger(__name__).warning("plugin %s: torchx_post_submit failed: %s", ident, e)
