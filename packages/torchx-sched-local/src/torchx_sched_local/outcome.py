@@ -7,15 +7,17 @@ holds and why it could not be stored. ``status``, ``wait``, ``cancel`` and log f
 ask it when the stored state says the job still runs. Only processes of the same user (or
 root) get an answer (``SO_PEERCRED``).
 
-This module imports only the standard library: the supervisor uses it too.
+This module imports only the standard library: the supervisor uses it too. The asking side
+uses the C module ``_socket`` (``socket`` builds its enums at import: a few ms on every
+``status``/``wait`` of a running job); the listening side, needed only when a state could not
+be stored, imports ``socket``.
 """
 
 from __future__ import annotations
 
+import _socket
 import json
 import os
-import socket
-import struct
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -50,6 +52,8 @@ class OutcomeServer:
     """The supervisor's end: listens while the final state waits to be stored."""
 
     def __init__(self, job_dir: str) -> None:
+        import socket
+
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         self.sock.bind(address(job_dir))
         self.sock.listen(16)
@@ -64,6 +68,9 @@ class OutcomeServer:
             conn, _ = self.sock.accept()
         except OSError:
             return
+        import socket
+        import struct
+
         with conn:
             try:
                 creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
@@ -82,22 +89,24 @@ class OutcomeServer:
 def ask(job_dir: str) -> dict[str, Any] | None:
     """The final state the job's supervisor holds but could not store (with :data:`UNSTORED`
     saying why), or None if it holds none (the usual case: nobody listens)."""
-    if not hasattr(socket, "AF_UNIX"):
+    if not hasattr(_socket, "AF_UNIX"):
         return None
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC) as sock:
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM | _socket.SOCK_CLOEXEC)
+    try:
         sock.settimeout(_TIMEOUT)
-        try:
-            sock.connect(address(job_dir))  # refused at once when nobody listens (the usual case)
-            chunks = []
-            size = 0
-            while size < _MAX_ANSWER:
-                chunk = sock.recv(1 << 16)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                size += len(chunk)
-        except OSError:
-            return None
+        sock.connect(address(job_dir))  # refused at once when nobody listens (the usual case)
+        chunks = []
+        size = 0
+        while size < _MAX_ANSWER:
+            chunk = sock.recv(1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError:
+        return None
+    finally:
+        sock.close()
     try:
         data = json.loads(b"".join(chunks))
     except ValueError:
