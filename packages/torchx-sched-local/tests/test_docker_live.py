@@ -192,6 +192,9 @@ def test_workspace_is_built_into_the_image(
     (ws / "hello.txt").write_text("from the workspace\n")
     (ws / "secret.txt").write_text("keep out\n")
     (ws / ".torchxignore").write_text("secret.txt\n")
+    # content of this run only: a layer the engine's build cache (earlier runs, other torchx
+    # versions) cannot hand back as an image other images are built on
+    (ws / "run.txt").write_text(f"{uuid.uuid4()}\n")
     role = _role(
         docker_live["TORCHX_TEST_BUSYBOX_IMAGE"], "sh", "-c", "cat /hello.txt; test -e /secret.txt || echo no-secret"
     )
