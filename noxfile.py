@@ -194,7 +194,7 @@ def integration_aws(session: nox.Session) -> None:
         [pkg("torchx-sched-aws"), pkg("torchx-components")],
         "aws and not torch",
         "packages/torchx-sched-aws/tests",
-        "tests/compat",
+        "tests/compat/test_aws_batch_compat.py",
     )
 
 

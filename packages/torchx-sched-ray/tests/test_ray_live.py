@@ -205,6 +205,7 @@ def test_workspace_is_the_working_dir(runner: Runner, ray_cluster: Any, tmp_path
     (ws / "main.sh").write_text('echo "img=$1 cwd=$(pwd) secret=$(ls secret.txt 2>/dev/null)"\n')
     (ws / "secret.txt").write_text("not shipped\n")
     (ws / ".torchxignore").write_text("secret.txt\n")
+    staged_before = {p for p in os.listdir(tempfile.gettempdir()) if p.startswith("torchx-ray-ws-")}
     info = runner.dryrun(
         app("ws", role("ws", "bash", ["main.sh", "${img_root}"])),
         "ray",
@@ -216,7 +217,8 @@ def test_workspace_is_the_working_dir(runner: Runner, ray_cluster: Any, tmp_path
     img, cwd, secret = log(runner, handle, "ws").split()
     assert img == "img=" + cwd[len("cwd=") :]
     assert secret == "secret="
-    assert not [p for p in os.listdir(tempfile.gettempdir()) if p.startswith("torchx-ray-ws-")], "staging dir kept"
+    staged = {p for p in os.listdir(tempfile.gettempdir()) if p.startswith("torchx-ray-ws-")}
+    assert not staged - staged_before, "staging dir kept"  # (left by other runs: not this test's)
 
 
 def test_delete_forgets_the_job(runner: Runner, ray_cluster: Any) -> None:
