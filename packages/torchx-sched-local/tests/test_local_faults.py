@@ -51,6 +51,9 @@ def _finished_jobs(sched: LocalScheduler, n: int) -> list[str]:
     ids = [sched.submit(command_app("true", name=f"ok{i}"), {}) for i in range(n)]
     for app_id in ids:
         assert sched.wait(app_id, timeout=30).state == AppState.SUCCEEDED  # type: ignore[union-attr]
+        # finished means its supervisor has let go too (it holds the lock until its last write),
+        # so damaging the job's files below cannot race a supervisor still ending
+        eventually(lambda app_id=app_id: not store.lock_is_held(sched.store.job_dir(app_id)))
     return ids
 
 

@@ -106,6 +106,11 @@ def test_a_second_ctrl_c_exits_at_once(sched: LocalScheduler) -> None:
     eventually(lambda: _state(sched, handle) == AppState.CANCELLED, timeout=15)
 
 
+@pytest.mark.xfail(
+    strict=False,
+    reason="issue 20, open: under CI load the attached run once hung >30 s after Ctrl-C and once"
+    " ended FAILED instead of CANCELLED; not yet diagnosed (it still runs and reports)",
+)
 def test_ctrl_c_never_touches_detached_jobs(sched: LocalScheduler) -> None:
     detached = run_cli("run", "--detach", "-s", "local_cwd", "comp.py:ticker")
     assert detached.returncode == 0, detached.stderr

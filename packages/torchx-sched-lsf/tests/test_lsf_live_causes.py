@@ -96,6 +96,7 @@ def test_bkill_by_root_of_another_users_job_is_killed(sched: LsfScheduler, job_d
     app_id = out.split("<", 1)[1].split(">", 1)[0]
     try:
         _until(lambda: " RUN " in subprocess.run(["bjobs", app_id], capture_output=True, text=True).stdout)
+        time.sleep(2)  # OpenLava records a job killed in its first second of running as DONE
         subprocess.run(["bkill", app_id], check=True, capture_output=True)
         end = _ended(sched, app_id)
         assert end.cause == EndCause.KILLED and "not its owner nobody" in end.reason, end
