@@ -175,16 +175,19 @@ def test_unknown_app(runner: Runner, lsf_cluster: dict[str, str]) -> None:
     assert runner.status("lsf://lsftest/not-a-job") is None
 
 
-def test_cli_log_shows_all_output_by_default(lsf_cluster: dict[str, str], job_dir: str) -> None:
+def test_cli_log_shows_all_output_by_default(lsf_cluster: dict[str, str], job_dir: str, tmp_path: Any) -> None:
     """`torchx log` without --streams prints what the replica wrote to stdout and to stderr."""
     pytest.importorskip("torchx_components")
     torchx = [sys.executable, "-m", "torchx"]
     script = "echo to-stdout; echo to-stderr >&2"
+    # `torchx run` ships the current directory as the job's workspace: run it from an empty
+    # one (from the repository it would copy every nox virtualenv into the job dir)
     run_cli = subprocess.run(
         [*torchx, "run", "-s", "lsf", "-cfg", f"job_dir={job_dir}", "utils.sh", "bash", "-c", script],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=120,
+        cwd=tmp_path,
     )
     assert run_cli.returncode == 0, run_cli.stderr
     handle = run_cli.stdout.strip().splitlines()[-1]
