@@ -186,6 +186,26 @@ def test_cache_is_used_and_invalidated_by_installs(make_dist, monkeypatch) -> No
     assert "later" in get_registry().schedulers
 
 
+def test_cache_survives_unrelated_files_in_a_path_directory(make_dist, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """`python -m torchx` puts the current directory on sys.path: a file written there (a log,
+    a checkpoint) changes its time but not the plugins, and must not cost a new discovery."""
+    site = make_dist("steady", {"torchx.schedulers": {"steady": "steady:create"}})
+    first = get_registry()
+    torchx.plugins.reset()
+    (site / "train.log").write_text("epoch 1\n")
+    st = os.stat(site)
+    os.utime(site, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    import torchx.plugins.discovery as discovery
+
+    with monkeypatch.context() as m:
+        m.setattr(discovery, "discover", lambda: pytest.fail("an unrelated file must not invalidate the cache"))
+        assert get_registry().schedulers == first.schedulers
+        torchx.plugins.reset()
+        assert get_registry().schedulers == first.schedulers  # rewritten with the new time: still cached
+    (site / "torchx_plugins").mkdir()  # a namespace package appears: discovery must look again
+    assert cache.load() is None
+
+
 def test_cache_invalidated_when_plugin_module_edited(make_dist) -> None:  # type: ignore[no-untyped-def]
     site = make_dist("edit-me", {"torchx": {"e": "edit_plugin"}}, {"edit_plugin.py": "x = 1\n"})
     get_registry()

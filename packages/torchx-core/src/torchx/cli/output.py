@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -19,6 +18,8 @@ _RELATIVE = r"^(\d+(?:\.\d+)?)\s*([smhd])$"  # compiled on first use
 
 def print_json(data: Any) -> None:
     """Prints ``data`` as indented JSON on stdout."""
+    import json  # only when asked for: most commands print text
+
     print(json.dumps(data, indent=2, default=str, ensure_ascii=False))
 
 

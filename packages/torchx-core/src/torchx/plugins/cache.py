@@ -1,10 +1,13 @@
 """Keeps the discovered :class:`Registry` on disk until the installed packages change.
 
-The cache is keyed by the interpreter and ``sys.path``; it is valid while every
-``sys.path`` directory and every plugin module file has the modification time it had
-when the cache was written (installing or removing a distribution changes its
-site-packages directory; fixing a plugin that failed to import changes a file its import
-went through, see ``PluginInfo.watch``). ``TORCHX_NO_PLUGIN_CACHE=1`` turns it off; the directory is
+The cache is keyed by the interpreter and ``sys.path``; it is valid while every plugin
+module file has the modification time it had when the cache was written (fixing a plugin
+that failed to import changes a file its import went through, see ``PluginInfo.watch``) and
+every ``sys.path`` directory holds the same distributions and plugin packages (installing or
+removing a distribution changes its site-packages directory). A ``sys.path`` directory whose
+modification time changed is listed once to tell: the script's directory or the current one
+(``python -m torchx``) changes whenever a file is written there, which must not cost a new
+discovery each time; the cache is then rewritten with the new time. ``TORCHX_NO_PLUGIN_CACHE=1`` turns it off; the directory is
 ``$TORCHX_CACHE_DIR`` or ``$XDG_CACHE_HOME/torchx`` (default ``~/.cache/torchx``).
 """
 
@@ -21,7 +24,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-_FORMAT = 7
+_FORMAT = 8
+
+#: names in a ``sys.path`` directory that can change what discovery finds
+_PLUGIN_NAME_ENDS = (".dist-info", ".egg-info", ".egg-link", ".egg", ".pth")
+_NAMESPACE = "torchx_plugins"
 
 
 def caching_enabled() -> bool:
@@ -79,8 +86,40 @@ def _mtime(path: str) -> int:
         return -1
 
 
-def _stamp(files: list[str]) -> list[tuple[str, int]]:
-    return [(p, _mtime(p)) for p in [*sys.path, *files]]
+def _contents(folder: str) -> int:
+    """A checksum of the names in ``folder`` that can change what discovery finds (its
+    distributions, ``.pth`` files and the plugin namespace package); -1 if it cannot be listed."""
+    try:
+        names = sorted(n for n in os.listdir(folder or ".") if n.endswith(_PLUGIN_NAME_ENDS) or n == _NAMESPACE)
+    except OSError:
+        return -1
+    return binascii.crc32("\0".join(names).encode())
+
+
+def _stamp(files: list[str]) -> dict[str, Any]:
+    return {
+        "path": [(p, _mtime(p), _contents(p)) for p in sys.path],
+        "files": [(p, _mtime(p)) for p in files],
+    }
+
+
+def _still_valid(stamp: dict[str, Any]) -> tuple[bool, bool]:
+    """(valid, to rewrite): whether ``stamp`` still describes this ``sys.path`` and these
+    files, and whether a ``sys.path`` directory changed its time but not its plugins."""
+    entries = stamp["path"]
+    if [p for p, _, _ in entries] != sys.path:
+        return False, False
+    watched = {p for p, _ in stamp["files"]}
+    if any(_mtime(path) != mtime for path, mtime in stamp["files"]):
+        return False, False
+    retimed = False
+    for path, mtime, contents in entries:
+        if _mtime(path) == mtime:
+            continue
+        if path in watched or _contents(path) != contents:
+            return False, False
+        retimed = True
+    return True, retimed
 
 
 def load() -> Registry | None:
@@ -88,21 +127,27 @@ def load() -> Registry | None:
     data = read_cache(_cache_name(), _FORMAT)
     if not isinstance(data, dict):
         return None
-    stamp = data.get("stamp", [])
-    if any(_mtime(path) != mtime for path, mtime in stamp) or [p for p, _ in stamp[: len(sys.path)]] != sys.path:
-        return None
     try:
-        return Registry.from_data(data["registry"])
+        valid, retimed = _still_valid(data["stamp"])
+        if not valid:
+            return None
+        registry = Registry.from_data(data["registry"])
     except (KeyError, TypeError, ValueError):
         return None
+    if retimed:
+        store(registry, data["stamp"]["files"])
+    return registry
 
 
-def store(registry: Registry) -> None:
-    """Writes ``registry`` to the cache (silently does nothing if it cannot)."""
+def store(registry: Registry, files: list[tuple[str, int]] | None = None) -> None:
+    """Writes ``registry`` to the cache (silently does nothing if it cannot); ``files``: the
+    watched files as stamped when it was discovered (default: the registry's, stamped now)."""
     if not caching_enabled():
         return
-    files = [path for p in registry.plugins for path in p.watch]
-    write_cache(_cache_name(), _FORMAT, {"stamp": _stamp(files), "registry": registry.to_data()})
+    stamp = _stamp([path for p in registry.plugins for path in p.watch])
+    if files is not None:
+        stamp["files"] = files
+    write_cache(_cache_name(), _FORMAT, {"stamp": stamp, "registry": registry.to_data()})
 
 
 def clear() -> None:
