@@ -85,11 +85,11 @@ def _fork(job_dir: str, lock_fd: int) -> int:
     # Until the child has left the launcher's session, a signal to the launcher's process
     # group (Ctrl-C, a terminal hang-up, a kill of the group) would hit it too: block every
     # signal across the fork, and have the child discard what arrived before its setsid.
-    from torchx_sched_local.supervisor import supervise_forked  # imported here, once, not in every child
-
-    # the C function itself: signal's wrapper turns each of the ~60 signals the restore
-    # returns into an enum member, 0.4 ms of every submission
+    # _signal: the C function itself; signal's wrapper turns each of the ~60 signals the
+    # restore returns into an enum member, 0.4 ms of every submission
     import _signal
+
+    from torchx_sched_local.supervisor import supervise_forked  # imported here, once, not in every child
 
     old_mask = _signal.pthread_sigmask(signal.SIG_BLOCK, _DEFAULT_SIGNALS)
     try:

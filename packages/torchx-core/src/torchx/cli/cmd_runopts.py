@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 
+from torchx.cli.cmd_base import SubCommand
+from torchx.cli.output import print_json
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-from torchx.cli.cmd_base import SubCommand
-from torchx.cli.output import print_json
 
 
 def _opts_data(opts: Any) -> dict[str, Any]:
