@@ -252,20 +252,25 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal], AppDef, KubernetesRequ
             return None
         return KIND_VOLCANO, status.volcano_view(vcjob, self.kube.list_pods(namespace, selector)), vcjob
 
+    def _known(self, app_id: str) -> tuple[str, str, tuple[str, status.AppView, dict[str, Any] | None]] | None:
+        """(namespace, name, :meth:`_view`) of the app; None for a malformed id or an unknown app."""
+        try:
+            namespace, name = names.parse_app_id(app_id)
+        except ValueError:
+            return None
+        found = self._view(namespace, name)
+        return None if found is None else (namespace, name, found)
+
     def describe(self, app_id: str) -> DescribeAppResponse | None:
         """The app's state per role and replica (None if it does not exist).
 
         In ``jobs`` mode this also restarts an APPLICATION-policy app that failed and
         has restarts left, or stops what still runs of an app that failed for good.
         """
-        try:
-            namespace, name = names.parse_app_id(app_id)
-        except ValueError:
+        known = self._known(app_id)
+        if known is None:
             return None
-        found = self._view(namespace, name)
-        if found is None:
-            return None
-        kind, view, _ = found
+        namespace, name, (kind, view, _) = known
         if kind == KIND_JOBS and view.state == AppState.FAILED and not (view.cancelled or view.stopped):
             view = self._after_failure(namespace, name, view)
         return DescribeAppResponse(
@@ -282,14 +287,11 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal], AppDef, KubernetesRequ
         :mod:`torchx_sched_k8s.causes`); None while it runs, or for an unknown app."""
         from torchx_sched_k8s import causes
 
-        try:
-            namespace, name = names.parse_app_id(app_id)
-        except ValueError:
+        known = self._known(app_id)
+        if known is None:
             return None
-        found = self._view(namespace, name)
-        if found is None:
-            return None
-        return causes.app_end(found[1], self.kube.list_pods(namespace, names.app_selector(name)))
+        namespace, name, (_, view, _) = known
+        return causes.app_end(view, self.kube.list_pods(namespace, names.app_selector(name)))
 
     def _after_failure(self, namespace: str, name: str, view: status.AppView) -> status.AppView:
         """Restarts the app if every failed role allows it, else stops what still runs."""
