@@ -31,7 +31,7 @@ import sys
 import time
 from typing import Any
 
-from torchx.runner import Runner, get_runner
+from torchx.runner import Runner
 from torchx.specs.handles import parse_app_handle
 from torchx.specs.status import AppState, is_terminal
 
@@ -257,22 +257,11 @@ def _drain(fd: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: ``python -m torchx_managed.driver ROOT JOB_ID [--lock-fd N]``."""
-    args = argv if argv is not None else sys.argv[1:]
-    root, job_id = args[:2]
-    lock_fd = int(args[3]) if len(args) >= 4 and args[2] == "--lock-fd" else None
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    from torchx.runner.drivers import drive
+
+    root, *rest = argv if argv is not None else sys.argv[1:]
     store = ManagedStore(root)
-    with store.driver_lock(job_id, fd=lock_fd) as held:
-        if not held:
-            logger.info("managed job %s already has a driver", job_id)
-            return 0
-        spec = store.read_spec(job_id)
-        with get_runner(name=str(spec["session"])) as runner:
-            driver = Driver(store, job_id, runner)
-            signal.signal(signal.SIGTERM, lambda *_: driver.request_stop())
-            signal.signal(signal.SIGHUP, signal.SIG_IGN)
-            driver.run()
-    return 0
+    return drive(store, rest, lambda job_id, runner: Driver(store, job_id, runner), logger)
 
 
 if __name__ == "__main__":

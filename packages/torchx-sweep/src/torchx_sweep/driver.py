@@ -43,7 +43,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from torchx.runner import Runner, get_runner
+from torchx.runner import Runner
 from torchx.specs.dryrun import AppDryRunInfo
 from torchx.specs.roles import AppDef
 from torchx.specs.status import is_terminal
@@ -466,20 +466,11 @@ def _signal(pid: int, sig: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: ``python -m torchx_sweep.driver ROOT SWEEP_ID``."""
-    root, sweep_id = (argv if argv is not None else sys.argv[1:])[:2]
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    from torchx.runner.drivers import drive
+
+    root, *rest = argv if argv is not None else sys.argv[1:]
     store = SweepStore(root)
-    with store.driver_lock(sweep_id) as held:
-        if not held:
-            logger.info("sweep %s already has a driver", sweep_id)
-            return 0
-        state = store.load(sweep_id)
-        with get_runner(name=str(state.spec["session"])) as runner:
-            driver = Driver(store, sweep_id, runner)
-            signal.signal(signal.SIGTERM, lambda *_: driver.request_stop())
-            signal.signal(signal.SIGHUP, signal.SIG_IGN)
-            driver.run()
-    return 0
+    return drive(store, rest, lambda sweep_id, runner: Driver(store, sweep_id, runner), logger)
 
 
 if __name__ == "__main__":
