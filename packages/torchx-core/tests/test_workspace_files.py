@@ -85,3 +85,17 @@ def test_project_files_maps_projects_and_refuses_missing_ones(tmp_path: Path) ->
     assert files["code/main.py"] == str(root / "main.py")
     with pytest.raises(FileNotFoundError, match="workspace project '.*nope' does not exist"):
         list(project_files(Workspace({str(tmp_path / "nope"): ""})))
+
+
+def test_a_named_pipe_in_the_workspace_is_refused_with_the_way_out(tmp_path: Path) -> None:
+    """A FIFO (fish's notifier in /tmp, say) would block a copy forever: it is named, with the
+    ignore file that leaves it out; once ignored, the rest ships."""
+    import os
+
+    (tmp_path / "main.py").write_text("print('hi')\n")
+    os.mkfifo(tmp_path / "notifier")
+    with pytest.raises(ValueError, match=r"notifier', which is not a regular file.*add 'notifier' to"):
+        list(project_files(Workspace({str(tmp_path): ""})))
+    (tmp_path / ".torchxignore").write_text("notifier\n")
+    shipped = sorted(rel for _, rel in project_files(Workspace({str(tmp_path): ""})))
+    assert shipped == [".torchxignore", "main.py"]

@@ -145,12 +145,24 @@ def project_files(workspace: Workspace) -> Iterator[tuple[str, str]]:
 
     Raises:
         FileNotFoundError: a project does not exist (nothing is shipped silently empty)
+        ValueError: a project holds a named pipe, socket or device (no scheduler can ship one:
+            copying a FIFO would block), named with the way to leave it out
     """
+    import stat
+
     for src, dst in workspace.projects.items():
         src = os.path.expanduser(src)
         if os.path.isdir(src):
             for rel in walk_workspace(src):
-                yield os.path.join(src, rel), os.path.normpath(os.path.join(dst, rel))
+                path = os.path.join(src, rel)
+                mode = os.lstat(path).st_mode
+                if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+                    raise ValueError(
+                        f"workspace {src!r} holds {path!r}, which is not a regular file (a named pipe,"
+                        f" socket or device); add {rel!r} to {os.path.join(src, IGNORE_FILE)!r}, or run"
+                        " from your project's directory (the workspace is the current directory by default)"
+                    )
+                yield path, os.path.normpath(os.path.join(dst, rel))
         elif os.path.exists(src):
             yield src, os.path.normpath(dst or os.path.basename(src))
         else:
