@@ -49,6 +49,23 @@ def test_init_repr_eq() -> None:
     assert len({Key("a"), Key("a")}) == 1
 
 
+@record(unsafe_hash=True)
+class Stamped:
+    """A value with a field that does not count for equality."""
+
+    name: str
+    seen: float | None = field(default=None, compare=False)
+
+
+def test_a_field_with_compare_false_counts_for_neither_eq_nor_hash() -> None:
+    assert Stamped("a", 1.0) == Stamped("a", 2.0)
+    assert hash(Stamped("a", 1.0)) == hash(Stamped("a"))
+    assert Stamped("a") != Stamped("b", 1.0)
+    assert repr(Stamped("a", 1.0)) == "Stamped(name='a', seen=1.0)"
+    assert [f.compare for f in dataclasses.fields(Stamped)] == [True, False]  # as dataclasses declares it
+    assert [f.compare for f in fields_of(Stamped)] == [True, False]
+
+
 def test_dataclasses_functions_accept_records() -> None:
     p = Point(1, 2, ["t"])
     assert dataclasses.is_dataclass(p)

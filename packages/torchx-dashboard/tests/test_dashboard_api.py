@@ -48,6 +48,18 @@ def test_lists_jobs_with_their_states(client: TestClient, jobs: dict[str, str], 
     assert body["total"] == 4
     assert body["errors"] == []
     assert body["schedulers"] == ["local_cwd"]
+    by_handle = {j["handle"]: j for j in body["jobs"]}
+    done, live = by_handle[jobs["ok"]], by_handle[jobs["live"]]
+    assert done["submitted"] <= done["started"] <= done["ended"]  # local_cwd knows all three
+    assert live["started"] is not None and live["ended"] is None  # still running
+
+
+def test_sorts_by_submission_time(client: TestClient, jobs: dict[str, str]) -> None:
+    newest = client.get("/api/jobs", params={"sort": "-submitted"}).json()["jobs"]
+    times = [j["submitted"] for j in newest]
+    assert times == sorted(times, reverse=True)
+    oldest = client.get("/api/jobs", params={"sort": "submitted"}).json()["jobs"]
+    assert [j["handle"] for j in oldest] == [j["handle"] for j in reversed(newest)]
 
 
 def test_filters_sorts_and_pages_on_the_server(client: TestClient, jobs: dict[str, str], script: str) -> None:

@@ -73,6 +73,10 @@ def test_job_table_shows_states_and_filters(
     # the job named <script> is text: its link reads "<script>...", and nothing ran
     assert row(page, jobs["script"]).locator("a").inner_text() == script
     assert page.evaluate("window.__pwned") is None
+    # submission time as a local date and time, and how long the job ran
+    submitted, ran = (row(page, jobs["ok"]).locator("td.time").nth(i).inner_text() for i in range(2))
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", submitted), submitted
+    assert re.fullmatch(r"\d+s", ran), ran
     page.screenshot(path=str(shots / "jobs.png"))
 
     page.select_option("#f-state", "FAILED")

@@ -300,6 +300,15 @@ def test_list_is_newest_first_and_sees_other_processes(sched: LocalScheduler) ->
     assert [a.app_id for a in listed] == [second, first]
     assert [a.state for a in listed] == [AppState.FAILED, AppState.SUCCEEDED]
     assert listed[1].name == "first"
+    for app in listed:  # the times the job files record: submitted <= started <= ended
+        assert app.submitted is not None and app.started is not None and app.ended is not None, app
+        assert app.submitted <= app.started <= app.ended <= time.time()
+    running = sched.submit(command_app("/bin/sleep", "30", name="running"), {})
+    try:
+        eventually(lambda: sched.list()[0].started is not None)
+        assert sched.list()[0].ended is None
+    finally:
+        sched.cancel(running)
 
 
 CONCURRENT = """

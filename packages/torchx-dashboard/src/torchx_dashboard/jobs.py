@@ -23,7 +23,9 @@ from torchx.specs.handles import MalformedAppHandleException, UnknownAppExceptio
 
 #: how long one scheduler may take to list its jobs before the listing reports it as an error
 LIST_TIMEOUT = 30.0
-SORT_KEYS = ("handle", "scheduler", "name", "state")
+SORT_KEYS = ("handle", "scheduler", "name", "state", "submitted")
+#: the times a job in the listing carries (seconds since the epoch; null where its scheduler does not say)
+TIME_KEYS = ("submitted", "started", "ended")
 MAX_LIMIT = 1000
 
 
@@ -195,6 +197,7 @@ class JobService:
                 "app_id": app.app_id,
                 "name": app.name,
                 "state": app.state.name,
+                **{key: getattr(app, key, None) for key in TIME_KEYS},
             }
             for app in self.runner.list(name)
         ]
@@ -229,7 +232,12 @@ class JobService:
                 listed.append(name)
                 jobs.extend(found)
         jobs = [j for j in jobs if _matches(j, query)]
-        if query.sort is not None:
+        if query.sort in TIME_KEYS:
+            key = query.sort
+            known = sorted((j for j in jobs if j[key] is not None), key=lambda j: (j[key], j["handle"]))
+            unknown = sorted((j for j in jobs if j[key] is None), key=lambda j: j["handle"])
+            jobs = (known[::-1] if query.descending else known) + unknown  # unknown times last either way
+        elif query.sort is not None:
             key = query.sort
             jobs.sort(key=lambda j: (str(j[key]).lower(), j["handle"]), reverse=query.descending)
         page = jobs[query.offset : query.offset + query.limit]

@@ -541,9 +541,17 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                 )
                 continue
             if st is not None:
-                found.append(
-                    (st.get("created") or 0.0, ListAppResponse(app_id, AppState[st["state"]], name=st["name"]))
+                final = st["state"] in ("SUCCEEDED", "FAILED", "CANCELLED")
+                times = {key: st[key] for key in ("created", "started", "updated") if _is_time(st.get(key))}
+                resp = ListAppResponse(
+                    app_id,
+                    AppState[st["state"]],
+                    name=st["name"],
+                    submitted=times.get("created"),
+                    started=times.get("started"),
+                    ended=times.get("updated") if final else None,
                 )
+                found.append((st.get("created") or 0.0, resp))
         found.sort(key=lambda item: item[0], reverse=True)
         return [resp for _, resp in found]
 
@@ -677,12 +685,14 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                     state="FAILED",
                     msg=f"{_supervisor_died(st)}; `cancel` killed its replicas",
                     end={"by": "supervisor"},
+                    updated=time.time(),
                 )
             else:
                 st.update(
                     state="CANCELLED",
                     msg="cancelled (the job's supervisor was stuck; its replicas were killed)",
                     end={"by": "cancel"},
+                    updated=time.time(),
                 )
             try:
                 store.write_json(os.path.join(job_dir, store.STATE_FILE), st)
@@ -896,3 +906,8 @@ def create_scheduler(
         extra_paths=extra_paths,
         state_dir=state_dir,
     )
+
+
+def _is_time(value: object) -> bool:
+    """True for a number of seconds since the epoch (a state file's times; not a bool)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -328,6 +328,7 @@ class Supervisor:
         elif os.path.exists(os.path.join(self.job_dir, store.CANCEL_FILE)):
             self._cancel(None)
         else:
+            self.base_state["started"] = time.time()  # when its first replica started (kept across a handover)
             for r in self.replicas:
                 self._start(r)
                 if self.failed is not None:

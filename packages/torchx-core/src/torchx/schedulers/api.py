@@ -81,12 +81,20 @@ class DescribeAppResponse:
 
 @record(unsafe_hash=True)
 class ListAppResponse:
-    """One app in ``Scheduler.list``."""
+    """One app in ``Scheduler.list``.
+
+    ``submitted``, ``started`` and ``ended`` (seconds since the epoch) are set where the
+    scheduler knows them (None otherwise); they do not count for ``==`` or the hash, so a
+    response compares as in TorchX 0.7.
+    """
 
     app_id: str
     state: AppState
     app_handle: str = "<NOT_SET>"
     name: str = ""
+    submitted: float | None = field(default=None, compare=False)
+    started: float | None = field(default=None, compare=False)
+    ended: float | None = field(default=None, compare=False)
 
 
 class Scheduler(abc.ABC, Generic[T, A, D]):

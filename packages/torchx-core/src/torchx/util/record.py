@@ -68,13 +68,14 @@ _NO_METADATA: Mapping[str, Any] = {}
 class Field:
     """One field of a record: its name, annotation, default or default factory, metadata."""
 
-    __slots__ = ("default", "default_factory", "metadata", "name", "type")
+    __slots__ = ("compare", "default", "default_factory", "metadata", "name", "type")
 
     def __init__(
         self,
         default: Any = MISSING,
         default_factory: Any = MISSING,
         metadata: Mapping[str, Any] | None = None,
+        compare: bool = True,
     ) -> None:
         if default is not MISSING and default_factory is not MISSING:
             raise ValueError("a field cannot have both a default and a default_factory")
@@ -83,6 +84,8 @@ class Field:
         self.default = default
         self.default_factory = default_factory
         self.metadata = metadata if metadata is not None else _NO_METADATA
+        #: counted by ``==`` and the hash (as ``dataclasses.field(compare=...)``)
+        self.compare = compare
 
     @property
     def required(self) -> bool:
@@ -94,9 +97,10 @@ class Field:
 
 
 def field(*, default: Any = MISSING, default_factory: Callable[[], Any] | Any = MISSING,
-          metadata: Mapping[str, Any] | None = None) -> Any:  # fmt: skip
-    """Declares a record field with a default factory (or a default, or metadata)."""
-    return Field(default, default_factory, metadata)
+          metadata: Mapping[str, Any] | None = None, compare: bool = True) -> Any:  # fmt: skip
+    """Declares a record field with a default factory (or a default, or metadata); with
+    ``compare=False`` it does not count for ``==`` and the hash."""
+    return Field(default, default_factory, metadata, compare)
 
 
 def _compiled_init(fields: tuple[Field, ...], post_init: bool, frozen: bool) -> Callable[..., None]:
@@ -147,14 +151,18 @@ def _repr(self: Any) -> str:
     return f"{type(self).__qualname__}({body})"
 
 
+def _compared(obj: Any) -> tuple[Any, ...]:
+    return tuple([getattr(obj, name) for name in type(obj).__record_compared__])
+
+
 def _eq(self: Any, other: object) -> bool:
     if other.__class__ is not self.__class__:
         return NotImplemented  # type: ignore[no-any-return]
-    return _values(self) == _values(other)
+    return _compared(self) == _compared(other)
 
 
 def _hash(self: Any) -> int:
-    return hash(_values(self))
+    return hash(_compared(self))
 
 
 def _frozen_eq(self: Any, other: object) -> bool:
@@ -195,11 +203,12 @@ class _DataclassMetadata:
         fields: tuple[Field, ...] = getattr(owner, "__record_fields__")  # noqa: B009 (set by @record)
         namespace: dict[str, Any] = {"__annotations__": {f.name: f.type for f in fields}}
         for f in fields:
-            if not f.required or f.metadata:
+            if not f.required or f.metadata or not f.compare:
                 namespace[f.name] = dataclasses.field(
                     default=dataclasses.MISSING if f.default is MISSING else f.default,
                     default_factory=dataclasses.MISSING if f.default_factory is MISSING else f.default_factory,
                     metadata=f.metadata or None,
+                    compare=f.compare,
                 )
         frozen = _is_frozen(owner)
         unsafe_hash = not frozen and owner.__dict__.get("__hash__") is _hash
@@ -248,6 +257,7 @@ def record(cls: _C | None = None, /, *, unsafe_hash: bool = False, frozen: bool 
         fields = _collect_fields(klass)
         setattr(klass, "__record_fields__", fields)  # noqa: B010
         setattr(klass, "__match_args__", tuple(f.name for f in fields))  # noqa: B010
+        setattr(klass, "__record_compared__", tuple(f.name for f in fields if f.compare))  # noqa: B010
         methods = [("__init__", _init), ("__repr__", _repr), ("__eq__", _frozen_eq if frozen else _eq)]
         if frozen:
             methods += [("__setattr__", _frozen_setattr), ("__delattr__", _frozen_delattr)]
@@ -277,6 +287,7 @@ def fields_of(class_or_instance: object) -> tuple[Field, ...]:
             default=MISSING if f.default is dataclasses.MISSING else f.default,
             default_factory=MISSING if f.default_factory is dataclasses.MISSING else f.default_factory,
             metadata=f.metadata,
+            compare=f.compare,
         )
         spec.name, spec.type = f.name, f.type
         converted.append(spec)

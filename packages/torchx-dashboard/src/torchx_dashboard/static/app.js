@@ -83,6 +83,23 @@ function isHttp(url) {
   try { return ["http:", "https:"].includes(new URL(url).protocol); } catch (e) { return false; }
 }
 
+// a job's time (seconds since the epoch) as local date and time; "" when unknown
+function when(seconds) {
+  if (typeof seconds !== "number") return "";
+  const d = new Date(seconds * 1000);
+  const pad = (n) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+// how long a job ran: from its start to its end (or to now while it runs); "" when it has not started
+function duration(job) {
+  if (typeof job.started !== "number") return "";
+  const end = typeof job.ended === "number" ? job.ended : Date.now() / 1000;
+  const total = Math.max(0, Math.round(end - job.started));
+  const h = Math.floor(total / 3600), m = Math.floor((total % 3600) / 60), sec = total % 60;
+  return h ? `${h}h ${m}m` : m ? `${m}m ${sec}s` : `${sec}s`;
+}
+
 function fmt(value) {
   if (value === null || value === undefined) return "";
   if (typeof value === "object") return JSON.stringify(value);
@@ -120,7 +137,8 @@ function renderJobs(params) {
     return el("th", { class: "sortable", dataset: { sort: key }, onclick: () => go({ sort: sort === key ? "-" + key : key, offset: "" }) }, label + mark);
   };
   const table = el("table", { id: "jobs" },
-    el("thead", {}, el("tr", {}, header("name", "Name"), header("state", "State"), header("scheduler", "Scheduler"), header("handle", "Handle"))),
+    el("thead", {}, el("tr", {}, header("name", "Name"), header("state", "State"), header("scheduler", "Scheduler"),
+      header("submitted", "Submitted"), el("th", {}, "Duration"), header("handle", "Handle"))),
     body);
 
   async function load() {
@@ -140,8 +158,10 @@ function renderJobs(params) {
       el("td", {}, el("a", { href: jobHref(job.handle) }, job.name || job.app_id)),
       el("td", {}, badge(job.state)),
       el("td", {}, job.scheduler),
+      el("td", { class: "time" }, when(job.submitted)),
+      el("td", { class: "time" }, duration(job)),
       el("td", { class: "handle" }, job.handle))));
-    if (!data.jobs.length) body.append(el("tr", {}, el("td", { colspan: 4, class: "muted" }, "no jobs")));
+    if (!data.jobs.length) body.append(el("tr", {}, el("td", { colspan: 6, class: "muted" }, "no jobs")));
     const last = Math.min(data.offset + data.jobs.length, data.total);
     summary.textContent = data.total ? `${data.offset + 1}\u2013${last} of ${data.total} jobs` : "";
     pager.replaceChildren(
