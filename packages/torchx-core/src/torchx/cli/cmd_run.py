@@ -11,6 +11,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import IO, Any
 
+    from torchx.cli.stop_signals import StopSignals
+
 
 class CmdRun(SubCommand):
     """Runs a component on a scheduler and prints the app handle.
@@ -58,6 +60,7 @@ class CmdRun(SubCommand):
         )
 
     def run(self, args: argparse.Namespace) -> int:
+        from torchx.cli.stop_signals import StopSignals
         from torchx.runner import config, get_runner
         from torchx.schedulers import get_default_scheduler_name
 
@@ -90,32 +93,26 @@ class CmdRun(SubCommand):
                 return 0
             local = runner.get_scheduler(scheduler).capabilities.attach
             attach = local and not args.detach
-            handle = None
-            try:
-                # an attached run owns its job: Ctrl-C (or SIGTERM/SIGHUP) during the submission is
-                # held until the job exists, then cancels it; before, it never creates one
-                with _stop_signals_held(attach):
-                    handle = runner.schedule(info)
-            except KeyboardInterrupt:
-                if handle is None:
-                    raise
-                try:
-                    print(handle, flush=True)
-                except OSError:
-                    pass
-                return _interrupted(runner, handle, attach, [])
-            return _attend(
-                runner,
-                handle,
-                attach,
-                wait=attach or args.wait or args.log,
-                logs=attach or args.log,
-                local=local,
-                quiet=args.quiet,
-                # `--log` writes the job's log where TorchX's does (stderr); an attached local run
-                # without it prints the output as the program would (stdout)
-                log_out=sys.stderr if args.log else sys.stdout,
-            )
+            with StopSignals() as stop:
+                if attach:
+                    # an attached run owns its job from its submission on: Ctrl-C (or SIGTERM/SIGHUP)
+                    # is recorded, never raised mid-statement, and acted upon once the job exists
+                    # (its handle printed, then it is cancelled); before, no job is created
+                    stop.catch(*_stop_signals())
+                handle = runner.schedule(info)
+                return _attend(
+                    runner,
+                    handle,
+                    attach,
+                    stop,
+                    wait=attach or args.wait or args.log,
+                    logs=attach or args.log,
+                    local=local,
+                    quiet=args.quiet,
+                    # `--log` writes the job's log where TorchX's does (stderr); an attached local run
+                    # without it prints the output as the program would (stdout)
+                    log_out=sys.stderr if args.log else sys.stdout,
+                )
 
 
 class _Once(argparse.Action):
@@ -159,37 +156,6 @@ def _component_help(component: str) -> int:
     return 0
 
 
-class _stop_signals_held:
-    """While ``active``: SIGINT, SIGTERM and SIGHUP are held (blocked) in the block and delivered
-    when it ends; SIGTERM and SIGHUP then stop the attached run as Ctrl-C does (they raise
-    KeyboardInterrupt) until the process exits."""
-
-    def __init__(self, active: bool) -> None:
-        self.active = active
-        self.held: Any = None
-
-    def __enter__(self) -> None:
-        if not self.active:
-            return
-        import signal
-
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            if signal.getsignal(sig) == signal.SIG_DFL:
-                signal.signal(sig, _as_interrupt)
-        self.held = signal.pthread_sigmask(signal.SIG_BLOCK, _stop_signals())
-
-    def __exit__(self, *exc: object) -> None:
-        if self.held is not None:
-            import signal
-
-            signal.pthread_sigmask(signal.SIG_SETMASK, self.held)  # a held signal is handled now
-
-
-def _as_interrupt(signum: int, frame: object) -> None:
-    """SIGTERM/SIGHUP to an attached run: handled as Ctrl-C (the job is cancelled)."""
-    raise KeyboardInterrupt
-
-
 def _stop_signals() -> tuple[int, ...]:
     """The signals that stop an attached run (and cancel its job): Ctrl-C, SIGTERM, a hang-up."""
     import signal
@@ -207,6 +173,7 @@ def _attend(
     runner: Any,
     handle: str,
     attached: bool,
+    stop: StopSignals,
     wait: bool,
     logs: bool,
     local: bool,
@@ -218,7 +185,10 @@ def _attend(
 
     Ctrl-C cancels an ``attached`` app and prints its final state (a second Ctrl-C exits at
     once); otherwise it only stops waiting. A closed output cancels an attached app quietly.
+    ``stop`` is the block the run's stop signals are recorded in (an attached run's since
+    its submission); Ctrl-C is recorded in it from here on.
     """
+    import signal
     import threading
 
     from torchx.specs.status import AppState
@@ -234,15 +204,20 @@ def _attend(
         else:
             import _thread
 
-            _thread.interrupt_main()
+            _thread.interrupt_main()  # recorded in `stop` as a Ctrl-C
 
     threads: list[Any] = []
     errors: list[str] = []
     try:
+        stop.catch(signal.SIGINT)
         try:
             print(handle, flush=True)
         except BrokenPipeError:
             return _output_closed(runner, handle, attached)
+        except OSError:  # a terminal that hung up (EIO) with the SIGHUP that stops the run
+            if stop.received is None:
+                raise
+        stop.check()  # a stop signal during the submission
         if not wait:
             return 0
         from torchx.cli.progress import StatusLine
@@ -261,15 +236,14 @@ def _attend(
                     status_line=line,
                     on_closed=on_closed,
                 )
-            status = runner.wait(handle, wait_interval=1)
+            status = stop.wait(lambda: runner.wait(handle, wait_interval=1))
             if logs and not follow:  # a scheduler that cannot follow logs: print them once the job ended
                 from torchx.cli.log_stream import replicas_of, stream_logs
 
                 threads, errors = stream_logs(
                     runner, handle, replicas_of(runner, handle), should_tail=False, out=log_out, on_closed=on_closed
                 )
-            for t in threads:
-                t.join()
+            stop.wait(lambda: [t.join() for t in threads])
     except KeyboardInterrupt:
         if closed.is_set():
             return _output_closed(runner, handle, attached)

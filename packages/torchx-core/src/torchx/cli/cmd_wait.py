@@ -26,16 +26,22 @@ class CmdWait(SubCommand):
         subparser.add_argument("--quiet", action="store_true", help="no status line while waiting")
 
     def run(self, args: argparse.Namespace) -> int:
+        import signal
+
         from torchx.cli.progress import StatusLine
+        from torchx.cli.stop_signals import StopSignals
         from torchx.runner import get_runner
         from torchx.specs.status import AppState
 
-        with get_runner() as runner:
+        with get_runner() as runner, StopSignals() as stop:
             scheduler, _ = runner.resolve(args.app_handle)
             quiet = args.quiet or args.json
             try:
+                stop.catch(signal.SIGINT)  # a Ctrl-C Python would drop still stops the wait (see stop_signals)
                 with StatusLine(runner, args.app_handle, local=scheduler.capabilities.attach, quiet=quiet):
-                    status = runner.wait(args.app_handle, wait_interval=args.interval, timeout=args.timeout)
+                    status = stop.wait(
+                        lambda: runner.wait(args.app_handle, wait_interval=args.interval, timeout=args.timeout)
+                    )
             except KeyboardInterrupt:  # waiting never owns the app: Ctrl-C leaves it alone
                 print(f"torchx: stopped waiting; {args.app_handle} goes on", file=sys.stderr)
                 return 130

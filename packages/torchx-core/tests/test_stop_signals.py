@@ -1,0 +1,77 @@
+"""``torchx.cli.stop_signals``: a stop signal is recorded wherever it lands, a finalizer included
+(Python drops the KeyboardInterrupt its own handler raises there: ``Exception ignored in``), and
+a wait ends on it at once. Real signals, sent to this process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from torchx.cli.stop_signals import CHECK_INTERVAL, StopSignals
+
+
+@pytest.fixture(autouse=True)
+def python_handlers() -> Iterator[None]:
+    """Python's own SIGINT handler and the default SIGTERM one around each test."""
+    saved = {sig: signal.signal(sig, handler) for sig, handler in _PYTHON_DEFAULTS.items()}
+    yield
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)
+
+
+_PYTHON_DEFAULTS = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+
+
+class _SignalsWhenFinalized:
+    def __init__(self, sig: int) -> None:
+        self.sig = sig
+
+    def __del__(self) -> None:
+        signal.raise_signal(self.sig)
+
+
+def test_a_signal_during_a_finalizer_is_kept() -> None:
+    with StopSignals() as stop:
+        stop.catch(signal.SIGINT)
+        _SignalsWhenFinalized(signal.SIGINT)  # dropped at once: Ctrl-C lands in its __del__
+        assert stop.received == signal.SIGINT
+        t = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            stop.wait(lambda: time.sleep(30))
+        assert time.monotonic() - t < 1.0
+
+
+def test_a_signal_during_the_wait_ends_it() -> None:
+    with StopSignals() as stop:
+        stop.catch(signal.SIGINT, signal.SIGTERM)
+        timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM))
+        timer.start()
+        t = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            stop.wait(lambda: time.sleep(30))
+        assert time.monotonic() - t < 0.2 + CHECK_INTERVAL + 1.0
+        assert stop.received == signal.SIGTERM
+        timer.join()
+
+
+def test_the_wait_returns_the_result_or_raises_the_error() -> None:
+    with StopSignals() as stop:
+        stop.catch(signal.SIGINT)
+        assert stop.wait(lambda: 42) == 42
+        with pytest.raises(ValueError, match="bad"):
+            stop.wait(lambda: int("bad"))
+        assert stop.received is None
+
+
+def test_handlers_are_restored_and_an_ignored_signal_left_alone() -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # as under nohup
+    with StopSignals() as stop:
+        stop.catch(signal.SIGINT, signal.SIGTERM)
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+        assert signal.getsignal(signal.SIGINT) != signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
