@@ -12,9 +12,11 @@ from __future__ import annotations
 import os
 import signal
 
+import pytest
+from torchx.schedulers.causes import EndCause
 from torchx.specs import AppState
 from torchx.testing import children, command_app, eventually
-from torchx_sched_local import store
+from torchx_sched_local import local_scheduler, store
 from torchx_sched_local.local_scheduler import LocalScheduler
 from torchx_sched_local.sessions import alive
 from torchx_sched_local.supervisor import WATCHDOG_AFTER, live_replica_pids
@@ -23,8 +25,8 @@ from torchx_sched_local.supervisor import WATCHDOG_AFTER, live_replica_pids
 TREE = "sleep 300 & sleep 301 & echo up; wait"
 
 
-def _started(sched: LocalScheduler, replicas: int = 2) -> tuple[str, dict]:  # type: ignore[type-arg]
-    app_id = sched.submit(command_app("sh", "-c", TREE, replicas=replicas), {})
+def _started(sched: LocalScheduler, replicas: int = 2, grace: float = 5.0) -> tuple[str, dict]:  # type: ignore[type-arg]
+    app_id = sched.submit(command_app("sh", "-c", TREE, replicas=replicas), {"stop_grace_period": grace})
     for k in range(replicas):
         eventually(lambda k=k: list(sched.log_iter(app_id, "r", k)) == ["up\n"])  # type: ignore[misc]
     # the supervisor's first state (written once it runs in its own interpreter) lists the replicas
@@ -78,6 +80,27 @@ def test_supervisor_and_watchdog_killed_status_names_the_pids_and_cancel_stops_t
     assert desc.state == AppState.FAILED
     assert "died before the job ended" in desc.msg, desc.msg
     assert "`cancel` killed its replicas" in desc.msg, desc.msg
+
+
+def test_cancel_of_a_stuck_supervisor_reads_cancelled(sched: LocalScheduler, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A supervisor that does not end the job in time (stopped here; starved of CPU on a loaded
+    machine) is SIGKILLed by ``cancel``, and its watchdog, which holds the job's lock, kills the
+    replicas: the job reads CANCELLED, as asked, not FAILED (issue 20 point 5: an attached
+    run's Ctrl-C once ended FAILED under load)."""
+    monkeypatch.setattr(local_scheduler, "CANCEL_SLACK", 1.0)  # the wait for the supervisor: 10 s by default
+    app_id, st = _started(sched, grace=0.0)
+    os.kill(st["pid"], signal.SIGSTOP)
+    sched.cancel(app_id)
+    assert live_replica_pids(st) == []
+    desc = sched.describe(app_id)
+    assert desc is not None
+    assert desc.state == AppState.CANCELLED
+    said = f"cancelled (the job's supervisor (pid {st['pid']}) ended before it had stopped the job; its replicas"
+    assert desc.msg.startswith(said), desc.msg
+    assert [r.state for r in desc.roles_statuses[0].replicas] == [AppState.CANCELLED] * 2
+    cause = sched.end_cause(app_id)
+    assert cause is not None
+    assert cause.cause == EndCause.CANCELLED
 
 
 def test_watchdog_leaves_a_job_that_ended_alone(sched: LocalScheduler) -> None:

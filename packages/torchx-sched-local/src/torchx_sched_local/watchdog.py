@@ -7,7 +7,8 @@ supervisor's replicas are found and stopped by ``status``/``cancel``). The super
 group of each replica it starts (``+<pgid>``) and reaps (``-<pgid>``), and ``end`` once
 the job's final state is written. If the pipe closes without ``end`` (the supervisor was
 SIGKILLed, OOM-killed or crashed), the watchdog SIGKILLs every live replica's process
-group, waits for them to go, and records the job FAILED with the reason. It shares the
+group, waits for them to go, and records the job FAILED with the reason (CANCELLED if a
+cancel was under way: ``cancel`` kills a supervisor that does not end the job in time). It shares the
 job's lock with the supervisor, so nobody else writes the job's state meanwhile.
 """
 
@@ -142,12 +143,17 @@ def watch(job_dir: str, fd: int, supervisor_pid: int) -> None:
         return
     killed = f"; its replicas (process groups {', '.join(map(str, live))}) were killed" if live else ""
     supervisor_pid = st.get("pid") or supervisor_pid  # the parent may be gone before this process started
-    st.update(
-        state="FAILED",
-        msg=f"the job's supervisor (pid {supervisor_pid}) died before the job ended{killed}",
-        end={"by": "supervisor"},
-    )
+    if os.path.exists(os.path.join(job_dir, store.CANCEL_FILE)):
+        # a cancel was under way: `cancel` SIGKILLs a supervisor that has not ended the job in
+        # time (stuck, or starved of CPU on a loaded machine), then waits for this process (it
+        # holds the lock): the job ends as the user asked, it did not fail
+        state, end = "CANCELLED", {"by": "cancel"}
+        msg = f"cancelled (the job's supervisor (pid {supervisor_pid}) ended before it had stopped the job{killed})"
+    else:
+        state, end = "FAILED", {"by": "supervisor"}
+        msg = f"the job's supervisor (pid {supervisor_pid}) died before the job ended{killed}"
+    st.update(state=state, msg=msg, end=end)
     for rs in st.get("replicas") or []:
         if rs.get("state") in ("PENDING", "RUNNING"):
-            rs["state"] = "FAILED"
+            rs["state"] = state
     store.write_json(path, st)
