@@ -9,9 +9,12 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from torchx.cli.stop_signals import CHECK_INTERVAL, StopSignals
+
+_PYTHON_DEFAULTS: dict[int, Any] = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
 
 
 @pytest.fixture(autouse=True)
@@ -21,9 +24,6 @@ def python_handlers() -> Iterator[None]:
     yield
     for sig, handler in saved.items():
         signal.signal(sig, handler)
-
-
-_PYTHON_DEFAULTS = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
 
 
 class _SignalsWhenFinalized:
@@ -75,3 +75,14 @@ def test_handlers_are_restored_and_an_ignored_signal_left_alone() -> None:
         assert signal.getsignal(signal.SIGINT) != signal.default_int_handler
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+
+
+def test_a_handler_set_inside_the_block_stays() -> None:
+    def exit_at_once(signum: int, frame: object) -> None:
+        pass
+
+    with StopSignals() as stop:
+        stop.catch(signal.SIGINT, signal.SIGTERM)
+        signal.signal(signal.SIGINT, exit_at_once)
+    assert signal.getsignal(signal.SIGINT) is exit_at_once
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL

@@ -33,9 +33,9 @@ CHECK_INTERVAL = 0.05
 
 class StopSignals:
     """While entered, the signals passed to :meth:`catch` are recorded instead of raising
-    KeyboardInterrupt; on exit their previous handlers are back. A signal whose handler is
-    neither the default nor Python's (``nohup``'s ignored SIGHUP, an embedding program's own)
-    is left alone."""
+    KeyboardInterrupt; on exit their previous handlers are back (unless replaced meanwhile). A
+    signal whose handler is neither the default nor Python's (``nohup``'s ignored SIGHUP, an
+    embedding program's own) is left alone."""
 
     def __init__(self) -> None:
         #: the first stop signal received, None until one is
@@ -47,7 +47,8 @@ class StopSignals:
 
     def __exit__(self, *exc: object) -> None:
         for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
+            if signal.getsignal(sig) == self._record:  # not one set meanwhile (a second Ctrl-C's "exit at once")
+                signal.signal(sig, handler)
         self._previous.clear()
 
     def catch(self, *signals: int) -> None:
