@@ -6,21 +6,24 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from torchx.cli.stop_signals import CHECK_INTERVAL, StopSignals
+from torchx.cli.stop_signals import CHECK_INTERVAL, StopSignals, remember_interrupts
 
 _PYTHON_DEFAULTS: dict[int, Any] = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
 
 
 @pytest.fixture(autouse=True)
 def python_handlers() -> Iterator[None]:
-    """Python's own SIGINT handler and the default SIGTERM one around each test."""
+    """Python's own SIGINT handler and the default SIGTERM one around each test; what the CLI
+    does first (nothing received yet, Ctrl-C remembered)."""
     saved = {sig: signal.signal(sig, handler) for sig, handler in _PYTHON_DEFAULTS.items()}
+    remember_interrupts()
     yield
     for sig, handler in saved.items():
         signal.signal(sig, handler)
@@ -45,17 +48,31 @@ def test_a_signal_during_a_finalizer_is_kept() -> None:
         assert time.monotonic() - t < 1.0
 
 
+def test_a_ctrl_c_dropped_before_the_block_is_seen(monkeypatch: pytest.MonkeyPatch) -> None:
+    dropped: list[type[BaseException] | None] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: dropped.append(u.exc_type))
+    _SignalsWhenFinalized(signal.SIGINT)  # raised in __del__: Python drops it ("Exception ignored in")
+    assert dropped == [KeyboardInterrupt]
+    with StopSignals() as stop:
+        stop.catch(signal.SIGINT)
+        with pytest.raises(KeyboardInterrupt):
+            stop.check()
+
+
 def test_a_signal_during_the_wait_ends_it() -> None:
     with StopSignals() as stop:
         stop.catch(signal.SIGINT, signal.SIGTERM)
         timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM))
         timer.start()
-        t = time.monotonic()
-        with pytest.raises(KeyboardInterrupt):
-            stop.wait(lambda: time.sleep(30))
-        assert time.monotonic() - t < 0.2 + CHECK_INTERVAL + 1.0
-        assert stop.received == signal.SIGTERM
-        timer.join()
+        try:
+            t = time.monotonic()
+            with pytest.raises(KeyboardInterrupt):
+                stop.wait(lambda: time.sleep(30))
+            assert time.monotonic() - t < 0.2 + CHECK_INTERVAL + 1.0
+            assert stop.received == signal.SIGTERM
+        finally:
+            timer.cancel()
+            timer.join()  # never a SIGTERM after the block: it would end this process
 
 
 def test_the_wait_returns_the_result_or_raises_the_error() -> None:
@@ -73,7 +90,7 @@ def test_handlers_are_restored_and_an_ignored_signal_left_alone() -> None:
         stop.catch(signal.SIGINT, signal.SIGTERM)
         assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
         assert signal.getsignal(signal.SIGINT) != signal.default_int_handler
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) is not stop._record  # back to what remember_interrupts set
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
 
 
@@ -86,3 +103,10 @@ def test_a_handler_set_inside_the_block_stays() -> None:
         signal.signal(signal.SIGINT, exit_at_once)
     assert signal.getsignal(signal.SIGINT) is exit_at_once
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+def test_python_handler_is_kept_but_remembers() -> None:
+    with pytest.raises(KeyboardInterrupt):
+        signal.raise_signal(signal.SIGINT)
+    with StopSignals() as stop:
+        assert stop.received == signal.SIGINT

@@ -99,6 +99,7 @@ class CmdRun(SubCommand):
                     # is recorded, never raised mid-statement, and acted upon once the job exists
                     # (its handle printed, then it is cancelled); before, no job is created
                     stop.catch(*_stop_signals())
+                    stop.check()  # a Ctrl-C Python dropped earlier (in a finalizer): no job is created
                 handle = runner.schedule(info)
                 return _attend(
                     runner,

@@ -175,6 +175,9 @@ def _quick_exit_allowed(argv: list[str]) -> bool:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``torchx`` command."""
+    from torchx.cli.stop_signals import remember_interrupts
+
+    remember_interrupts()  # a Ctrl-C Python drops (in a finalizer) still stops a later submission or wait
     argv = sys.argv[1:] if argv is None else argv
     debug = _debug_enabled(argv)
     try:

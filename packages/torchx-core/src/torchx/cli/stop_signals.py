@@ -5,19 +5,23 @@ which loses it for a command that must act on it, in two ways (both seen under l
 
 * raised inside a finalizer or a weakref callback, such as the one importlib runs as each
   import ends, it is dropped (``Exception ignored in: <function _get_module_lock.<locals>.cb>``)
-  and the command goes back to waiting, for ever;
+  and the command goes on: to submit a job it will never cancel, or to wait for ever;
 * raised between two statements (``torchx run``: the job just submitted, its ``try`` that
   cancels it on Ctrl-C not entered yet), it escapes the code that handles it: the job runs on
   and its handle is never printed.
 
-:class:`StopSignals` therefore only records a stop signal; the command checks for it at
-points of its choosing (:meth:`StopSignals.check`), and :meth:`StopSignals.wait` runs a
-blocking call in a helper thread so that the main thread notices the signal at once.
+So the CLI remembers every Ctrl-C from its start (:func:`remember_interrupts`: it still raises
+KeyboardInterrupt, and a dropped one is seen later), and where it submits or waits,
+:class:`StopSignals` only records stop signals; the command checks for them at points of its
+choosing (:meth:`StopSignals.check`), and :meth:`StopSignals.wait` runs a blocking call in a
+helper thread so that the main thread notices the signal at once.
+
+Uses ``_signal``, not ``signal`` (which builds enums at import: a few ms of every command).
 """
 
 from __future__ import annotations
 
-import signal
+import _signal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,6 +34,23 @@ if TYPE_CHECKING:
 #: longest time (s) between a stop signal and the main thread raising KeyboardInterrupt in :meth:`StopSignals.wait`
 CHECK_INTERVAL = 0.05
 
+#: the stop signals this command received, first first (see :func:`remember_interrupts`)
+_received: list[int] = []
+
+
+def remember_interrupts() -> None:
+    """Called first by the CLI, for each command: Ctrl-C raises KeyboardInterrupt as Python's own
+    handler does, and is remembered too, so that one Python dropped still stops a later
+    :meth:`StopSignals.check`. Leaves a SIGINT handler other than Python's alone."""
+    _received.clear()
+    if _signal.getsignal(_signal.SIGINT) in (_signal.default_int_handler, _remember_and_raise):
+        _signal.signal(_signal.SIGINT, _remember_and_raise)
+
+
+def _remember_and_raise(signum: int, frame: FrameType | None) -> None:
+    _received.append(signum)
+    raise KeyboardInterrupt
+
 
 class StopSignals:
     """While entered, the signals passed to :meth:`catch` are recorded instead of raising
@@ -38,32 +59,34 @@ class StopSignals:
     embedding program's own) is left alone."""
 
     def __init__(self) -> None:
-        #: the first stop signal received, None until one is
-        self.received: int | None = None
         self._previous: dict[int, Any] = {}
+
+    @property
+    def received(self) -> int | None:
+        """The first stop signal received (since :func:`remember_interrupts`), None until one is."""
+        return _received[0] if _received else None
 
     def __enter__(self) -> StopSignals:
         return self
 
     def __exit__(self, *exc: object) -> None:
         for sig, handler in self._previous.items():
-            if signal.getsignal(sig) == self._record:  # not one set meanwhile (a second Ctrl-C's "exit at once")
-                signal.signal(sig, handler)
+            if _signal.getsignal(sig) == self._record:  # not one set meanwhile (a second Ctrl-C's "exit at once")
+                _signal.signal(sig, handler)
         self._previous.clear()
 
     def catch(self, *signals: int) -> None:
         """Records ``signals`` from now on (until the block ends)."""
         for sig in signals:
-            if sig not in self._previous and signal.getsignal(sig) in (signal.SIG_DFL, signal.default_int_handler):
-                self._previous[sig] = signal.signal(sig, self._record)
+            if sig not in self._previous and _signal.getsignal(sig) in _OURS_TO_REPLACE:
+                self._previous[sig] = _signal.signal(sig, self._record)
 
     def _record(self, signum: int, frame: FrameType | None) -> None:
-        if self.received is None:
-            self.received = signum
+        _received.append(signum)
 
     def check(self) -> None:
         """Raises KeyboardInterrupt if a stop signal was received."""
-        if self.received is not None:
+        if _received:
             raise KeyboardInterrupt
 
     def wait(self, call: Callable[[], T]) -> T:
@@ -90,3 +113,7 @@ class StopSignals:
         if error:
             raise error[0]
         return result[0]
+
+
+#: handlers :meth:`StopSignals.catch` replaces: the default, Python's and :func:`remember_interrupts`'
+_OURS_TO_REPLACE = (_signal.SIG_DFL, _signal.default_int_handler, _remember_and_raise)
