@@ -3,7 +3,8 @@
 * registers Node $FAKE_NODE_NAME (fake-node-0: 16 cpu, 64Gi, 8 nvidia.com/gpu) and keeps it Ready
   (node status + Lease every 10 s), so the real kube-scheduler binds pods to it;
 * runs the FIRST container's command+args of each bound pod as a host process (the image is
-  ignored; plain env values are passed, valueFrom is not resolved) and patches the pod status
+  ignored; plain env values are passed, valueFrom is not resolved; `$(VAR)` and `$$` in the
+  command and args are expanded as the kubelet does) and patches the pod status
   Running -> Succeeded/Failed with the real exit code, so the Job controller completes Jobs;
 * on pod deletion kills the process group and confirms the deletion;
 * serves GET /containerLogs/{ns}/{pod}/{container} over HTTPS, so read_namespaced_pod_log and
@@ -108,13 +109,35 @@ def set_status(ns, name, container, phase, exit_code=None):
     core.patch_namespaced_pod_status(name, ns, {"status": status})
 
 
+def expand(text, variables):
+    """A container's command or argument as the kubelet runs it: ``$(VAR)`` becomes the value of
+    the container's variable VAR (left as written when it has none), ``$$`` becomes ``$``."""
+    out, i = [], 0
+    while i < len(text):
+        if text[i] == "$" and i + 1 < len(text):
+            if text[i + 1] == "$":
+                out.append("$")
+                i += 2
+                continue
+            end = text.find(")", i + 2) if text[i + 1] == "(" else -1
+            if end >= 0:
+                ref = text[i + 2:end]
+                out.append(variables.get(ref, text[i:end + 1]))
+                i = end + 1
+                continue
+        out.append(text[i])
+        i += 1
+    return "".join(out)
+
+
 def run_pod(pod):
     ns, name = pod.metadata.namespace, pod.metadata.name
     c = pod.spec.containers[0]
-    cmd = list(c.command or []) + list(c.args or [])
+    variables = {e.name: e.value or "" for e in (c.env or [])}
+    cmd = [expand(part, variables) for part in list(c.command or []) + list(c.args or [])]
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME", "TMPDIR")}
     env.update({"HOSTNAME": name, "POD_NAME": name, "POD_NAMESPACE": ns})
-    env.update({e.name: e.value or "" for e in (c.env or [])})
+    env.update(variables)
     with open(log_path(ns, name, c.name), "wb") as logf:
         try:
             if not cmd:
