@@ -72,9 +72,18 @@ def services_env_file() -> Path:
 
 def isolate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Gives the test its own HOME (and XDG dirs), cwd, caches and local-scheduler state, no
-    ``.torchxconfig``, and a fresh plugin registry (restored afterwards). Returns the cwd."""
+    ``.torchxconfig``, and a fresh plugin registry (restored afterwards). Returns the cwd.
+
+    Ctrl-C is handled as in a terminal too: a test run started in the background by a
+    non-interactive shell (``pytest ... &`` in a script) inherits SIGINT ignored, and so would
+    every ``torchx`` it starts, so a test that sends one would wait for nothing."""
+    import signal
+
     import torchx.plugins
     from torchx.runner import config
+
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
     home, work = tmp_path / "home", tmp_path / "work"
     home.mkdir(exist_ok=True)
