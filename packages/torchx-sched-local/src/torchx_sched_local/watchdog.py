@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 from torchx_sched_local import store
 
@@ -152,7 +153,7 @@ def watch(job_dir: str, fd: int, supervisor_pid: int) -> None:
     else:
         state, end = "FAILED", {"by": "supervisor"}
         msg = f"the job's supervisor (pid {supervisor_pid}) died before the job ended{killed}"
-    st.update(state=state, msg=msg, end=end)
+    st.update(state=state, msg=msg, end=end, updated=time.time())
     for rs in st.get("replicas") or []:
         if rs.get("state") in ("PENDING", "RUNNING"):
             rs["state"] = state
