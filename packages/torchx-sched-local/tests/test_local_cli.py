@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 import time
 from pathlib import Path
@@ -81,6 +82,9 @@ def test_detached_job_is_managed_from_later_processes(component: str) -> None:
     listed = run_cli("list", "-s", "local_cwd")
     assert handle in listed.stdout
     assert "RUNNING" in listed.stdout
+    (entry,) = [a for a in json.loads(run_cli("list", "-s", "local_cwd", "--json").stdout) if a["app_handle"] == handle]
+    assert entry["state"] == "RUNNING" and entry["ended"] is None
+    assert entry["submitted"] <= entry["started"] <= time.time()  # the times local_cwd knows
     described = run_cli("describe", handle)
     assert described.returncode == 0
     assert "sleep" in described.stdout

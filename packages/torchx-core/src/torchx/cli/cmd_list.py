@@ -30,7 +30,19 @@ class CmdList(SubCommand):
             apps = runner.list(scheduler, cfg)
         if args.json:
             print_json(
-                [{"app_handle": a.app_handle, "app_id": a.app_id, "name": a.name, "state": a.state.name} for a in apps]
+                [
+                    {
+                        "app_handle": a.app_handle,
+                        "app_id": a.app_id,
+                        "name": a.name,
+                        "state": a.state.name,
+                        # seconds since the epoch where the scheduler knows them, else null
+                        "submitted": a.submitted,
+                        "started": a.started,
+                        "ended": a.ended,
+                    }
+                    for a in apps
+                ]
             )
         else:
             print_table([[a.app_handle, a.name, a.state.name] for a in apps], ["APP HANDLE", "NAME", "STATE"])
