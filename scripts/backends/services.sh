@@ -20,6 +20,9 @@ set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 LOG_TAG=services
 . "$HERE/_lib.sh"
+# The daemons inherit the working directory: start them from /, so that removing the checkout
+# this ran from cannot break them (Ray runs its jobs there: `getcwd() failed` in a deleted one).
+cd / || die "cannot cd /"
 
 DIR=${TORCHX_SERVICES_DIR:-/tmp/torchx-services}
 ENV_FILE=$DIR/env.sh
