@@ -49,6 +49,10 @@ _LIVENESS_CHECK = 1.0
 _SAFE_NAME = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 
 
+#: the states a job ends in, as its state file spells them
+FINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+
+
 @record
 class LocalOpts(StructuredOpts):
     """Run options of ``local_cwd``."""
@@ -337,12 +341,12 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             UnreadableJobError: its ``state.json`` cannot be read
         """
         st = self._written_state(app_id)
-        if st is None or st["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
+        if st is None or st["state"] in FINAL_STATES:
             return _name_left_running(st)
         if store.lock_is_held(self.store.job_dir(app_id)):
             return self._held_outcome(app_id) or st
         st = self._read(self.store.state, app_id)  # the supervisor writes its last state before letting go
-        if st is not None and st["state"] not in ("SUCCEEDED", "FAILED", "CANCELLED"):
+        if st is not None and st["state"] not in FINAL_STATES:
             live = self._survivors(app_id, st)
             st["state"] = "FAILED"
             st["end"] = {"by": "supervisor"}
@@ -373,7 +377,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             st = self._state(app_id)
         except store.UnreadableJobError:
             return None
-        if st is None or st["state"] not in ("SUCCEEDED", "FAILED", "CANCELLED"):
+        if st is None or st["state"] not in FINAL_STATES:
             return None
         msg = st.get("msg") or ""
         end = st.get("end")
@@ -541,7 +545,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                 )
                 continue
             if st is not None:
-                final = st["state"] in ("SUCCEEDED", "FAILED", "CANCELLED")
+                final = st["state"] in FINAL_STATES
                 times = {key: st[key] for key in ("created", "started", "updated") if _is_time(st.get(key))}
                 resp = ListAppResponse(
                     app_id,
@@ -564,7 +568,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             st = self._state(app_id)
-            if st is None or st["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
+            if st is None or st["state"] in FINAL_STATES:
                 _reap()
                 return self.describe(app_id)
             remaining = None if deadline is None else deadline - time.monotonic()
@@ -620,7 +624,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         """
         job_dir = self.store.job_dir(app_id)
         st = self._written_state(app_id)
-        if st is None or st["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
+        if st is None or st["state"] in FINAL_STATES:
             return
         try:
             grace = float((self.store.app(app_id) or {}).get("stop_grace_period", 5.0))
@@ -632,7 +636,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         signalled = False
         while time.monotonic() < deadline:
             st = self._read(self.store.state, app_id)
-            if st is None or st["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
+            if st is None or st["state"] in FINAL_STATES:
                 return
             if not store.lock_is_held(job_dir):
                 break
@@ -653,7 +657,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
 
         job_dir = self.store.job_dir(app_id)
         st = self._read(self.store.state, app_id)
-        if st is None or st["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
+        if st is None or st["state"] in FINAL_STATES:
             return
         pid = st.get("pid")
         died = not store.lock_is_held(job_dir)
@@ -661,7 +665,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             _kill(pid, signal.SIGKILL)  # stuck supervisor: it holds the lock, so the pid is its own
         with store.take_lock(job_dir):
             st = self._read(self.store.state, app_id) or st
-            if st["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
+            if st["state"] in FINAL_STATES:
                 return
             killed = []
             for rs in st.get("replicas") or []:
