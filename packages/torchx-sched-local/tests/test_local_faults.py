@@ -21,7 +21,7 @@ import pytest
 from torchx import specs
 from torchx.specs import AppState
 from torchx.testing import command_app, eventually, run_cli, run_python
-from torchx_sched_local import store
+from torchx_sched_local import journal, store
 from torchx_sched_local.limits import MAX_REPLICAS
 from torchx_sched_local.local_scheduler import LocalScheduler
 
@@ -203,7 +203,7 @@ def test_list_sweeps_what_killed_launchers_and_deleters_left(sched: LocalSchedul
     fcntl.flock(fd, fcntl.LOCK_EX)  # a submission still assembling it (held by this process)
     try:
         assert [r.app_id for r in sched.list()] == [app_id]
-        assert sorted(os.listdir(root)) == sorted([app_id, fresh.name, locked.name])
+        assert sorted(os.listdir(root)) == sorted([app_id, fresh.name, locked.name, journal.JOURNAL_DIR])
     finally:
         os.close(fd)
 
@@ -281,7 +281,7 @@ def test_full_disk_submit_is_one_clear_line_and_leaves_nothing(
     for app_id in (done, running):  # delete works on a full disk, running or not
         deleted = run_cli("delete", f"local_cwd://torchx/{app_id}")
         assert deleted.returncode == 0, deleted.stderr
-    assert sorted(os.listdir(state)) == []
+    assert sorted(os.listdir(state)) == [journal.JOURNAL_DIR]  # jobs are gone; the journal stays
 
 
 def test_read_only_state_dir_is_one_clear_line(small_disk: Path, isolated: Path) -> None:

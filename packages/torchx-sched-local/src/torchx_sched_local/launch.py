@@ -54,11 +54,10 @@ def supervisor_argv(job_dir: str, role: str = "") -> list[str]:
 
 def _thread_count() -> int:
     """Threads of this process, counting ones Python did not start (Linux); else Python's count."""
-    from torchx_sched_local.store import proc_field
-
-    value = proc_field("/proc/self/status", b"Threads:")
-    if value is not None and value.isdigit():
-        return int(value)
+    try:
+        return len(os.listdir("/proc/self/task"))  # a tenth of the time of reading /proc/self/status
+    except OSError:
+        pass
     import threading
 
     return threading.active_count()

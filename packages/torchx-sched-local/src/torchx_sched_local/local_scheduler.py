@@ -34,6 +34,7 @@ from torchx_sched_local import logfiles, store
 from torchx_sched_local.codec import role_from_dict, role_to_dict
 from torchx_sched_local.gpus import assign_gpus, count_gpus
 from torchx_sched_local.limits import check_replica_count
+from torchx_sched_local.store import FINAL_STATES
 from torchx_sched_local.watch import DirWatch, pidfd
 
 TYPE_CHECKING = False
@@ -47,10 +48,6 @@ if TYPE_CHECKING:
 CANCEL_SLACK = 10.0
 _LIVENESS_CHECK = 1.0
 _SAFE_NAME = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
-
-
-#: the states a job ends in, as its state file spells them
-FINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
 
 
 @record
@@ -163,6 +160,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
     def close(self) -> None:
         """Reaps the supervisors this process started that have ended (running jobs go on)."""
         _reap()
+        self.store.close()
 
     # ------------------------------------------------------------------ submitting
     def _run_opts(self) -> runopts:
@@ -258,6 +256,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         staging = ""
         lock_fd = -1
         made_logs = False
+        published = False
         try:
             staging = self.store.staging_dir(req.app_id)
             lock_fd = os.open(
@@ -265,11 +264,8 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             )
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
             created = time.time()
-            store.write_json(
-                os.path.join(staging, store.APP_FILE),
-                {"created": created, **vars(req), "replicas": [vars(r) for r in req.replicas]},
-                sync_dir=False,  # publish() fsyncs the directory once
-            )
+            app = {"created": created, **vars(req), "replicas": [vars(r) for r in req.replicas]}
+            store.write_json(os.path.join(staging, store.APP_FILE), app, durable=False)  # commit() makes it durable
             store.write_json(
                 os.path.join(staging, store.STATE_FILE),
                 {"app_id": req.app_id, "name": req.name, "created": created, "state": "SUBMITTED", "msg": ""},
@@ -290,11 +286,16 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                 _make_log_dirs(req, logs)
             job_dir = self.store.publish(staging, req.app_id)
             staging = ""
+            published = True
+            self.store.commit(req.app_id, app)
         except BaseException as e:
             if lock_fd >= 0:
                 os.close(lock_fd)
             if staging:
                 _remove_tree(staging)
+            if published:
+                with contextlib.suppress(OSError):
+                    self.store.remove(req.app_id)
             if made_logs:
                 _remove_tree(req.log_root)
             if isinstance(e, FileExistsError) and e.filename == self.store.job_dir(req.app_id):
@@ -443,7 +444,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             "name": app.get("name", app_id),
             "created": app.get("created"),
             "state": "FAILED",
-            "msg": "the machine stopped while the job ran, before its state was stored",
+            "msg": store.MACHINE_STOPPED,
             "end": {"by": "supervisor"},  # the machine went away: a node failure
         }
 

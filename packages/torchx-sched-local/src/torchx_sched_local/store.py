@@ -18,9 +18,13 @@ directories are 0700 whatever the umask.
 Durability, with as few ``fsync`` calls as it needs (each one waits for the disk): what must
 survive a machine crash is forced to disk, what the crash makes moot is not.
 
-* Before ``schedule`` returns, the job's record is on disk: ``app.json`` (fsync'ed), the job
-  directory's entries and its name in the state directory (both directories fsync'ed around
-  the rename): 3 fsyncs per job.
+* Before ``schedule`` returns, the job's record is on disk: one ``fdatasync`` of the
+  state directory's journal (:mod:`.journal`), whose record holds the job's ``app.json``.
+  The job's files and directories are not forced to disk one by one: after a crash,
+  :meth:`JobStore.recover` restores from the journal what the crash lost of them (a missing
+  directory, a torn ``app.json``) and records the job FAILED ("the machine stopped").
+  Without a journal (no boot id: not Linux; or it cannot be written) ``app.json``, the job
+  directory and the state directory are fsync'ed instead (3 fsyncs).
 * The first ``state.json`` (SUBMITTED) and every state the supervisor writes while the job
   runs are atomic but not forced to disk: after a crash the supervisor is gone, and a job
   whose state is not final while nobody holds its lock reads as FAILED ("the supervisor
@@ -45,6 +49,8 @@ import stat
 import time
 from collections.abc import Iterator
 
+from torchx_sched_local.journal import JOURNAL_DIR, Journal, boot_id, earlier_journals, records
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -56,6 +62,10 @@ STATE_FILE = "state.json"
 LOCK_FILE = "lock"
 CANCEL_FILE = "cancel"
 DONE_FILE = ".done"
+#: the states a job ends in
+FINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+#: why a job reads FAILED when a machine crash cut it short
+MACHINE_STOPPED = "the machine stopped while the job ran, before its state was stored"
 
 _APP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,199}")
 
@@ -122,7 +132,12 @@ def _write_all(fd: int, data: bytes) -> None:
 
 def fsync_dir(path: str) -> None:
     """Makes the entries of directory ``path`` (a rename into it) durable."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    fsync_path(path, os.O_DIRECTORY)
+
+
+def fsync_path(path: str, flags: int = 0) -> None:
+    """Forces the file (or, with ``os.O_DIRECTORY``, the directory) ``path`` to disk."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | flags)
     try:
         os.fsync(fd)
     finally:
@@ -388,6 +403,13 @@ class JobStore:
 
     def __init__(self, root: str | None = None) -> None:
         self.root = os.path.abspath(root) if root else default_state_dir()
+        self._journal: Journal | None = None
+        self._recovered = False
+
+    def close(self) -> None:
+        """Closes the journal, if it was opened (the store stays usable)."""
+        if self._journal is not None:
+            self._journal.close()
 
     def job_dir(self, app_id: str) -> str:
         """The directory of job ``app_id`` (which need not exist).
@@ -401,6 +423,7 @@ class JobStore:
         """True if job ``app_id`` has a directory (readable or not)."""
         if not is_valid_app_id(app_id):
             return False
+        self.recover()
         try:
             return stat.S_ISDIR(os.lstat(os.path.join(self.root, app_id)).st_mode)  # a symlink is no job
         except OSError:
@@ -426,23 +449,113 @@ class JobStore:
         return path
 
     def publish(self, staging: str, app_id: str) -> str:
-        """Renames the complete ``staging`` directory to job ``app_id``'s directory (atomic) and returns it.
-
-        ``staging`` and the state directory are fsync'ed, before and after the rename.
+        """Renames the complete ``staging`` directory to job ``app_id``'s directory (atomic) and
+        returns it; :meth:`commit` then makes it durable.
 
         Raises:
             FileExistsError: a job with this id exists
         """
         path = self.job_dir(app_id)
-        fsync_dir(staging)
         try:
             os.rename(staging, path)
         except OSError as e:
             if e.errno in (errno.EEXIST, errno.ENOTEMPTY):
                 raise FileExistsError(e.errno, e.strerror, path) from None
             raise
-        fsync_dir(self.root)
         return path
+
+    def commit(self, app_id: str, app: dict[str, Any]) -> None:
+        """Makes the published job ``app_id``, whose ``app.json`` holds ``app``, durable: one
+        journal record, or (no journal, or it cannot be written) 3 fsyncs (see "Durability").
+
+        Raises:
+            OSError: it cannot be forced to disk
+        """
+        journal = self._open_journal()
+        if journal is not None:
+            try:
+                journal.append({"app_id": app_id, "app": app})
+                return
+            except OSError:
+                pass  # e.g. the journal's directory cannot be created: the files themselves, then
+        path = self.job_dir(app_id)
+        fsync_path(os.path.join(path, APP_FILE))
+        fsync_dir(path)
+        fsync_dir(self.root)
+
+    def _open_journal(self) -> Journal | None:
+        if self._journal is None:
+            boot = boot_id()
+            if boot is not None:
+                self._journal = Journal(self.root, boot)
+        return self._journal
+
+    def recover(self) -> None:
+        """Restores what a machine crash lost of the jobs this host recorded before it last
+        booted (once per store; the first reader after a boot does the work, see :mod:`.journal`):
+        a missing job directory (from the staging directory whose rename was lost, else
+        recreated), a torn or missing ``app.json``; a state that is missing, torn or not final
+        becomes FAILED ("the machine stopped"). Then the old journal is removed. A state
+        directory that cannot be written is left as it is (tried again by the next process)."""
+        if self._recovered:
+            return
+        self._recovered = True
+        boot = boot_id()
+        if boot is None:
+            return
+        for path in earlier_journals(os.path.join(self.root, JOURNAL_DIR), boot):
+            with contextlib.suppress(OSError):
+                self._replay(path)
+
+    def _replay(self, path: str) -> None:
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # one replayer; appenders are of this boot, not that one
+            if os.fstat(fd).st_nlink == 0:
+                return  # another process replayed it while this one waited
+            apps: dict[str, dict[str, Any]] = {}
+            for entry in records(fd):
+                if entry.get("deleted"):
+                    apps.pop(entry["app_id"], None)
+                elif isinstance(entry.get("app"), dict) and is_valid_app_id(entry["app_id"]):
+                    apps[entry["app_id"]] = entry["app"]
+            staged = {}
+            for name in os.listdir(self.root):
+                if name.startswith(STAGING_PREFIX):
+                    staged[name[len(STAGING_PREFIX) :].rpartition("-")[0]] = os.path.join(self.root, name)
+            for app_id, app in apps.items():
+                self._restore(app_id, app, staged.get(app_id))
+            fsync_dir(self.root)
+            os.unlink(path)
+            fsync_dir(os.path.dirname(path))
+        finally:
+            os.close(fd)
+
+    def _restore(self, app_id: str, app: dict[str, Any], staged: str | None) -> None:
+        """Job ``app_id`` of an earlier boot, whole and ended (see :meth:`recover`)."""
+        path = self.job_dir(app_id)
+        if not os.path.isdir(path):
+            if staged is not None:
+                os.rename(staged, path)  # the crash lost the rename, not the files
+            else:
+                make_private_dir(path)
+        if lock_is_held(path):
+            return  # alive: not a job the crash cut short
+        try:
+            whole = read_json(os.path.join(path, APP_FILE)) is not None
+        except UnreadableJobError:
+            whole = False
+        if not whole:
+            write_json(os.path.join(path, APP_FILE), app)
+        state_path = os.path.join(path, STATE_FILE)
+        try:
+            state = read_json(state_path)
+            state = None if state is None else check_state(state, state_path)
+        except UnreadableJobError:
+            state = None
+        if state is None or state["state"] not in FINAL_STATES:
+            base = state or {"app_id": app_id, "name": app.get("name", app_id), "created": app.get("created")}
+            write_json(state_path, {**base, "state": "FAILED", "msg": MACHINE_STOPPED, "end": {"by": "supervisor"}})
 
     def app(self, app_id: str) -> dict[str, Any] | None:
         """The job's request, or None if there is no such job.
@@ -452,6 +565,7 @@ class JobStore:
         """
         if not is_valid_app_id(app_id):
             return None
+        self.recover()
         path = os.path.join(self.root, app_id, APP_FILE)
         data = read_json(path)
         return None if data is None else check_app(data, path)
@@ -464,6 +578,7 @@ class JobStore:
         """
         if not is_valid_app_id(app_id):
             return None
+        self.recover()
         path = os.path.join(self.root, app_id, STATE_FILE)
         data = read_json(path)
         if data is None:
@@ -474,6 +589,7 @@ class JobStore:
 
     def app_ids(self) -> list[str]:
         """Ids of every job directory; sweeps what interrupted submissions and deletions left behind."""
+        self.recover()  # first: a crash may have left a job in a staging directory
         try:
             with os.scandir(self.root) as entries:
                 names = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
@@ -503,6 +619,10 @@ class JobStore:
         import shutil
 
         path = self.job_dir(app_id)
+        journal = self._open_journal()
+        if journal is not None:
+            with contextlib.suppress(OSError):  # at worst a crash brings the job back as FAILED
+                journal.append({"app_id": app_id, "deleted": True})  # so that no replay restores it
         trash = os.path.join(self.root, f"{TRASH_PREFIX}{app_id}-{os.getpid()}")
         try:
             os.rename(path, trash)
