@@ -805,14 +805,20 @@ def _make_log_dirs(req: LocalRequest, root: str) -> None:
     """Creates every replica's log directory (mode 0700) under ``root``, which stands for
     ``req.log_root`` (log followers watch them from the start; torchelastic writes its error
     file there)."""
-    made: set[str] = set()
-    for replica in req.replicas:
-        role_dir, k = os.path.split(os.path.relpath(replica.log_dir, req.log_root))
-        if role_dir not in made:
-            with contextlib.suppress(FileExistsError):  # two roles of one name share it
-                store.make_private_dir(os.path.join(root, role_dir))
-            made.add(role_dir)
-        store.make_private_dir(os.path.join(root, role_dir, k))
+    roles: set[str] = set()
+    made: list[str] = []
+    try:
+        for replica in req.replicas:
+            role_dir, k = os.path.split(replica.log_dir[len(req.log_root) + 1 :])  # built as log_root/role/k
+            if role_dir not in roles:
+                roles.add(role_dir)
+                with contextlib.suppress(FileExistsError):  # two roles of one name share it
+                    os.mkdir(os.path.join(root, role_dir), 0o700)
+                    made.append(os.path.join(root, role_dir))
+            os.mkdir(os.path.join(root, role_dir, k), 0o700)
+            made.append(os.path.join(root, role_dir, k))
+    finally:
+        store.restrict_to_owner(made)
 
 
 def _remove_tree(path: str) -> None:

@@ -394,8 +394,15 @@ def make_private_dir(path: str) -> None:
         FileExistsError: it exists
     """
     os.mkdir(path, 0o700)
-    if os.stat(path).st_mode & 0o777 != 0o700:  # the umask took bits away
-        os.chmod(path, 0o700)
+    restrict_to_owner([path])
+
+
+def restrict_to_owner(paths: list[str]) -> None:
+    """Gives directories this process just created with mode 0700 that mode, whatever the umask
+    took away (one ``stat`` for all: they were made under one umask)."""
+    if paths and os.stat(paths[0]).st_mode & 0o777 != 0o700:
+        for path in paths:
+            os.chmod(path, 0o700)
 
 
 class JobStore:
