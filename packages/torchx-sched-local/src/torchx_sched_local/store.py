@@ -30,8 +30,11 @@ survive a machine crash is forced to disk, what the crash makes moot is not.
   whose state is not final while nobody holds its lock reads as FAILED ("the supervisor
   died"); one recorded before the machine last booted whose state file the crash left
   empty or torn reads as FAILED too ("the machine stopped", ``LocalScheduler``).
-* The final state (SUCCEEDED, FAILED, CANCELLED) is forced to disk (file and directory),
-  by whoever writes it: 2 fsyncs per job.
+* The final state (SUCCEEDED, FAILED, CANCELLED) the supervisor writes is forced to disk
+  with one journal record (``fdatasync``; :func:`write_final_state`), restored from there by
+  :meth:`JobStore.recover` if the crash lost the file; without a journal, the file and its
+  directory are fsync'ed (2). A final state written by someone else (a watchdog, a canceller
+  for a dead supervisor: rare paths) is fsync'ed with its directory.
 A file that cannot be read (truncated, empty, not JSON, wrong shape) raises
 :class:`UnreadableJobError` for that job only.
 
@@ -224,6 +227,30 @@ def write_json(path: str, data: Any, sync_dir: bool = True, durable: bool = True
             if e.errno in (errno.EMFILE, errno.ENFILE):
                 return  # out of descriptors: the file is whole and in place; the next journal commit persists it
             raise OSError(e.errno, e.strerror, directory) from None
+
+
+def write_final_state(path: str, data: dict[str, Any], reserve: int = 0) -> None:
+    """Writes a job's final ``state.json`` (``path``) atomically and durably: the file, then one
+    journal record (``fdatasync``) where there is a journal; else, or when the journal cannot
+    be written, the file and its directory are fsync'ed (see "Durability").
+
+    Raises:
+        OSError: the file cannot be written or forced to disk (the error names the file)
+    """
+    boot = boot_id()
+    if boot is None:
+        write_json(path, data, reserve=reserve)
+        return
+    write_json(path, data, durable=False, reserve=reserve)
+    job_dir = os.path.dirname(path)
+    entry = Journal(os.path.dirname(job_dir), boot)
+    try:
+        entry.append({"app_id": os.path.basename(job_dir), "state": data})
+    except OSError:
+        fsync_path(path)
+        fsync_dir(job_dir)
+    finally:
+        entry.close()
 
 
 def touch_private(path: str) -> None:
@@ -501,7 +528,8 @@ class JobStore:
         """Restores what a machine crash lost of the jobs this host recorded before it last
         booted (once per store; the first reader after a boot does the work, see :mod:`.journal`):
         a missing job directory (from the staging directory whose rename was lost, else
-        recreated), a torn or missing ``app.json``; a state that is missing, torn or not final
+        recreated), a torn or missing ``app.json``, a final state the crash lost (from its
+        journal record); a state that is missing, torn or not final and has no such record
         becomes FAILED ("the machine stopped"). Then the old journal is removed. A state
         directory that cannot be written is left as it is (tried again by the next process)."""
         if self._recovered:
@@ -521,48 +549,67 @@ class JobStore:
             if os.fstat(fd).st_nlink == 0:
                 return  # another process replayed it while this one waited
             apps: dict[str, dict[str, Any]] = {}
+            ends: dict[str, dict[str, Any]] = {}
             for entry in records(fd):
+                app_id = entry["app_id"]
+                if not is_valid_app_id(app_id):
+                    continue
                 if entry.get("deleted"):
-                    apps.pop(entry["app_id"], None)
-                elif isinstance(entry.get("app"), dict) and is_valid_app_id(entry["app_id"]):
-                    apps[entry["app_id"]] = entry["app"]
+                    apps.pop(app_id, None)
+                    ends.pop(app_id, None)
+                elif isinstance(entry.get("app"), dict):
+                    apps[app_id] = entry["app"]
+                elif isinstance(entry.get("state"), dict) and entry["state"].get("state") in FINAL_STATES:
+                    ends[app_id] = entry["state"]
             staged = {}
             for name in os.listdir(self.root):
                 if name.startswith(STAGING_PREFIX):
                     staged[name[len(STAGING_PREFIX) :].rpartition("-")[0]] = os.path.join(self.root, name)
-            for app_id, app in apps.items():
-                self._restore(app_id, app, staged.get(app_id))
+            for app_id in {**apps, **ends}:
+                self._restore(app_id, apps.get(app_id), ends.get(app_id), staged.get(app_id))
             fsync_dir(self.root)
             os.unlink(path)
             fsync_dir(os.path.dirname(path))
         finally:
             os.close(fd)
 
-    def _restore(self, app_id: str, app: dict[str, Any], staged: str | None) -> None:
-        """Job ``app_id`` of an earlier boot, whole and ended (see :meth:`recover`)."""
+    def _restore(self, app_id: str, app: dict[str, Any] | None, end: dict[str, Any] | None, staged: str | None) -> None:
+        """Job ``app_id`` of an earlier boot, whole and ended (see :meth:`recover`): ``app`` its
+        journaled request (None: the journal was emptied since, so its files are on disk), ``end``
+        its journaled final state (None: it did not end before the crash)."""
         path = self.job_dir(app_id)
         if not os.path.isdir(path):
             if staged is not None:
                 os.rename(staged, path)  # the crash lost the rename, not the files
-            else:
+            elif app is not None:
                 make_private_dir(path)
+            else:
+                return  # deleted by hand since
         if lock_is_held(path):
             return  # alive: not a job the crash cut short
-        try:
-            whole = read_json(os.path.join(path, APP_FILE)) is not None
-        except UnreadableJobError:
-            whole = False
-        if not whole:
-            write_json(os.path.join(path, APP_FILE), app)
+        if app is not None:
+            try:
+                whole = read_json(os.path.join(path, APP_FILE)) is not None
+            except UnreadableJobError:
+                whole = False
+            if not whole:
+                write_json(os.path.join(path, APP_FILE), app)
         state_path = os.path.join(path, STATE_FILE)
         try:
             state = read_json(state_path)
             state = None if state is None else check_state(state, state_path)
         except UnreadableJobError:
             state = None
-        if state is None or state["state"] not in FINAL_STATES:
-            base = state or {"app_id": app_id, "name": app.get("name", app_id), "created": app.get("created")}
-            write_json(state_path, {**base, "state": "FAILED", "msg": MACHINE_STOPPED, "end": {"by": "supervisor"}})
+        if state is not None and state["state"] in FINAL_STATES:
+            return
+        if end is None:
+            base = state or {
+                "app_id": app_id,
+                "name": (app or {}).get("name", app_id),
+                "created": (app or {}).get("created"),
+            }
+            end = {**base, "state": "FAILED", "msg": MACHINE_STOPPED, "end": {"by": "supervisor"}}
+        write_json(state_path, end)
 
     def app(self, app_id: str) -> dict[str, Any] | None:
         """The job's request, or None if there is no such job.

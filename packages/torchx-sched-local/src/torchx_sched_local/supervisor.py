@@ -753,9 +753,11 @@ class Supervisor:
         """Writes ``data`` to ``state.json``; the error if it could not."""
         while True:
             try:
-                store.write_json(
-                    self.state_path, data, durable=final, reserve=store.state_reserve(len(self.replicas))
-                )  # durable: see store's "Durability"
+                reserve = store.state_reserve(len(self.replicas))
+                if final:  # durable: see store's "Durability"
+                    store.write_final_state(self.state_path, data, reserve)
+                else:
+                    store.write_json(self.state_path, data, durable=False, reserve=reserve)
                 if self._reserve_fd < 0:
                     try:
                         self._reserve_fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
