@@ -96,8 +96,8 @@ def _fork(job_dir: str, lock_fd: int) -> int:
         if pid == 0:
             try:
                 os.setsid()
-                for sig in signal.sigpending():
-                    signal.sigwait({sig})
+                for sig in _signal.sigpending():
+                    _signal.sigwait({sig})
                 supervise_forked(job_dir, lock_fd)  # unblocks once its handlers are set
             finally:
                 os._exit(1)
