@@ -21,6 +21,8 @@ and, called, upstream's ``registry()``.
 
 from __future__ import annotations
 
+import _thread
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -127,8 +129,10 @@ __all__ = [
 ]
 
 _registry: Registry | None = None
-#: True while plugin modules are being imported by discovery
-_discovering = False
+#: the thread whose discovery is importing plugin modules (None: none is)
+_discoverer: int | None = None
+#: held while the registry is loaded: other threads wait for it instead of loading it again
+_loading = _thread.RLock()
 
 REENTRANT_LOOKUP = (
     "torchx plugins are being discovered: a plugin module must not look plugins up (named resources,"
@@ -172,30 +176,34 @@ def get_registry(refresh: bool = False) -> Registry:
     Args:
         refresh: ignore the caches and discover again
     """
-    global _registry, _discovering
+    global _registry, _discoverer
     if _registry is not None and not refresh:
         return _registry
-    if _discovering:
+    if discovering():
         raise RuntimeError(REENTRANT_LOOKUP)
-    from torchx.plugins import cache
+    with _loading:  # a thread that comes while another loads it waits, then takes that one's
+        if _registry is not None and not refresh:
+            return _registry
+        from torchx.plugins import cache
 
-    registry = None if refresh else cache.load()
-    if registry is None:
-        from torchx.plugins.discovery import discover
+        registry = None if refresh else cache.load()
+        if registry is None:
+            from torchx.plugins.discovery import discover
 
-        _discovering = True
-        try:
-            registry = discover()
-        finally:
-            _discovering = False
-        cache.store(registry)
-    _registry = registry
-    return registry
+            _discoverer = _thread.get_ident()
+            try:
+                registry = discover()
+            finally:
+                _discoverer = None
+            cache.store(registry)
+        _registry = registry
+        return registry
 
 
 def discovering() -> bool:
-    """True while discovery imports plugin modules (a lookup then would see half the plugins)."""
-    return _discovering
+    """True while this thread's discovery imports plugin modules (a lookup then would see half
+    the plugins)."""
+    return _discoverer is not None and _discoverer == _thread.get_ident()
 
 
 def reset() -> None:

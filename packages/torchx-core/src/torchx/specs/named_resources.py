@@ -7,6 +7,7 @@ instance types (``aws_*``), then plugins (``torchx_named_resources`` hook and th
 
 from __future__ import annotations
 
+import _thread
 from collections.abc import Callable, Iterator, Mapping
 
 from torchx.specs.roles import NULL_RESOURCE, Resource
@@ -21,6 +22,8 @@ class _Factories(dict):  # type: ignore[type-arg]
 
     _loaded = False
     _discovered: frozenset[str] | set[str] = frozenset()
+    #: the thread filling the table, while it does
+    _filler: int | None = None
 
     def load(self) -> None:
         from torchx.plugins import REENTRANT_LOOKUP, discovering
@@ -29,7 +32,17 @@ class _Factories(dict):  # type: ignore[type-arg]
             raise RuntimeError(REENTRANT_LOOKUP)
         if self._loaded:
             return
-        self._loaded = True
+        with _filling:  # another thread's lookup waits until the table is full
+            if self._loaded or self._filler == _thread.get_ident():
+                return  # full; or this thread is filling it (a factory module looked a resource up)
+            self._filler = _thread.get_ident()
+            try:
+                self._fill()
+            finally:
+                self._filler = None
+            self._loaded = True
+
+    def _fill(self) -> None:
         self._discovered = set()
         from torchx.specs import named_resources_aws, named_resources_generic
 
@@ -68,6 +81,8 @@ def _lazy(load: Callable[[str], Callable[[], Resource]], path: str) -> Callable[
     return factory
 
 
+#: held while the table is filled (re-entrant: the filling thread's own lookups go through)
+_filling = _thread.RLock()
 #: name -> factory of every known named resource (filled on first lookup)
 _named_resource_factories: _Factories = _Factories()
 

@@ -1,0 +1,100 @@
+"""The plugin registry loaded from several threads at once, and a plugin that looks plugins up
+while discovery imports it."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torchx.plugins
+from torchx.plugins import REENTRANT_LOOKUP, get_registry
+
+SLOW_PLUGIN = """
+import time
+from torchx.plugins import hookimpl, NamedResourcePlugin, SchedulerPlugin
+from torchx.specs import Resource
+
+time.sleep(0.3)  # discovery is still importing this when the other threads ask
+
+
+def big():
+    return Resource(cpu=64, gpu=0, memMB=1024)
+
+
+@hookimpl
+def torchx_schedulers():
+    yield SchedulerPlugin("slow", "slow_plugin:create", "a scheduler found slowly")
+
+
+@hookimpl
+def torchx_named_resources():
+    yield NamedResourcePlugin("slow_big", "slow_plugin:big")
+"""
+
+LOOKS_UP_AT_IMPORT = """
+from torchx.plugins import get_registry, hookimpl
+
+get_registry()
+"""
+
+
+def test_threads_that_ask_during_discovery_wait_for_it(
+    make_dist: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TORCHX_NO_PLUGIN_CACHE", "1")
+    make_dist("slow-dist", {"torchx": {"slow": "slow_plugin"}}, {"slow_plugin.py": SLOW_PLUGIN})
+    got: list[object] = []
+    errors: list[BaseException] = []
+
+    def ask() -> None:
+        try:
+            got.append(get_registry())
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert errors == []
+    assert len(got) == 4 and all(r is got[0] for r in got)  # discovered once, by one of them
+    assert "slow" in got[0].schedulers  # type: ignore[attr-defined]
+
+
+def test_named_resources_looked_up_from_threads_during_discovery_are_found(
+    make_dist: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from torchx.specs import get_named_resources
+
+    monkeypatch.setenv("TORCHX_NO_PLUGIN_CACHE", "1")
+    make_dist("slow-dist", {"torchx": {"slow": "slow_plugin"}}, {"slow_plugin.py": SLOW_PLUGIN})
+    found: list[int] = []
+    errors: list[BaseException] = []
+
+    def look(name: str) -> None:
+        try:
+            found.append(get_named_resources(name).cpu)
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=look, args=(n,)) for n in ("slow_big", "gpu.small", "slow_big", "gpu.small")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert errors == []
+    assert sorted(found)[-2:] == [64, 64] and len(found) == 4
+
+
+def test_a_plugin_that_looks_plugins_up_when_imported_gets_a_clear_error(
+    make_dist: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TORCHX_NO_PLUGIN_CACHE", "1")
+    make_dist("eager-dist", {"torchx": {"eager": "eager_plugin"}}, {"eager_plugin.py": LOOKS_UP_AT_IMPORT})
+    registry = get_registry()
+    (eager,) = [p for p in registry.plugins if p.name == "eager"]
+    assert any(REENTRANT_LOOKUP in e for e in eager.errors), eager.errors  # its own thread: refused, not waited for
+    torchx.plugins.reset()
