@@ -187,3 +187,43 @@ def test_the_journal_is_emptied_once_large_after_a_sync(sched: LocalScheduler, m
     _ended(sched, "true")  # its record passes the limit: every job file is forced to disk, the journal emptied
     assert synced == [True]
     assert 0 < path.stat().st_size < size  # what came after: the job's final state
+
+
+def test_records_of_concurrent_submissions_never_interleave(sched: LocalScheduler) -> None:
+    """4 threads (one open journal, shared) and 2 processes submit at once: every record is whole."""
+    import threading
+
+    script = (
+        "import sys\nfrom torchx.testing import command_app\n"
+        "from torchx_sched_local.local_scheduler import LocalScheduler\n"
+        "s = LocalScheduler('t', state_dir=sys.argv[1])\n"
+        "print(' '.join(s.submit(command_app('true'), {}) for _ in range(5)))\n"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script, sched.store.root], stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    ids: list[str] = []
+    threads = [
+        threading.Thread(target=lambda: ids.extend(sched.submit(command_app("true"), {}) for _ in range(5)))
+        for _ in range(4)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for p in procs:
+        out, _ = p.communicate(timeout=120)
+        assert p.returncode == 0
+        ids.extend(out.split())
+    for app_id in ids:
+        assert sched.wait(app_id, timeout=60) is not None
+    path = Path(sched.store.root) / journal.JOURNAL_DIR / journal.journal_name(journal.boot_id() or "")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        entries = list(journal.records(fd))
+    finally:
+        os.close(fd)
+    lines = [line for line in path.read_bytes().split(b"\n") if line.strip()]
+    assert len(entries) == len(lines) == 2 * 30  # a request and a final state per job, none torn
+    assert sorted(e["app_id"] for e in entries if "app" in e) == sorted(ids)

@@ -22,6 +22,7 @@ fsyncs each file and directory instead. Standard library only.
 
 from __future__ import annotations
 
+import _thread
 import fcntl
 import os
 from collections.abc import Iterator
@@ -96,6 +97,9 @@ class Journal:
         self.directory = os.path.join(root, JOURNAL_DIR)
         self.path = os.path.join(self.directory, journal_name(boot))
         self._fd = -1
+        # threads of one process share the journal's open file, hence its flock: this keeps
+        # their records out of a rotation's window between its sync() and the truncation
+        self._mutex = _thread.allocate_lock()
 
     def append(self, record: dict[str, Any]) -> None:
         """Appends ``record`` (it has an ``app_id``) and forces it to disk.
@@ -107,17 +111,20 @@ class Journal:
 
         line = b"\n" + json.dumps(record, separators=(",", ":"), default=str).encode() + b"\n"
         try:
-            fd = self._open()
+            with self._mutex:
+                fd = self._open()
             fcntl.flock(fd, fcntl.LOCK_SH)
             try:
-                written = os.write(fd, line)
+                with self._mutex:
+                    written = os.write(fd, line)
                 if written != len(line):  # a full disk: the torn line is skipped by readers
                     import errno
 
                     raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
                 os.fdatasync(fd)
                 if os.fstat(fd).st_size > ROTATE_AT:
-                    self._rotate(fd)
+                    with self._mutex:
+                        self._rotate(fd)
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         except OSError as e:
