@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torchx.plugins
@@ -40,53 +41,46 @@ get_registry()
 """
 
 
-def test_threads_that_ask_during_discovery_wait_for_it(
-    make_dist: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def slow_plugin(make_dist: Callable[..., Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plugin whose import takes 0.3 s, found with the plugin cache off (discovery runs)."""
     monkeypatch.setenv("TORCHX_NO_PLUGIN_CACHE", "1")
     make_dist("slow-dist", {"torchx": {"slow": "slow_plugin"}}, {"slow_plugin.py": SLOW_PLUGIN})
-    got: list[object] = []
+
+
+def _at_once(call: Callable[[str], Any], args: list[str]) -> list[Any]:
+    """``call(arg)`` for every arg, each in its own thread, all at once; their results (any error raised)."""
+    results: list[Any] = []
     errors: list[BaseException] = []
 
-    def ask() -> None:
+    def one(arg: str) -> None:
         try:
-            got.append(get_registry())
+            results.append(call(arg))
         except BaseException as e:
             errors.append(e)
 
-    threads = [threading.Thread(target=ask) for _ in range(4)]
+    threads = [threading.Thread(target=one, args=(a,)) for a in args]
     for t in threads:
         t.start()
     for t in threads:
         t.join(timeout=30)
     assert errors == []
+    return results
+
+
+@pytest.mark.usefixtures("slow_plugin")
+def test_threads_that_ask_during_discovery_wait_for_it() -> None:
+    got = _at_once(lambda _: get_registry(), ["a", "b", "c", "d"])
     assert len(got) == 4 and all(r is got[0] for r in got)  # discovered once, by one of them
-    assert "slow" in got[0].schedulers  # type: ignore[attr-defined]
+    assert "slow" in got[0].schedulers
 
 
-def test_named_resources_looked_up_from_threads_during_discovery_are_found(
-    make_dist: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.mark.usefixtures("slow_plugin")
+def test_named_resources_looked_up_from_threads_during_discovery_are_found() -> None:
     from torchx.specs import get_named_resources
 
-    monkeypatch.setenv("TORCHX_NO_PLUGIN_CACHE", "1")
-    make_dist("slow-dist", {"torchx": {"slow": "slow_plugin"}}, {"slow_plugin.py": SLOW_PLUGIN})
-    found: list[int] = []
-    errors: list[BaseException] = []
-
-    def look(name: str) -> None:
-        try:
-            found.append(get_named_resources(name).cpu)
-        except BaseException as e:
-            errors.append(e)
-
-    threads = [threading.Thread(target=look, args=(n,)) for n in ("slow_big", "gpu.small", "slow_big", "gpu.small")]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=30)
-    assert errors == []
-    assert sorted(found)[-2:] == [64, 64] and len(found) == 4
+    cpus = _at_once(lambda name: get_named_resources(name).cpu, ["slow_big", "gpu.small", "slow_big", "gpu.small"])
+    assert len(cpus) == 4 and sorted(cpus)[-2:] == [64, 64]
 
 
 def test_a_plugin_that_looks_plugins_up_when_imported_gets_a_clear_error(
