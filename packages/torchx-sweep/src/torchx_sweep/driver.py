@@ -276,7 +276,10 @@ class Driver:
                 if fd == wake:
                     continue
                 sock, lines, pid = conns[fd]
-                line = lines.readline()
+                try:
+                    line = lines.readline()
+                except ConnectionResetError:  # it died with an answer of ours unread: as its end
+                    line = b""
                 if not line:
                     del conns[fd]
                     sock.close()
@@ -287,7 +290,10 @@ class Driver:
                     take = 0 if self.stop else int(line.split()[1])
                     batch = [self.todo.popleft() for _ in range(min(take, len(self.todo)))]
                     self.todo_set.difference_update(batch)
-                    sock.sendall(wire.frame([(i, self.ready.pop(i, None)) for i in batch]))
+                    try:
+                        sock.sendall(wire.frame([(i, self.ready.pop(i, None)) for i in batch]))
+                    except OSError:  # it died: its end is read next; the batch is replanned from the journal
+                        pass
         return all_well
 
     def _take(self, slots: int) -> list[int]:
