@@ -243,14 +243,30 @@ def write_final_state(path: str, data: dict[str, Any], reserve: int = 0) -> None
         return
     write_json(path, data, durable=False, reserve=reserve)
     job_dir = os.path.dirname(path)
-    entry = Journal(os.path.dirname(job_dir), boot)
+    journal = Journal(os.path.dirname(job_dir), boot)
     try:
-        entry.append({"app_id": os.path.basename(job_dir), "state": data})
-    except OSError:
-        fsync_path(path)
-        fsync_dir(job_dir)
+        _make_durable(journal, {"app_id": os.path.basename(job_dir), "state": data}, [path], [job_dir])
     finally:
-        entry.close()
+        journal.close()
+
+
+def _make_durable(journal: Journal | None, record: dict[str, Any], files: list[str], dirs: list[str]) -> None:
+    """Forces a change to disk: ``record`` appended to ``journal`` (one ``fdatasync``); without a
+    journal, or when it cannot be written, ``files`` and then ``dirs`` are fsync'ed instead.
+
+    Raises:
+        OSError: neither could be done
+    """
+    if journal is not None:
+        try:
+            journal.append(record)
+            return
+        except OSError:
+            pass  # e.g. the journal's directory cannot be created: the files themselves, then
+    for file in files:
+        fsync_path(file)
+    for directory in dirs:
+        fsync_dir(directory)
 
 
 def touch_private(path: str) -> None:
@@ -505,17 +521,9 @@ class JobStore:
         Raises:
             OSError: it cannot be forced to disk
         """
-        journal = self._open_journal()
-        if journal is not None:
-            try:
-                journal.append({"app_id": app_id, "app": app})
-                return
-            except OSError:
-                pass  # e.g. the journal's directory cannot be created: the files themselves, then
         path = self.job_dir(app_id)
-        fsync_path(os.path.join(path, APP_FILE))
-        fsync_dir(path)
-        fsync_dir(self.root)
+        record = {"app_id": app_id, "app": app}
+        _make_durable(self._open_journal(), record, [os.path.join(path, APP_FILE)], [path, self.root])
 
     def _open_journal(self) -> Journal | None:
         if self._journal is None:
