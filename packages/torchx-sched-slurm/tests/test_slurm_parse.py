@@ -64,6 +64,23 @@ def test_squeue_failed_job_tells_the_failed_replica_by_its_exit_status() -> None
     assert desc.msg == "ps/0 FAILED (exit code 3)"
 
 
+def test_a_replica_stopped_with_sigkill_reported_as_exit_137_reads_cancelled() -> None:
+    """Without its step's state (sacct not caught up yet), a sibling's exit code 137/143 (a
+    shell's 128 + SIGKILL/SIGTERM) is the stop after another replica failed, as the signal is
+    (seen in the live test: ``{"slurm_state": "FAILED", "exit_code": 137}`` for the stopped one)."""
+    from torchx_sched_slurm.parse import Component
+
+    comps = [
+        Component("50", 0, "ok", 0, "FAILED", "NonZeroExitCode", exit_code=137),
+        Component("50", 1, "term", 0, "FAILED", "NonZeroExitCode", exit_code=143),
+        Component("50", 2, "bad", 0, "FAILED", "NonZeroExitCode", exit_code=3),
+    ]
+    desc = describe_components("50", comps)
+    assert desc.state == AppState.FAILED
+    assert replica_states(desc) == {"ok/0": AppState.CANCELLED, "term/0": AppState.CANCELLED, "bad/0": AppState.FAILED}
+    assert desc.msg == "bad/0 FAILED (exit code 3)"
+
+
 def test_sacct_failed_job_uses_the_srun_steps() -> None:
     comps = parse_sacct(fixture("het_failed.sacct"))
     assert {c.restarts for c in comps} == {0}

@@ -68,7 +68,7 @@ def replica_state(comp: Component) -> AppState:
 
     When the script ended (COMPLETED/FAILED) each replica's ``srun`` step tells which one
     failed and which the script stopped because of it (``sacct``: the step's state;
-    ``squeue``: its exit status, where SIGTERM/SIGKILL means stopped). Otherwise
+    ``squeue``: its exit status, where SIGTERM/SIGKILL, or exit code 143/137, means stopped). Otherwise
     (cancelled, timed out, node failure ...) the job's state is every replica's.
     """
     job_state = to_app_state(comp.state)
@@ -77,8 +77,8 @@ def replica_state(comp: Component) -> AppState:
     if comp.step_state:
         step_state = to_app_state(comp.step_state)
         return job_state if step_state == AppState.UNKNOWN else step_state
-    if comp.signal in _STOP_SIGNALS:
-        return AppState.CANCELLED
+    if comp.signal in _STOP_SIGNALS or (comp.exit_code or 0) - 128 in _STOP_SIGNALS:
+        return AppState.CANCELLED  # the signal, or a shell's 128 + it (srun's exit status under a race)
     if comp.signal or comp.exit_code:
         return AppState.FAILED
     if comp.exit_code == 0:
