@@ -8,9 +8,11 @@ import os
 import re
 
 import pytest
-from torchx.schedulers.causes import EndCause
+from torchx.schedulers.causes import AttemptEnd, EndCause
+from torchx.specs import AppState
 from torchx_sched_slurm.causes import Attempt, end_of, from_controller, parse_attempts
 from torchx_sched_slurm.parse import SEP, parse_squeue
+from torchx_sched_slurm.scheduler import _controller_cannot_tell, replica_states
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 
@@ -99,10 +101,23 @@ def test_controller_view_when_accounting_lags() -> None:
     line = SEP.join(["21", "21", "{off}", "FAILED", "NonZeroExitCode", "node{n}", "0", "{ec}", "/tmp", "N/A", "N/A"])
     text = "\n".join(line.format(off=k, n=k + 1, ec=ec) + SEP + f"cause-{k}" for k, ec in ((0, "9"), (1, "35072")))
     comps = parse_squeue(text)
-    end = end_of(from_controller(comps, [False, True]))
+    failed = [state == AppState.FAILED for state in replica_states(comps)]
+    assert failed == [False, True]  # 0:9 is the script's stop; 137 with no other failure is the kill
+    end = end_of(from_controller(comps, failed))
     assert end is not None
     assert (end.cause, end.exit_code) == (EndCause.KILLED, 137)
     assert end.reason.startswith("cause/1 ")
+    assert not _controller_cannot_tell(end, failed)
+
+
+def test_where_the_controller_cannot_tell_accounting_is_awaited() -> None:
+    killed = AttemptEnd(EndCause.KILLED, 137, "cause/0 killed by SIGKILL (FAILED)")
+    assert _controller_cannot_tell(killed, [True, True])  # both read 137: which was first?
+    assert _controller_cannot_tell(killed, [False, False])
+    assert not _controller_cannot_tell(killed, [True])
+    assert _controller_cannot_tell(AttemptEnd(EndCause.CANCELLED, None, "CANCELLED"), [False])  # by whom?
+    assert not _controller_cannot_tell(AttemptEnd(EndCause.TIMEOUT, None, "TIMEOUT"), [True, True])
+    assert not _controller_cannot_tell(AttemptEnd(EndCause.APP_ERROR, 0, "COMPLETED"), [False, False])
 
 
 def test_preempted_within_its_grace_time_reads_failed_in_accounting_and_preempted_in_slurmctld() -> None:

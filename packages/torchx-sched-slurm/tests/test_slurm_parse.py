@@ -18,7 +18,7 @@ def fixture(name: str) -> str:
         return f.read()
 
 
-def replica_states(desc: object) -> dict[str, AppState]:
+def states_of(desc: object) -> dict[str, AppState]:
     return {f"{r.role}/{r.id}": r.state for rs in desc.roles_statuses for r in rs.replicas}  # type: ignore[attr-defined]
 
 
@@ -40,7 +40,7 @@ def test_squeue_running_het_job() -> None:
     assert desc.state == AppState.RUNNING
     assert desc.metadata["workdir"].startswith("/tmp/torchx-slurm-record-")
     assert [(r.name, r.num_replicas) for r in desc.roles] == [("trainer", 2), ("ps", 1)]
-    assert set(replica_states(desc).values()) == {AppState.RUNNING}
+    assert set(states_of(desc).values()) == {AppState.RUNNING}
 
 
 def test_squeue_held_plain_job_is_pending_with_its_reason() -> None:
@@ -56,7 +56,7 @@ def test_squeue_failed_job_tells_the_failed_replica_by_its_exit_status() -> None
     assert [(c.exit_code, c.signal) for c in comps] == [(None, 9), (None, 9), (3, None)]
     desc = describe_components("41", comps)
     assert desc.state == AppState.FAILED
-    assert replica_states(desc) == {
+    assert states_of(desc) == {
         "trainer/0": AppState.CANCELLED,
         "trainer/1": AppState.CANCELLED,
         "ps/0": AppState.FAILED,
@@ -77,8 +77,25 @@ def test_a_replica_stopped_with_sigkill_reported_as_exit_137_reads_cancelled() -
     ]
     desc = describe_components("50", comps)
     assert desc.state == AppState.FAILED
-    assert replica_states(desc) == {"ok/0": AppState.CANCELLED, "term/0": AppState.CANCELLED, "bad/0": AppState.FAILED}
+    assert states_of(desc) == {"ok/0": AppState.CANCELLED, "term/0": AppState.CANCELLED, "bad/0": AppState.FAILED}
     assert desc.msg == "bad/0 FAILED (exit code 3)"
+
+
+def test_a_replica_killed_on_its_node_reads_failed_and_its_stopped_sibling_cancelled() -> None:
+    """What ``squeue`` showed live (before sacct caught up) after a replica was SIGKILLed on its
+    node: the killed one 137 (``137:0``), the sibling the script stopped ``0:9``. Without a
+    replica that failed by itself, 137 is the kill, not a stop."""
+    from torchx_sched_slurm.parse import Component
+
+    comps = [
+        Component("51", 0, "causes", 0, "FAILED", "NonZeroExitCode", signal=9),
+        Component("51", 1, "causes", 1, "FAILED", "NonZeroExitCode", exit_code=137),
+    ]
+    desc = describe_components("51", comps)
+    assert states_of(desc) == {"causes/0": AppState.CANCELLED, "causes/1": AppState.FAILED}
+    assert desc.msg == "causes/1 FAILED (exit code 137)"
+    alone = describe_components("52", [Component("52", 0, "w", 0, "FAILED", "NonZeroExitCode", exit_code=143)])
+    assert states_of(alone) == {"w/0": AppState.FAILED}
 
 
 def test_sacct_failed_job_uses_the_srun_steps() -> None:
@@ -91,8 +108,8 @@ def test_sacct_failed_job_uses_the_srun_steps() -> None:
     ]
     desc = describe_components("41", comps)
     assert desc.state == AppState.FAILED
-    assert replica_states(desc)["ps/0"] == AppState.FAILED
-    assert replica_states(desc)["trainer/0"] == AppState.CANCELLED
+    assert states_of(desc)["ps/0"] == AppState.FAILED
+    assert states_of(desc)["trainer/0"] == AppState.CANCELLED
     error = json.loads(desc.structured_error_msg)
     assert error["exit_code"] == 3
     assert error["step_state"] == "FAILED"
@@ -102,7 +119,7 @@ def test_completed_from_squeue_and_sacct() -> None:
     for comps in (parse_squeue(fixture("het_completed.squeue")), parse_sacct(fixture("het_completed.sacct"))):
         desc = describe_components("38", comps)
         assert desc.state == AppState.SUCCEEDED
-        assert set(replica_states(desc).values()) == {AppState.SUCCEEDED}
+        assert set(states_of(desc).values()) == {AppState.SUCCEEDED}
         assert desc.structured_error_msg == "<NONE>"
 
 

@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import re
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -61,14 +62,35 @@ LIST_WINDOW = "now-7days"
 _JOB_ID = re.compile(r"\d+(_\d+)?")
 #: signals the script (or Slurm) stops replicas with after another one failed
 _STOP_SIGNALS = frozenset({9, 15})
+#: seconds :meth:`SlurmScheduler.end_cause` waits for accounting where slurmctld's view cannot tell
+ACCOUNTING_WAIT = 10.0
 
 
-def replica_state(comp: Component) -> AppState:
+def _stop_status(comp: Component) -> bool:
+    """``squeue``'s exit status of a replica reads as the stop signal (exit code 137/143)."""
+    return (comp.exit_code or 0) - 128 in _STOP_SIGNALS
+
+
+def failed_by_itself(comp: Component) -> bool:
+    """The replica ended in a failure of its own, not in a stop: its step FAILED, or (no step
+    state yet) an exit code or signal that is not the stop's (SIGTERM/SIGKILL, 128 + either)."""
+    if slurm_state_name(comp.state) not in ("COMPLETED", "FAILED"):
+        return False
+    if comp.step_state:
+        return to_app_state(comp.step_state) == AppState.FAILED
+    if comp.signal:
+        return comp.signal not in _STOP_SIGNALS
+    return bool(comp.exit_code) and not _stop_status(comp)
+
+
+def replica_state(comp: Component, sibling_failed: bool = False) -> AppState:
     """A replica's state: its own outcome once the batch script ended, else the job's state.
 
     When the script ended (COMPLETED/FAILED) each replica's ``srun`` step tells which one
-    failed and which the script stopped because of it (``sacct``: the step's state;
-    ``squeue``: its exit status, where SIGTERM/SIGKILL, or exit code 143/137, means stopped). Otherwise
+    failed and which the script stopped because of it (``sacct``: the step's state).
+    ``squeue`` has only the exit status: SIGTERM/SIGKILL (``0:15``, ``0:9``) is the stop;
+    exit code 143/137 is the stop only when another replica (``sibling_failed``) failed by
+    itself, since a replica killed on its node by SIGKILL reads 137 too. Otherwise
     (cancelled, timed out, node failure ...) the job's state is every replica's.
     """
     job_state = to_app_state(comp.state)
@@ -77,13 +99,34 @@ def replica_state(comp: Component) -> AppState:
     if comp.step_state:
         step_state = to_app_state(comp.step_state)
         return job_state if step_state == AppState.UNKNOWN else step_state
-    if comp.signal in _STOP_SIGNALS or (comp.exit_code or 0) - 128 in _STOP_SIGNALS:
-        return AppState.CANCELLED  # the signal, or a shell's 128 + it (srun's exit status under a race)
+    if comp.signal in _STOP_SIGNALS or (sibling_failed and _stop_status(comp)):
+        return AppState.CANCELLED
     if comp.signal or comp.exit_code:
         return AppState.FAILED
     if comp.exit_code == 0:
         return AppState.SUCCEEDED
     return job_state
+
+
+def replica_states(comps: Sequence[Component]) -> list[AppState]:
+    """:func:`replica_state` of each of one job's components, in order."""
+    own = [failed_by_itself(c) for c in comps]
+    return [replica_state(c, any(own[:k] + own[k + 1 :])) for k, c in enumerate(comps)]
+
+
+def _controller_cannot_tell(end: AttemptEnd, failed: list[bool]) -> bool:
+    """slurmctld's view cannot say who cancelled a job (the owner, or someone else: KILLED),
+    nor which of several replicas that all read SIGKILL/SIGTERM failed first."""
+    from torchx.schedulers.causes import EndCause
+
+    if end.cause == EndCause.CANCELLED:
+        return True
+    return (
+        end.cause in (EndCause.KILLED, EndCause.APP_ERROR)
+        and end.exit_code != 0
+        and len(failed) > 1
+        and sum(failed) != 1
+    )
 
 
 def _error_json(comp: Component) -> str:
@@ -113,8 +156,7 @@ def describe_components(app_id: str, comps: list[Component]) -> DescribeAppRespo
     roles: dict[str, list[ReplicaStatus]] = {}
     workdirs: dict[str, str] = {}
     failed: list[Component] = []
-    for comp in comps:
-        state = replica_state(comp)
+    for comp, state in zip(comps, replica_states(comps), strict=True):
         replica = ReplicaStatus(id=comp.replica_id, state=state, role=comp.role, hostname=comp.node)
         if state == AppState.FAILED:
             replica.structured_error_msg = _error_json(comp)
@@ -267,26 +309,54 @@ class SlurmScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal
     def end_cause(self, app_id: str) -> AttemptEnd | None:
         """Why the job ended, from its accounting rows (every attempt: see
         :mod:`torchx_sched_slurm.causes`), else from slurmctld's view while accounting has not
-        caught up (it does not say who cancelled); None while it runs, or for an unknown job."""
+        caught up; None while it runs, or for an unknown job. Where that view cannot tell (who
+        cancelled; which of several killed replicas failed first) it waits up to
+        :data:`ACCOUNTING_WAIT` seconds for accounting."""
         if not _JOB_ID.fullmatch(app_id):
             return None
         from torchx.schedulers.causes import AttemptEnd, EndCause
 
         from torchx_sched_slurm import causes
 
-        proc = commands.run(["sacct", *causes.sacct_args(app_id)], check=False)
-        end = causes.end_of(causes.parse_attempts(proc.stdout, app_id)) if proc.returncode == 0 else None
+        end, accounting = self._accounted_end(app_id)
         if end is None:
             comps = self._squeue(app_id)
             if not comps:
                 return None
-            end = causes.end_of(causes.from_controller(comps, [replica_state(c) == AppState.FAILED for c in comps]))
+            failed = [state == AppState.FAILED for state in replica_states(comps)]
+            end = causes.end_of(causes.from_controller(comps, failed))
+            if end is not None and accounting and _controller_cannot_tell(end, failed):
+                end = self._await_accounted_end(app_id) or end
         if end is not None and end.cause in (EndCause.KILLED, EndCause.APP_ERROR) and end.exit_code != 0:
             shown = commands.run(["scontrol", "show", "job", "-o", app_id], check=False)
             when = causes.preempted_at(shown.stdout) if shown.returncode == 0 else None
             if when is not None:
                 return AttemptEnd(EndCause.PREEMPTED, end.exit_code, f"preempted at {when} ({end.reason})")
         return end
+
+    def _accounted_end(self, app_id: str) -> tuple[AttemptEnd | None, bool]:
+        """Why the job ended by its accounting rows (None while they do not say), and whether
+        accounting answered at all."""
+        from torchx_sched_slurm import causes
+
+        proc = commands.run(["sacct", *causes.sacct_args(app_id)], check=False)
+        if proc.returncode != 0:
+            return None, False
+        return causes.end_of(causes.parse_attempts(proc.stdout, app_id)), True
+
+    def _await_accounted_end(self, app_id: str) -> AttemptEnd | None:
+        """The accounted end, polled for up to :data:`ACCOUNTING_WAIT` seconds (slurmdbd
+        records a job's steps a few seconds after slurmctld ends it); None if it never says."""
+        deadline = time.monotonic() + ACCOUNTING_WAIT
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            end, accounting = self._accounted_end(app_id)
+            if end is not None or not accounting:
+                return end
+        logger.info(
+            "accounting has not recorded job %s after %.0f s: reading slurmctld's view", app_id, ACCOUNTING_WAIT
+        )
+        return None
 
     def _unstarted_element(self, app_id: str) -> list[Component]:
         """An array element that never started, from its array's accounting row (``12_[3-5]``, or
