@@ -165,7 +165,7 @@ def test_a_final_state_the_crash_lost_comes_back_from_the_journal(sched: LocalSc
     assert json.loads(state_file.read_text()) == ended  # exit code and all
 
 
-def test_other_hosts_journals_are_left_alone(sched: LocalScheduler) -> None:
+def test_other_machines_journals_are_left_alone(sched: LocalScheduler) -> None:
     app_id = _ended(sched, "true")
     directory = Path(sched.store.root) / journal.JOURNAL_DIR
     other = directory / f"{EARLIER_BOOT}.some-other-host"
@@ -173,6 +173,28 @@ def test_other_hosts_journals_are_left_alone(sched: LocalScheduler) -> None:
     after = LocalScheduler("t", state_dir=sched.store.root)
     assert [a.app_id for a in after.list()] == [app_id]
     assert other.exists()
+
+
+def test_a_twin_with_this_host_name_keeps_its_journal(
+    sched: LocalScheduler, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two machines with one host name (clones) share a home: the other one's journal of an
+    earlier boot is not this machine's to replay (nor to remove)."""
+    machine_id = tmp_path / "machine-id"
+    machine_id.write_text("0" * 32 + "\n")
+    with monkeypatch.context() as patched:
+        patched.setattr(journal, "_MACHINE_ID_FILES", (str(machine_id),))
+        twin = LocalScheduler("t", state_dir=sched.store.root)
+        theirs = _ended(twin, "true")
+        twin.close()
+        directory = Path(sched.store.root) / journal.JOURNAL_DIR
+        twin_journal = directory / journal.journal_name(EARLIER_BOOT)
+        (directory / journal.journal_name(journal.boot_id() or "")).rename(twin_journal)
+    assert journal.journal_name(EARLIER_BOOT) != twin_journal.name
+    mine = LocalScheduler("t", state_dir=sched.store.root)
+    desc = mine.describe(theirs)
+    assert desc is not None and desc.state == AppState.SUCCEEDED
+    assert twin_journal.exists()
 
 
 def test_the_journal_is_emptied_once_large_after_a_sync(sched: LocalScheduler, monkeypatch: pytest.MonkeyPatch) -> None:

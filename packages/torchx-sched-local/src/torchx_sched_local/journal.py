@@ -1,6 +1,6 @@
 """The journal of a state directory: one ``fdatasync`` makes a submitted job's record durable.
 
-``<state dir>/.journal/<boot id>.<host>`` is an append-only file of JSON records, one per
+``<state dir>/.journal/<boot id>.<machine id>.<host>`` is an append-only file of JSON records, one per
 submitted job (the content of its ``app.json``) and one per deleted job. A submission writes
 its job directory without forcing anything to disk, renames it into place, appends its record
 and ``fdatasync``-s the journal: one wait for the disk per job instead of one per file and
@@ -13,8 +13,9 @@ job; this module owns the file: its name, its records, its locking and its rotat
   line that :func:`records` skips.
 * A journal of the current boot is emptied once it passes :data:`ROTATE_AT` bytes: under an
   exclusive ``flock``, after ``sync()`` forced every job file written so far to disk.
-* Journals are per host and boot: a state directory shared by several machines (an NFS home)
-  is replayed only by the machine that wrote the journal, after it booted again.
+* Journals are per machine (``/etc/machine-id`` and host name) and boot: a state directory
+  shared by several machines (an NFS home) is replayed only by the machine that wrote the
+  journal, after it booted again.
 
 Linux only (the boot id comes from ``/proc``); elsewhere :func:`boot_id` is None and the store
 fsyncs each file and directory instead. Standard library only.
@@ -36,6 +37,7 @@ JOURNAL_DIR = ".journal"
 #: a journal of the current boot is emptied (after a ``sync()``) once it is this large
 ROTATE_AT = 8 << 20
 _BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
+_MACHINE_ID_FILES = ("/etc/machine-id", "/var/lib/dbus/machine-id")
 _boot_id: list[str | None] = []
 
 
@@ -51,13 +53,30 @@ def boot_id() -> str | None:
     return _boot_id[0]
 
 
+def host_id() -> str:
+    """This machine's name in journal names: its ``/etc/machine-id`` and its host name, so that
+    two machines with one host name that share a state directory keep apart."""
+    machine = ""
+    for path in _MACHINE_ID_FILES:
+        try:
+            with open(path, "rb") as f:
+                text = f.read(64).decode("ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if text.isalnum():
+            machine = text
+            break
+    host = os.uname().nodename.replace(os.sep, "_")
+    return f"{machine}.{host}" if machine else host
+
+
 def journal_name(boot: str) -> str:
-    """The file name of this host's journal for boot ``boot``."""
-    return f"{boot}.{os.uname().nodename.replace(os.sep, '_')}"
+    """The file name of this machine's journal for boot ``boot``."""
+    return f"{boot}.{host_id()}"
 
 
 def earlier_journals(directory: str, boot: str) -> list[str]:
-    """Paths of this host's journals in ``directory`` written before boot ``boot``."""
+    """Paths of this machine's journals in ``directory`` written before boot ``boot``."""
     mine = journal_name(boot)
     host = mine.split(".", 1)[1]
     try:
