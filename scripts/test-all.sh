@@ -26,8 +26,9 @@ if ! "$PY" -m nox --version >/dev/null 2>&1; then
     NOX=("$venv/bin/python" -m nox)
 fi
 
-# the completion tests of torchx-core run the scripts in real zsh and fish (they fail in CI without them)
-if [ $as_root_with_apt = 1 ]; then apt_install zsh fish chromium; fi
+# the completion tests of torchx-core run the scripts in real zsh and fish, the dashboard's a real
+# chromium, local_cwd's durability tests count disk syncs with strace (they fail in CI without them)
+if [ $as_root_with_apt = 1 ]; then apt_install zsh fish chromium strace; fi
 
 if [ "${TORCHX_SKIP_SERVICES:-0}" != 1 ]; then
     bash scripts/backends/services.sh up all

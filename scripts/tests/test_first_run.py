@@ -82,7 +82,7 @@ def test_first_run_succeeds_under_set_u(runs: Path) -> None:
 def test_first_run_installs_and_builds_everything_missing(runs: Path) -> None:
     done = installs(runs, 1)
     apt = " ".join(d for d in done if d.startswith("apt-get"))
-    for pkg in ("zsh", "fish", "docker.io", "debootstrap", "slurmctld", "mariadb-server", "etcd-server"):
+    for pkg in ("zsh", "fish", "strace", "docker.io", "debootstrap", "slurmctld", "mariadb-server", "etcd-server"):
         assert pkg in apt.split(), (pkg, done)
     (lsf_deps,) = [d.split() for d in done if d.startswith("apt-get") and "tcl-dev" in d.split()]
     for dep in ("autoconf", "bison", "make", "gcc", "libtirpc-dev", "libc6-dev"):  # OpenLava's build deps

@@ -33,11 +33,18 @@ print(sched.wait(app_id, timeout=60).state.name)
 """
 
 
-@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace (apt-get install strace)")
+def _need_strace() -> None:
+    if shutil.which("strace") is None:
+        if os.environ.get("CI") == "true":  # scripts/test-all.sh installs it
+            pytest.fail("strace is not installed (apt-get install strace)")
+        pytest.skip("needs strace (apt-get install strace)")
+
+
 def test_a_job_costs_one_fsync_to_record_and_one_to_end(tmp_path: Path) -> None:
     """Counted for real with strace across the launcher and the job's supervisor: the record
     (one journal line) before schedule returns, the final state (one journal line) once; the
     states in between (8 replicas starting and ending) none."""
+    _need_strace()
     script = tmp_path / "submit.py"
     script.write_text(textwrap.dedent(SUBMIT_AND_WAIT))
     trace = tmp_path / "trace"
@@ -202,13 +209,26 @@ def test_the_journal_is_emptied_once_large_after_a_sync(sched: LocalScheduler, m
     _ended(sched, "true")
     size = path.stat().st_size
     assert size > 0
-    synced: list[bool] = []
-    sync = os.sync
-    monkeypatch.setattr(os, "sync", lambda: (synced.append(True), sync())[1])
+    synced: list[int] = []
+    sync = journal.sync_filesystem
+    monkeypatch.setattr(journal, "sync_filesystem", lambda fd: (synced.append(os.fstat(fd).st_ino), sync(fd))[1])
     monkeypatch.setattr(journal, "ROTATE_AT", size + 1)
     _ended(sched, "true")  # its record passes the limit: every job file is forced to disk, the journal emptied
-    assert synced == [True]
+    assert synced == [path.stat().st_ino]
     assert 0 < path.stat().st_size < size  # what came after: the job's final state
+
+
+def test_a_rotation_syncs_the_state_directory_s_file_system_only(tmp_path: Path) -> None:
+    _need_strace()
+    code = "import os, sys; from torchx_sched_local import journal; journal.sync_filesystem(os.open(sys.argv[1], os.O_RDONLY))"
+    trace = tmp_path / "trace"
+    subprocess.run(
+        ["strace", "-f", "-qq", "-e", "trace=sync,syncfs", "-o", str(trace), sys.executable, "-c", code, str(tmp_path)],
+        check=True,
+    )
+    calls = trace.read_text()
+    assert re.search(r"\bsyncfs\(\d+\) += 0", calls), calls
+    assert not re.search(r"\bsync\(\)", calls), calls
 
 
 def test_records_of_concurrent_submissions_never_interleave(sched: LocalScheduler) -> None:

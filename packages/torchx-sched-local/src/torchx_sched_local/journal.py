@@ -12,7 +12,7 @@ job; this module owns the file: its name, its records, its locking and its rotat
   a record a crash tore (its ``fdatasync`` never returned, nor did its submission) is one bad
   line that :func:`records` skips.
 * A journal of the current boot is emptied once it passes :data:`ROTATE_AT` bytes: under an
-  exclusive ``flock``, after ``sync()`` forced every job file written so far to disk.
+  exclusive ``flock``, after ``syncfs()`` forced every job file written so far to disk.
 * Journals are per machine (``/etc/machine-id`` and host name) and boot: a state directory
   shared by several machines (an NFS home) is replayed only by the machine that wrote the
   journal, after it booted again.
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 #: the journal directory's name inside a state directory (a dot: never an app id)
 JOURNAL_DIR = ".journal"
-#: a journal of the current boot is emptied (after a ``sync()``) once it is this large
+#: a journal of the current boot is emptied (after a ``syncfs()``) once it is this large
 ROTATE_AT = 8 << 20
 _BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
 _MACHINE_ID_FILES = ("/etc/machine-id", "/var/lib/dbus/machine-id")
@@ -90,6 +90,21 @@ def earlier_journals(directory: str, boot: str) -> list[str]:
     ]
 
 
+def sync_filesystem(fd: int) -> None:
+    """Forces to disk everything written to the file system that holds ``fd``: Linux's
+    ``syncfs``, so that other file systems' pending writes (a busy NFS mount) do not hold the
+    caller up; ``sync()`` (all of them) where there is no ``syncfs``."""
+    try:
+        import ctypes  # only here: a rotation is rare, and ctypes costs milliseconds to import
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.syncfs(fd) == 0:
+            return
+    except (OSError, AttributeError):
+        pass
+    os.sync()
+
+
 def records(fd: int) -> Iterator[dict[str, Any]]:
     """The whole records of the journal open on ``fd``, oldest first (torn ones are skipped)."""
     import json
@@ -117,7 +132,7 @@ class Journal:
         self.path = os.path.join(self.directory, journal_name(boot))
         self._fd = -1
         # threads of one process share the journal's open file, hence its flock: this keeps
-        # their records out of a rotation's window between its sync() and the truncation
+        # their records out of a rotation's window between its syncfs() and the truncation
         self._mutex = _thread.allocate_lock()
 
     def append(self, record: dict[str, Any]) -> None:
@@ -175,5 +190,5 @@ class Journal:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return
-        os.sync()
+        sync_filesystem(fd)
         os.ftruncate(fd, 0)  # if a crash loses this, the old records replay as no-ops: their jobs are on disk
