@@ -17,7 +17,6 @@ from torchx.schedulers.streams import Stream
 from torchx.specs import AppState
 from torchx.testing import children, eventually, proc_status, run_python
 from torchx_sched_local.local_scheduler import LocalScheduler
-from torchx_sched_local.supervisor import WATCHDOG_AFTER
 
 LAUNCH = """
 import os, sys, time
@@ -65,18 +64,20 @@ def test_supervisor_of_a_1gib_launcher_is_small_and_names_only_the_job(sched: Lo
     replica = st["replicas"][0]["pid"]
     job_dir = sched.store.job_dir(app_id)
     assert _argv(supervisor)[-1:] == [job_dir]
-    # the replica and the watchdog (started once the job ran WATCHDOG_AFTER)
-    eventually(lambda: len(children(supervisor)) == 2, timeout=WATCHDOG_AFTER + 10)
+    # the replica and the watchdog (a shell, started before the replica)
+    eventually(lambda: len(children(supervisor)) == 2, timeout=10)
     (watchdog,) = [pid for pid in children(supervisor) if pid != replica]
     for pid in (supervisor, watchdog):
         rss = proc_status(pid, "VmRSS")
         assert rss <= LIMIT, f"pid {pid}: {rss / 2**20:.1f} MB RSS"
         argv = _argv(pid)
-        assert argv[-1] == job_dir, argv
         assert "s3cret" not in " ".join(argv), argv
         assert "TOKEN" not in " ".join(argv), argv
-        assert os.path.basename(argv[3]) == "_supervise.py", argv
-        assert argv[4:-1] in ([], ["--watchdog"]), argv
+    argv = _argv(supervisor)
+    assert argv[-1] == job_dir and os.path.basename(argv[3]) == "_supervise.py", argv
+    argv = _argv(watchdog)
+    assert argv[:2] == ["/bin/sh", "-c"] and argv[3:5] == ["torchx-watchdog", job_dir], argv
+    assert os.path.basename(argv[8]) == "_supervise.py" and argv[9:] == ["--watchdog"], argv
     sched.cancel(app_id)
     desc = sched.describe(app_id)
     assert desc is not None

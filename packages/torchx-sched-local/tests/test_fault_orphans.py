@@ -1,9 +1,8 @@
 """Fault injection, issue 12 point 4 and issue 20 point 2: no orphans when the supervisor dies.
 
-A real SIGKILL of the supervisor (what the OOM killer sends), once its watchdog runs (the
-job has run 1 s): the watchdog kills every
-replica's process group (the replica and what it started) and records the job FAILED
-with the reason. If the watchdog is SIGKILLed too, ``status`` names the live replica
+A real SIGKILL of the supervisor (what the OOM killer sends), at any time (its watchdog starts
+before the first replica): the watchdog kills every replica's process group (the replica and
+what it started) and records the job FAILED with the reason. If the watchdog is SIGKILLed too, ``status`` names the live replica
 processes and ``cancel`` stops them, and the job stays FAILED with the reason.
 """
 
@@ -19,7 +18,7 @@ from torchx.testing import children, command_app, eventually
 from torchx_sched_local import local_scheduler, store
 from torchx_sched_local.local_scheduler import LocalScheduler
 from torchx_sched_local.sessions import alive
-from torchx_sched_local.supervisor import WATCHDOG_AFTER, live_replica_pids
+from torchx_sched_local.supervisor import live_replica_pids
 
 # the replica (sh) and two descendants in its process group
 TREE = "sleep 300 & sleep 301 & echo up; wait"
@@ -38,8 +37,7 @@ def _started(sched: LocalScheduler, replicas: int = 2, grace: float = 5.0) -> tu
     )
     st = sched.store.state(app_id) or {}
     assert len(live_replica_pids(st)) == 3 * replicas
-    # the watchdog starts once the job has run WATCHDOG_AFTER (after the supervisor's handover)
-    eventually(lambda: len(children(st["pid"])) == replicas + 1, timeout=WATCHDOG_AFTER + 10)
+    eventually(lambda: len(children(st["pid"])) == replicas + 1)  # and the watchdog
     return app_id, st
 
 
@@ -135,13 +133,37 @@ def test_a_supervisor_crashing_before_its_watchdog_stops_what_it_started(sched: 
     assert pid0 is None or not alive(pid0)
 
 
-def test_a_supervisor_killed_at_once_leaves_replicas_named_and_cancel_stops_them(sched: LocalScheduler) -> None:
-    """SIGKILL right after the replicas start (no watchdog yet, maybe no state written): status names
+def test_a_supervisor_killed_at_once_has_its_replicas_killed_by_its_watchdog(sched: LocalScheduler) -> None:
+    """SIGKILL as soon as the replicas exist (maybe before any state was written): the watchdog,
+    started before them, kills them all and records why; nobody has to call status or cancel."""
+    app_id = sched.submit(command_app("sh", "-c", TREE, replicas=3), {})
+    (supervisor,) = children(os.getpid())
+    eventually(lambda: len(children(supervisor)) == 4, interval=0.001)  # 3 replicas and the watchdog
+    os.kill(supervisor, signal.SIGKILL)
+    os.waitpid(supervisor, 0)
+    job_dir = sched.store.job_dir(app_id)
+    eventually(lambda: not store.lock_is_held(job_dir))  # the watchdog is done
+    assert _processes_with(sched.store.root) == []  # the replicas and their children
+    st = sched.store.state(app_id) or {}
+    assert st.get("state") == "FAILED", st
+    assert f"the job's supervisor (pid {supervisor}) died before the job ended" in st["msg"], st
+    desc = sched.describe(app_id)
+    assert desc is not None and desc.state == AppState.FAILED
+    assert "still running" not in desc.msg, desc.msg
+
+
+def test_supervisor_and_watchdog_killed_at_once_status_names_the_replicas_and_cancel_stops_them(
+    sched: LocalScheduler,
+) -> None:
+    """Both killed right after the replicas start (no state of theirs written, maybe): status names
     every live replica (found by its environment if it was not recorded), cancel kills them all and
     does not say it did while one runs."""
     app_id = sched.submit(command_app("sleep", "300", replicas=3), {})
     (supervisor,) = children(os.getpid())
-    eventually(lambda: len(children(supervisor)) == 3, interval=0.001)
+    eventually(lambda: len(children(supervisor)) == 4, interval=0.001)
+    watchdog = [pid for pid in children(supervisor) if _argv0(pid) == "/bin/sh"]
+    assert len(watchdog) == 1
+    os.kill(watchdog[0], signal.SIGKILL)
     os.kill(supervisor, signal.SIGKILL)
     os.waitpid(supervisor, 0)
     replicas = [p for p in _processes_with(sched.store.root)]
@@ -153,6 +175,14 @@ def test_a_supervisor_killed_at_once_leaves_replicas_named_and_cancel_stops_them
     sched.cancel(app_id)
     assert not any(alive(p) for p in replicas)
     assert "still running" not in (sched.describe(app_id) or desc).msg
+
+
+def _argv0(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().split(b"\0")[0].decode()
+    except OSError:
+        return ""
 
 
 def _processes_with(root: str) -> list[int]:

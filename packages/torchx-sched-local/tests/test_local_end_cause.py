@@ -12,7 +12,6 @@ from torchx.schedulers.causes import AttemptEnd, EndCause
 from torchx.specs import AppState
 from torchx.testing import command_app, eventually, python_app
 from torchx_sched_local.local_scheduler import LocalScheduler
-from torchx_sched_local.supervisor import WATCHDOG_AFTER
 
 READY = "echo ready; exec sleep 300"
 
@@ -72,12 +71,11 @@ def test_a_real_segfault_is_the_applications_error(sched: LocalScheduler) -> Non
     assert "SIGSEGV" in end.reason
 
 
-@pytest.mark.parametrize("watchdog", [False, True], ids=["before-watchdog", "watchdog"])
-def test_the_supervisor_sigkilled_is_a_node_failure(sched: LocalScheduler, watchdog: bool) -> None:
+@pytest.mark.parametrize("after", [0.0, 1.5], ids=["at-once", "after-its-handover"])
+def test_the_supervisor_sigkilled_is_a_node_failure(sched: LocalScheduler, after: float) -> None:
     app_id = sched.submit(command_app("sh", "-c", READY), {})
     st = _running(sched, app_id)
-    if watchdog:
-        time.sleep(WATCHDOG_AFTER + 0.5)
+    time.sleep(after)
     supervisor = st["pid"]
     assert isinstance(supervisor, int)
     os.kill(supervisor, signal.SIGKILL)

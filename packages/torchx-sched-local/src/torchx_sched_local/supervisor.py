@@ -62,8 +62,6 @@ HANDOVER_RETRY = 1.0
 HANDOVER_FDS = 8
 #: a job younger than this (s) cannot have seen pids wrap around: its end looks at newer pids only
 SHORT_JOB = 10.0
-#: the watchdog starts once the job ran this long (s): a short job never pays for its start
-WATCHDOG_AFTER = 1.0
 #: where a supervisor that re-executes itself leaves its state for its next image
 RESUME_FILE = "supervisor.resume"
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -258,8 +256,6 @@ class Supervisor:
         self.job_dir = job_dir
         #: a fork of the launcher (replaces itself with a fresh interpreter once the job runs a while)
         self.reexec_at: float | None = time.monotonic() + HANDOVER_AFTER if forked else None
-        #: when the watchdog starts
-        self.watchdog_at = time.monotonic() + WATCHDOG_AFTER
         self.started = time.monotonic()
         self.roles: list[dict[str, Any]] = app["roles"]
         self.log_root: str = app["log_root"]
@@ -305,8 +301,6 @@ class Supervisor:
         """Runs the job to its end (``resume``: from where the previous image of this process
         left it); writes the final state."""
         problem = fd_budget(len(self.replicas)) if resume is None else None
-        if resume is None:
-            self.watchdog = Watchdog(self.job_dir)
         wake_r, wake_w = os.pipe()
         self.wake_r = wake_r
         os.set_blocking(wake_r, False)
@@ -316,23 +310,11 @@ class Supervisor:
         signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
         _signal.pthread_sigmask(signal.SIG_SETMASK, ())  # the C function: no enum of the old mask
         self._watch(wake_r, None)
-        if resume is not None:
-            handover.restore(self, resume)
-        elif problem:
-            self.failed = self.replicas[0]
-            self.not_started = True
-            self.msg = problem
-            for r in self.replicas:
-                r.state = "CANCELLED"
-        elif os.path.exists(os.path.join(self.job_dir, store.CANCEL_FILE)):
-            self._cancel(None)
+        if resume is None:
+            self._begin(problem)
         else:
-            self.base_state["started"] = time.time()  # when its first replica started (kept across a handover)
-            for r in self.replicas:
-                self._start(r)
-                if self.failed is not None:
-                    break
-            self._learn_start_times()
+            handover.restore(self, resume)
+            _WATCHDOG_PIPE[0] = self.watchdog.fd if self.watchdog is not None else -1
         self.app_state = "RUNNING"
         self.dirty = True
         # the handover is counted from when every replica runs: a job that ends soon after never waits for it
@@ -357,14 +339,32 @@ class Supervisor:
                 handover.reexec(self)  # returns only if it could not
         self._finish()
 
+    def _begin(self, problem: str | None) -> None:
+        """Starts the watchdog (no replica ever runs unguarded), then the replicas, or records
+        why none starts."""
+        self.watchdog = Watchdog(self.job_dir)
+        self.watchdog.start(LOCK_FD)
+        _WATCHDOG_PIPE[0] = self.watchdog.fd
+        if problem:
+            self.failed = self.replicas[0]
+            self.not_started = True
+            self.msg = problem
+            for r in self.replicas:
+                r.state = "CANCELLED"
+        elif os.path.exists(os.path.join(self.job_dir, store.CANCEL_FILE)):
+            self._cancel(None)
+        else:
+            self.base_state["started"] = time.time()  # when its first replica started (kept across a handover)
+            for r in self.replicas:
+                self._start(r)
+                if self.failed is not None:
+                    break
+            self._learn_start_times()
+
     def _guard(self) -> None:
-        """Starts the watchdog when due, feeds it."""
-        wd = self.watchdog
-        if wd is None:
-            return
-        if wd.pid is None and time.monotonic() >= self.watchdog_at:
-            wd.start(LOCK_FD)
-        wd.flush()
+        """Feeds the watchdog what the pipe could not take yet."""
+        if self.watchdog is not None:
+            self.watchdog.flush()
 
     def _idle(self) -> bool:
         """Nothing in flight (no stop, restart or drain under way): a state the handover can carry."""
@@ -381,8 +381,6 @@ class Supervisor:
         deadlines = [d for r in self.replicas for d in (r.kill_at, r.drain_deadline) if d is not None]
         if self.reexec_at is not None:
             deadlines.append(self.reexec_at)
-        if self.watchdog is not None and self.watchdog.pid is None:
-            deadlines.append(self.watchdog_at)
         if not deadlines:
             return None
         return max(0.0, min(deadlines) - time.monotonic())
@@ -925,14 +923,22 @@ def _killpg(pgid: int, sig: int) -> None:
 
 #: sessions of the replicas this process started (pid -> start time): a crash kills them
 _STARTED: dict[int, int] = {}
+#: the write end of the pipe to this process's watchdog (-1: none), kept open by a crash until
+#: the crash is recorded: the watchdog then finds the job ended and leaves it
+_WATCHDOG_PIPE = [-1]
 
 
 def _record_crash(job_dir: str, text: str) -> None:
-    """Kills the replicas a crashed supervisor started (it has no watchdog yet, or its watchdog
-    would wait for the pipe to close: nothing must outlive the job), writes its traceback to its
-    log and FAILED to the job's state (it may have died for want of descriptors: it gives up all
-    but stdio and the job's lock first)."""
-    os.closerange(LOCK_FD + 1, 1 << 20)
+    """Kills the replicas a crashed supervisor started (nothing must outlive the job; its watchdog,
+    if any, would wait for the pipe to close), writes its traceback to its log and FAILED to the
+    job's state (it may have died for want of descriptors: it gives up all but stdio, the job's
+    lock and the watchdog's pipe first)."""
+    keep = _WATCHDOG_PIPE[0]
+    if keep > LOCK_FD:
+        os.closerange(LOCK_FD + 1, keep)
+        os.closerange(keep + 1, 1 << 20)
+    else:
+        os.closerange(LOCK_FD + 1, 1 << 20)
     try:
         sessions.kill_sessions(_STARTED)
     except OSError:

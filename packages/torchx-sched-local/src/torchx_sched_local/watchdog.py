@@ -1,15 +1,17 @@
 """The supervisor's watchdog: if the supervisor dies, its replicas die too and the job says why.
 
-The watchdog is a fresh small interpreter (``_supervise.py --watchdog <job dir>``) with the
-read end of a pipe on fd 4 and the job's lock on fd 5, started once the job has run
-``WATCHDOG_AFTER`` (1 s): a short job never pays for its start (before that, a dead
-supervisor's replicas are found and stopped by ``status``/``cancel``). The supervisor tells it, over a pipe, the process
-group of each replica it starts (``+<pgid>``) and reaps (``-<pgid>``), and ``end`` once
-the job's final state is written. If the pipe closes without ``end`` (the supervisor was
-SIGKILLed, OOM-killed or crashed), the watchdog SIGKILLs every live replica's process
-group, waits for them to go, and records the job FAILED with the reason (CANCELLED if a
-cancel was under way: ``cancel`` kills a supervisor that does not end the job in time). It shares the
-job's lock with the supervisor, so nobody else writes the job's state meanwhile.
+The supervisor starts its watchdog before its first replica, so that no replica ever runs
+unguarded: a small ``/bin/sh`` program (:data:`WATCHDOG_SH`, ``posix_spawn``-ed: no copy of
+the launcher's memory, about a millisecond of CPU) with the read end of a pipe on fd 4 and the
+job's lock on fd 5. The supervisor tells it, over the pipe, the process group of each replica
+it starts (``+<pgid>``) and reaps (``-<pgid>``), and ``end`` once the job's final state is
+written. If the pipe closes without ``end`` (the supervisor was SIGKILLed, OOM-killed or
+crashed), the shell SIGKILLs every live replica's process group at once and becomes a small
+Python interpreter (``_supervise.py --watchdog [pgid ...] <job dir>``, :func:`main`) that waits
+for them to go, stops what they moved out of their groups, and records the job FAILED with the
+reason (CANCELLED if a cancel was under way: ``cancel`` kills a supervisor that does not end
+the job in time). It shares the job's lock with the supervisor, so nobody else writes the
+job's state meanwhile.
 """
 
 from __future__ import annotations
@@ -25,6 +27,27 @@ _FINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
 
 PIPE_FD = 4
 LOCK_COPY_FD = 5
+#: the watchdog until the pipe closes (``$1``: the job directory; the rest: the command line of
+#: the Python watchdog, which gets the live process groups and the job directory appended)
+WATCHDOG_SH = """
+trap '' TERM INT HUP
+job=$1
+shift
+groups=
+while IFS= read -r line <&4; do
+    case $line in
+        end) exit 0 ;;
+        [+-]*[!0-9]*) ;;
+        +?*) groups="$groups ${line#+}" ;;
+        -?*)
+            left=
+            for g in $groups; do [ "$g" = "${line#-}" ] || left="$left $g"; done
+            groups=$left ;;
+    esac
+done
+for g in $groups; do kill -s KILL -- "-$g" 2>/dev/null; done
+exec "$@" $groups "$job"
+"""
 
 
 class Watchdog:
@@ -50,22 +73,22 @@ class Watchdog:
         return self._fd
 
     def start(self, lock_fd: int) -> None:
-        """Starts the watchdog process (a fresh interpreter holding a copy of ``lock_fd``)."""
-        import sys
-
+        """Starts the watchdog (see the module) holding a copy of ``lock_fd``. If it cannot be
+        started the job runs on unguarded."""
         from torchx_sched_local.launch import supervisor_argv
 
+        argv = ["/bin/sh", "-c", WATCHDOG_SH, "torchx-watchdog", self._job_dir, *supervisor_argv("", "--watchdog")[:-1]]
         try:
             self.pid = os.posix_spawn(
-                sys.executable,
-                supervisor_argv(self._job_dir, "--watchdog"),
+                "/bin/sh",
+                argv,
                 os.environ,
                 file_actions=[
                     (os.POSIX_SPAWN_DUP2, self.read_fd, PIPE_FD),
                     (os.POSIX_SPAWN_DUP2, lock_fd, LOCK_COPY_FD),
                 ],
             )
-        except OSError:  # no watchdog: the job runs on unguarded
+        except OSError:
             self.pid = -1
         os.close(self.read_fd)
         self.read_fd = -1
@@ -99,16 +122,19 @@ class Watchdog:
         self._send(b"end\n")
 
 
-def main(job_dir: str) -> None:
-    """Entry of the watchdog process (see :class:`Watchdog`)."""
-    watch(job_dir, PIPE_FD, os.getppid())
+def main(args: list[str]) -> None:
+    """Entry of the Python watchdog, ``[pgid ...] <job dir>``: the shell's pipe closed without
+    ``end`` and it already SIGKILLed the groups (see the module)."""
+    *groups, job_dir = args
+    watch(job_dir, PIPE_FD, os.getppid(), {int(g) for g in groups})
 
 
-def watch(job_dir: str, fd: int, supervisor_pid: int) -> None:
-    """The watchdog: reads the supervisor's messages until the pipe closes, then acts."""
+def watch(job_dir: str, fd: int, supervisor_pid: int, groups: set[int] | None = None) -> None:
+    """Reads the supervisor's messages until the pipe closes, then acts (``groups``: the
+    replicas' process groups already known)."""
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # cancel is the supervisor's business
         signal.signal(sig, signal.SIG_IGN)
-    groups: set[int] = set()
+    groups = set() if groups is None else groups
     pending = b""
     while True:
         chunk = os.read(fd, 65536)
@@ -122,19 +148,21 @@ def watch(job_dir: str, fd: int, supervisor_pid: int) -> None:
                 groups.add(int(line[1:]))
             elif line[:1] == b"-":
                 groups.discard(int(line[1:]))
+    from torchx_sched_local.sessions import kill_all, kill_sessions, scan
     from torchx_sched_local.supervisor import wait_groups_gone
 
-    live = []
-    for pgid in sorted(groups):
+    for pgid in groups:  # the shell did, unless the pipe closed before it ran
         try:
             os.killpg(pgid, signal.SIGKILL)
-            live.append(pgid)
         except (ProcessLookupError, PermissionError):
             pass
-    wait_groups_gone(live, timeout=5.0)
-    from torchx_sched_local.sessions import kill_sessions
-
-    kill_sessions({pgid: 0 for pgid in groups})  # what they moved to process groups of their own
+    killed = sorted(groups)
+    wait_groups_gone(killed, timeout=5.0)
+    # a replica the supervisor started but had not told of yet (its own session, the job's environment)
+    untold = [pid for pid in scan({}, _needle(job_dir))[1] if pid not in groups and _leads_session(pid)]
+    kill_all(untold, signal.SIGKILL)
+    kill_sessions({pgid: 0 for pgid in (*groups, *untold)})  # what they moved to process groups of their own
+    killed = sorted({*killed, *untold})
     path = os.path.join(job_dir, store.STATE_FILE)
     try:
         st = store.read_json(path) or {}
@@ -142,19 +170,39 @@ def watch(job_dir: str, fd: int, supervisor_pid: int) -> None:
         st = {}
     if st.get("state") in _FINAL:  # ended (or crashed and said so) just before the pipe closed
         return
-    killed = f"; its replicas (process groups {', '.join(map(str, live))}) were killed" if live else ""
+    killed_text = f"; its replicas (process groups {', '.join(map(str, killed))}) were killed" if killed else ""
     supervisor_pid = st.get("pid") or supervisor_pid  # the parent may be gone before this process started
     if os.path.exists(os.path.join(job_dir, store.CANCEL_FILE)):
         # a cancel was under way: `cancel` SIGKILLs a supervisor that has not ended the job in
         # time (stuck, or starved of CPU on a loaded machine), then waits for this process (it
         # holds the lock): the job ends as the user asked, it did not fail
         state, end = "CANCELLED", {"by": "cancel"}
-        msg = f"cancelled (the job's supervisor (pid {supervisor_pid}) ended before it had stopped the job{killed})"
+        msg = (
+            f"cancelled (the job's supervisor (pid {supervisor_pid}) ended before it had stopped the job{killed_text})"
+        )
     else:
         state, end = "FAILED", {"by": "supervisor"}
-        msg = f"the job's supervisor (pid {supervisor_pid}) died before the job ended{killed}"
+        msg = f"the job's supervisor (pid {supervisor_pid}) died before the job ended{killed_text}"
     st.update(state=state, msg=msg, end=end, updated=time.time())
     for rs in st.get("replicas") or []:
         if rs.get("state") in ("PENDING", "RUNNING"):
             rs["state"] = state
     store.write_json(path, st)
+
+
+def _needle(job_dir: str) -> bytes:
+    """The bytes of the job's replicas' environment that name it (see :func:`.sessions.scan`)."""
+    try:
+        app = store.read_json(os.path.join(job_dir, store.APP_FILE)) or {}
+    except ValueError:
+        return b""
+    log_root = app.get("log_root")
+    return f"PET_LOG_DIR={log_root}{os.sep}".encode() if isinstance(log_root, str) else b""
+
+
+def _leads_session(pid: int) -> bool:
+    """``pid`` is a session leader (every replica is: the supervisor starts each in its own)."""
+    try:
+        return os.getsid(pid) == pid
+    except OSError:
+        return False
