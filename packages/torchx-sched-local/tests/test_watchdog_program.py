@@ -8,6 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from torchx.testing import children, command_app, eventually
+from torchx_sched_local.local_scheduler import LocalScheduler
 from torchx_sched_local.watchdog import PIPE_FD, WATCHDOG_SH
 
 
@@ -50,3 +53,31 @@ def test_end_leaves_everything_alone(tmp_path: Path) -> None:
     for g in groups:
         g.kill()
         g.wait()
+
+
+def test_the_watchdog_shell_gets_no_startup_file_of_the_user(
+    sched: LocalScheduler, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bash as /bin/sh (some systems) would run $BASH_ENV first: the watchdog's environment lacks it."""
+    monkeypatch.setenv("BASH_ENV", "/nonexistent/startup.sh")
+    monkeypatch.setenv("ENV", "/nonexistent/startup.sh")
+    app_id = sched.submit(command_app("sleep", "30"), {})
+    try:
+        eventually(lambda: (sched.store.state(app_id) or {}).get("pid") is not None)
+        supervisor = (sched.store.state(app_id) or {})["pid"]
+        eventually(lambda: len(children(supervisor)) == 2)
+        (watchdog,) = [pid for pid in children(supervisor) if _cmdline(pid)[:1] == [b"/bin/sh"]]
+        with open(f"/proc/{watchdog}/environ", "rb") as f:
+            names = {entry.split(b"=", 1)[0] for entry in f.read().split(b"\0")}
+        assert b"BASH_ENV" not in names and b"ENV" not in names
+        assert b"PATH" in names  # the rest is kept (the Python watchdog may need LD_LIBRARY_PATH)
+    finally:
+        sched.cancel(app_id)
+
+
+def _cmdline(pid: int) -> list[bytes]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().split(b"\0")
+    except OSError:
+        return []

@@ -27,6 +27,8 @@ _FINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
 
 PIPE_FD = 4
 LOCK_COPY_FD = 5
+#: variables that make a shell run a file of the user's first (bash as ``sh``: ``BASH_ENV``)
+_SHELL_STARTUP = frozenset({"BASH_ENV", "ENV"})
 #: the watchdog until the pipe closes (``$1``: the job directory; the rest: the command line of
 #: the Python watchdog, which gets the live process groups and the job directory appended)
 WATCHDOG_SH = """
@@ -82,7 +84,7 @@ class Watchdog:
             self.pid = os.posix_spawn(
                 "/bin/sh",
                 argv,
-                os.environ,
+                {k: v for k, v in os.environ.items() if k not in _SHELL_STARTUP},
                 file_actions=[
                     (os.POSIX_SPAWN_DUP2, self.read_fd, PIPE_FD),
                     (os.POSIX_SPAWN_DUP2, lock_fd, LOCK_COPY_FD),
