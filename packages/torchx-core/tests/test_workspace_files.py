@@ -99,3 +99,30 @@ def test_a_named_pipe_in_the_workspace_is_refused_with_the_way_out(tmp_path: Pat
     (tmp_path / ".torchxignore").write_text("notifier\n")
     shipped = sorted(rel for _, rel in project_files(Workspace({str(tmp_path): ""})))
     assert shipped == [".torchxignore", "main.py"]
+
+
+def test_a_large_workspace_is_shipped_with_one_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from torchx.workspace import files
+
+    for k in range(5):
+        (tmp_path / f"f{k}").write_bytes(b"x" * 100)
+    monkeypatch.setattr(files, "LARGE_FILES", 3)
+    with caplog.at_level("WARNING"):
+        shipped = list(project_files(Workspace({str(tmp_path): ""})))
+    assert len(shipped) == 5  # all of it, still
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert "is large (3 files" in warning and ".torchxignore" in warning and "--workspace" in warning
+    monkeypatch.setattr(files, "LARGE_FILES", 100)
+    monkeypatch.setattr(files, "LARGE_BYTES", 250)
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        list(project_files(Workspace({str(tmp_path): ""})))
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert "(3 files, 0.0 GB so far)" in warning  # the third file passed 250 bytes
+    (tmp_path / ".torchxignore").write_text("f*\n")
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        list(project_files(Workspace({str(tmp_path): ""})))
+    assert caplog.records == []  # what it leaves out does not count

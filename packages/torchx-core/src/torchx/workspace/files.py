@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 #: name of the ignore file in a workspace
 IGNORE_FILE = ".torchxignore"
+#: a project shipping more files or bytes than this gets one warning (it may be a home directory)
+LARGE_FILES = 20_000
+LARGE_BYTES = 2 << 30
 
 
 def _translate(pattern: str) -> str:
@@ -153,9 +156,16 @@ def project_files(workspace: Workspace) -> Iterator[tuple[str, str]]:
     for src, dst in workspace.projects.items():
         src = os.path.expanduser(src)
         if os.path.isdir(src):
+            files = size = 0
+            warned = False
             for rel in walk_workspace(src):
                 path = os.path.join(src, rel)
-                mode = os.lstat(path).st_mode
+                st = os.lstat(path)
+                mode = st.st_mode
+                files, size = files + 1, size + st.st_size
+                if not warned and (files >= LARGE_FILES or size >= LARGE_BYTES):
+                    warned = True
+                    _warn_large(src, files, size)
                 if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
                     raise ValueError(
                         f"workspace {src!r} holds {path!r}, which is not a regular file (a named pipe,"
@@ -167,6 +177,20 @@ def project_files(workspace: Workspace) -> Iterator[tuple[str, str]]:
             yield src, os.path.normpath(dst or os.path.basename(src))
         else:
             raise FileNotFoundError(f"workspace project {src!r} does not exist; pass an existing directory or file")
+
+
+def _warn_large(src: str, files: int, size: int) -> None:
+    import logging
+
+    logging.getLogger(__name__).warning(
+        "the workspace %r is large (%d files, %.1f GB so far) and is shipped with the job;"
+        " list what the job does not need in %r, or pass --workspace (it is the current directory"
+        " by default)",
+        src,
+        files,
+        size / 1e9,
+        os.path.join(src, IGNORE_FILE),
+    )
 
 
 def copy_workspace(workspace: Workspace, target_dir: str) -> None:
