@@ -49,7 +49,12 @@ def test_exit_is_failed_unless_killed(tmp_path: object) -> None:
     assert app_state(job(hosts=[])) == AppState.CANCELLED  # killed before it started
     (tmp_path / cancelled_file("7")).write_text("")  # type: ignore[operator]
     assert app_state(job(cwd=str(tmp_path))) == AppState.CANCELLED  # torchx cancelled it
+    # OpenLava records a job killed in its first second as DONE: with the marker and no replica
+    # that recorded its exit, a cancel (as end_cause says); every replica exited 0: it finished first
+    assert app_state(job(stat="DONE", exit_code=0, cwd=str(tmp_path))) == AppState.CANCELLED
+    (tmp_path / "lsf-7-r-0.exit").write_text("0\n")  # type: ignore[operator]
     assert app_state(job(stat="DONE", exit_code=0, cwd=str(tmp_path))) == AppState.SUCCEEDED
+    assert describe_job(job(stat="DONE", exit_code=0, cwd=str(tmp_path))).state == AppState.SUCCEEDED
 
 
 def test_replicas_take_their_own_outcome_once_the_job_ended(tmp_path: Path) -> None:

@@ -66,7 +66,7 @@ def lsf_end(job: LsfJob, history: str, codes: dict[str, int], marked: bool) -> A
     while it runs."""
     if job.stat not in ("DONE", "EXIT", "ZOMBI"):
         return None
-    if marked:  # also when the kill came as the job started and LSF says DONE
+    if marked:  # also when the kill came as the job started and LSF says DONE (see cancelled_by_torchx)
         return AttemptEnd(EndCause.CANCELLED, None, "cancelled through torchx")
     if job.stat == "DONE":
         return AttemptEnd(EndCause.APP_ERROR, 0, "DONE")

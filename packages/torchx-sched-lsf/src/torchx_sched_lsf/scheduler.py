@@ -59,14 +59,28 @@ def cancelled_file(app_id: str) -> str:
     return f"lsf-{script.file_key(app_id)}.cancelled"
 
 
+def cancelled_by_torchx(job: LsfJob) -> bool:
+    """torchx cancelled the ended ``job`` (its marker), and the job did not finish by itself
+    first: OpenLava records a job killed in its first second of running as DONE, so DONE with
+    the marker is a cancel unless every replica recorded exit code 0."""
+    if not job.cwd or not os.path.exists(os.path.join(job.cwd, cancelled_file(job.job_id))):
+        return False
+    if job.stat != "DONE":
+        return True
+    parsed = script.parse_job_name(job.name)
+    layout = parsed[1] if parsed else []
+    codes = _exit_codes(job, layout)
+    return not layout or len(codes) < sum(n for _, n in layout) or any(codes.values())
+
+
 def app_state(job: LsfJob) -> AppState:
-    """The app's state: LSF's, where an EXIT that was a kill (LSF says so, torchx marked it,
-    or the job never started) is CANCELLED."""
+    """The app's state: LSF's, where an end that was a kill (LSF says so, the job never
+    started, or torchx cancelled it: :func:`cancelled_by_torchx`) is CANCELLED."""
     state = to_app_state(job.stat)
-    if state == AppState.FAILED and job.stat == "EXIT":
-        marked = bool(job.cwd) and os.path.exists(os.path.join(job.cwd, cancelled_file(job.job_id)))
-        if job.killed or marked or not job.hosts:
-            return AppState.CANCELLED
+    if job.stat == "EXIT" and (job.killed or not job.hosts):
+        return AppState.CANCELLED
+    if job.stat in ("EXIT", "DONE") and cancelled_by_torchx(job):
+        return AppState.CANCELLED
     return state
 
 
@@ -326,8 +340,7 @@ class LsfScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal],
             return None
         job = next((j for j in sorted(jobs, key=_element_key) if j.stat != "DONE"), jobs[0])
         proc = commands.run(["bhist", "-l", job.job_id], check=False)
-        marked = bool(job.cwd) and os.path.exists(os.path.join(job.cwd, cancelled_file(job.job_id)))
-        return lsf_end(job, proc.stdout if proc.returncode == 0 else "", _codes_in_order(job), marked)
+        return lsf_end(job, proc.stdout if proc.returncode == 0 else "", _codes_in_order(job), cancelled_by_torchx(job))
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """This user's torchx jobs that LSF still knows (finished ones until its CLEAN_PERIOD)."""
