@@ -53,11 +53,7 @@ def snapshot(sup: Supervisor) -> dict[str, Any]:
         "sessions": sup.sessions,
         "num_restarts": sup.num_restarts,
         "msg": sup.msg,
-        "watchdog": (
-            [sup.watchdog.fd, sup.watchdog.pid, bytes(sup.watchdog.backlog), sup.watchdog.read_fd]
-            if sup.watchdog
-            else None
-        ),
+        "watchdog": [sup.watchdog.fd, sup.watchdog.pid] if sup.watchdog else None,
     }
 
 
@@ -92,11 +88,10 @@ def restore(sup: Supervisor, data: dict[str, Any]) -> None:
     sup.num_restarts = data["num_restarts"]
     sup.msg = data["msg"]
     if data["watchdog"] is not None:
-        fd, pid, backlog, read_fd = data["watchdog"]
-        for end in (fd, read_fd):
-            if end >= 0:
-                os.set_inheritable(end, False)
-        sup.watchdog = Watchdog(sup.job_dir, fd, pid, backlog, read_fd)
+        fd, pid = data["watchdog"]
+        if fd >= 0:
+            os.set_inheritable(fd, False)
+        sup.watchdog = Watchdog(sup.job_dir, fd, pid)
     sup.dirty = True
 
 
@@ -141,8 +136,8 @@ def reexec(sup: Supervisor) -> None:
     inherited = [fd for r in sup.replicas for fd in r.pipes] + [LOCK_FD]
     if sup.files.root_fd >= 0:
         inherited.append(sup.files.root_fd)
-    if sup.watchdog is not None:
-        inherited += [fd for fd in (sup.watchdog.fd, sup.watchdog.read_fd) if fd >= 0]
+    if sup.watchdog is not None and sup.watchdog.fd >= 0:
+        inherited.append(sup.watchdog.fd)
     if not _room_to_start(inherited):
         return
     data = snapshot(sup)

@@ -449,21 +449,17 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         }
 
     def _survivors(self, app_id: str, st: dict[str, Any]) -> list[int]:
-        """Live processes of a job whose supervisor is gone: members of its recorded replicas'
-        sessions, and processes carrying its replicas' environment (replicas started before the
-        supervisor recorded them, and what they started, even outside their session)."""
-        from torchx_sched_local.sessions import scan
+        """Live processes of a job whose supervisor is gone (see :mod:`.orphans`)."""
+        from torchx_sched_local import orphans
 
-        recorded = {
-            rs["pid"]: rs["start_time"] for rs in st.get("replicas") or [] if rs.get("pid") and rs.get("start_time")
-        }
+        return orphans.survivors(st, self._log_root(app_id))
+
+    def _log_root(self, app_id: str) -> str | None:
         try:
             log_root = (self.store.app(app_id) or {}).get("log_root")
         except store.UnreadableJobError:
-            log_root = None
-        needle = f"PET_LOG_DIR={log_root}{os.sep}".encode() if isinstance(log_root, str) else b""
-        members, escaped = scan(recorded, needle)
-        return sorted({*members, *escaped})
+            return None
+        return log_root if isinstance(log_root, str) else None
 
     def _held_outcome(self, app_id: str) -> dict[str, Any] | None:
         """The final state the job's supervisor holds because it cannot store it (full or read-only
@@ -653,8 +649,8 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         """The supervisor is gone (or stuck): kill the replicas it recorded and write CANCELLED."""
         import signal
 
-        from torchx_sched_local.sessions import kill_all, wait_gone
-        from torchx_sched_local.supervisor import proc_start_time, wait_groups_gone
+        from torchx_sched_local import orphans
+        from torchx_sched_local.supervisor import proc_start_time
 
         job_dir = self.store.job_dir(app_id)
         st = self._read(self.store.state, app_id)
@@ -668,18 +664,10 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             st = self._read(self.store.state, app_id) or st
             if st["state"] in FINAL_STATES:
                 return
-            killed = []
+            _, left = orphans.kill(st, self._log_root(app_id))
             for rs in st.get("replicas") or []:
-                rpid, started = rs.get("pid"), rs.get("start_time")
-                if rpid and started is not None and proc_start_time(rpid) == started:
-                    _kill(-rpid, signal.SIGKILL)
-                    killed.append(rpid)
                 if rs.get("state") in ("PENDING", "RUNNING"):
                     rs["state"] = "CANCELLED"
-            found = self._survivors(app_id, st)  # what they started (even if the replica itself is gone)
-            kill_all(found, signal.SIGKILL)
-            wait_groups_gone(killed, timeout=5.0)
-            left = wait_gone(self._survivors(app_id, st), timeout=5.0)
             if left:  # never report a cancel while something of the job runs
                 raise RuntimeError(
                     f"local_cwd app {app_id}: processes of the job still run after SIGKILL: pids"
@@ -715,10 +703,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             UnreadableJobError: the job's state cannot be read while its supervisor still runs
         """
         job_dir = self.store.job_dir(app_id)
-        try:
-            log_root = (self.store.app(app_id) or {}).get("log_root")
-        except store.UnreadableJobError:
-            log_root = None
+        log_root = self._log_root(app_id)
         try:
             self._cancel_existing(app_id)
         except store.UnreadableJobError:

@@ -333,7 +333,6 @@ class Supervisor:
                     self._on_output(fd, replica)
             self._reap()
             self._tick()
-            self._guard()
             if self.reexec_at is not None and time.monotonic() >= self.reexec_at and self._idle():
                 self.reexec_at = time.monotonic() + HANDOVER_RETRY  # when it cannot happen now
                 handover.reexec(self)  # returns only if it could not
@@ -360,11 +359,6 @@ class Supervisor:
                 if self.failed is not None:
                     break
             self._learn_start_times()
-
-    def _guard(self) -> None:
-        """Feeds the watchdog what the pipe could not take yet."""
-        if self.watchdog is not None:
-            self.watchdog.flush()
 
     def _idle(self) -> bool:
         """Nothing in flight (no stop, restart or drain under way): a state the handover can carry."""
@@ -418,7 +412,6 @@ class Supervisor:
             self._fail(r, f"{r.name}: {e}")
             return
         r.pid = pid
-        self.watchdog.started(pid)  # type: ignore[union-attr]
         # its start time is read later (:meth:`_learn_start_times`): right after the spawn the
         # child is still in exec, and reading its /proc stat then waits (~0.3 ms a replica).
         # Until then 0 stands for "ours": an unreaped child's pid cannot name anyone else.
@@ -519,7 +512,6 @@ class Supervisor:
             if r is not None:
                 # the leader is a zombie, so its group id cannot be reused yet: kill what it left behind
                 _killpg(pid, signal.SIGKILL)
-                self.watchdog.reaped(pid)  # type: ignore[union-attr]
             _, status = os.waitpid(pid, 0)
             if r is not None:
                 self._exited(r, os.waitstatus_to_exitcode(status))
