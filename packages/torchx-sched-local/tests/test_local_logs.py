@@ -6,12 +6,13 @@ import sys
 import threading
 import time
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 from torchx.runner import get_runner
 from torchx.schedulers.streams import Stream
 from torchx.specs import AppState
-from torchx.testing import command_app, python_app
+from torchx.testing import command_app, eventually, python_app
 from torchx_sched_local.local_scheduler import LocalScheduler
 
 
@@ -73,17 +74,20 @@ def test_regex(sched: LocalScheduler) -> None:
     assert list(sched.log_iter(app_id, "r", 0, regex="^ap")) == ["apple\n", "apricot\n"]
 
 
-def test_since_and_until(sched: LocalScheduler) -> None:
-    app_id = _finished(
-        sched, python_app("import time; print('early', flush=True); time.sleep(0.3); print('late', flush=True)")
-    )
-    st = sched.store.state(app_id) or {}
-    created = datetime.fromtimestamp(st["created"])
-    middle = created + timedelta(seconds=0.15)
+def _timed(path: Path, *lines: str) -> str:
+    """A replica's code that writes its clock to ``path``, then prints ``lines`` 1 s apart
+    (windows around its own clock, not the submission's: a loaded machine may start it late)."""
+    prints = "; time.sleep(1.0); ".join(f"print({line!r}, flush=True)" for line in lines)
+    return f"import time; open({str(path)!r}, 'w').write(repr(time.time())); {prints}"
+
+
+def test_since_and_until(sched: LocalScheduler, tmp_path: Path) -> None:
+    clock = tmp_path / "clock"
+    app_id = _finished(sched, python_app(_timed(clock, "early", "late")))
+    middle = datetime.fromtimestamp(float(clock.read_text()) + 0.5)
     for stream in (Stream.STDOUT, Stream.COMBINED):
         lines = list(sched.log_iter(app_id, "r", 0, streams=stream))
         assert lines == ["early\n", "late\n"]
-        # the job started at `created`; "early" was written within 150 ms of it (python startup)
         assert list(sched.log_iter(app_id, "r", 0, since=middle, streams=stream)) == ["late\n"]
         assert list(sched.log_iter(app_id, "r", 0, until=middle, streams=stream)) == ["early\n"]
         assert list(sched.log_iter(app_id, "r", 0, since=datetime.now() + timedelta(hours=1), streams=stream)) == []
@@ -132,25 +136,13 @@ def test_follow_a_finished_job_returns_everything(sched: LocalScheduler) -> None
     assert list(sched.log_iter(app_id, "r", 0, should_tail=True)) == ["a\n", "b\n"]
 
 
-def test_follow_with_since_until(sched: LocalScheduler) -> None:
-    app_id = sched.submit(
-        python_app(
-            "import time; print('early', flush=True); time.sleep(0.3); print('late', flush=True); time.sleep(0.3); print('later', flush=True)"
-        ),
-        {},
-    )
-    st = sched.store.state(app_id) or {}
-    created = datetime.fromtimestamp(st["created"])
-    lines = list(
-        sched.log_iter(
-            app_id,
-            "r",
-            0,
-            should_tail=True,
-            since=created + timedelta(seconds=0.15),
-            until=created + timedelta(seconds=0.45),
-        )
-    )
+def test_follow_with_since_until(sched: LocalScheduler, tmp_path: Path) -> None:
+    clock = tmp_path / "clock"
+    app_id = sched.submit(python_app(_timed(clock, "early", "late", "later")), {})
+    eventually(lambda: clock.exists() and clock.stat().st_size > 0)
+    start = float(clock.read_text())
+    since, until = datetime.fromtimestamp(start + 0.5), datetime.fromtimestamp(start + 1.5)
+    lines = list(sched.log_iter(app_id, "r", 0, should_tail=True, since=since, until=until))
     assert lines == ["late\n"]
     sched.cancel(app_id)
 

@@ -342,7 +342,7 @@ class Supervisor:
         """Starts the watchdog (no replica ever runs unguarded), then the replicas, or records
         why none starts."""
         self.watchdog = Watchdog(self.job_dir)
-        self.watchdog.start(LOCK_FD)
+        self.watchdog.start()
         _WATCHDOG_PIPE[0] = self.watchdog.fd
         if problem:
             self.failed = self.replicas[0]

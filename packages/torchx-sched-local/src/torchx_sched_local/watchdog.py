@@ -2,16 +2,18 @@
 
 The supervisor starts its watchdog before its first replica, so that no replica ever runs
 unguarded: a small ``/bin/sh`` program (:data:`WATCHDOG_SH`, ``posix_spawn``-ed: nothing of
-the launcher's memory is copied, ~1 MB RSS) holding the read end of a pipe on fd 4 and the
-job's lock on fd 5, blocked in one ``read`` for the job's life (no CPU). The supervisor writes
-``end`` once the job's final state is written, and the shell exits. If the pipe closes without
-``end`` (the supervisor was SIGKILLed, OOM-killed or crashed), the shell becomes a small Python
-interpreter (``_supervise.py --watchdog <job dir>``, :func:`main`) that kills whatever of the
-job still runs (:mod:`.orphans`: its recorded replicas, their sessions, and anything carrying
-the job's environment, such as a replica started but not recorded yet) and records the job
-FAILED with the reason (CANCELLED if a cancel was under way: ``cancel`` kills a supervisor
-that does not end the job in time). It shares the job's lock with the supervisor, so nobody
-else writes the job's state meanwhile.
+the launcher's memory is copied, ~1 MB RSS) holding the read end of a pipe on fd 4, blocked
+in one ``read`` for the job's life (no CPU). It holds nothing else: the job's lock stays the
+supervisor's alone, so a free lock still means the supervisor has exited (log followers end
+at once). The supervisor writes ``end`` once the job's final state is written, and the shell
+exits. If the pipe closes without ``end`` (the supervisor was SIGKILLed, OOM-killed or
+crashed), the shell becomes a small Python interpreter (``_supervise.py --watchdog <supervisor pid>
+<job dir>``, :func:`main`) that takes the job's lock (after a ``cancel`` that took it first, it
+finds the job ended and leaves it), kills whatever of the job still runs (:mod:`.orphans`:
+its recorded replicas, their sessions, and anything carrying the job's environment, such as
+a replica started but not recorded yet) and records the job FAILED with the reason
+(CANCELLED if a cancel was under way: ``cancel`` kills a supervisor that does not end the
+job in time).
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ from torchx_sched_local import store
 _FINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
 
 PIPE_FD = 4
-LOCK_COPY_FD = 5
 #: variables that make a shell run a file of the user's first (bash as ``sh``: ``BASH_ENV``)
 _SHELL_STARTUP = frozenset({"BASH_ENV", "ENV"})
 #: the watchdog until the pipe closes (its arguments: the Python watchdog's command line)
@@ -46,19 +47,20 @@ class Watchdog:
         self.fd = fd
         self.pid = pid
 
-    def start(self, lock_fd: int) -> None:
-        """Starts the watchdog (see the module) holding a copy of ``lock_fd``. If it cannot be
-        started the job runs on unguarded."""
+    def start(self) -> None:
+        """Starts the watchdog (see the module). If it cannot be started the job runs on unguarded."""
         from torchx_sched_local.launch import supervisor_argv
 
         read_fd, self.fd = os.pipe()
-        argv = ["/bin/sh", "-c", WATCHDOG_SH, "torchx-watchdog", *supervisor_argv(self._job_dir, "--watchdog")]
+        python = supervisor_argv(self._job_dir, "--watchdog")
+        python.insert(-1, str(os.getpid()))  # the supervisor's pid, for the reason if it dies unrecorded
+        argv = ["/bin/sh", "-c", WATCHDOG_SH, "torchx-watchdog", *python]
         try:
             self.pid = os.posix_spawn(
                 "/bin/sh",
                 argv,
                 {k: v for k, v in os.environ.items() if k not in _SHELL_STARTUP},
-                file_actions=[(os.POSIX_SPAWN_DUP2, read_fd, PIPE_FD), (os.POSIX_SPAWN_DUP2, lock_fd, LOCK_COPY_FD)],
+                file_actions=[(os.POSIX_SPAWN_DUP2, read_fd, PIPE_FD)],
             )
         except OSError:
             self.pid = -1
@@ -75,10 +77,17 @@ class Watchdog:
                 pass
 
 
-def main(job_dir: str) -> None:
-    """Entry of the Python watchdog: the shell's pipe closed without ``end`` (see the module)."""
+def main(supervisor: int, job_dir: str) -> None:
+    """Entry of the Python watchdog of the supervisor ``supervisor``: the shell's pipe closed
+    without ``end`` (see the module)."""
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # cancel is the supervisor's business
         signal.signal(sig, signal.SIG_IGN)
+    with store.take_lock(job_dir):  # nobody else writes the job's state meanwhile
+        _act(supervisor, job_dir)
+
+
+def _act(supervisor: int, job_dir: str) -> None:
+    """Under the job's lock: unless the job ended, kills what of it runs and records why it ended."""
     path = os.path.join(job_dir, store.STATE_FILE)
     try:
         st = store.read_json(path) or {}
@@ -94,11 +103,10 @@ def main(job_dir: str) -> None:
         log_root = None
     killed, _ = orphans.kill(st, log_root if isinstance(log_root, str) else None)
     said = f"; its replicas and their processes (pids {', '.join(map(str, killed))}) were killed" if killed else ""
-    supervisor = st.get("pid") or os.getppid()
     if os.path.exists(os.path.join(job_dir, store.CANCEL_FILE)):
         # a cancel was under way: `cancel` SIGKILLs a supervisor that has not ended the job in
-        # time (stuck, or starved of CPU on a loaded machine), then waits for this process (it
-        # holds the lock): the job ends as the user asked, it did not fail
+        # time (stuck, or starved of CPU on a loaded machine); whichever of it and this process
+        # takes the lock first stops the job, which ends as the user asked: it did not fail
         state, end = "CANCELLED", {"by": "cancel"}
         msg = f"cancelled (the job's supervisor (pid {supervisor}) ended before it had stopped the job{said})"
     else:
