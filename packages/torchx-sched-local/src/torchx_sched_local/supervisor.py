@@ -314,7 +314,6 @@ class Supervisor:
             self._begin(problem)
         else:
             handover.restore(self, resume)
-            _WATCHDOG_PIPE[0] = self.watchdog.fd if self.watchdog is not None else -1
         self.app_state = "RUNNING"
         self.dirty = True
         # the handover is counted from when every replica runs: a job that ends soon after never waits for it
@@ -343,7 +342,6 @@ class Supervisor:
         why none starts."""
         self.watchdog = Watchdog(self.job_dir)
         self.watchdog.start()
-        _WATCHDOG_PIPE[0] = self.watchdog.fd
         if problem:
             self.failed = self.replicas[0]
             self.not_started = True
@@ -915,22 +913,14 @@ def _killpg(pgid: int, sig: int) -> None:
 
 #: sessions of the replicas this process started (pid -> start time): a crash kills them
 _STARTED: dict[int, int] = {}
-#: the write end of the pipe to this process's watchdog (-1: none), kept open by a crash until
-#: the crash is recorded: the watchdog then finds the job ended and leaves it
-_WATCHDOG_PIPE = [-1]
 
 
 def _record_crash(job_dir: str, text: str) -> None:
-    """Kills the replicas a crashed supervisor started (nothing must outlive the job; its watchdog,
-    if any, would wait for the pipe to close), writes its traceback to its log and FAILED to the
-    job's state (it may have died for want of descriptors: it gives up all but stdio, the job's
-    lock and the watchdog's pipe first)."""
-    keep = _WATCHDOG_PIPE[0]
-    if keep > LOCK_FD:
-        os.closerange(LOCK_FD + 1, keep)
-        os.closerange(keep + 1, 1 << 20)
-    else:
-        os.closerange(LOCK_FD + 1, 1 << 20)
+    """Kills the replicas a crashed supervisor started (nothing must outlive the job), writes its
+    traceback to its log and FAILED to the job's state (it may have died for want of descriptors:
+    it gives up all but stdio and the job's lock first). Its watchdog, woken by the closed pipe,
+    waits for the lock this process holds until it exits, then finds the job ended."""
+    os.closerange(LOCK_FD + 1, 1 << 20)
     try:
         sessions.kill_sessions(_STARTED)
     except OSError:
