@@ -21,7 +21,18 @@ def _run(messages: bytes, tmp_path: Path) -> str:
     os.close(write_fd)
     out = tmp_path / "out"
     printer = "import sys; print(' '.join(sys.argv[1:]))"
-    argv = ["/bin/sh", "-c", WATCHDOG_SH, "torchx-watchdog", sys.executable, "-c", printer, str(tmp_path / "job dir")]
+    marker = str(tmp_path / "cancel")
+    argv = [
+        "/bin/sh",
+        "-c",
+        WATCHDOG_SH,
+        "torchx-watchdog",
+        marker,
+        sys.executable,
+        "-c",
+        printer,
+        str(tmp_path / "job dir"),
+    ]
     with open(out, "wb") as f:
         pid = os.posix_spawn(
             "/bin/sh",
@@ -37,6 +48,11 @@ def _run(messages: bytes, tmp_path: Path) -> str:
 def test_a_closed_pipe_hands_over_to_the_python_watchdog(tmp_path: Path) -> None:
     assert _run(b"", tmp_path) == str(tmp_path / "job dir")
     assert _run(b"en", tmp_path) == str(tmp_path / "job dir")  # a torn message is not "end"
+
+
+def test_a_cancel_under_way_when_the_pipe_closed_is_passed_on(tmp_path: Path) -> None:
+    (tmp_path / "cancel").touch()
+    assert _run(b"", tmp_path) == f"{tmp_path / 'job dir'} cancelling"
 
 
 def test_end_exits_without_acting(tmp_path: Path) -> None:

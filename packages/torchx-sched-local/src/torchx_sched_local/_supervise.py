@@ -1,5 +1,5 @@
 """Entry script of a job's supervisor, ``python -I -S _supervise.py <job dir>``, and of its
-watchdog, ``... _supervise.py --watchdog <supervisor pid> <job dir>`` (see :mod:`.watchdog`).
+watchdog, ``... _supervise.py --watchdog <supervisor pid> <job dir> [cancelling]`` (see :mod:`.watchdog`).
 
 Run without ``site`` (fast start), so it puts this package's parent directory on
 ``sys.path`` itself; the job's lock arrives on fd 3. Before importing anything, the
@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 if sys.argv[1] == "--watchdog":
     from torchx_sched_local.watchdog import main as watchdog_main
 
-    watchdog_main(int(sys.argv[2]), sys.argv[3])
+    watchdog_main(int(sys.argv[2]), sys.argv[3], sys.argv[4:] == ["cancelling"])
 else:
     room: list[int] = []
     try:

@@ -29,11 +29,16 @@ _FINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
 PIPE_FD = 4
 #: variables that make a shell run a file of the user's first (bash as ``sh``: ``BASH_ENV``)
 _SHELL_STARTUP = frozenset({"BASH_ENV", "ENV"})
-#: the watchdog until the pipe closes (its arguments: the Python watchdog's command line)
+#: the watchdog until the pipe closes (its arguments: the job's cancel marker, then the Python
+#: watchdog's command line, which gets ``cancelling`` appended if a cancel was under way when
+#: the supervisor died: a cancel asked for after that does not make a failed job CANCELLED)
 WATCHDOG_SH = """
 trap '' TERM INT HUP
+marker=$1
+shift
 IFS= read -r line <&4
 [ "$line" = end ] && exit 0
+[ -e "$marker" ] && set -- "$@" cancelling
 exec "$@"
 """
 
@@ -54,7 +59,8 @@ class Watchdog:
         read_fd, self.fd = os.pipe()
         python = supervisor_argv(self._job_dir, "--watchdog")
         python.insert(-1, str(os.getpid()))  # the supervisor's pid, for the reason if it dies unrecorded
-        argv = ["/bin/sh", "-c", WATCHDOG_SH, "torchx-watchdog", *python]
+        marker = os.path.join(self._job_dir, store.CANCEL_FILE)
+        argv = ["/bin/sh", "-c", WATCHDOG_SH, "torchx-watchdog", marker, *python]
         try:
             self.pid = os.posix_spawn(
                 "/bin/sh",
@@ -77,16 +83,16 @@ class Watchdog:
                 pass
 
 
-def main(supervisor: int, job_dir: str) -> None:
+def main(supervisor: int, job_dir: str, cancelling: bool) -> None:
     """Entry of the Python watchdog of the supervisor ``supervisor``: the shell's pipe closed
-    without ``end`` (see the module)."""
+    without ``end`` (see the module); ``cancelling``: a cancel was under way then."""
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # cancel is the supervisor's business
         signal.signal(sig, signal.SIG_IGN)
     with store.take_lock(job_dir):  # nobody else writes the job's state meanwhile
-        _act(supervisor, job_dir)
+        _act(supervisor, job_dir, cancelling)
 
 
-def _act(supervisor: int, job_dir: str) -> None:
+def _act(supervisor: int, job_dir: str, cancelling: bool) -> None:
     """Under the job's lock: unless the job ended, kills what of it runs and records why it ended."""
     path = os.path.join(job_dir, store.STATE_FILE)
     try:
@@ -103,7 +109,7 @@ def _act(supervisor: int, job_dir: str) -> None:
         log_root = None
     killed, _ = orphans.kill(st, log_root if isinstance(log_root, str) else None)
     said = f"; its replicas and their processes (pids {', '.join(map(str, killed))}) were killed" if killed else ""
-    if os.path.exists(os.path.join(job_dir, store.CANCEL_FILE)):
+    if cancelling:
         # a cancel was under way: `cancel` SIGKILLs a supervisor that has not ended the job in
         # time (stuck, or starved of CPU on a loaded machine); whichever of it and this process
         # takes the lock first stops the job, which ends as the user asked: it did not fail
