@@ -77,7 +77,8 @@ def test_supervisor_of_a_1gib_launcher_is_small_and_names_only_the_job(sched: Lo
     assert argv[-1] == job_dir and os.path.basename(argv[3]) == "_supervise.py", argv
     argv = _argv(watchdog)
     assert argv[:2] == ["/bin/sh", "-c"] and argv[3] == "torchx-watchdog" and argv[-1] == job_dir, argv
-    assert os.path.basename(argv[7]) == "_supervise.py" and argv[8] == "--watchdog", argv
+    assert argv[4] == os.path.join(job_dir, "cancel"), argv  # the cancel marker the shell looks at
+    assert os.path.basename(argv[8]) == "_supervise.py" and argv[9] == "--watchdog", argv
     sched.cancel(app_id)
     desc = sched.describe(app_id)
     assert desc is not None
