@@ -15,7 +15,7 @@ from pathlib import Path
 
 from torchx.schedulers.streams import Stream
 from torchx.specs import AppState
-from torchx.testing import children, eventually, proc_status, run_python
+from torchx.testing import children, cmdline, eventually, proc_status, run_python
 from torchx_sched_local.local_scheduler import LocalScheduler
 
 LAUNCH = """
@@ -45,11 +45,6 @@ print(app_id, rss, time.monotonic() - t0)
 LIMIT = 20 * 1024 * 1024
 
 
-def _argv(pid: int) -> list[str]:
-    with open(f"/proc/{pid}/cmdline", "rb") as f:
-        return f.read().decode().split("\0")[:-1]
-
-
 def test_supervisor_of_a_1gib_launcher_is_small_and_names_only_the_job(sched: LocalScheduler) -> None:
     proc = run_python(LAUNCH, "--env", "TOKEN=s3cret-value")
     assert proc.returncode == 0, proc.stderr
@@ -63,19 +58,19 @@ def test_supervisor_of_a_1gib_launcher_is_small_and_names_only_the_job(sched: Lo
     supervisor = st["pid"]
     replica = st["replicas"][0]["pid"]
     job_dir = sched.store.job_dir(app_id)
-    assert _argv(supervisor)[-1:] == [job_dir]
+    assert cmdline(supervisor)[-1:] == [job_dir]
     # the replica and the watchdog (a shell, started before the replica)
     eventually(lambda: len(children(supervisor)) == 2, timeout=10)
     (watchdog,) = [pid for pid in children(supervisor) if pid != replica]
     for pid in (supervisor, watchdog):
         rss = proc_status(pid, "VmRSS")
         assert rss <= LIMIT, f"pid {pid}: {rss / 2**20:.1f} MB RSS"
-        argv = _argv(pid)
+        argv = cmdline(pid)
         assert "s3cret" not in " ".join(argv), argv
         assert "TOKEN" not in " ".join(argv), argv
-    argv = _argv(supervisor)
+    argv = cmdline(supervisor)
     assert argv[-1] == job_dir and os.path.basename(argv[3]) == "_supervise.py", argv
-    argv = _argv(watchdog)
+    argv = cmdline(watchdog)
     assert argv[:2] == ["/bin/sh", "-c"] and argv[3] == "torchx-watchdog" and argv[-1] == job_dir, argv
     assert argv[4] == os.path.join(job_dir, "cancel"), argv  # the cancel marker the shell looks at
     assert os.path.basename(argv[8]) == "_supervise.py" and argv[9] == "--watchdog", argv
@@ -117,7 +112,7 @@ def test_the_handover_loses_nothing(sched: LocalScheduler, tmp_path: Path) -> No
     app_id = sched.submit(specs.AppDef("handover", [role]), {})
     supervisor = eventually_pid(sched, app_id)
     job_dir = sched.store.job_dir(app_id)
-    eventually(lambda: _argv(supervisor)[-1:] == [job_dir], timeout=10)  # handed over mid-job
+    eventually(lambda: cmdline(supervisor)[-1:] == [job_dir], timeout=10)  # handed over mid-job
     desc = sched.wait(app_id, timeout=60)
     assert desc is not None, desc.msg
     assert desc.state == AppState.SUCCEEDED, desc.msg
@@ -138,7 +133,7 @@ def test_cancel_after_the_handover(sched: LocalScheduler) -> None:
     app_id = sched.submit(command_app("sh", "-c", "echo up; sleep 300", replicas=2), {"stop_grace_period": 1})
     supervisor_pid = eventually_pid(sched, app_id)
     job_dir = sched.store.job_dir(app_id)
-    eventually(lambda: _argv(supervisor_pid)[-1:] == [job_dir], timeout=10)
+    eventually(lambda: cmdline(supervisor_pid)[-1:] == [job_dir], timeout=10)
     sched.cancel(app_id)
     desc = sched.describe(app_id)
     assert desc is not None

@@ -14,7 +14,7 @@ import signal
 import pytest
 from torchx.schedulers.causes import EndCause
 from torchx.specs import AppState
-from torchx.testing import children, command_app, eventually
+from torchx.testing import children, cmdline, command_app, eventually
 from torchx_sched_local import local_scheduler, store
 from torchx_sched_local.local_scheduler import LocalScheduler
 from torchx_sched_local.sessions import alive
@@ -160,7 +160,7 @@ def test_supervisor_and_watchdog_killed_at_once_status_names_the_replicas_and_ca
     app_id = sched.submit(command_app("sleep", "300", replicas=3), {})
     (supervisor,) = children(os.getpid())
     eventually(lambda: len(children(supervisor)) == 4, interval=0.001)
-    watchdog = [pid for pid in children(supervisor) if _argv0(pid) == "/bin/sh"]
+    watchdog = [pid for pid in children(supervisor) if cmdline(pid)[:1] == ["/bin/sh"]]
     assert len(watchdog) == 1
     os.kill(watchdog[0], signal.SIGKILL)
     os.kill(supervisor, signal.SIGKILL)
@@ -174,14 +174,6 @@ def test_supervisor_and_watchdog_killed_at_once_status_names_the_replicas_and_ca
     sched.cancel(app_id)
     assert not any(alive(p) for p in replicas)
     assert "still running" not in (sched.describe(app_id) or desc).msg
-
-
-def _argv0(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().split(b"\0")[0].decode()
-    except OSError:
-        return ""
 
 
 def _processes_with(root: str) -> list[int]:
@@ -198,14 +190,8 @@ def _recorded_state(sched: LocalScheduler, app_id: str) -> str | None:
 
 def _watchdogs_of(job_dir: str) -> list[int]:
     """Live watchdog processes (the shell or the Python one) of the job in ``job_dir``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    argv = f.read().split(b"\0")
-            except OSError:
-                continue
-            if b"--watchdog" in argv and job_dir.encode() in argv:
-                found.append(int(entry))
-    return found
+    return [
+        int(entry)
+        for entry in os.listdir("/proc")
+        if entry.isdigit() and {"--watchdog", job_dir} <= set(cmdline(int(entry)))
+    ]

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from torchx.testing import children, command_app, eventually
+from torchx.testing import children, cmdline, command_app, eventually
 from torchx_sched_local.local_scheduler import LocalScheduler
 from torchx_sched_local.watchdog import PIPE_FD, WATCHDOG_SH
 
@@ -70,18 +70,10 @@ def test_the_watchdog_shell_gets_no_startup_file_of_the_user(
         eventually(lambda: (sched.store.state(app_id) or {}).get("pid") is not None)
         supervisor = (sched.store.state(app_id) or {})["pid"]
         eventually(lambda: len(children(supervisor)) == 2)
-        (watchdog,) = [pid for pid in children(supervisor) if _cmdline(pid)[:1] == [b"/bin/sh"]]
+        (watchdog,) = [pid for pid in children(supervisor) if cmdline(pid)[:1] == ["/bin/sh"]]
         with open(f"/proc/{watchdog}/environ", "rb") as f:
             names = {entry.split(b"=", 1)[0] for entry in f.read().split(b"\0")}
         assert b"BASH_ENV" not in names and b"ENV" not in names
         assert b"PATH" in names  # the rest is kept (the Python watchdog may need LD_LIBRARY_PATH)
     finally:
         sched.cancel(app_id)
-
-
-def _cmdline(pid: int) -> list[bytes]:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().split(b"\0")
-    except OSError:
-        return []

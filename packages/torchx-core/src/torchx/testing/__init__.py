@@ -27,7 +27,16 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from torchx.testing.apps import command_app, python_app
 from torchx.testing.cli import CliResult, run_cli, run_torchx
-from torchx.testing.processes import alive, children, eventually, proc_status, run_python, small_tmpfs, unmount
+from torchx.testing.processes import (
+    alive,
+    children,
+    cmdline,
+    eventually,
+    proc_status,
+    run_python,
+    small_tmpfs,
+    unmount,
+)
 
 if TYPE_CHECKING:
     import pytest
@@ -40,6 +49,7 @@ __all__ = [
     "CliResult",
     "alive",
     "children",
+    "cmdline",
     "command_app",
     "eventually",
     "hostile_value",

@@ -67,6 +67,15 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def cmdline(pid: int) -> list[str]:
+    """The command line of process ``pid`` (``/proc/<pid>/cmdline``); empty once it is gone."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().decode(errors="replace").split("\0")[:-1]
+    except OSError:
+        return []
+
+
 def proc_status(pid: int, field: str) -> int:
     """A ``kB`` field of ``/proc/<pid>/status`` (``VmRSS``, ``VmHWM``), in bytes."""
     with open(f"/proc/{pid}/status") as f:
