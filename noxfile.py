@@ -215,7 +215,8 @@ def integration_ray(session: nox.Session) -> None:
 def integration_managed(session: nox.Session) -> None:
     """torchx-managed recovering broken attempts on the live backends: a Slurm node set DOWN, a
     Slurm partition DOWN (fail-over to local_cwd), an attempt killed on its LSF host or its
-    Kubernetes node, a pod evicted, a Batch job ended by a lost host (moto)."""
+    Kubernetes node, a pod evicted, a Batch job ended by a lost host (moto); and jobs that recover
+    inside Slurm with their submitting client torn down (test_managed_native_live.py)."""
     live(
         session,
         [
@@ -234,6 +235,7 @@ def integration_managed(session: nox.Session) -> None:
         ],
         "slurm or lsf or k8s or aws",
         "packages/torchx-managed/tests/test_managed_recovery_live.py",
+        "packages/torchx-managed/tests/test_managed_native_live.py",
         extra=["boto3", "kubernetes"],
     )
 

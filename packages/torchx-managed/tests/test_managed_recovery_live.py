@@ -101,7 +101,7 @@ def test_slurm_node_set_down_mid_run_the_job_finishes(
 ) -> None:
     monkeypatch.setenv("SBATCH_NO_REQUEUE", "1")  # the attempt ends NODE_FAIL (else Slurm requeues it itself)
     ready = os.path.join(shared_dir, "running")
-    cfg = {"targets": ["slurm"], "partition": slurm, "job_dir": shared_dir}
+    cfg = {"targets": ["slurm"], "partition": slurm, "job_dir": shared_dir, "controller": "local"}
     handle = runner.run(_app(shared_dir, ready), "managed", cfg)
     try:
         first = _attempt(handle, 0)
@@ -150,7 +150,9 @@ def test_slurm_attempt_preempted_is_recovered(runner: Runner, slurm: str, shared
         unavailable("the cluster has no 'preemptible'/'urgent' partitions: rerun scripts/backends/slurm-up.sh")
     ready = os.path.join(shared_dir, "running")
     handle = runner.run(
-        _app(shared_dir, ready), "managed", {"targets": ["slurm"], "partition": "preemptible", "job_dir": shared_dir}
+        _app(shared_dir, ready),
+        "managed",
+        {"targets": ["slurm"], "partition": "preemptible", "job_dir": shared_dir, "controller": "local"},
     )
     try:
         _attempt(handle, 0)

@@ -65,7 +65,19 @@ def run_opts() -> ManagedRunOpts:
         " job's state (give a shared location when targets do not share this machine's disk)",
     )
     opts.add("notify", str, "http(s) URL: one JSON POST per state change of the job and of each attempt")
+    opts.add(
+        "controller",
+        str,
+        "what recovers the job: native (inside its one target: requeue, retries, an in-job restart"
+        " loop; no process on this machine), local (a driver on this machine), or auto (native"
+        " where the job allows it, else local)",
+        default="auto",
+    )
     return opts
+
+
+#: ``controller`` values: recover inside the target, or by a driver on the submitting machine
+CONTROLLERS = ("auto", "native", "local")
 
 
 def parse_duration(text: str) -> float:
@@ -93,6 +105,7 @@ class ManagedOptions:
         checkpoint_dir: TORCHX_CHECKPOINT_DIR (None: the job's own directory)
         notify: URL to POST state changes to
         target_cfgs: run options of each target (from the other ``-cfg`` keys)
+        controller: ``auto``, ``native`` or ``local`` (see :data:`CONTROLLERS`)
     """
 
     targets: list[str]
@@ -103,6 +116,7 @@ class ManagedOptions:
     checkpoint_dir: str | None = None
     notify: str | None = None
     target_cfgs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    controller: str = "auto"
 
     def as_json(self) -> dict[str, Any]:
         """JSON-ready (stored in the job's spec)."""
@@ -187,6 +201,7 @@ def check(
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise _bad(f"notify={notify}: must be an http:// or https:// URL", "notify")
     ckpt = cfg.get("checkpoint_dir") or None
+    controller = _controller(cfg.get("controller"), installed)
     names = {name for name, _ in own}
     target_cfgs: dict[str, dict[str, Any]] = {t: {} for t in targets}
     unknown = []
@@ -207,5 +222,20 @@ def check(
         checkpoint_dir=None if ckpt is None else str(ckpt),
         notify=None if notify is None else str(notify),
         target_cfgs=target_cfgs,
+        controller=controller,
     )
     return options, unknown
+
+
+def _controller(value: CfgVal, installed: Mapping[str, Any]) -> str:
+    """The checked ``controller`` option."""
+    text = str(value or "auto").strip()
+    if text in CONTROLLERS:
+        return text
+    if text in installed:
+        raise _bad(
+            f"controller={text}: a controller that runs as a job on a scheduler is not available in this"
+            " version; use controller=native (recovery inside the target) or controller=local",
+            "controller",
+        )
+    raise _bad(f"controller={text}: unknown; use one of {', '.join(CONTROLLERS)}", "controller")

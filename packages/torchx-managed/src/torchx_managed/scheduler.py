@@ -6,6 +6,10 @@ going until it succeeds, is cancelled or uses up its budgets.
 detached driver (:mod:`torchx_managed.driver`) that watches the attempt and runs the next ones.
 ``describe``/``status``/``wait``/``log`` read the journal, ask the running attempt's target
 about it, and start the driver again when it died before the job ended (resume on look).
+
+A job with one target that can recover by itself (``controller=auto|native``) is instead
+compiled into that target's own mechanisms (:mod:`torchx_managed.native`): no journal, no
+driver, and its handle alone finds it from any machine.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
 from torchx.schedulers.capabilities import SchedulerCapabilities
 from torchx.schedulers.streams import Stream
+from torchx.schedulers.submission import recovery_dryrun
 from torchx.specs.dryrun import AppDryRunInfo
 from torchx.specs.handles import make_app_handle, parse_app_handle
 from torchx.specs.roles import AppDef, RetryPolicy
@@ -30,7 +35,7 @@ from torchx.specs.runopts import CfgVal, runopts
 from torchx.specs.status import AppState, is_terminal
 from torchx.util.durable import UnknownJobError
 
-from torchx_managed import options
+from torchx_managed import native, options
 from torchx_managed.attempts import attempt_name, dryrun_attempt, dump_app, load_app
 from torchx_managed.journal import Attempt, JobState, ManagedStore
 
@@ -52,9 +57,16 @@ class ManagedRequest:
     job_id: str
     spec: dict[str, Any]
     first: AppDryRunInfo[Any]
+    native: bool = False
 
     def __str__(self) -> str:
         opts = self.spec["options"]
+        if self.native:
+            return (
+                f"managed job recovering inside {opts['targets'][0]} (no controller): max_restarts="
+                f"{opts['max_restarts']}, max_recoveries={opts['max_recoveries']}, recover_on_exit_codes="
+                f"{opts['recover_on_exit_codes']}, checkpoint_dir={self.spec['checkpoint_dir']}\n{self.first}"
+            )
         return (
             f"managed job {self.job_id}: targets {', '.join(opts['targets'])}; max_restarts={opts['max_restarts']},"
             f" max_recoveries={opts['max_recoveries']}, recover_on_exit_codes={opts['recover_on_exit_codes']},"
@@ -127,6 +139,12 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
                 " `torchx runopts TARGET` lists a target's options",
                 ", ".join(repr(k) for k in unknown),
             )
+        target = runner.get_scheduler(opts.targets[0])
+        if native.wants_native(opts, target):
+            info = runner.dryrun(app, opts.targets[0], opts.target_cfgs.get(opts.targets[0]) or None)
+            request = recovery_dryrun(target, info, native.policy_of(opts, opts.checkpoint_dir))
+            shown = {"options": opts.as_json(), "checkpoint_dir": opts.checkpoint_dir or "next to the job's logs"}
+            return AppDryRunInfo(ManagedRequest("", shown, request, native=True), str)
         job_id = new_job_id(app.name)
         handle = make_app_handle(self.backend, self.session_name, job_id)
         ckpt = opts.checkpoint_dir or os.path.join(self.store.job_dir(job_id), "checkpoints")
@@ -153,6 +171,8 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
         req = dryrun_info.request
         job_id, spec = req.job_id, req.spec
         target = spec["options"]["targets"][0]
+        if req.native:  # the target keeps the job: nothing is recorded or started here
+            return native.native_id(target, parse_app_handle(self._runner.schedule(req.first)).app_id)
         self.store.create(job_id, spec)
         lock = self.store.take_driver_lock(job_id, own=False)
         assert lock is not None  # a new job: nobody else has its lock
@@ -196,7 +216,10 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
         return state
 
     def exists(self, app_id: str) -> bool:
-        """True if the job is stored here."""
+        """True if the job is stored here (or, recovering inside its target, the target knows it)."""
+        if native.is_native(app_id):
+            target, own = native.split_id(app_id)
+            return self._runner.get_scheduler(target).exists(own)
         try:
             return os.path.isfile(os.path.join(self.store.job_dir(app_id), "spec.json"))
         except UnknownJobError:
@@ -205,6 +228,8 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
     def describe(self, app_id: str) -> DescribeAppResponse | None:
         """The job's state, one entry per attempt in ``metadata["attempts"]`` (handle, scheduler,
         state, cause, exit_code, started, ended), the running attempt's replicas; None if unknown."""
+        if native.is_native(app_id):
+            return native.describe(self._runner, self.session_name, app_id)
         state = self._load(app_id)
         if state is None:
             return None
@@ -243,6 +268,8 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
 
     def wait(self, app_id: str, timeout: float | None = None, poll_interval: float = 1.0) -> DescribeAppResponse | None:
         """Blocks until the job is final (or ``timeout`` seconds pass); resumes a dead driver."""
+        if native.is_native(app_id):
+            return super().wait(app_id, timeout, poll_interval)
         deadline = None if timeout is None else time.monotonic() + timeout
         delay = 0.02
         while True:
@@ -270,6 +297,10 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
     # ------------------------------------------------------------------ stopping
     def _cancel_existing(self, app_id: str) -> None:
         """Stops the running attempt and ends the job CANCELLED (no further attempt); waits for it."""
+        if native.is_native(app_id):
+            target, own = native.split_id(app_id)
+            self._runner.get_scheduler(target).cancel(own)
+            return
         state = self.store.load(app_id)
         if state.final is not None:
             return
@@ -293,6 +324,10 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
 
     def _delete_existing(self, app_id: str) -> None:
         """Cancels the job, deletes every attempt from its target, and removes the job's record."""
+        if native.is_native(app_id):
+            target, own = native.split_id(app_id)
+            self._runner.get_scheduler(target).delete(own)
+            return
         self._cancel_existing(app_id)
         for attempt in self.store.load(app_id).attempts:
             if attempt.handle is not None:
@@ -316,6 +351,10 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
     ) -> Iterable[str]:
         """Lines of replica ``k`` of ``role_name`` of every attempt, in order; with ``should_tail``,
         follows the running attempt and then the next ones until the job is final."""
+        if native.is_native(app_id):  # one job on the target: its logs hold every attempt
+            target, own = native.split_id(app_id)
+            sched = self._runner.get_scheduler(target)
+            return sched.log_iter(own, role_name, k, regex, since, until, should_tail, streams)
         return self._log_lines(app_id, role_name, k, regex, since, until, should_tail, streams)
 
     def _log_lines(

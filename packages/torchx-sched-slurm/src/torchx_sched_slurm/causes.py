@@ -134,7 +134,7 @@ def _code(value: str) -> tuple[int | None, int | None]:
 
 def _replica_end(comp: Attempt) -> AttemptEnd:
     """How the replica of a FAILED component ended, from its ``srun`` step (its first)."""
-    step_state, step_exit = comp.steps[min(comp.steps)] if comp.steps else ("", comp.exit_code)
+    step_state, step_exit = comp.steps[max(comp.steps)] if comp.steps else ("", comp.exit_code)
     code, sig = _code(step_exit)
     derived, _ = _code(comp.derived)
     # Slurm records a replica killed by signal N with step ExitCode N:0 and DerivedExitCode 128+N
@@ -181,13 +181,29 @@ def end_of(attempts: list[list[Attempt]]) -> AttemptEnd | None:
         return AttemptEnd(EndCause.CANCELLED, None, f"{comp.state}{after}")
     if words == {"COMPLETED"}:
         return AttemptEnd(EndCause.APP_ERROR, 0, f"COMPLETED{after}")
-    failed = [c for c in last if c.word == "FAILED" and (not c.steps or c.steps[min(c.steps)][0].startswith("FAILED"))]
+    failed = [c for c in last if c.word == "FAILED" and (not c.steps or c.steps[max(c.steps)][0].startswith("FAILED"))]
     # no replica failed by itself: one its step records a signal for (a SIGTERM it died of)
     failed = failed or [c for c in last if c.word == "FAILED"]
     if failed:
         end = _replica_end(failed[0])
         return AttemptEnd(end.cause, end.exit_code, end.reason + after)
     return AttemptEnd(EndCause.UNKNOWN, None, ", ".join(f"{c.replica} {c.state}" for c in last) + after)
+
+
+def requeue_causes(attempts: list[list[Attempt]]) -> list[tuple[EndCause, str]]:
+    """Why each earlier run of a requeued job ended (oldest first), from its first component's
+    ``sacct -D`` rows: ``NODE_FAIL`` is ``NODE_FAILURE``, ``PREEMPTED`` is ``PREEMPTED``, a
+    requeue by hand (``REQUEUED``) or anything else is ``KILLED``."""
+    if not attempts:
+        return []
+    out: list[tuple[EndCause, str]] = []
+    for run in attempts[0][:-1]:
+        cause = next((c for word, c in _STATE_CAUSES if word == run.word), EndCause.KILLED)
+        if cause == EndCause.TIMEOUT:
+            cause = EndCause.KILLED
+        reason = f"{run.word}" + (f" ({run.reason})" if run.reason else "") + ": Slurm requeued the job"
+        out.append((cause, reason))
+    return out
 
 
 def from_controller(comps: list[Component], failed: list[bool]) -> list[list[Attempt]]:

@@ -183,8 +183,9 @@ def parse_sacct(text: str) -> list[Component]:
     """Components (each with its job's restart count) from ``sacct -n -P -D`` :func:`sacct_format` output.
 
     With ``-D`` every attempt of a requeued job has its rows, oldest first; the last attempt
-    wins and the number of earlier attempts is the job's restart count. The first step of a
-    component in that attempt is the replica's ``srun``: it gives the replica's exit code
+    wins and the number of earlier attempts is the job's restart count. The last step of a
+    component in that attempt is the replica's latest ``srun`` (a job that recovers in Slurm
+    runs one per attempt): it gives the replica's exit code
     and step state (step ids count across the components of a het job). The component's
     own ExitCode is the batch script's, so it is not taken as the replica's. Array elements
     that never started have no rows of their own, only their array's ``12_[3-5%2]`` row,
@@ -241,7 +242,7 @@ def parse_sacct(text: str) -> list[Component]:
             comp.offset = 0
         attempt_steps = steps.get(key)
         if attempt_steps:
-            comp.step_state, step_exit = attempt_steps[min(attempt_steps)]
+            comp.step_state, step_exit = attempt_steps[max(attempt_steps)]
             comp.exit_code, comp.signal = _exit_code(step_exit)
         comp.restarts = attempts[key] - 1
         restarts[leader] = max(restarts.get(leader, 0), comp.restarts)

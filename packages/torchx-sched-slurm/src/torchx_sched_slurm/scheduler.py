@@ -10,6 +10,9 @@
   directory, which Slurm itself records (``WorkDir``), so nothing is kept on the side.
 * **retries**: the whole job is requeued (``scontrol requeue``) while
   ``SLURM_RESTART_COUNT`` is below the smallest ``max_retries`` of the roles.
+* **recovery** (``capabilities.recovery``, used by ``torchx-managed``): ``--requeue`` for a lost
+  node or a preemption, and a restart loop in the batch script for application errors; the
+  attempts are read back from the job's attempt log and ``sacct -D``.
 * **job arrays** (``capabilities.job_arrays``): apps of one replica each go out as one
   ``sbatch --array=0-(N-1)%K`` (see :func:`torchx_sched_slurm.script.build_array_script`);
   element ``i`` of array ``J`` has the app id ``J_i``.
@@ -54,6 +57,7 @@ from torchx_sched_slurm.states import slurm_state_name, to_app_state
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from torchx.schedulers.causes import AttemptEnd
+    from torchx.schedulers.recovery import AttemptLog, RecoveryPolicy
 
 logger: logging.Logger = logging.getLogger(__name__)
 
@@ -225,7 +229,11 @@ class SlurmScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal
     """
 
     capabilities = SchedulerCapabilities(
-        log_streams=frozenset({"stdout", "stderr", "combined"}), delete=False, workspace=True, job_arrays=True
+        log_streams=frozenset({"stdout", "stderr", "combined"}),
+        delete=False,
+        workspace=True,
+        job_arrays=True,
+        recovery=True,
     )  # the rest: the defaults
 
     def __init__(self, session_name: str) -> None:
@@ -254,6 +262,39 @@ class SlurmScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal
         for app in apps:
             validate_shell_app(app)
         return AppDryRunInfo(script.build_array_script(apps, opts, max_parallel), str)
+
+    def submit_recovery_dryrun(
+        self, app: AppDef, cfg: Mapping[str, CfgVal], policy: RecoveryPolicy
+    ) -> AppDryRunInfo[script.SbatchRequest]:
+        """A job that recovers in Slurm: ``--requeue`` (a lost node, a preemption) and an
+        in-job restart loop for application errors (see :func:`script.build_script`)."""
+        opts: SlurmOpts = SlurmOpts.from_cfg(cfg)
+        opts.validate()
+        validate_shell_app(app)
+        return AppDryRunInfo(script.build_script(app, opts, policy), str)
+
+    def recovery_attempts(self, app_id: str) -> AttemptLog | None:
+        """The attempts the job's batch script logged next to its output (the job's working
+        directory, which this host shares with the nodes), each lost one named by ``sacct -D``'s
+        record of the requeue (NODE_FAIL, PREEMPTED, ...); None for an unknown job."""
+        from torchx.schedulers.recovery import AttemptLog, read_attempt_log
+
+        from torchx_sched_slurm import causes
+
+        desc = self.describe(app_id)
+        if desc is None:
+            return None
+        workdir = str(desc.metadata.get("workdir") or "")
+        try:
+            with open(os.path.join(workdir, script.attempt_log(app_id)), encoding="utf-8", errors="replace") as f:
+                log = read_attempt_log(f.read())
+        except FileNotFoundError:
+            return AttemptLog()
+        if log.lost:
+            proc = commands.run(["sacct", *causes.sacct_args(app_id)], check=False)
+            if proc.returncode == 0:
+                log.name_lost(causes.requeue_causes(causes.parse_attempts(proc.stdout, app_id)))
+        return log
 
     def array_element_id(self, array_id: str, index: int) -> str:
         """``<array job id>_<index>``."""

@@ -30,6 +30,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from torchx.schedulers.recovery import RecoveryPolicy, restart_loop
 from torchx.schedulers.shell import RUN_SPLIT, argv_renderer, placeholder, wait_for_replicas
 from torchx.schedulers.shell import shell_word as _quote
 from torchx.specs.macros import RANK0_ENV
@@ -102,8 +103,16 @@ def resource_opts(role: Role, opts: SlurmOpts) -> list[tuple[str, str | None]]:
     return out
 
 
-def _section(app: AppDef, role: Role, opts: SlurmOpts, workdir: str | None, first: bool) -> list[str]:
-    """The ``#SBATCH`` lines of a component of ``role``, after its ``--job-name``."""
+def attempt_log(app_id: str) -> str:
+    """The attempt log of a job that recovers in Slurm, relative to its working directory."""
+    return f"slurm-{app_id}.attempts"
+
+
+def _section(
+    app: AppDef, role: Role, opts: SlurmOpts, workdir: str | None, first: bool, requeue: bool = False
+) -> list[str]:
+    """The ``#SBATCH`` lines of a component of ``role``, after its ``--job-name`` (``requeue``:
+    the job may be requeued whatever its roles' ``max_retries``)."""
     pairs = resource_opts(role, opts)
     for key, value in (
         ("partition", opts.partition),
@@ -118,7 +127,7 @@ def _section(app: AppDef, role: Role, opts: SlurmOpts, workdir: str | None, firs
             pairs.append((key, value))
     if opts.exclusive:
         pairs.append(("exclusive", None))
-    if _max_retries(app) > 0:
+    if requeue or _max_retries(app) > 0:
         pairs.append(("requeue", None))
     if first:
         for key, value in (("comment", opts.comment), ("mail-user", opts.mail_user), ("mail-type", opts.mail_type)):
@@ -136,24 +145,28 @@ def _max_retries(app: AppDef) -> int:
     return min(role.max_retries for role in app.roles)
 
 
-def build_script(app: AppDef, opts: SlurmOpts) -> SbatchRequest:
-    """The sbatch script (and submit directory) of ``app`` under ``opts``."""
+def build_script(app: AppDef, opts: SlurmOpts, policy: RecoveryPolicy | None = None) -> SbatchRequest:
+    """The sbatch script (and submit directory) of ``app`` under ``opts``; with ``policy``, a job
+    that recovers in Slurm: ``--requeue`` after a lost node or a preemption, and the attempts
+    of :func:`torchx.schedulers.recovery.restart_loop` in the batch script, logged to
+    :func:`attempt_log` (``TORCHX_ATTEMPT`` counted across requeues)."""
     workdir = os.path.abspath(opts.job_dir) if opts.job_dir else None
     replicas = [(role, k) for role in app.roles for k in range(role.num_replicas)]
     retries = _max_retries(app)
+    requeue = policy is not None
     lines = [
         "#!/bin/bash",
         f"# torchx app {json.dumps(app.name, ensure_ascii=False)}: {len(replicas)} replica(s),"
         " one heterogeneous-job component each",
     ]
     for r, role in enumerate(app.roles):
-        rest = _section(app, role, opts, workdir, first=False)
+        rest = _section(app, role, opts, workdir, first=False, requeue=requeue)
         for k in range(role.num_replicas):
             first = r == 0 and k == 0
             if not first:
                 lines.append("#SBATCH hetjob")
             lines.append(_sbatch_line("job-name", job_name(role.name, k)))
-            lines += _section(app, role, opts, workdir, first=True) if first else rest
+            lines += _section(app, role, opts, workdir, first=True, requeue=requeue) if first else rest
     lines += [
         "",
         "# host of the first replica, named by the rank0_env macro",
@@ -166,37 +179,68 @@ def build_script(app: AppDef, opts: SlurmOpts) -> SbatchRequest:
         for k in range(role.num_replicas):
             lines += [f"# {role.name}/{k}", f"replica_{i}=({render(k)})"]
             i += 1
-    lines += _run_lines(replicas, retries, _EXPANSIONS, "${SLURM_JOB_ID}")
+    run = _run_lines(replicas, retries > 0 or requeue, _EXPANSIONS, "${SLURM_JOB_ID}", report=requeue)
+    if policy is not None:
+        lines += restart_loop(
+            policy,
+            run,
+            log_path=f'"{attempt_log("${SLURM_JOB_ID}")}"',
+            requeue_count="${SLURM_RESTART_COUNT:-0}",
+            default_checkpoint_dir='"$PWD/slurm-${SLURM_JOB_ID}.checkpoints"',
+        )
+    else:
+        lines += [*run, *_requeue_lines(retries), 'exit "$rc"']
     return SbatchRequest(script="\n".join(lines) + "\n", workdir=workdir)
 
 
 def _run_lines(
-    replicas: list[tuple[Role, int]], retries: int, expansions: dict[str, str], job_id_var: str
+    replicas: list[tuple[Role, int]], append: bool, expansions: dict[str, str], job_id_var: str, report: bool = False
 ) -> list[str]:
-    """The ``srun`` of each replica (backgrounded), the wait for all of them, and the requeue on failure."""
+    """The ``srun`` of each replica (backgrounded) and the wait for all of them, which leaves
+    the first failure's exit code in ``$rc`` (``append``: the logs keep earlier attempts' output).
+
+    With ``report`` each replica writes its own exit code to ``<log base>.rc`` when it ends, and
+    ``tx_lost=1`` is left when all seemed to succeed but one did not write it (``srun`` exits 0
+    when it loses its node)."""
     lines = [
         "",
         "# replicas run under run_split: stdout also to .out, stderr also to .err",
         f"split={shell_word(RUN_SPLIT)}",
     ]
     het = len(replicas) > 1
-    mode = " --open-mode=append" if retries > 0 else ""
+    mode = " --open-mode=append" if append else ""
+    bases = [log_file(job_id_var, role.name, k, "")[:-1] for role, k in replicas]  # safe characters only
+    if report:
+        lines.append("rm -f -- " + " ".join(f'"{base}.rc"' for base in bases))
     for i, (role, k) in enumerate(replicas):
         group = f" --het-group={i}" if het else ""
         both = _quote(log_file(_JOB_ID, role.name, k, "log"), expansions)
-        base = log_file(job_id_var, role.name, k, "")[:-1]  # safe characters only
-        lines.append(f'srun{group} --output={both}{mode} bash -c "$split; run_split {base} ${{replica_{i}[*]@Q}}" &')
+        run = f"run_split {bases[i]} ${{replica_{i}[*]@Q}}"
+        if report:
+            run += f"; r=\\$?; echo \\$r > {bases[i]}.rc; exit \\$r"
+        lines.append(f'srun{group} --output={both}{mode} bash -c "$split; {run}" &')
         lines.append("pids+=($!)")
     lines += ["", *wait_for_replicas()]
-    if retries > 0:
+    if report:
         lines += [
-            f'if [ "$rc" -ne 0 ] && [ "${{SLURM_RESTART_COUNT:-0}}" -lt {retries} ]; then',
-            '    echo "torchx: attempt $((${SLURM_RESTART_COUNT:-0} + 1)) failed with exit code $rc; requeueing" >&2',
-            '    scontrol requeue "$SLURM_JOB_ID"',
+            "tx_lost=0",
+            'if [ "$rc" -eq 0 ]; then',
+            *(f'    [ -s "{base}.rc" ] || tx_lost=1' for base in bases),
             "fi",
         ]
-    lines.append('exit "$rc"')
     return lines
+
+
+def _requeue_lines(retries: int) -> list[str]:
+    """The requeue of a failed job while ``SLURM_RESTART_COUNT`` is below the roles' ``max_retries``."""
+    if retries <= 0:
+        return []
+    return [
+        f'if [ "$rc" -ne 0 ] && [ "${{SLURM_RESTART_COUNT:-0}}" -lt {retries} ]; then',
+        '    echo "torchx: attempt $((${SLURM_RESTART_COUNT:-0} + 1)) failed with exit code $rc; requeueing" >&2',
+        '    scontrol requeue "$SLURM_JOB_ID"',
+        "fi",
+    ]
 
 
 def build_array_script(apps: Sequence[AppDef], opts: SlurmOpts, max_parallel: int | None) -> SbatchRequest:
@@ -239,5 +283,7 @@ def build_array_script(apps: Sequence[AppDef], opts: SlurmOpts, max_parallel: in
         '    *) echo "torchx: this array has no task $SLURM_ARRAY_TASK_ID" >&2; exit 2 ;;',
         "esac",
     ]
-    lines += _run_lines([(role, 0)], _max_retries(first), _ARRAY_EXPANSIONS, _ELEMENT_ID)
+    retries = _max_retries(first)
+    lines += [*_run_lines([(role, 0)], retries > 0, _ARRAY_EXPANSIONS, _ELEMENT_ID), *_requeue_lines(retries)]
+    lines.append('exit "$rc"')
     return SbatchRequest(script="\n".join(lines) + "\n", workdir=workdir)

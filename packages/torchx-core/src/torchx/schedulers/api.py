@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from typing_extensions import TypeVar  # type variables with defaults (PEP 696)
 
     from torchx.schedulers.causes import AttemptEnd
+    from torchx.schedulers.recovery import AttemptLog, RecoveryPolicy
 else:
     from torchx.util.runtime_typing import Any, Generic, TypeVar
 
@@ -277,6 +278,41 @@ class Scheduler(abc.ABC, Generic[T, A, D]):
     def array_element_id(self, array_id: str, index: int) -> str:
         """The app id of element ``index`` of the job array ``array_id`` (see :meth:`submit_array_dryrun`)."""
         raise UnsupportedFeatureError(f"scheduler {self.backend!r} has no job arrays")
+
+    # ------------------------------------------------------------------ recovery (optional)
+    def submit_recovery_dryrun(self, app: AppDef, cfg: T, policy: RecoveryPolicy) -> AppDryRunInfo[D]:
+        """A request that runs ``app`` and recovers it by ``policy`` inside the backend (optional).
+
+        Only schedulers whose ``capabilities.recovery`` is True implement it (the default
+        raises). Contract:
+
+        1. ``app`` is complete and validated (as :meth:`submit_dryrun` receives it, ``cfg``
+           resolved); callers go through :func:`torchx.schedulers.submission.recovery_dryrun`.
+        2. The job recovers with no process of torchx's outside the backend: a lost node or a
+           preemption is the backend's own requeue or retry, counted against
+           ``policy.max_recoveries``; an application error restarts under
+           ``policy.max_restarts`` (exit codes in ``policy.recover_on_exit_codes`` uncounted),
+           waiting ``policy.restart_backoff`` seconds, doubled per error in a row.
+        3. Every replica of attempt ``n`` has ``TORCHX_ATTEMPT=n`` (counted across the
+           backend's requeues) and the same ``TORCHX_CHECKPOINT_DIR``.
+        4. :meth:`schedule` returns an app id that alone finds the job and its attempts
+           (:meth:`recovery_attempts`) from any machine that reaches the backend;
+           :meth:`describe` of it is the job as a whole (terminal only when no attempt is left
+           to run), :meth:`cancel` stops it for good, :meth:`log_iter` reads every attempt.
+
+        Raises:
+            UnsupportedFeatureError: the scheduler cannot recover natively, or not this app or policy
+        """
+        raise UnsupportedFeatureError(f"scheduler {self.backend!r} cannot recover jobs by itself")
+
+    def recovery_attempts(self, app_id: str) -> AttemptLog | None:
+        """The attempts of a job from :meth:`submit_recovery_dryrun`, from the backend's own
+        records (None: the backend does not know the job, or it was not submitted that way).
+
+        Raises:
+            UnsupportedFeatureError: the scheduler cannot recover natively
+        """
+        raise UnsupportedFeatureError(f"scheduler {self.backend!r} cannot recover jobs by itself")
 
     def _pre_build_validate(self, app: AppDef, scheduler: str, cfg: T) -> None:
         """Checks ``app`` before its workspace is built."""

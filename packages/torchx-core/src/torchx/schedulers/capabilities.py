@@ -25,6 +25,9 @@ class SchedulerCapabilities:
         attach: ``torchx run`` follows the job's output and waits by default (local schedulers)
         job_arrays: ``submit_array_dryrun`` / ``array_element_id`` run many apps of one shape as
             one native job array (``sbatch --array``, Batch array jobs); see :class:`Scheduler`
+        recovery: ``submit_recovery_dryrun`` / ``recovery_attempts`` run an app that recovers
+            inside the backend (requeue, retries, an in-job restart loop); see
+            :mod:`torchx.schedulers.recovery`
     """
 
     log_tail: bool = True
@@ -40,6 +43,7 @@ class SchedulerCapabilities:
     mounts: frozenset[str] = frozenset()
     attach: bool = False
     job_arrays: bool = False
+    recovery: bool = False
 
     def __post_init__(self) -> None:
         for name in ("log_streams", "retry_policies", "mounts"):  # any iterable given: kept as a frozenset

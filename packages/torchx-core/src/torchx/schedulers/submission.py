@@ -2,7 +2,8 @@
 
 Every path goes through :func:`dryrun` and :func:`schedule`: ``Runner.dryrun``/``run``/
 ``run_component``/``schedule``, ``Scheduler.submit_dryrun``/``submit``, sweeps (each trial, and
-:func:`array_dryrun` for a native job array) and managed attempts (through the Runner). A
+:func:`array_dryrun` for a native job array) and managed attempts (through the Runner; a job that
+recovers inside its scheduler through :func:`recovery_dryrun` of such a dry run). A
 site policy installed as a ``torchx_pre_submit`` hook cannot be bypassed by calling the
 scheduler directly. In order, :func:`dryrun`:
 
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from torchx.schedulers.api import Scheduler
+    from torchx.schedulers.recovery import RecoveryPolicy
 
 
 def check_capabilities(app: AppDef, scheduler: Scheduler[Any, Any, Any]) -> None:
@@ -160,6 +162,21 @@ def array_dryrun(
         return None
     request._elements = apps
     return _stamp(request, None, infos[0].cfg, infos[0].scheduler or scheduler.backend, infos[0]._parent_run_id)
+
+
+def recovery_dryrun(
+    scheduler: Scheduler[Any, Any, Any], info: AppDryRunInfo[Any], policy: RecoveryPolicy
+) -> AppDryRunInfo[Any]:
+    """The request that runs the app of ``info`` (a dry run of :func:`dryrun`) and recovers it by
+    ``policy`` inside the backend (``Scheduler.submit_recovery_dryrun``).
+
+    Raises:
+        UnsupportedFeatureError: the scheduler cannot recover natively, or not this app or policy
+    """
+    if not scheduler.capabilities.recovery or info.app is None:
+        raise UnsupportedFeatureError(f"scheduler {scheduler.backend!r} cannot recover jobs by itself")
+    request = scheduler.submit_recovery_dryrun(info.app, info.cfg, policy)
+    return _stamp(request, info.app, info.cfg, info.scheduler or scheduler.backend, info._parent_run_id)
 
 
 def schedule(scheduler: Scheduler[Any, Any, Any], info: AppDryRunInfo[Any], session_name: str) -> str:

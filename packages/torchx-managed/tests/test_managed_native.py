@@ -1,0 +1,102 @@
+"""Choosing where a managed job recovers (``controller``), and the refusals, one line each,
+before anything is submitted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from torchx.schedulers.capabilities import SchedulerCapabilities
+from torchx.schedulers.recovery import RecoveredAttempt
+from torchx.specs.runopts import InvalidRunConfigException, runopts
+from torchx.testing import run_cli
+from torchx_managed import native
+from torchx_managed.options import ManagedOptions, check, run_opts
+
+INSTALLED = {"slurm": None, "local_cwd": None, "managed": None}
+
+
+class _Target:
+    def __init__(self, recovery: bool) -> None:
+        self.capabilities = SchedulerCapabilities(recovery=recovery)
+
+
+def _opts(**cfg: Any) -> ManagedOptions:
+    return check(run_opts().resolve(cfg), INSTALLED, lambda _name: runopts())[0]
+
+
+@pytest.mark.parametrize(
+    ("controller", "match"),
+    [
+        ("bogus", "controller=bogus: unknown; use one of auto, native, local"),
+        ("slurm", "controller=slurm: a controller that runs as a job on a scheduler is not available"),
+    ],
+)
+def test_a_bad_controller_is_one_line(controller: str, match: str) -> None:
+    with pytest.raises(InvalidRunConfigException, match=match) as e:
+        _opts(targets=["slurm"], controller=controller)
+    assert "\n" not in str(e.value)
+
+
+def test_auto_recovers_inside_one_target_that_can() -> None:
+    assert native.wants_native(_opts(targets=["slurm"]), _Target(True))  # type: ignore[arg-type]
+    assert not native.wants_native(_opts(targets=["slurm"]), _Target(False))  # type: ignore[arg-type]
+    assert not native.wants_native(_opts(targets=["slurm", "local_cwd"]), _Target(True))  # type: ignore[arg-type]
+    assert not native.wants_native(_opts(targets=["slurm"], notify="http://127.0.0.1:9/x"), _Target(True))  # type: ignore[arg-type]
+    assert not native.wants_native(_opts(targets=["slurm"], controller="local"), _Target(True))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("cfg", "match"),
+    [
+        ({"targets": ["slurm", "local_cwd"]}, "failover across several targets needs a controller"),
+        ({"targets": ["slurm"], "notify": "http://127.0.0.1:9/x"}, "notify needs a controller"),
+    ],
+)
+def test_native_refuses_what_the_target_cannot_express(cfg: dict[str, Any], match: str) -> None:
+    with pytest.raises(InvalidRunConfigException, match=match) as e:
+        native.wants_native(_opts(controller="native", **cfg), _Target(True))  # type: ignore[arg-type]
+    assert "use controller=local" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_native_ids_name_the_target_and_its_job() -> None:
+    app_id = native.native_id("kubernetes", "default:train-x1")
+    assert native.is_native(app_id) and not native.is_native("train-3f9a2c1d")
+    assert native.split_id(app_id) == ("kubernetes", "default:train-x1")
+
+
+def test_the_policy_carries_the_budgets() -> None:
+    opts = _opts(targets=["slurm"], max_restarts=2, max_recoveries=4, recover_on_exit_codes=["33"])
+    policy = native.policy_of(opts, "/shared/ckpt")
+    assert (policy.max_restarts, policy.max_recoveries, policy.recover_on_exit_codes) == (2, 4, (33,))
+    assert policy.checkpoint_dir == "/shared/ckpt"
+
+
+def test_an_attempt_shows_as_managed_attempts_do() -> None:
+    shown = RecoveredAttempt(1, "FAILED", "APP_ERROR", 3, "exited with code 3", 10.0, 12.0).as_json(
+        "slurm://torchx/42", "slurm"
+    )
+    assert shown == {
+        "attempt": 1,
+        "handle": "slurm://torchx/42",
+        "scheduler": "slurm",
+        "state": "FAILED",
+        "cause": "APP_ERROR",
+        "exit_code": 3,
+        "reason": "exited with code 3",
+        "started": 10.0,
+        "ended": 12.0,
+    }
+
+
+def test_cli_controller_native_on_a_target_that_cannot_submits_nothing(tmp_path: Any) -> None:
+    pytest.importorskip("torchx_sched_local", reason="needs torchx-sched-local")
+    pytest.importorskip("torchx_components", reason="needs torchx-components")
+    code, out, err = run_cli(
+        "run", "-s", "managed", "-cfg", "targets=local_cwd,controller=native", "utils.echo",
+        env={"TORCHX_MANAGED_STATE_DIR": str(tmp_path / "managed"), "XDG_STATE_HOME": str(tmp_path / "state")},
+    )  # fmt: skip
+    assert code != 0
+    assert "controller=native: scheduler 'local_cwd' cannot recover jobs by itself" in err
+    assert "Traceback" not in err and not out.strip()
+    assert not (tmp_path / "managed").exists() or not any((tmp_path / "managed").iterdir())

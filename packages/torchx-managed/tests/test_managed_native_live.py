@@ -1,0 +1,195 @@
+"""Managed jobs that recover inside Slurm, with nothing of torchx's left on the submitting side.
+
+Each test submits with ``torchx run --detach`` from a client in its own PID namespace
+(``unshare --pid --fork --kill-child``: every process the client started dies when it
+returns), moves that client's HOME away, breaks the running attempt on the cluster, and reads
+the job from a second client with a fresh HOME (another machine: none of the first one's
+state). Run by ``nox -s integration-managed``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from torchx.testing import live_backend_env, require_answer
+
+COUNTER = Path(__file__).with_name("counter.py")
+#: steps of the counter and seconds per step: attempt 0 runs long enough to be broken mid-run
+STEPS, STEP_SECONDS = 40, 0.25
+
+
+def _until(check: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.3)
+
+
+class Client:
+    """A torchx client with its own HOME (and so its own state directories): a machine."""
+
+    def __init__(self, root: Path, name: str) -> None:
+        self.home = root / name
+        self.home.mkdir()
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "TORCHX_MANAGED"))}
+        env["HOME"] = str(self.home)
+        return env
+
+    def torchx(self, *args: str, isolated: bool = False, check: bool = True) -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "torchx.cli.main", *args]
+        if isolated:  # its own PID namespace, torn down (every process in it killed) when torchx returns
+            cmd = ["unshare", "--pid", "--fork", "--kill-child", *cmd]
+        proc = subprocess.run(cmd, env=self.env(), capture_output=True, text=True, timeout=120, cwd=self.home)
+        if check:
+            assert proc.returncode == 0, f"torchx {' '.join(args)}: {proc.stderr}"
+        return proc
+
+    def status(self, handle: str) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.torchx("status", "--json", handle).stdout)
+        return data
+
+
+@pytest.fixture
+def partition() -> str:
+    env = live_backend_env("TORCHX_TEST_SLURM", "slurm")
+    pytest.importorskip("torchx_sched_slurm", reason="needs torchx-sched-slurm")
+    require_answer(["scontrol", "ping"], "slurmctld", lambda out, _: "is UP" in out, timeout=10)
+    if shutil.which("unshare") is None:
+        pytest.fail("unshare (util-linux) is needed to tear the submitting client down")
+    return env.get("TORCHX_TEST_SLURM_PARTITION", "debug")
+
+
+@pytest.fixture
+def shared() -> Iterator[Path]:
+    """A directory the Slurm nodes (this machine) and both clients see: the job's directory."""
+    path = Path(tempfile.mkdtemp(prefix="torchx-native-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _submit(client: Client, shared: Path, partition: str, plan: str, *cfg: str) -> str:
+    script = shared / "counter.py"
+    shutil.copy(COUNTER, script)
+    opts = ",".join(["targets=slurm", f"partition={partition}", f"job_dir={shared}", *cfg])
+    proc = client.torchx(
+        "run", "--detach", "-s", "managed", "-cfg", opts, "utils.sh",
+        "python3", str(script), str(STEPS), str(STEP_SECONDS), plan,
+        isolated=True,
+    )  # fmt: skip
+    handle = proc.stdout.strip().splitlines()[-1]
+    assert handle.startswith("managed://") and ":" in handle.rsplit("/", 1)[1], proc.stdout
+    return handle
+
+
+def _slurm_id(handle: str) -> str:
+    return handle.rsplit(":", 1)[1]
+
+
+def _move_home_away(client: Client) -> None:
+    client.home.rename(client.home.with_name(client.home.name + "-gone"))
+
+
+def _no_torchx_process_of(home: Path) -> None:
+    """No process runs with the submitting client's HOME (no driver, no watcher left behind)."""
+    left = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if f"HOME={home}".encode() in environ:
+            left.append(pid)
+    assert not left, f"processes of the torn-down client still run: {left}"
+
+
+def _count(shared: Path, handle: str) -> int:
+    path = shared / f"slurm-{_slurm_id(handle)}.checkpoints" / "count"
+    return int(path.read_text()) if path.exists() else 0
+
+
+@pytest.mark.slurm
+def test_node_down_then_app_error_recovers_with_no_client_left(tmp_path: Path, partition: str, shared: Path) -> None:
+    submitter, other = Client(tmp_path, "laptop"), Client(tmp_path, "other")
+    # attempt 0 counts (broken by its node going DOWN), attempt 1 exits 1, attempt 2 finishes
+    handle = _submit(submitter, shared, partition, "0,1,0", "max_restarts=1", "max_recoveries=2")
+    _no_torchx_process_of(submitter.home)
+    _move_home_away(submitter)
+    job = _slurm_id(handle)
+
+    _until(lambda: _count(shared, handle) >= 3, 120, "attempt 0 to checkpoint a few steps")
+    node = subprocess.run(
+        ["squeue", "-h", "-j", job, "-o", "%N"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    subprocess.run(["scontrol", "update", f"nodename={node}", "state=down", "reason=torchx-native-test"], check=True)
+    subprocess.run(["scontrol", "update", f"nodename={node}", "state=resume"], capture_output=True, check=False)
+
+    _until(lambda: other.status(handle)["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"), 300, "the job to end")
+    status = other.status(handle)
+    assert status["state"] == "SUCCEEDED", status
+    attempts = status["attempts"]
+    assert [(a["attempt"], a["state"], a["cause"]) for a in attempts] == [
+        (0, "FAILED", "NODE_FAILURE"),
+        (1, "FAILED", "APP_ERROR"),
+        (2, "SUCCEEDED", None),
+    ], attempts
+    assert attempts[1]["exit_code"] == 1
+    assert _count(shared, handle) == STEPS
+    steps = (shared / f"slurm-{job}.checkpoints" / "steps").read_text().split("\n")
+    counted = [int(line.split()[1]) for line in steps if line]
+    assert counted == list(range(1, STEPS + 1)), "a step was lost or counted twice across the attempts"
+    assert {line.split()[0] for line in steps if line} == {"0", "2"}
+    # every attempt's output is in the one job's log, in order
+    log = other.torchx("log", handle).stdout
+    assert log.index("attempt 0 starts") < log.index("attempt 1 starts") < log.index("attempt 2 resumes")
+
+
+@pytest.mark.slurm
+def test_cancel_from_another_machine_stops_it_for_good(tmp_path: Path, partition: str, shared: Path) -> None:
+    submitter, other = Client(tmp_path, "laptop"), Client(tmp_path, "other")
+    handle = _submit(submitter, shared, partition, "0", "max_restarts=3")
+    _move_home_away(submitter)
+    _until(lambda: _count(shared, handle) >= 1, 120, "the attempt to run")
+    other.torchx("cancel", handle)
+    _until(lambda: other.status(handle)["state"] == "CANCELLED", 60, "the job to read CANCELLED")
+    reached = _count(shared, handle)
+    time.sleep(3 * STEP_SECONDS + 1)
+    assert _count(shared, handle) == reached, "the job kept counting after its cancel"
+    status = other.status(handle)
+    assert len(status["attempts"]) == 1 and status["attempts"][0]["state"] == "CANCELLED", status
+
+
+@pytest.mark.slurm
+def test_max_restarts_used_up_ends_failed_with_every_attempt(tmp_path: Path, partition: str, shared: Path) -> None:
+    client = Client(tmp_path, "laptop")
+    handle = _submit(client, shared, partition, "3,3,3", "max_restarts=1")
+    _until(lambda: client.status(handle)["state"] in ("SUCCEEDED", "FAILED"), 120, "the job to end")
+    status = client.status(handle)
+    assert status["state"] == "FAILED", status
+    assert [(a["state"], a["cause"], a["exit_code"]) for a in status["attempts"]] == [
+        ("FAILED", "APP_ERROR", 3),
+        ("FAILED", "APP_ERROR", 3),
+    ]
+
+
+@pytest.mark.slurm
+def test_recover_on_exit_code_and_backoff_are_kept_in_the_job(tmp_path: Path, partition: str, shared: Path) -> None:
+    client = Client(tmp_path, "laptop")
+    # 33 restarts uncounted (max_restarts=0); the attempt after a 33 finishes
+    handle = _submit(client, shared, partition, "33,33,0", "recover_on_exit_codes=33")
+    _until(lambda: client.status(handle)["state"] in ("SUCCEEDED", "FAILED"), 120, "the job to end")
+    status = client.status(handle)
+    assert status["state"] == "SUCCEEDED", status
+    assert [a["exit_code"] for a in status["attempts"]] == [33, 33, 0]
