@@ -9,19 +9,16 @@ state). Run by ``nox -s integration-managed``.
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from torchx.testing import live_backend_env, require_answer
+from torchx.testing.machines import Machine
 
 COUNTER = Path(__file__).with_name("counter.py")
 #: steps of the counter and seconds per step: attempt 0 runs long enough to be broken mid-run
@@ -33,32 +30,6 @@ def _until(check: Callable[[], bool], timeout: float, what: str) -> None:
     while not check():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.3)
-
-
-class Client:
-    """A torchx client with its own HOME (and so its own state directories): a machine."""
-
-    def __init__(self, root: Path, name: str) -> None:
-        self.home = root / name
-        self.home.mkdir()
-
-    def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "TORCHX_MANAGED"))}
-        env["HOME"] = str(self.home)
-        return env
-
-    def torchx(self, *args: str, isolated: bool = False, check: bool = True) -> subprocess.CompletedProcess[str]:
-        cmd = [sys.executable, "-m", "torchx.cli.main", *args]
-        if isolated:  # its own PID namespace, torn down (every process in it killed) when torchx returns
-            cmd = ["unshare", "--pid", "--fork", "--kill-child", *cmd]
-        proc = subprocess.run(cmd, env=self.env(), capture_output=True, text=True, timeout=120, cwd=self.home)
-        if check:
-            assert proc.returncode == 0, f"torchx {' '.join(args)}: {proc.stderr}"
-        return proc
-
-    def status(self, handle: str) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads(self.torchx("status", "--json", handle).stdout)
-        return data
 
 
 @pytest.fixture
@@ -80,7 +51,7 @@ def shared() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _submit(client: Client, shared: Path, partition: str, plan: str, *cfg: str) -> str:
+def _submit(client: Machine, shared: Path, partition: str, plan: str, *cfg: str) -> str:
     script = shared / "counter.py"
     shutil.copy(COUNTER, script)
     opts = ",".join(["targets=slurm", f"partition={partition}", f"job_dir={shared}", *cfg])
@@ -98,23 +69,6 @@ def _slurm_id(handle: str) -> str:
     return handle.rsplit(":", 1)[1]
 
 
-def _move_home_away(client: Client) -> None:
-    client.home.rename(client.home.with_name(client.home.name + "-gone"))
-
-
-def _no_torchx_process_of(home: Path) -> None:
-    """No process runs with the submitting client's HOME (no driver, no watcher left behind)."""
-    left = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if f"HOME={home}".encode() in environ:
-            left.append(pid)
-    assert not left, f"processes of the torn-down client still run: {left}"
-
-
 def _count(shared: Path, handle: str) -> int:
     path = shared / f"slurm-{_slurm_id(handle)}.checkpoints" / "count"
     return int(path.read_text()) if path.exists() else 0
@@ -122,11 +76,10 @@ def _count(shared: Path, handle: str) -> int:
 
 @pytest.mark.slurm
 def test_node_down_then_app_error_recovers_with_no_client_left(tmp_path: Path, partition: str, shared: Path) -> None:
-    submitter, other = Client(tmp_path, "laptop"), Client(tmp_path, "other")
+    submitter, other = Machine(tmp_path, "laptop"), Machine(tmp_path, "other")
     # attempt 0 counts (broken by its node going DOWN), attempt 1 exits 1, attempt 2 finishes
     handle = _submit(submitter, shared, partition, "0,1,0", "max_restarts=1", "max_recoveries=2")
-    _no_torchx_process_of(submitter.home)
-    _move_home_away(submitter)
+    submitter.gone()
     job = _slurm_id(handle)
 
     _until(lambda: _count(shared, handle) >= 3, 120, "attempt 0 to checkpoint a few steps")
@@ -158,9 +111,9 @@ def test_node_down_then_app_error_recovers_with_no_client_left(tmp_path: Path, p
 
 @pytest.mark.slurm
 def test_cancel_from_another_machine_stops_it_for_good(tmp_path: Path, partition: str, shared: Path) -> None:
-    submitter, other = Client(tmp_path, "laptop"), Client(tmp_path, "other")
+    submitter, other = Machine(tmp_path, "laptop"), Machine(tmp_path, "other")
     handle = _submit(submitter, shared, partition, "0", "max_restarts=3")
-    _move_home_away(submitter)
+    submitter.gone()
     _until(lambda: _count(shared, handle) >= 1, 120, "the attempt to run")
     other.torchx("cancel", handle)
     _until(lambda: other.status(handle)["state"] == "CANCELLED", 60, "the job to read CANCELLED")
@@ -173,7 +126,7 @@ def test_cancel_from_another_machine_stops_it_for_good(tmp_path: Path, partition
 
 @pytest.mark.slurm
 def test_max_restarts_used_up_ends_failed_with_every_attempt(tmp_path: Path, partition: str, shared: Path) -> None:
-    client = Client(tmp_path, "laptop")
+    client = Machine(tmp_path, "laptop")
     handle = _submit(client, shared, partition, "3,3,3", "max_restarts=1")
     _until(lambda: client.status(handle)["state"] in ("SUCCEEDED", "FAILED"), 120, "the job to end")
     status = client.status(handle)
@@ -186,7 +139,7 @@ def test_max_restarts_used_up_ends_failed_with_every_attempt(tmp_path: Path, par
 
 @pytest.mark.slurm
 def test_recover_on_exit_code_and_backoff_are_kept_in_the_job(tmp_path: Path, partition: str, shared: Path) -> None:
-    client = Client(tmp_path, "laptop")
+    client = Machine(tmp_path, "laptop")
     # 33 restarts uncounted (max_restarts=0); the attempt after a 33 finishes
     handle = _submit(client, shared, partition, "33,33,0", "recover_on_exit_codes=33")
     _until(lambda: client.status(handle)["state"] in ("SUCCEEDED", "FAILED"), 120, "the job to end")
