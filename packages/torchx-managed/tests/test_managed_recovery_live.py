@@ -194,7 +194,7 @@ def test_lsf_attempt_killed_from_outside_is_recovered(runner: Runner, lsf: None,
         f'if [ "$TORCHX_ATTEMPT" = 0 ]; then echo $BASHPID > {pidfile}; exec sleep 300; fi;'
         ' echo "finished on attempt $TORCHX_ATTEMPT"',
     ]
-    handle = runner.run(app, "managed", {"targets": ["lsf"], "job_dir": shared_dir})
+    handle = runner.run(app, "managed", {"targets": ["lsf"], "controller": "local", "job_dir": shared_dir})
     try:
         _until(lambda: os.path.exists(pidfile) and os.path.getsize(pidfile) > 0, 120, "attempt 0 to run")
         with open(pidfile) as f:
@@ -261,7 +261,7 @@ def _running_pod(core: Any, attempt: Attempt) -> Any:
 def test_k8s_container_killed_on_the_node_is_recovered(runner: Runner, k8s: dict[str, Any]) -> None:
     if k8s["kubelet"] != "docker":
         pytest.skip("needs the docker kubelet: the container is killed with `docker kill`")
-    handle = runner.run(_app(k8s["image"]), "managed", {"targets": ["kubernetes"], **k8s["cfg"]})
+    handle = runner.run(_app(k8s["image"]), "managed", {"targets": ["kubernetes"], "controller": "local", **k8s["cfg"]})
     try:
         pod = _running_pod(k8s["core"], _attempt(handle, 0))
         ids = subprocess.run(
@@ -280,7 +280,7 @@ def test_k8s_pod_evicted_mid_run_the_job_finishes(runner: Runner, k8s: dict[str,
     # the Job runs an evicted pod again itself: the attempt goes on and ends well
     app = _app(k8s["image"])
     app.roles[0].args = ["-c", "echo running; sleep 6; echo finished"]
-    handle = runner.run(app, "managed", {"targets": ["kubernetes"], **k8s["cfg"]})
+    handle = runner.run(app, "managed", {"targets": ["kubernetes"], "controller": "local", **k8s["cfg"]})
     try:
         pod = _running_pod(k8s["core"], _attempt(handle, 0))
         body = {"metadata": {"name": pod.metadata.name, "namespace": pod.metadata.namespace}}
@@ -312,7 +312,7 @@ def test_batch_job_ended_by_a_lost_host_is_recovered(runner: Runner, batch: str)
     from torchx_sched_aws.batch import create_scheduler
 
     image = os.environ.get("TORCHX_TEST_AWS_IMAGE", "localhost/torchx-python:bookworm")
-    handle = runner.run(_app(image), "managed", {"targets": ["aws_batch"], "queue": batch})
+    handle = runner.run(_app(image), "managed", {"targets": ["aws_batch"], "controller": "local", "queue": batch})
     try:
         app_id = parse_app_handle(str(_attempt(handle, 0).handle)).app_id
         sched = create_scheduler("recovery")
