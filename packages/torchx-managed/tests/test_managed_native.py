@@ -26,16 +26,29 @@ def _opts(**cfg: Any) -> ManagedOptions:
 
 
 @pytest.mark.parametrize(
-    ("controller", "match"),
+    ("cfg", "match"),
     [
-        ("bogus", "controller=bogus: unknown; use one of auto, native, local"),
-        ("slurm", "controller=slurm: a controller that runs as a job on a scheduler is not available"),
+        ({"controller": "bogus"}, "controller=bogus: neither auto, native, local nor an installed scheduler"),
+        ({"controller": "managed"}, "controller=managed: neither"),
+        ({"controller": "slurm"}, "controller=slurm needs journal=PATH"),
+        ({"controller": "slurm", "journal": "rel/dir"}, "journal=rel/dir: give an absolute path"),
+        ({"journal": "/proc/torchx-journal"}, "journal=/proc/torchx-journal: cannot make the directory"),
     ],
 )
-def test_a_bad_controller_is_one_line(controller: str, match: str) -> None:
+def test_a_bad_controller_or_journal_is_one_line(cfg: dict[str, Any], match: str) -> None:
     with pytest.raises(InvalidRunConfigException, match=match) as e:
-        _opts(targets=["slurm"], controller=controller)
+        _opts(targets=["slurm"], **cfg)
     assert "\n" not in str(e.value)
+
+
+def test_a_journal_is_made_and_names_the_job_from_anywhere(tmp_path: Any) -> None:
+    from torchx_managed.journal import ManagedStore, located_id
+
+    opts = _opts(targets=["slurm"], controller="slurm", journal=str(tmp_path / "shared" / "journal"))
+    assert opts.journal == str(tmp_path / "shared" / "journal") and (tmp_path / "shared" / "journal").is_dir()
+    app_id = located_id("train-1a2b3c4d", opts.journal)
+    assert "/" not in app_id and app_id.startswith("train-1a2b3c4d@%2F")
+    assert ManagedStore(str(tmp_path / "elsewhere")).job_dir(app_id) == str(tmp_path / "shared/journal/train-1a2b3c4d")
 
 
 def test_auto_recovers_inside_one_target_that_can() -> None:

@@ -28,6 +28,7 @@ import os
 import select
 import signal
 import sys
+import threading
 import time
 from typing import Any
 
@@ -65,6 +66,7 @@ class Driver:
         self.stop = False
         self.notifier: Notifier | None = None
         self._wake = -1
+        self._wake_lock = threading.Lock()
 
     def request_stop(self) -> None:
         """Wakes the driver to look at the journal (a cancel) or to exit (safe in a signal handler)."""
@@ -73,20 +75,34 @@ class Driver:
     def _journal(self, **event: Any) -> None:
         self.store.append(self.job_id, {**event, "t": time.time()} if "t" not in event else event, sync=True)
 
+    def wake(self) -> None:
+        """Wakes the driver's wait to look at the journal (from another thread: a controller)."""
+        with self._wake_lock:  # never a write to the number of a closed (reused) descriptor
+            if self._wake >= 0:
+                try:
+                    os.write(self._wake, b"w")
+                except BlockingIOError:  # full: a wake is pending anyway
+                    pass
+
     def run(self) -> None:
-        """Drives the job until it is final, or until stopped without a cancel."""
+        """Drives the job until it is final, or until stopped without a cancel. In the main
+        thread signals wake it; in another (a controller's), :meth:`wake` does."""
         state = self.store.load(self.job_id)
         url = state.options.notify
         if url:
             self.notifier = Notifier(url, lambda key: self.store.append(self.job_id, {"ev": "notified", "key": key}))
         read_end, self._wake = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        old_wake = signal.set_wakeup_fd(self._wake, warn_on_full_buffer=False)
+        main = threading.current_thread() is threading.main_thread()
+        old_wake = signal.set_wakeup_fd(self._wake, warn_on_full_buffer=False) if main else -1
         try:
             self._loop(read_end)
         finally:
-            signal.set_wakeup_fd(old_wake)
+            if main:
+                signal.set_wakeup_fd(old_wake)
             os.close(read_end)
-            os.close(self._wake)
+            with self._wake_lock:
+                os.close(self._wake)
+                self._wake = -1
             if self.notifier is not None:
                 self.notifier.offer(pending(self.store.load(self.job_id), str(state.spec["handle"])))
                 self.notifier.close(NOTIFY_DRAIN)
@@ -142,7 +158,7 @@ class Driver:
 
     def _submit(self, state: JobState, app: Any, n: int, target: str) -> None:
         spec = state.spec
-        self._journal(ev="submitting", n=n, target=target, name=attempt_name(self.job_id, n))
+        self._journal(ev="submitting", n=n, target=target, name=attempt_name(str(spec["id"]), n))
         try:
             info = dryrun_attempt(self.runner, app, spec, n, target, checkpoint_dir(self.store, spec))
             handle = self.runner.schedule(info)

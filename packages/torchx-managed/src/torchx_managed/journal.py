@@ -21,6 +21,7 @@ Events (``t`` is the wall-clock time)::
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +49,16 @@ class ManagedStore(DurableStore):
     def _unknown(self, msg: str) -> UnknownJobError:
         return UnknownJobError(f"{msg}; `torchx list -s managed` shows the managed jobs stored here")
 
+    def job_dir(self, job_id: str) -> str:
+        """The directory of a job; ``ID@ROOT`` (a job kept in the ``journal`` directory
+        ``ROOT``, e.g. shared with a cluster) is job ``ID`` under ``ROOT``.
+
+        Raises:
+            UnknownJobError: the id is not a plain name (or ``ROOT`` not an absolute path)
+        """
+        root, name = locate(job_id, self.root)
+        return super().job_dir(name) if root == self.root else DurableStore(root, self.kind).job_dir(name)
+
     def load(self, job_id: str) -> JobState:
         """The job's spec and state, folded from its journal.
 
@@ -58,6 +69,32 @@ class ManagedStore(DurableStore):
         for ev in self.events(job_id):
             state.apply(ev)
         return state
+
+
+def located_id(job_id: str, root: str | None) -> str:
+    """The app id of job ``job_id`` kept under ``root`` (None: this machine's state directory):
+    ``ID@ROOT`` with ``ROOT`` percent-encoded, so the handle has no ``/`` of its own
+    (``torchx log HANDLE/ROLE/REPLICA`` splits there)."""
+    from urllib.parse import quote
+
+    return job_id if root is None else f"{job_id}@{quote(root, safe='')}"
+
+
+def locate(app_id: str, default_root: str) -> tuple[str, str]:
+    """``(root, job id)`` of an app id of :func:`located_id`.
+
+    Raises:
+        UnknownJobError: ``ROOT`` is not an absolute path
+    """
+    from urllib.parse import unquote
+
+    name, sep, quoted = app_id.partition("@")
+    if not sep:
+        return default_root, app_id
+    root = unquote(quoted)
+    if not os.path.isabs(root):
+        raise UnknownJobError(f"{app_id!r} is not a managed job id: {root!r} is not an absolute path")
+    return os.path.normpath(root), name
 
 
 @dataclass

@@ -30,8 +30,9 @@ SEP = ":"
 
 
 def is_native(app_id: str) -> bool:
-    """True for the app id of a job that recovers inside its target (``slurm:4242``)."""
-    return SEP in app_id
+    """True for the app id of a job that recovers inside its target (``slurm:4242``; not a
+    journal-kept ``ID@ROOT``, whose ROOT may hold any character)."""
+    return SEP in app_id.partition("@")[0]
 
 
 def native_id(target: str, target_app_id: str) -> str:

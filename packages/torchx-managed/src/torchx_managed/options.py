@@ -70,8 +70,16 @@ def run_opts() -> ManagedRunOpts:
         str,
         "what recovers the job: native (inside its one target: requeue, retries, an in-job restart"
         " loop; no process on this machine), local (a driver on this machine), or auto (native"
-        " where the job allows it, else local)",
+        " where the job allows it, else local), or a scheduler's name (a controller that runs as a"
+        " job on that scheduler and drives every job of the journal; needs journal=)",
         default="auto",
+    )
+    opts.add(
+        "journal",
+        str,
+        "absolute path of the directory the job's journal is kept in (default: this machine's state"
+        " directory); on storage other machines mount, they see the job; required with a controller"
+        " that runs as a job",
     )
     return opts
 
@@ -105,7 +113,9 @@ class ManagedOptions:
         checkpoint_dir: TORCHX_CHECKPOINT_DIR (None: the job's own directory)
         notify: URL to POST state changes to
         target_cfgs: run options of each target (from the other ``-cfg`` keys)
-        controller: ``auto``, ``native`` or ``local`` (see :data:`CONTROLLERS`)
+        controller: ``auto``, ``native``, ``local`` (see :data:`CONTROLLERS`) or the scheduler
+            a controller job runs on
+        journal: the directory the job is kept in (None: this machine's state directory)
     """
 
     targets: list[str]
@@ -117,6 +127,7 @@ class ManagedOptions:
     notify: str | None = None
     target_cfgs: dict[str, dict[str, Any]] = field(default_factory=dict)
     controller: str = "auto"
+    journal: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         """JSON-ready (stored in the job's spec)."""
@@ -202,6 +213,7 @@ def check(
             raise _bad(f"notify={notify}: must be an http:// or https:// URL", "notify")
     ckpt = cfg.get("checkpoint_dir") or None
     controller = _controller(cfg.get("controller"), installed)
+    journal = _journal(cfg.get("journal"), controller)
     names = {name for name, _ in own}
     target_cfgs: dict[str, dict[str, Any]] = {t: {} for t in targets}
     unknown = []
@@ -223,6 +235,7 @@ def check(
         notify=None if notify is None else str(notify),
         target_cfgs=target_cfgs,
         controller=controller,
+        journal=journal,
     )
     return options, unknown
 
@@ -230,12 +243,34 @@ def check(
 def _controller(value: CfgVal, installed: Mapping[str, Any]) -> str:
     """The checked ``controller`` option."""
     text = str(value or "auto").strip()
-    if text in CONTROLLERS:
+    if text in CONTROLLERS or (text in installed and text != SCHEDULER):
         return text
-    if text in installed:
-        raise _bad(
-            f"controller={text}: a controller that runs as a job on a scheduler is not available in this"
-            " version; use controller=native (recovery inside the target) or controller=local",
-            "controller",
-        )
-    raise _bad(f"controller={text}: unknown; use one of {', '.join(CONTROLLERS)}", "controller")
+    known = ", ".join([*CONTROLLERS, *sorted(n for n in installed if n != SCHEDULER)])
+    raise _bad(
+        f"controller={text}: neither {', '.join(CONTROLLERS)} nor an installed scheduler (use {known})", "controller"
+    )
+
+
+def _journal(value: CfgVal, controller: str) -> str | None:
+    """The checked ``journal`` option: an absolute directory this machine can write (made here)."""
+    import os
+
+    text = str(value).strip() if value not in (None, "") else ""
+    if not text:
+        if controller not in CONTROLLERS:
+            raise _bad(
+                f"controller={controller} needs journal=PATH: a directory on storage both this machine and"
+                f" {controller}'s nodes reach (the controller job reads and writes the job there)",
+                "journal",
+            )
+        return None
+    path = os.path.expanduser(text)
+    if not os.path.isabs(path):
+        raise _bad(f"journal={text}: give an absolute path (the controller's side resolves it too)", "journal")
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    except OSError as e:
+        raise _bad(f"journal={text}: cannot make the directory: {e.strerror}", "journal") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise _bad(f"journal={text}: this machine cannot write there", "journal")
+    return os.path.normpath(path)

@@ -35,9 +35,9 @@ from torchx.specs.runopts import CfgVal, runopts
 from torchx.specs.status import AppState, is_terminal
 from torchx.util.durable import UnknownJobError
 
-from torchx_managed import native, options
+from torchx_managed import controller, native, options
 from torchx_managed.attempts import attempt_name, dryrun_attempt, dump_app, load_app
-from torchx_managed.journal import Attempt, JobState, ManagedStore
+from torchx_managed.journal import Attempt, JobState, ManagedStore, locate, located_id
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -146,8 +146,9 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
             shown = {"options": opts.as_json(), "checkpoint_dir": opts.checkpoint_dir or "next to the job's logs"}
             return AppDryRunInfo(ManagedRequest("", shown, request, native=True), str)
         job_id = new_job_id(app.name)
-        handle = make_app_handle(self.backend, self.session_name, job_id)
-        ckpt = opts.checkpoint_dir or os.path.join(self.store.job_dir(job_id), "checkpoints")
+        app_id = located_id(job_id, opts.journal)
+        handle = make_app_handle(self.backend, self.session_name, app_id)
+        ckpt = opts.checkpoint_dir or os.path.join(self.store.job_dir(app_id), "checkpoints")
         spec: dict[str, Any] = {
             "id": job_id,
             "handle": handle,
@@ -160,7 +161,7 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
             "app": dump_app(app),
         }
         first = dryrun_attempt(runner, app, spec, 0, opts.targets[0], ckpt)
-        return AppDryRunInfo(ManagedRequest(job_id, spec, first), str)
+        return AppDryRunInfo(ManagedRequest(app_id, spec, first), str)
 
     def schedule(self, dryrun_info: AppDryRunInfo[ManagedRequest]) -> str:
         """Records the job, submits its first attempt and starts its driver; returns the job id.
@@ -182,7 +183,13 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
                     os.makedirs(spec["checkpoint_dir"], exist_ok=True)
                 self.store.append(
                     job_id,
-                    {"ev": "submitting", "n": 0, "target": target, "name": attempt_name(job_id, 0), "t": time.time()},
+                    {
+                        "ev": "submitting",
+                        "n": 0,
+                        "target": target,
+                        "name": attempt_name(spec["id"], 0),
+                        "t": time.time(),
+                    },
                     sync=True,
                 )
                 handle = self._runner.schedule(req.first)
@@ -190,6 +197,10 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
                 shutil.rmtree(self.store.job_dir(job_id), ignore_errors=True)
                 raise
             self.store.append(job_id, {"ev": "started", "n": 0, "handle": handle, "t": time.time()}, sync=True)
+            cluster = _cluster_controller(spec)
+            if cluster is not None:  # the controller job takes the job's lock once this one lets go
+                controller.ensure(self._runner, cluster, locate(job_id, self.store.root)[0])
+                return job_id
             try:
                 self.store.spawn(job_id, self._driver_argv(job_id, lock), cwd=spec["cwd"], lock_fd=lock)
             except OSError as e:  # the attempt runs: the next look at the job starts its driver
@@ -199,7 +210,8 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
         return job_id
 
     def _driver_argv(self, job_id: str, lock_fd: int | None = None) -> list[str]:
-        argv = ["-m", "torchx_managed.driver", self.store.root, job_id]
+        root, own = locate(job_id, self.store.root)
+        argv = ["-m", "torchx_managed.driver", root, own]
         return [*argv, "--lock-fd", str(lock_fd)] if lock_fd is not None else argv
 
     # ------------------------------------------------------------------ state
@@ -209,9 +221,13 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
             state = self.store.load(job_id)
         except UnknownJobError:
             return None
-        if resume and self.store.resume(
-            job_id, self._driver_argv(job_id), state.final is not None, state.spec.get("cwd")
-        ):
+        if not resume or state.final is not None:
+            return state
+        cluster = _cluster_controller(state.spec)
+        if cluster is not None:
+            if self.store.driver_pid(job_id) is None:
+                controller.ensure(self._runner, cluster, locate(job_id, self.store.root)[0])
+        elif self.store.resume(job_id, self._driver_argv(job_id), False, state.spec.get("cwd")):
             logger.info("managed job %s: its driver had stopped; started it again", job_id)
         return state
 
@@ -256,6 +272,7 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
             metadata={
                 "attempts": attempts,
                 "targets": list(state.options.targets),
+                **_controller_metadata(state.spec, locate(app_id, self.store.root)[0]),
                 "driver": "running"
                 if self.store.driver_pid(app_id) is not None
                 else "finished"
@@ -405,6 +422,19 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
             yield from sched.log_iter(parsed.app_id, role_name, k, regex, since, until, tail, streams)
         except Exception as e:  # an attempt without logs (never started, purged) does not hide the others
             logger.warning("no logs of attempt %d (%s): %s", attempt.n, attempt.handle, e)
+
+
+def _controller_metadata(spec: Mapping[str, Any], root: str) -> dict[str, Any]:
+    """``{"controller": HANDLE}`` for a job driven by a controller job, else nothing."""
+    if _cluster_controller(spec) is None:
+        return {}
+    return {"controller": controller.controller_handle(root), "journal": root}
+
+
+def _cluster_controller(spec: Mapping[str, Any]) -> str | None:
+    """The scheduler the job's controller runs on as a job (None: a local driver drives it)."""
+    chosen = str(spec["options"].get("controller") or "auto")
+    return None if chosen in options.CONTROLLERS else chosen
 
 
 def create_scheduler(session_name: str, state_dir: str | None = None, **kwargs: Any) -> ManagedScheduler:

@@ -1,0 +1,232 @@
+"""A controller that runs as a job on a cluster (``-cfg controller=<scheduler>``): one process
+drives every unfinished managed job kept in one ``journal`` directory, so recovery, failover
+across targets, ``pending_timeout`` and ``notify`` go on with the submitting machine gone.
+
+Run as ``python -m torchx_managed.controller ROOT`` (submitted by :func:`ensure`). It:
+
+* holds ``ROOT/controller.lock`` for its whole life: a second controller of the same journal
+  exits at once;
+* scans the journal every :data:`SCAN_INTERVAL` seconds and drives each unfinished job whose
+  driver lock it can take, in a thread of its own (a job that another driver holds, e.g. a
+  local one, is left to it: two drivers never drive one job);
+* wakes a job's driver when ``torchx cancel`` journals a cancel (from any machine);
+* exits after :data:`IDLE_EXIT` seconds with nothing to drive (the next submission, or the next
+  look at an unfinished job, submits a new controller);
+* on SIGTERM (a cancel of the controller job, a preemption) stops its drivers without ending
+  their jobs: the next look at a job submits a new controller, which resumes it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from torchx.specs.roles import AppDef, Resource, Role
+from torchx.specs.status import is_terminal
+from torchx.util.durable import write_atomic
+
+from torchx_managed.journal import ManagedStore
+
+if TYPE_CHECKING:
+    from torchx.runner import Runner
+
+    from torchx_managed.driver import Driver
+
+logger: logging.Logger = logging.getLogger("torchx_managed.controller")
+
+#: seconds between two scans of the journal
+SCAN_INTERVAL = 1.0
+#: seconds with no unfinished job after which the controller job ends
+IDLE_EXIT = 120.0
+#: the controller job's record, in the journal directory
+CONTROLLER_FILE = "controller.json"
+#: the lock a controller holds for its whole life, in the journal directory
+CONTROLLER_LOCK = "controller.lock"
+
+
+def controller_app(root: str) -> AppDef:
+    """The controller job: this interpreter running this module on ``root`` (the cluster's nodes
+    reach the same Python and journal path, as with a shared virtualenv)."""
+    role = Role(
+        "controller",
+        image=root,
+        entrypoint=sys.executable,
+        args=["-m", "torchx_managed.controller", root],
+        env={"PYTHONUNBUFFERED": "1"},
+        resource=Resource(cpu=1, gpu=0, memMB=256),
+    )
+    return AppDef("torchx-managed-controller", [role])
+
+
+def controller_handle(root: str) -> str | None:
+    """The handle of the last controller job submitted for ``root`` (None: none was)."""
+    try:
+        with open(os.path.join(root, CONTROLLER_FILE), encoding="utf-8") as f:
+            handle = json.load(f).get("handle")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return handle if isinstance(handle, str) else None
+
+
+def running(root: str) -> bool:
+    """True while a controller process holds the journal's controller lock."""
+    try:
+        fd = os.open(os.path.join(root, CONTROLLER_LOCK), os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def ensure(runner: Runner, scheduler: str, root: str) -> str:
+    """The handle of a live controller job for ``root`` on ``scheduler``: the recorded one while
+    it is queued or running, else a new one, submitted here."""
+    handle = controller_handle(root)
+    if handle is not None:
+        try:
+            status = runner.status(handle)
+        except Exception as e:  # the scheduler briefly unreachable: do not pile up controllers
+            logger.warning("cannot get the status of controller %s (%s); not submitting another", handle, e)
+            return handle
+        if status is not None and not is_terminal(status.state):
+            return handle
+    if running(root):  # one runs that no record names (its record is being written)
+        return handle or ""
+    cfg = {"job_dir": root} if runner.scheduler_run_opts(scheduler).get("job_dir") is not None else {}
+    handle = runner.run(controller_app(root), scheduler, cfg or None)
+    write_atomic(os.path.join(root, CONTROLLER_FILE), json.dumps({"handle": handle, "submitted": time.time()}))
+    logger.info("submitted controller %s for %s", handle, root)
+    return handle
+
+
+class Controller:
+    """Drives the unfinished jobs of one journal directory (see the module docstring)."""
+
+    def __init__(self, store: ManagedStore) -> None:
+        self.store = store
+        self.stopping = threading.Event()
+        self.driving: dict[str, tuple[threading.Thread, Driver, int]] = {}
+        self.woken: set[str] = set()
+        self.label = f"controller {socket.gethostname()} {os.getpid()}".encode()
+
+    def request_stop(self) -> None:
+        """Stops every driver (their jobs are not ended) and the controller (signal-safe)."""
+        self.stopping.set()
+
+    def run(self, idle_exit: float = IDLE_EXIT) -> None:
+        """Scans and drives until stopped, or idle for ``idle_exit`` seconds."""
+        idle_since = time.monotonic()
+        try:
+            while not self.stopping.is_set():
+                self._reap()
+                if self._scan() or self.driving:
+                    idle_since = time.monotonic()
+                elif time.monotonic() - idle_since >= idle_exit:
+                    logger.info("nothing to drive for %.0fs: exiting", idle_exit)
+                    return
+                self.stopping.wait(SCAN_INTERVAL)
+        finally:
+            for _, driver, _ in self.driving.values():
+                driver.request_stop()
+                driver.wake()
+            for thread, _, _ in self.driving.values():
+                thread.join(timeout=60)
+            self._reap()
+
+    def _scan(self) -> int:
+        """Starts a driver for each unfinished job nobody drives; wakes those with a new cancel;
+        returns how many jobs are unfinished."""
+        unfinished = 0
+        for job_id in self.store.job_ids():
+            try:
+                state = self.store.load(job_id)
+            except Exception as e:  # a job being deleted, a torn spec: the others go on
+                logger.warning("skipped job %s: %s", job_id, e)
+                continue
+            if state.final is not None:
+                continue
+            unfinished += 1
+            held = self.driving.get(job_id)
+            if held is not None:
+                if state.cancelled and job_id not in self.woken:
+                    self.woken.add(job_id)
+                    held[1].wake()
+                continue
+            self._start(job_id)
+        return unfinished
+
+    def _start(self, job_id: str) -> None:
+        from torchx.runner import get_runner
+
+        from torchx_managed.driver import Driver
+
+        fd = self.store.take_driver_lock(job_id, own=False)
+        if fd is None:
+            return  # another driver holds the job
+        os.pwrite(fd, self.label, 0)  # not a pid of this host's: nobody signals it for the job
+        session = str(self.store.read_spec(job_id).get("session", "torchx"))
+        driver = Driver(self.store, job_id, get_runner(name=session))
+        thread = threading.Thread(target=self._drive, args=(job_id, driver), name=job_id, daemon=True)
+        self.driving[job_id] = (thread, driver, fd)
+        logger.info("driving job %s", job_id)
+        thread.start()
+
+    def _drive(self, job_id: str, driver: Driver) -> None:
+        try:
+            driver.run()
+        except Exception:
+            logger.exception("job %s: its driver failed (the next scan starts it again)", job_id)
+        finally:
+            driver.runner.close()
+
+    def _reap(self) -> None:
+        for job_id, (thread, _, fd) in list(self.driving.items()):
+            if not thread.is_alive():
+                os.close(fd)
+                del self.driving[job_id]
+                self.woken.discard(job_id)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: ``python -m torchx_managed.controller ROOT``."""
+    args = argv if argv is not None else sys.argv[1:]
+    if len(args) != 1:
+        print("usage: python -m torchx_managed.controller JOURNAL_DIR", file=sys.stderr)
+        return 2
+    root = os.path.abspath(args[0])
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(threadName)s %(message)s")
+    try:
+        fd = os.open(os.path.join(root, CONTROLLER_LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError as e:
+        logger.error("cannot open the journal %s: %s", root, e)
+        return 1
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        logger.info("another controller drives %s: exiting", root)
+        return 0
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{socket.gethostname()} {os.getpid()}".encode(), 0)
+    controller = Controller(ManagedStore(root))
+    signal.signal(signal.SIGTERM, lambda *_: controller.request_stop())
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    logger.info("controlling the managed jobs in %s", root)
+    controller.run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

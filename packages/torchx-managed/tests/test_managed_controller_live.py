@@ -1,0 +1,142 @@
+"""A managed job driven by a controller that runs as a Slurm job (``controller=slurm``), with its
+journal on a shared directory: failover across targets (a Slurm partition DOWN, then
+Kubernetes) and cancel go on with the submitting client torn down and its HOME gone. Run by
+``nox -s integration-managed``.
+
+(LSF is not the second target here: the test Slurm cluster's nodes are this machine under the
+names node1..node4, which the one-host OpenLava cluster refuses as submission hosts.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from torchx.testing import live_backend_env, require_answer
+from torchx.testing.machines import Machine
+
+
+def _until(check: Callable[[], bool], timeout: float, what: str, shared: Path | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() >= deadline:
+            logs = "" if shared is None else _controller_logs(shared)
+            raise AssertionError(f"timed out waiting for {what}; the controller's log:\n{logs}")
+        time.sleep(0.5)
+
+
+def _controller_logs(shared: Path) -> str:
+    return "".join(p.read_text()[-3000:] for p in sorted((shared / "journal").glob("slurm-*")))
+
+
+@pytest.fixture
+def clusters() -> dict[str, str]:
+    """Slurm and Kubernetes (with a kubelet), both live; the run options of the Kubernetes
+    target. KUBECONFIG is put in this process's environment: the controller job inherits it."""
+    live_backend_env("TORCHX_TEST_SLURM", "slurm")
+    pytest.importorskip("torchx_sched_slurm", reason="needs torchx-sched-slurm")
+    require_answer(["scontrol", "ping"], "slurmctld", lambda out, _: "is UP" in out, timeout=10)
+    env = live_backend_env("TORCHX_TEST_K8S", "k8s")
+    pytest.importorskip("torchx_sched_k8s", reason="needs torchx-sched-k8s")
+    if env.get("TORCHX_TEST_K8S_KUBELET", "none") == "none":
+        pytest.fail("the Kubernetes test cluster has no kubelet: pods would never run")
+    os.environ["KUBECONFIG"] = env["KUBECONFIG"]
+    return {"image": env.get("TORCHX_TEST_K8S_IMAGE", "localhost/torchx-python:bookworm")}
+
+
+@pytest.fixture
+def shared() -> Iterator[Path]:
+    """The journal and job directory: storage this client, the Slurm and the LSF nodes share."""
+    path = Path(tempfile.mkdtemp(prefix="torchx-controller-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def down_partition() -> Iterator[str]:
+    """A Slurm partition that is DOWN: jobs submitted to it stay pending."""
+    name = f"torchx-down-{uuid.uuid4().hex[:6]}"
+    node = subprocess.run(["sinfo", "-h", "-N", "-o", "%N"], capture_output=True, text=True).stdout.split()[-1]
+    subprocess.run(["scontrol", "create", f"PartitionName={name}", f"Nodes={node}", "State=DOWN"], check=True)
+    yield name
+    subprocess.run(["scontrol", "delete", f"PartitionName={name}"], check=False)
+
+
+def _submit(client: Machine, shared: Path, partition: str, image: str, command: str, *cfg: str) -> str:
+    opts = ",".join(
+        [
+            "targets=slurm;kubernetes",
+            "mode=jobs",
+            "image_pull_policy=IfNotPresent",
+            "controller=slurm",
+            f"journal={shared / 'journal'}",
+            f"partition={partition}",
+            f"job_dir={shared}",
+            *cfg,
+        ]
+    )
+    proc = client.torchx(
+        "run", "--detach", "--workspace", "", "-s", "managed", "-cfg", opts,
+        "utils.sh", "--image", image, "--memMB", "256", "sh", "-c", command,
+        isolated=True,
+    )  # fmt: skip
+    handle = proc.stdout.strip().splitlines()[-1]
+    assert handle.startswith("managed://") and "@%2Ftmp%2Ftorchx-controller-" in handle, proc.stdout
+    return handle
+
+
+@pytest.mark.slurm
+@pytest.mark.k8s
+def test_failover_from_a_down_partition_to_kubernetes_with_the_submitter_gone(
+    tmp_path: Path, clusters: dict[str, str], shared: Path, down_partition: str
+) -> None:
+    submitter, other = Machine(tmp_path, "laptop"), Machine(tmp_path, "other")
+    command = 'echo "attempt $TORCHX_ATTEMPT on $(hostname)"'
+    handle = _submit(submitter, shared, down_partition, clusters["image"], command, "pending_timeout=5s")
+    submitter.gone()
+    try:
+        _until(lambda: other.status(handle)["state"] in ("SUCCEEDED", "FAILED"), 240, "the job to end", shared)
+    finally:
+        other.torchx("cancel", handle, check=False)  # nothing left pending on a failure
+    status = other.status(handle)
+    attempts = [(a["scheduler"], a["state"], a["cause"]) for a in status["attempts"]]
+    assert status["state"] == "SUCCEEDED", status
+    assert attempts[0] == ("slurm", "CANCELLED", "NO_CAPACITY"), status
+    assert [a[:2] for a in attempts[1:]] == [("kubernetes", "SUCCEEDED")], status
+    assert "attempt 1 on" in other.torchx("log", handle).stdout
+    # the controller was a Slurm job (its log in the journal directory), not a process of the gone client
+    controller = json.loads((shared / "journal" / "controller.json").read_text())["handle"]
+    assert controller.startswith("slurm://"), controller
+    logs = "".join(p.read_text() for p in (shared / "journal").glob("slurm-*-controller-0.log"))
+    assert "driving job" in logs, logs
+    # the attempt left on the DOWN partition is not queued any more
+    queued = subprocess.run(["squeue", "-h", "-p", down_partition, "-t", "PD,R"], capture_output=True, text=True)
+    assert queued.stdout.strip() == ""
+
+
+@pytest.mark.slurm
+@pytest.mark.k8s
+def test_cancel_from_another_machine_reaches_the_controller(
+    tmp_path: Path, clusters: dict[str, str], shared: Path
+) -> None:
+    submitter, other = Machine(tmp_path, "laptop"), Machine(tmp_path, "other")
+    partition = live_backend_env("TORCHX_TEST_SLURM", "slurm").get("TORCHX_TEST_SLURM_PARTITION", "debug")
+    ticks = shared / "ticks"
+    handle = _submit(submitter, shared, partition, clusters["image"], f"while :; do echo x >> {ticks}; sleep 0.2; done")
+    submitter.gone()
+    _until(lambda: ticks.exists(), 120, "the attempt to run")
+    _until(lambda: other.status(handle)["attempts"][-1]["state"] == "RUNNING", 60, "the attempt to read RUNNING")
+    other.torchx("cancel", handle)
+    _until(lambda: other.status(handle)["state"] == "CANCELLED", 90, "the job to read CANCELLED")
+    size = ticks.stat().st_size
+    time.sleep(2)
+    assert ticks.stat().st_size == size, "the attempt kept running after the cancel"
+    assert len(other.status(handle)["attempts"]) == 1
