@@ -46,6 +46,14 @@ logger: logging.Logger = logging.getLogger("torchx_managed.driver")
 WAIT_INTERVAL = 1.0
 #: first gap between status polls (it grows by half each poll up to WAIT_INTERVAL)
 FIRST_POLL = 0.05
+#: seconds the target may not know a started attempt (a scheduler briefly unreachable or
+#: restarting answers so) before the attempt counts as lost; a target that errors is asked
+#: again for as long as it errors, never taken for an ended attempt
+UNKNOWN_GRACE = 30.0
+#: longest gap between status polls while the target does not answer
+MAX_UNKNOWN_POLL = 15.0
+#: a status call that raised
+_NO_ANSWER: Any = object()
 #: how long the driver waits, at its end, for the last notifications to be delivered
 NOTIFY_DRAIN = 60.0
 
@@ -192,23 +200,40 @@ class Driver:
             except Exception as e:
                 logger.warning("cannot watch %s for its end (polling it): %s", attempt.handle, e)
         interval = FIRST_POLL
+        unknown_since: float | None = None  # since when the target has not answered, or not known the attempt
         try:
             while True:
                 try:
                     desc = sched.describe(parsed.app_id)
+                    why = "its scheduler does not know it"
                 except Exception as e:
-                    logger.warning("cannot get the status of %s (retrying): %s", attempt.handle, e)
-                else:
-                    if desc is None or is_terminal(desc.state):
-                        self._ended(attempt, desc)
+                    desc, why = _NO_ANSWER, f"cannot get its status: {e}"
+                if desc is None or desc is _NO_ANSWER:
+                    now = time.time()
+                    if unknown_since is None:
+                        unknown_since = now
+                        logger.warning(
+                            "attempt %d (%s): %s; asking again, no new attempt", attempt.n, attempt.handle, why
+                        )
+                    if desc is None and now - unknown_since >= UNKNOWN_GRACE:
+                        self._ended(attempt, None)
                         return
+                elif is_terminal(desc.state):
+                    self._ended(attempt, desc)
+                    return
+                else:
+                    if unknown_since is not None:
+                        logger.info("attempt %d (%s): answered again: %s", attempt.n, attempt.handle, desc.state.name)
+                    unknown_since = None
                     if desc.state == AppState.RUNNING:
                         deadline = None
                     elif deadline is not None and time.time() >= deadline:
                         self._pending_too_long(attempt, opts.pending_timeout or 0.0)
                         return
                 wait: float | None = interval
-                if fd is not None:
+                if unknown_since is not None:  # back off while the target does not answer
+                    wait = min(MAX_UNKNOWN_POLL, max(interval, (time.time() - unknown_since) / 2))
+                elif fd is not None:
                     wait = None  # its end wakes us
                 if deadline is not None:
                     wait = max(0.0, min(wait if wait is not None else interval, deadline - time.time()))

@@ -251,13 +251,17 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
             return None
         last = state.last
         live = None  # the last attempt's own description
+        unreachable = ""  # why the last attempt's scheduler did not answer
         if last is not None and last.handle is not None:
             try:
                 live = self._runner.describe_app(last.handle)
             except Exception as e:
                 logger.warning("cannot describe attempt %d (%s): %s", last.n, last.handle, e)
+                unreachable = f"attempt {last.n} ({last.handle}): its scheduler did not answer ({e}); the job goes on"
         if state.final is not None:
             app_state = AppState[state.final]
+        elif unreachable and last is not None and last.state is None:
+            app_state = AppState.UNKNOWN
         elif live is not None and last is not None and last.state is None and not is_terminal(live.state):
             app_state = live.state
         else:
@@ -267,7 +271,7 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
             app_id=app_id,
             state=app_state,
             num_restarts=max(len(state.attempts) - 1, 0),
-            msg=state.msg or ("" if live is None else live.msg),
+            msg=state.msg or unreachable or ("" if live is None else live.msg),
             ui_url=None if live is None else live.ui_url,
             metadata={
                 "attempts": attempts,
