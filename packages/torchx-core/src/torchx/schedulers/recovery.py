@@ -20,7 +20,7 @@ text file of one line per step, appended by the job's batch shell only::
     backoff N SECONDS T    # the batch shell waits SECONDS before attempt N (a crash loop)
     final STATE T          # the job ended: SUCCEEDED, or FAILED with a budget used up
 
-``T`` is the time in seconds since the epoch.
+``T`` is the time in seconds since the epoch (with nanoseconds where `date` gives them).
 """
 
 from __future__ import annotations
@@ -171,7 +171,7 @@ def restart_loop(
         f"export TORCHX_CHECKPOINT_DIR={ckpt}",
         'mkdir -p -- "$TORCHX_CHECKPOINT_DIR"',
         'tx_count() { local c; c=$(grep -cE "$1" -- "$tx_log" 2>/dev/null); echo "${c:-0}"; }',
-        'tx_note() { echo "$* $(date +%s)" >> "$tx_log"; }',
+        'tx_note() { echo "$* $(date +%s.%N)" >> "$tx_log"; }',
         "tx_stop=0",
         "trap 'tx_stop=1' TERM",
         "TORCHX_ATTEMPT=$(tx_count '^start ')",
