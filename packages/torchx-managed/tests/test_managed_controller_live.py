@@ -57,6 +57,10 @@ def shared() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="torchx-controller-"))
     path.chmod(0o755)
     yield path
+    record = path / "journal" / "controller.json"
+    if record.exists():  # the controller job would idle a while before it ends by itself
+        controller = json.loads(record.read_text())["handle"]
+        subprocess.run(["scancel", controller.rsplit("/", 1)[1]], check=False)
     shutil.rmtree(path, ignore_errors=True)
 
 
@@ -112,6 +116,8 @@ def test_failover_from_a_down_partition_to_kubernetes_with_the_submitter_gone(
     assert attempts[0] == ("slurm", "CANCELLED", "NO_CAPACITY"), status
     assert [a[:2] for a in attempts[1:]] == [("kubernetes", "SUCCEEDED")], status
     assert "attempt 1 on" in other.torchx("log", handle).stdout
+    listed = json.loads(other.torchx("list", "-s", "managed", "-cfg", f"journal={shared / 'journal'}", "--json").stdout)
+    assert [(a["app_handle"], a["state"]) for a in listed] == [(handle, "SUCCEEDED")]
     # the controller was a Slurm job (its log in the journal directory), not a process of the gone client
     controller = json.loads((shared / "journal" / "controller.json").read_text())["handle"]
     assert controller.startswith("slurm://"), controller

@@ -303,9 +303,15 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
             delay = min(delay * 2, 0.2, poll_interval)
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
-        """Every managed job stored here, newest first (state from the journal)."""
+        """Every managed job stored here (``-cfg journal=PATH``: kept in that journal directory,
+        e.g. one a controller job drives), newest first (state from the journal). Jobs that
+        recover inside their target are listed by the target (``torchx list -s slurm``)."""
+        journal = (cfg or {}).get("journal")
+        root = os.path.abspath(os.path.expanduser(str(journal))) if journal else None
+        store = self.store if root is None else ManagedStore(root)
         out = []
-        for job_id in reversed(self.store.job_ids()):
+        for name in reversed(store.job_ids()):
+            job_id = located_id(name, root)
             try:
                 state = self.store.load(job_id)
             except (UnknownJobError, ValueError, KeyError) as e:
