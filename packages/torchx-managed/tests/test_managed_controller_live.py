@@ -1,7 +1,7 @@
-"""A managed job driven by a controller that runs as a Slurm job (``controller=slurm``), with its
-journal on a shared directory: failover across targets (a Slurm partition DOWN, then
-Kubernetes) and cancel go on with the submitting client torn down and its HOME gone. Run by
-``nox -s integration-managed``.
+"""A managed job driven by a controller that runs as a job on a cluster (``controller=slurm``,
+``controller=lsf``), with its journal on a shared directory: failover across targets (a
+Slurm partition DOWN, then Kubernetes), restarts after an application error, and cancel go on
+with the submitting client torn down and its HOME gone. Run by ``nox -s integration-managed``.
 
 (LSF is not the second target here: the test Slurm cluster's nodes are this machine under the
 names node1..node4, which the one-host OpenLava cluster refuses as submission hosts.)"""
@@ -33,16 +33,23 @@ def _until(check: Callable[[], bool], timeout: float, what: str, shared: Path | 
 
 
 def _controller_logs(shared: Path) -> str:
-    return "".join(p.read_text()[-3000:] for p in sorted((shared / "journal").glob("slurm-*")))
+    journal = shared / "journal"
+    return "".join(p.read_text()[-3000:] for p in sorted(journal.glob("*controller*")) if p.is_file())
 
 
 @pytest.fixture
-def clusters() -> dict[str, str]:
-    """Slurm and Kubernetes (with a kubelet), both live; the run options of the Kubernetes
-    target. KUBECONFIG is put in this process's environment: the controller job inherits it."""
-    live_backend_env("TORCHX_TEST_SLURM", "slurm")
+def slurm() -> str:
+    """The live Slurm cluster's default partition."""
+    env = live_backend_env("TORCHX_TEST_SLURM", "slurm")
     pytest.importorskip("torchx_sched_slurm", reason="needs torchx-sched-slurm")
     require_answer(["scontrol", "ping"], "slurmctld", lambda out, _: "is UP" in out, timeout=10)
+    return env.get("TORCHX_TEST_SLURM_PARTITION", "debug")
+
+
+@pytest.fixture
+def clusters(slurm: str) -> dict[str, str]:
+    """Slurm and Kubernetes (with a kubelet), both live; the image of the Kubernetes target.
+    KUBECONFIG is put in this process's environment: the controller job inherits it."""
     env = live_backend_env("TORCHX_TEST_K8S", "k8s")
     pytest.importorskip("torchx_sched_k8s", reason="needs torchx-sched-k8s")
     if env.get("TORCHX_TEST_K8S_KUBELET", "none") == "none":
@@ -60,7 +67,8 @@ def shared() -> Iterator[Path]:
     record = path / "journal" / "controller.json"
     if record.exists():  # the controller job would idle a while before it ends by itself
         controller = json.loads(record.read_text())["handle"]
-        subprocess.run(["scancel", controller.rsplit("/", 1)[1]], check=False)
+        kill = "scancel" if controller.startswith("slurm://") else "bkill"
+        subprocess.run([kill, controller.rsplit("/", 1)[1]], check=False, capture_output=True)
     shutil.rmtree(path, ignore_errors=True)
 
 
@@ -146,3 +154,52 @@ def test_cancel_from_another_machine_reaches_the_controller(
     time.sleep(2)
     assert ticks.stat().st_size == size, "the attempt kept running after the cancel"
     assert len(other.status(handle)["attempts"]) == 1
+
+
+@pytest.fixture
+def lsf() -> None:
+    """The live LSF (OpenLava) cluster, its client set up in this process's environment."""
+    env = live_backend_env("TORCHX_TEST_LSF", "lsf")
+    pytest.importorskip("torchx_sched_lsf", reason="needs torchx-sched-lsf")
+    os.environ["LSF_ENVDIR"] = env.get("LSF_ENVDIR", os.environ.get("LSF_ENVDIR", ""))
+    bindir = env.get("TORCHX_TEST_LSF_BINDIR", "")
+    if bindir and bindir not in os.environ["PATH"].split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ["PATH"]
+    require_answer(["lsid"], "the LSF cluster", lambda _, code: code == 0)
+
+
+@pytest.mark.slurm
+@pytest.mark.lsf
+def test_an_lsf_controller_restarts_a_slurm_attempt_after_an_app_error(
+    tmp_path: Path, slurm: str, lsf: None, shared: Path
+) -> None:
+    submitter, other = Machine(tmp_path, "laptop"), Machine(tmp_path, "other")
+    partition = slurm
+    opts = ",".join(
+        [
+            "targets=slurm",
+            "controller=lsf",
+            f"journal={shared / 'journal'}",
+            f"partition={partition}",
+            f"job_dir={shared}",
+            "max_restarts=1",
+        ]
+    )
+    command = 'echo "attempt $TORCHX_ATTEMPT"; [ "$TORCHX_ATTEMPT" = 1 ]'
+    proc = submitter.torchx(
+        "run", "--detach", "--workspace", "", "-s", "managed", "-cfg", opts, "utils.sh", "sh", "-c", command,
+        isolated=True,
+    )  # fmt: skip
+    handle = proc.stdout.strip().splitlines()[-1]
+    submitter.gone()
+    try:
+        _until(lambda: other.status(handle)["state"] in ("SUCCEEDED", "FAILED"), 180, "the job to end", shared)
+    finally:
+        other.torchx("cancel", handle, check=False)
+    status = other.status(handle)
+    assert status["state"] == "SUCCEEDED", status
+    attempts = [(a["scheduler"], a["state"], a["cause"]) for a in status["attempts"]]
+    assert attempts[0] == ("slurm", "FAILED", "APP_ERROR") and len(attempts) == 2, attempts
+    assert attempts[1][:2] == ("slurm", "SUCCEEDED"), attempts
+    controller = json.loads((shared / "journal" / "controller.json").read_text())["handle"]
+    assert controller.startswith("lsf://"), controller

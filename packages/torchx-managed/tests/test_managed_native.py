@@ -57,6 +57,8 @@ def test_auto_recovers_inside_one_target_that_can() -> None:
     assert not native.wants_native(_opts(targets=["slurm", "local_cwd"]), _Target(True))  # type: ignore[arg-type]
     assert not native.wants_native(_opts(targets=["slurm"], notify="http://127.0.0.1:9/x"), _Target(True))  # type: ignore[arg-type]
     assert not native.wants_native(_opts(targets=["slurm"], controller="local"), _Target(True))  # type: ignore[arg-type]
+    on_cluster = _opts(targets=["slurm"], controller="local_cwd", journal="/tmp/torchx-test-journal")
+    assert not native.wants_native(on_cluster, _Target(True))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

@@ -74,7 +74,7 @@ def wants_native(opts: ManagedOptions, sched: Scheduler[Any, Any, Any]) -> bool:
     Raises:
         InvalidRunConfigException: ``controller=native`` for a job that cannot
     """
-    if opts.controller == "local":
+    if opts.controller not in ("auto", "native"):  # local, or a controller job
         return False
     reason = why_not_native(opts, sched)
     if reason is None:
