@@ -182,6 +182,14 @@ class KubeApi:
                 return None
             raise
 
+    def server_minor(self) -> int | None:
+        """The API server's minor version (``20`` for v1.20.2; None when it does not say)."""
+        code = self._json(
+            "read the server's version", None, lambda: k8s.VersionApi(self.client).get_code(**self._opts())
+        )
+        digits = "".join(c for c in str(code.get("minor", "")) if c.isdigit())  # "27+" on some clouds
+        return int(digits) if digits and str(code.get("major")) == "1" else None
+
     def get_custom(self, custom: Custom, namespace: str, name: str) -> dict[str, Any] | None:
         """One custom object, or None if it (or its resource type) does not exist."""
         group, version, plural = custom

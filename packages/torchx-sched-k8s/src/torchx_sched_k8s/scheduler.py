@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -67,6 +67,7 @@ from torchx_sched_k8s.workspace import docker_workspace
 
 if TYPE_CHECKING:
     from torchx.schedulers.causes import AttemptEnd
+    from torchx.schedulers.recovery import AttemptLog, RecoveryPolicy
 
     from torchx_sched_k8s.kubeapi import KubeApi
 
@@ -131,6 +132,7 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal], AppDef, KubernetesRequ
         elastic=True,
         mounts=frozenset({"bind", "volume", "device"}),
         workspace=True,
+        recovery=True,
     )
     backend_name: ClassVar[str] = "kubernetes"
     #: the custom resources this scheduler creates
@@ -196,6 +198,61 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal], AppDef, KubernetesRequ
         apply_job_overlay(app, request)
         request.images_to_push = images_to_push
         return AppDryRunInfo(request, KubernetesRequest.to_yaml)
+
+    def submit_recovery_dryrun(
+        self, app: AppDef, cfg: Mapping[str, CfgVal], policy: RecoveryPolicy
+    ) -> AppDryRunInfo[KubernetesRequest]:
+        """One Job that the Job controller runs again until an attempt succeeds or its
+        ``backoffLimit`` is used up (see :mod:`torchx_sched_k8s.recovery`; ``podFailurePolicy``
+        where the server has it, asked once here)."""
+        from torchx_sched_k8s import recovery
+
+        info = self._submit_dryrun(app, cfg)
+        ckpt = recovery.check(app, info.request, policy)
+        try:
+            minor = self.kube.server_minor()
+        except KubernetesError as e:
+            logger.info("could not ask the cluster for its version (%s); counting every failed pod alike", e)
+            minor = None
+        request = recovery.compile_request(info.request, policy, ckpt, minor)
+        return AppDryRunInfo(request, KubernetesRequest.to_yaml)
+
+    def recovery_attempts(self, app_id: str) -> AttemptLog | None:
+        """The attempts of a Job from :meth:`submit_recovery_dryrun`: its pods, each numbered by
+        its first log line (None: no such Job, or one that does not recover)."""
+        from torchx_sched_k8s import recovery
+
+        try:
+            namespace, name = names.parse_app_id(app_id)
+        except ValueError:
+            return None
+        selector = names.app_selector(name)
+        jobs = [
+            j
+            for j in self.kube.list_jobs(namespace, selector)
+            if recovery.ANNOTATION_RECOVERY in status.annotations_of(j)
+        ]
+        if len(jobs) != 1:
+            return None
+        pods = self.kube.list_pods(namespace, selector)
+        numbers = {}
+        for pod in pods:
+            if recovery.started(pod):
+                n = recovery.attempt_number(self._log_head(namespace, pod["metadata"]["name"]))
+                if n is not None:
+                    numbers[pod["metadata"]["name"]] = n
+        return recovery.attempts(jobs[0], pods, numbers)
+
+    def _log_head(self, namespace: str, pod: str) -> str:
+        """The first bytes of a pod's log ("" when the kubelet no longer has it)."""
+        try:
+            response = self.kube.pod_log(namespace, pod, limit_bytes=256)
+        except KubernetesError:
+            return ""
+        try:
+            return bytes(response.data).decode("utf-8", "replace")
+        finally:
+            response.release_conn()
 
     def schedule(self, dryrun_info: AppDryRunInfo[KubernetesRequest]) -> str:
         """Pushes workspace images, then creates the request's objects; returns ``namespace:name``."""
@@ -371,8 +428,9 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal], AppDef, KubernetesRequ
         if found is None or is_terminal(found[1].state):
             return
         kind, view, obj = found
-        mark = {"metadata": {"annotations": {names.ANNOTATION_CANCELLED: _now()}}}
+        mark: dict[str, Any] = {"metadata": {"annotations": {names.ANNOTATION_CANCELLED: _now()}}}
         if kind == KIND_JOBS:
+            mark["metadata"]["annotations"].update(self._attempt_at_cancel(app_id, view))
             for replica in view.replicas:
                 if replica.job is not None:
                     self.kube.patch_job(
@@ -382,6 +440,17 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal], AppDef, KubernetesRequ
         self.kube.patch_custom(self.customs[kind], namespace, name, mark)
         if obj is not None:
             self._stop_custom(kind, namespace, obj)
+
+    def _attempt_at_cancel(self, app_id: str, view: status.AppView) -> dict[str, str]:
+        """Of a Job that recovers in Kubernetes: the annotation naming the attempt that runs
+        (the Job controller deletes its pod, and with it the server's record of it)."""
+        from torchx_sched_k8s import recovery
+
+        if not any(recovery.ANNOTATION_RECOVERY in status.annotations_of(r.job or {}) for r in view.replicas):
+            return {}
+        log = self.recovery_attempts(app_id)
+        running = [a.n for a in (log.attempts if log is not None else []) if a.state is None]
+        return {recovery.ANNOTATION_CANCELLED_ATTEMPT: str(running[-1])} if running else {}
 
     def _stop_custom(self, kind: str, namespace: str, obj: dict[str, Any]) -> None:
         """Asks Volcano to abort the job (a bus.volcano.sh Command)."""
@@ -479,8 +548,32 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal], AppDef, KubernetesRequ
         if since:
             # whole seconds back from now (the server's granularity); exact filtering on timestamps
             kwargs["since_seconds"] = max(1, math.ceil((datetime.now(timezone.utc) - aware(since)).total_seconds()) + 1)
-        response = self.kube.pod_log(namespace, pod["metadata"]["name"], **kwargs)
-        return self._lines(response, kwargs["timestamps"], since, until, regex, pod["metadata"]["name"], namespace)
+        pods = [pod] if should_tail else self._attempt_pods(namespace, name, pod)
+        return self._pod_lines(pods, namespace, kwargs, since, until, regex)
+
+    def _attempt_pods(self, namespace: str, name: str, newest: dict[str, Any]) -> Sequence[dict[str, Any]]:
+        """Every started pod of a Job that recovers in Kubernetes (each pod is an attempt),
+        oldest first; of any other app, its newest pod alone."""
+        from torchx_sched_k8s import recovery
+
+        if recovery.ANNOTATION_RECOVERY not in status.annotations_of(newest):
+            return [newest]
+        pods = [p for p in self.kube.list_pods(namespace, names.app_selector(name)) if self._started(p)]
+        return sorted(pods, key=lambda p: (p["metadata"].get("creationTimestamp") or "", p["metadata"]["name"]))
+
+    def _pod_lines(
+        self,
+        pods: Sequence[dict[str, Any]],
+        namespace: str,
+        kwargs: dict[str, Any],
+        since: datetime | None,
+        until: datetime | None,
+        regex: str | None,
+    ) -> Iterable[str]:
+        for pod in pods:
+            pod_name = pod["metadata"]["name"]
+            response = self.kube.pod_log(namespace, pod_name, **kwargs)
+            yield from self._lines(response, kwargs["timestamps"], since, until, regex, pod_name, namespace)
 
     def _check_replica(self, app_id: str, role_name: str, k: int) -> None:
         """Raises ValueError unless the app has replica ``k`` of ``role_name``."""
