@@ -8,6 +8,8 @@ CANCELLED); ``delete`` also deregisters its job definition. Job arrays
 (Batch's child job ``<job id>:<i>``); Batch cannot throttle them (``max_parallel`` is not
 applied: the compute environment's size bounds how many run). Workspaces are built into a
 docker image by the installed ``docker`` workspace plugin and pushed to ``image_repo``.
+Recovery (``capabilities.recovery``, for ``torchx-managed``): the job's ``retryStrategy`` and
+``AWS_BATCH_JOB_ATTEMPT`` (see :mod:`torchx_sched_aws.batch_recovery`).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from torchx_sched_aws.batch_request import (
 
 if TYPE_CHECKING:
     from torchx.schedulers.causes import AttemptEnd
+    from torchx.schedulers.recovery import AttemptLog, RecoveryPolicy
 
 #: reason given to ``terminate_job``; a FAILED job with it reads as CANCELLED
 CANCEL_REASON = "cancelled via torchx"
@@ -123,6 +126,7 @@ class AWSBatchScheduler(WorkspaceMixin[Any], Scheduler[Mapping[str, CfgVal], App
         retry_policies=frozenset({RetryPolicy.APPLICATION}),
         mounts=frozenset({"bind", "volume", "device"}),
         job_arrays=True,
+        recovery=True,
     )
 
     def __init__(
@@ -176,6 +180,33 @@ class AWSBatchScheduler(WorkspaceMixin[Any], Scheduler[Mapping[str, CfgVal], App
     def array_element_id(self, array_id: str, index: int) -> str:
         """``queue:name[index]``."""
         return array_element_id(array_id, index)
+
+    def submit_recovery_dryrun(
+        self, app: AppDef, cfg: Mapping[str, CfgVal], policy: RecoveryPolicy
+    ) -> AppDryRunInfo[BatchJob]:
+        """A job that recovers inside Batch: its ``retryStrategy`` (``attempts``,
+        ``evaluateOnExit``) and ``TORCHX_ATTEMPT`` from ``AWS_BATCH_JOB_ATTEMPT`` (see
+        :mod:`torchx_sched_aws.batch_recovery`).
+
+        Raises:
+            UnsupportedFeatureError: Batch cannot express the policy (the message says why)
+        """
+        from torchx_sched_aws.batch_recovery import PolicyError, recover
+
+        info = self._submit_dryrun(app, cfg)
+        try:
+            recover(info.request, policy)
+        except PolicyError as e:
+            raise UnsupportedFeatureError(str(e)) from None
+        return info
+
+    def recovery_attempts(self, app_id: str) -> AttemptLog | None:
+        """The job's attempts from ``describe_jobs``' ``attempts[]`` (exit codes, status
+        reasons, start and stop times); None for an unknown job."""
+        from torchx_sched_aws.batch_recovery import attempts_of
+
+        job = self._job(app_id)
+        return None if job is None else attempts_of(job, CANCEL_REASON)
 
     def schedule(self, dryrun_info: AppDryRunInfo[BatchJob]) -> str:
         """Checks the queue, pushes the workspace image (if any), registers the job definition, submits the job."""
