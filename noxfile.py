@@ -236,6 +236,7 @@ def integration_managed(session: nox.Session) -> None:
         "slurm or lsf or k8s or aws",
         "packages/torchx-managed/tests/test_managed_recovery_live.py",
         "packages/torchx-managed/tests/test_managed_native_live.py",
+        "packages/torchx-managed/tests/test_managed_native_k8s_live.py",
         "packages/torchx-managed/tests/test_managed_controller_live.py",
         "packages/torchx-managed/tests/test_managed_unreachable_live.py",
         extra=["boto3", "kubernetes"],
