@@ -239,3 +239,12 @@ def test_cancel_names_the_attempt_whose_pod_it_deleted() -> None:
     pods.append(pod("b", "2026-01-01T00:01:00Z", "Failed", ended(137), deletionTimestamp="2026-01-01T00:02:00Z"))
     log = recovery.attempts(cancelled, pods, {"a": 0, "b": 1})
     assert [(a.n, a.state) for a in log.attempts] == [(0, "FAILED"), (1, "CANCELLED")]
+
+
+def test_describe_shows_the_app_not_the_wrapper() -> None:
+    from torchx_sched_k8s import status
+
+    view = status.view_jobs([compiled(RecoveryPolicy(checkpoint_dir=CKPT))], [])
+    assert view is not None
+    role = view.role_defs[0]
+    assert (role.entrypoint, role.args) == ("python3", ["train.py", "--lr", "$1"])

@@ -120,7 +120,7 @@ def compile_request(
     job = next(o for o in objects if o["kind"] == "Job")
     spec, template = job["spec"], job["spec"]["template"]
     container = template["spec"]["containers"][0]
-    container["command"] = ["sh", "-c", _escaped(WRAPPER), "torchx-attempt", *container.get("command", [])]
+    container["command"] = ["sh", "-c", _escaped(WRAPPER), status.ATTEMPT_WRAPPER, *container.get("command", [])]
     env = [e for e in container.get("env", []) if e.get("name") not in ("TORCHX_ATTEMPT", "TORCHX_CHECKPOINT_DIR")]
     container["env"] = [*env, {"name": "TORCHX_CHECKPOINT_DIR", "value": _escaped(checkpoint_dir)}]
     codes = sorted({c for c in policy.recover_on_exit_codes if c != 0})

@@ -549,7 +549,10 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal], AppDef, KubernetesRequ
             # whole seconds back from now (the server's granularity); exact filtering on timestamps
             kwargs["since_seconds"] = max(1, math.ceil((datetime.now(timezone.utc) - aware(since)).total_seconds()) + 1)
         pods = [pod] if should_tail else self._attempt_pods(namespace, name, pod)
-        return self._pod_lines(pods, namespace, kwargs, since, until, regex)
+        if len(pods) > 1:
+            return self._pod_lines(pods, namespace, kwargs, since, until, regex)
+        response = self.kube.pod_log(namespace, pods[0]["metadata"]["name"], **kwargs)
+        return self._lines(response, kwargs["timestamps"], since, until, regex, pods[0]["metadata"]["name"], namespace)
 
     def _attempt_pods(self, namespace: str, name: str, newest: dict[str, Any]) -> Sequence[dict[str, Any]]:
         """Every started pod of a Job that recovers in Kubernetes (each pod is an attempt),

@@ -37,6 +37,9 @@ VOLCANO_PHASES = {
     "Aborting": AppState.CANCELLED,
     "Aborted": AppState.CANCELLED,
 }
+#: ``$0`` of the ``sh -c`` in front of the app of a Job that recovers in Kubernetes (see
+#: :mod:`torchx_sched_k8s.recovery`)
+ATTEMPT_WRAPPER = "torchx-attempt"
 MCAD_STATES = {
     "Pending": AppState.PENDING,
     "Running": AppState.RUNNING,
@@ -212,6 +215,8 @@ def _role_def(info: RoleInfo, template_spec: dict[str, Any]) -> Role:
     container = (template_spec.get("containers") or [{}])[0]
     # every "$" of command, args and env values is written doubled (the kubelet's escape): undo it
     command = [w.replace("$$", "$") for w in container.get("command") or []]
+    if command[:2] == ["sh", "-c"] and command[3:4] == [ATTEMPT_WRAPPER]:  # a Job that recovers: the app's own
+        command = command[4:]
     args = [w.replace("$$", "$") for w in container.get("args") or []]
     return Role(
         name=info.name,
