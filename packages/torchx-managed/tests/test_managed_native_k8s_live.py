@@ -234,14 +234,19 @@ def test_max_restarts_used_up_ends_failed_with_every_attempt(tmp_path: Path, k8s
 
 
 @pytest.mark.k8s
-def test_an_app_of_several_replicas_is_refused_in_one_line(tmp_path: Path, k8s: dict[str, Any], shared: Path) -> None:
+def test_an_app_of_several_replicas_is_refused_by_native_and_driven_locally_by_auto(
+    tmp_path: Path, k8s: dict[str, Any], shared: Path
+) -> None:
     client = Machine(tmp_path, "laptop")
+    cfg = f"targets=kubernetes,namespace={k8s['namespace']},mode=jobs,checkpoint_dir={shared}/ckpt"
     proc = client.torchx(
-        "run", "--detach", "-s", "managed", "-cfg",
-        f"targets=kubernetes,namespace={k8s['namespace']},mode=jobs,checkpoint_dir={shared}/ckpt",
-        "utils.echo", "--num_replicas", "2",
+        "run", "--detach", "-s", "managed", "-cfg", cfg + ",controller=native", "utils.echo", "--num_replicas", "2",
         check=False,
     )  # fmt: skip
     assert proc.returncode != 0
-    assert "controller=local" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert "runs apps of one replica" in proc.stderr and "controller=local" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not k8s["core"].list_namespaced_pod(k8s["namespace"]).items, "something was submitted"
+    # auto: the same job is driven from this machine, and the user is told why
+    proc = client.torchx("run", "--dryrun", "-s", "managed", "-cfg", cfg, "utils.echo", "--num_replicas", "2")
+    assert "recovers through a driver on this machine: kubernetes: recovery inside" in proc.stderr, proc.stderr

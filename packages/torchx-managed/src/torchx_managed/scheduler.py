@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
+from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler, UnsupportedFeatureError
 from torchx.schedulers.capabilities import SchedulerCapabilities
 from torchx.schedulers.streams import Stream
 from torchx.schedulers.submission import recovery_dryrun
@@ -142,9 +142,16 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
         target = runner.get_scheduler(opts.targets[0])
         if native.wants_native(opts, target):
             info = runner.dryrun(app, opts.targets[0], opts.target_cfgs.get(opts.targets[0]) or None)
-            request = recovery_dryrun(target, info, native.policy_of(opts, opts.checkpoint_dir))
-            shown = {"options": opts.as_json(), "checkpoint_dir": opts.checkpoint_dir or "next to the job's logs"}
-            return AppDryRunInfo(ManagedRequest("", shown, request, native=True), str)
+            try:
+                request = recovery_dryrun(target, info, native.policy_of(opts, opts.checkpoint_dir))
+            except UnsupportedFeatureError as e:
+                if opts.controller == "native":
+                    raise
+                # auto: the target cannot express this job (its app, options or budgets)
+                logger.warning("torchx: managed: this job recovers through a driver on this machine: %s", e)
+            else:
+                shown = {"options": opts.as_json(), "checkpoint_dir": opts.checkpoint_dir or "next to the job's logs"}
+                return AppDryRunInfo(ManagedRequest("", shown, request, native=True), str)
         job_id = new_job_id(app.name)
         app_id = located_id(job_id, opts.journal)
         handle = make_app_handle(self.backend, self.session_name, app_id)
