@@ -122,6 +122,7 @@ def test_a_lost_host_ends_the_attempt_as_a_node_failure_batch_retries(
     assert [(r.get("onStatusReason"), r.get("onExitCode"), r.get("onReason"), r["action"].upper())
             for r in strategy["evaluateOnExit"]] == [
         ("Host EC2*", None, None, "RETRY"),
+        ("Your Spot Task*", None, None, "RETRY"),
         (None, "*", None, "RETRY"),
         (None, None, "*", "EXIT"),
     ]  # fmt: skip

@@ -54,6 +54,7 @@ def test_defaults_retry_a_lost_host_only() -> None:
         "attempts": 10,
         "evaluateOnExit": [
             {"onStatusReason": "Host EC2*", "action": "RETRY"},
+            {"onStatusReason": "Your Spot Task*", "action": "RETRY"},
             {"onReason": "*", "action": "EXIT"},
         ],
     }
@@ -65,6 +66,7 @@ def test_app_errors_and_lost_hosts_share_one_budget() -> None:
         "attempts": 6,
         "evaluateOnExit": [
             {"onStatusReason": "Host EC2*", "action": "RETRY"},
+            {"onStatusReason": "Your Spot Task*", "action": "RETRY"},
             {"onExitCode": "*", "action": "RETRY"},
             {"onReason": "*", "action": "EXIT"},
         ],
@@ -86,6 +88,7 @@ def test_recover_on_exit_codes_each_retry_with_the_whole_budget() -> None:
         "attempts": 10,
         "evaluateOnExit": [
             {"onStatusReason": "Host EC2*", "action": "RETRY"},
+            {"onStatusReason": "Your Spot Task*", "action": "RETRY"},
             {"onExitCode": "33", "action": "RETRY"},
             {"onExitCode": "42", "action": "RETRY"},
             {"onReason": "*", "action": "EXIT"},
@@ -93,14 +96,17 @@ def test_recover_on_exit_codes_each_retry_with_the_whole_budget() -> None:
     }
     # with max_restarts every exit code retries already: the codes need no rule of their own
     rules = retry_strategy(RecoveryPolicy(max_restarts=1, recover_on_exit_codes=(1, 2, 3, 4, 5)))["evaluateOnExit"]
-    assert [r.get("onExitCode") for r in rules] == [None, "*", None]
+    assert [r.get("onExitCode") for r in rules] == [None, None, "*", None]
+    # without max_recoveries, no lost-host rule: room for four codes
+    rules = retry_strategy(RecoveryPolicy(max_recoveries=0, recover_on_exit_codes=(1, 2, 3, 4)))["evaluateOnExit"]
+    assert [r.get("onExitCode") for r in rules] == ["1", "2", "3", "4", None]
 
 
 def test_policies_batch_cannot_express_are_refused_in_one_line() -> None:
     sched = create_scheduler("t")
     cfg = sched.run_opts().resolve({"queue": "q"})
     for policy, words in (
-        (RecoveryPolicy(recover_on_exit_codes=(1, 2, 3, 4)), "at most 3 exit codes"),
+        (RecoveryPolicy(recover_on_exit_codes=(1, 2, 3)), "at most 2 exit codes"),
         (RecoveryPolicy(restart_backoff=5), "cannot wait between attempts"),
     ):
         with pytest.raises(UnsupportedFeatureError, match=words) as e:
@@ -209,3 +215,8 @@ def test_the_last_attempt_takes_the_jobs_end() -> None:
 
 def test_a_job_not_started_has_no_attempt() -> None:
     assert attempts_of({"status": "RUNNABLE", "attempts": []}, CANCEL_REASON).attempts == []
+
+
+def test_a_spot_task_taken_back_is_a_preemption() -> None:
+    job = {"status": "RUNNABLE", "attempts": [_attempt(1000, 2000, "Your Spot Task was interrupted.")]}
+    assert [(a.state, a.cause) for a in attempts_of(job, CANCEL_REASON).attempts] == [("FAILED", "PREEMPTED")]

@@ -7,9 +7,11 @@ Batch retries a failed job as a whole, up to ``retryStrategy.attempts`` runs in 
 matches is retried, so the last rule sends every other end to ``EXIT``):
 
 * ``max_recoveries > 0``: ``RETRY`` when the attempt's status reason starts with ``Host EC2``
-  (the instance went away: a hardware failure, a Spot reclaim on EC2 capacity).
+  (the instance went away: a hardware failure, a Spot reclaim on EC2 capacity) or ``Your Spot
+  Task`` (Fargate Spot took the capacity back).
 * ``max_restarts > 0``: ``RETRY`` on every exit code (``onExitCode: *``); else ``RETRY`` on
-  each exit code of ``recover_on_exit_codes`` (at most 3 of them: one rule each).
+  each exit code of ``recover_on_exit_codes`` (at most 2 of them with ``max_recoveries > 0``,
+  4 without: one rule each).
 * anything else: ``EXIT``.
 
 Batch counts every retry in one budget, which is how budgets are approximated:
@@ -38,8 +40,8 @@ from torchx.schedulers.recovery import AttemptLog, RecoveredAttempt, RecoveryPol
 from torchx_sched_aws.batch_causes import batch_end
 from torchx_sched_aws.batch_request import MAX_ATTEMPTS, BatchJob
 
-#: Batch's ``statusReason`` of an attempt whose EC2 host went away
-HOST_LOST = "Host EC2*"
+#: Batch's ``statusReason`` of an attempt whose host went away (EC2) or was taken back (Fargate Spot)
+HOST_LOST = ("Host EC2*", "Your Spot Task*")
 #: most ``evaluateOnExit`` rules Batch takes
 MAX_RULES = 5
 #: the attempt number Batch gives each run of the job (1, 2, ...)
@@ -65,7 +67,7 @@ def retry_strategy(policy: RecoveryPolicy) -> dict[str, Any]:
         raise PolicyError("aws_batch cannot wait between attempts; drop restart_backoff or use controller=local")
     rules: list[dict[str, str]] = []
     if policy.max_recoveries > 0:
-        rules.append({"onStatusReason": HOST_LOST, "action": "RETRY"})
+        rules += [{"onStatusReason": reason, "action": "RETRY"} for reason in HOST_LOST]
     codes = sorted(set(policy.recover_on_exit_codes))
     if policy.max_restarts > 0:
         rules.append({"onExitCode": "*", "action": "RETRY"})
