@@ -8,6 +8,9 @@
   records in the job log.
 * **logs**: the replica's records in the job log (``tail_job_logs`` when following).
 * **cancel**: ``stop_job`` (the driver stops every replica); **delete**: stop, then ``delete_job``.
+* **recovery** (``capabilities.recovery``, used by ``torchx-managed``): the driver loops the
+  attempts under the job's budgets and records them in the job log (see
+  :mod:`torchx_sched_ray.recovery`).
 
 ``ray`` is imported only when the cluster is contacted (never for a dry run).
 """
@@ -39,6 +42,7 @@ from torchx_sched_ray.workspace import RayWorkspaceMixin
 
 if TYPE_CHECKING:
     from torchx.schedulers.causes import AttemptEnd
+    from torchx.schedulers.recovery import AttemptLog, RecoveryPolicy
 
 #: the driver package shipped with every job
 DRIVER_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torchx_ray_driver")
@@ -68,7 +72,7 @@ class RayScheduler(RayWorkspaceMixin, Scheduler[Mapping[str, CfgVal], AppDef, Ra
     """
 
     capabilities = SchedulerCapabilities(
-        log_since_until=True, log_streams=frozenset({"stdout", "stderr", "combined"}), workspace=True
+        log_since_until=True, log_streams=frozenset({"stdout", "stderr", "combined"}), workspace=True, recovery=True
     )  # the rest: the defaults
 
     def __init__(self, session_name: str) -> None:
@@ -116,6 +120,29 @@ class RayScheduler(RayWorkspaceMixin, Scheduler[Mapping[str, CfgVal], AppDef, Ra
         opts.validate()
         validate_app(app)
         return AppDryRunInfo(build_job(app, opts, self._working_dir(app, opts)), str)
+
+    def submit_recovery_dryrun(
+        self, app: AppDef, cfg: Mapping[str, CfgVal], policy: RecoveryPolicy
+    ) -> AppDryRunInfo[RayJob]:
+        """A job whose driver runs the attempts itself under ``policy``'s budgets (see
+        :mod:`torchx_sched_ray.recovery`); the roles' ``max_retries`` is not used."""
+        from torchx_sched_ray.recovery import policy_spec
+
+        info = self._submit_dryrun(app, cfg)
+        job = info.request
+        job.spec["max_retries"] = 0
+        job.spec["recovery"] = policy_spec(policy, job.submission_id)
+        return info
+
+    def recovery_attempts(self, app_id: str) -> AttemptLog | None:
+        """The attempts the job's driver recorded in its log; None for an unknown job."""
+        from torchx_sched_ray.recovery import read_attempts
+
+        try:
+            client, sub, _ = self._info(app_id)
+        except UnknownJobError:
+            return None
+        return read_attempts(split_lines(client.get_job_logs(sub)))
 
     def schedule(self, dryrun_info: AppDryRunInfo[RayJob]) -> str:
         """Submits the job (uploading the driver, ``app.json`` and the working dir); returns the app id."""

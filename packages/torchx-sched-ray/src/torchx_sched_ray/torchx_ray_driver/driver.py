@@ -12,8 +12,14 @@ by the scheduler) and, per attempt:
    to stdout, which is the job's log;
 5. when a replica fails, stops the others; the attempt fails.
 
-A failed attempt is retried (the whole app) while attempts remain (``max_retries``).
-SIGTERM (the Jobs API's stop) stops every replica, and the driver exits.
+A failed attempt is retried (the whole app) while attempts remain (``max_retries``). A job
+that recovers (``recovery`` in ``app.json``, from ``torchx-managed``) is retried by budgets
+instead (:meth:`Driver.run_recovering`): application errors against ``max_restarts``, a
+replica whose actor died (its node or worker lost) or that a signal from outside killed, and a
+placement that timed out against ``max_recoveries``, exit codes of ``recover_on_exit_codes``
+uncounted; every replica gets ``TORCHX_ATTEMPT`` and ``TORCHX_CHECKPOINT_DIR``, and each end
+is recorded (``x`` records). SIGTERM (the Jobs API's stop) stops every replica, and the
+driver exits.
 """
 
 from __future__ import annotations
@@ -46,6 +52,10 @@ class Driver:
         self.out = out or sys.stdout
         self.replicas = [(role, k) for role in spec["roles"] for k in range(role["num_replicas"])]
         self.stopping = False
+        #: variables every replica of the running attempt gets besides its role's
+        self.attempt_env: dict[str, str] = {}
+        #: the attempt's first failure: ("app", exit code) or ("infra", None)
+        self.failure: tuple[str, int | None] | None = None
 
     def emit(self, text: str) -> None:
         """Writes records to the job's log."""
@@ -56,8 +66,14 @@ class Driver:
         """The job is being stopped: the running attempt winds down and the driver exits."""
         self.stopping = True
 
+    def _failed(self, kind: str, code: int | None) -> None:
+        if self.failure is None:
+            self.failure = (kind, code)
+
     def run(self) -> int:
         """Runs attempts until one succeeds, retries run out, or the job is stopped; returns the exit code."""
+        if self.spec.get("recovery") is not None:
+            return self.run_recovering(self.spec["recovery"])
         retries = int(self.spec.get("max_retries", 0))
         for number in range(retries + 1):
             self.emit(records.attempt(time.time(), number))
@@ -70,6 +86,55 @@ class Driver:
             if number < retries:
                 self.emit(records.message(time.time(), f"attempt {number} failed; retrying the app"))
         return 1
+
+    def run_recovering(self, policy: dict[str, Any]) -> int:
+        """Runs attempts under the budgets of ``policy`` (``app.json``'s ``recovery``) until one
+        succeeds, a budget is used up (exit 1), or the job is stopped (exit 0)."""
+        recover = set(policy.get("recover_on_exit_codes") or [])
+        killed = set(policy.get("killed_signals") or [])
+        ckpt = str(policy["checkpoint_dir"])
+        used = {"RESTART": 0, "RECOVERY": 0}
+        limit = {"RESTART": int(policy.get("max_restarts", 0)), "RECOVERY": int(policy.get("max_recoveries", 0))}
+        errors_in_a_row = 0
+        number = 0
+        while True:
+            self.attempt_env = {"TORCHX_ATTEMPT": str(number), "TORCHX_CHECKPOINT_DIR": ckpt}
+            self.failure = None
+            self.emit(records.attempt(time.time(), number))
+            try:
+                ok = self.attempt()
+            except Stopped:
+                return 0
+            if self.stopping:
+                return 0
+            if ok:
+                self.emit(records.attempt_end(time.time(), number, 0, "SUCCEEDED"))
+                return 0
+            kind, code = self.failure or ("infra", None)
+            if kind == "app" and code in recover:
+                budget = "UNCOUNTED"
+            elif kind == "infra" or (code is not None and code < 0 and -code in killed):
+                budget = "RECOVERY"
+            else:
+                budget = "RESTART"
+            self.emit(records.attempt_end(time.time(), number, code, budget))
+            if budget in used:
+                used[budget] += 1
+                if used[budget] > limit[budget]:
+                    name = "max_restarts" if budget == "RESTART" else "max_recoveries"
+                    self.emit(records.message(time.time(), f"{name}={limit[budget]} used up; the job fails"))
+                    return 1
+            errors_in_a_row = errors_in_a_row + 1 if budget == "RESTART" else 0
+            number += 1
+            if errors_in_a_row and float(policy.get("restart_backoff") or 0) > 0:
+                wait = float(policy["restart_backoff"]) * 2 ** (errors_in_a_row - 1)
+                wait = min(wait, float(policy.get("max_backoff") or wait))
+                self.emit(records.backoff(time.time(), number, wait))
+                deadline = time.monotonic() + wait
+                while time.monotonic() < deadline:
+                    if self.stopping:
+                        return 0
+                    time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
 
     def _bundle(self, role: dict[str, Any]) -> dict[str, float]:
         res = role["resources"]
@@ -106,6 +171,7 @@ class Driver:
             if not self._wait_placed(pg):
                 msg = f"the cluster could not place all {len(bundles)} replicas within the placement timeout"
                 self.emit(records.message(time.time(), msg))
+                self._failed("infra", None)
                 self._end_all("FAILED")
                 return False
             remote = ray.remote(ReplicaProcess)
@@ -142,10 +208,11 @@ class Driver:
         for i, actor in enumerate(actors):  # (no zip(strict=): the cluster's Python may be 3.9)
             role, k = self.replicas[i]
             try:
-                ray.get(actor.start.remote(role["argv"], role["env"], k, rank0))
+                ray.get(actor.start.remote(role["argv"], {**role["env"], **self.attempt_env}, k, rank0))
             except Exception as e:  # the command could not start: the attempt fails
                 self.emit(records.message(time.time(), f"{role['name']}/{k}: {_cause(e)}"))
                 self.emit(records.state(i, time.time(), "FAILED", 127, hosts[i]))
+                self._failed("app", 127)
                 failed = True
                 break
             self.emit(records.state(i, time.time(), "RUNNING", None, hosts[i]))
@@ -166,6 +233,7 @@ class Driver:
                 except Exception as e:  # the actor died (node lost, killed)
                     self.emit(records.message(time.time(), f"replica {i}: {_cause(e)}"))
                     self.emit(records.state(i, time.time(), "FAILED", None, hosts[i]))
+                    self._failed("infra", None)
                     ok = False
                     if not stop_sent:
                         self._stop(actors, live.values())
@@ -185,6 +253,8 @@ class Driver:
                 self.emit(records.state(i, time.time(), value, code, hosts[i]))
                 if value != "SUCCEEDED":
                     ok = False
+                if value == "FAILED":
+                    self._failed("app", code)
                 if value == "FAILED" and not stop_sent:
                     self.emit(records.message(time.time(), f"replica {i} exited with code {code}; stopping the others"))
                     self._stop(actors, live.values())

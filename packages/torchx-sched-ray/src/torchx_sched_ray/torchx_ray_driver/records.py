@@ -10,6 +10,12 @@ line a replica printed, and every change of a replica's state, as a record::
 * kind ``s``: a state change, payload ``<STATE> <exit code or -> <host or ->``
 * kind ``a`` (index ``-``): an attempt of the whole app starts, payload: the attempt number (0 first)
 * kind ``m`` (index ``-``): a message of the driver
+* kind ``x`` (index ``-``): an attempt ended (a job that recovers, ``torchx-managed``), payload
+  ``<attempt> <exit code or -> <budget>``, budget ``SUCCEEDED``, ``RESTART`` (an application
+  error, counted against ``max_restarts``), ``RECOVERY`` (the infrastructure's failure,
+  against ``max_recoveries``) or ``UNCOUNTED`` (an exit code of ``recover_on_exit_codes``)
+* kind ``b`` (index ``-``): the driver waits before the next attempt, payload
+  ``<next attempt> <seconds>``
 
 Anything else in the log (Ray's own messages) is not a record. This module is shared by the
 driver (on the cluster, without torchx) and the scheduler: it imports nothing but the stdlib.
@@ -18,7 +24,7 @@ driver (on the cluster, without torchx) and the scheduler: it imports nothing bu
 from __future__ import annotations
 
 MARK = "~tx"
-STDOUT, STDERR, STATE, ATTEMPT, MESSAGE = "o", "e", "s", "a", "m"
+STDOUT, STDERR, STATE, ATTEMPT, MESSAGE, ATTEMPT_END, BACKOFF = "o", "e", "s", "a", "m", "x", "b"
 #: kinds of output records, by stream; the upper-case kind marks a last line without ``\\n``
 OUTPUT_KINDS = {"o": ("stdout", True), "e": ("stderr", True), "O": ("stdout", False), "E": ("stderr", False)}
 
@@ -38,6 +44,16 @@ def state(index: int, moment: float, value: str, exit_code: int | None = None, h
 def attempt(moment: float, number: int) -> str:
     """The record of attempt ``number`` of the app starting."""
     return f"{MARK} - {ATTEMPT} {moment:.3f} {number}\n"
+
+
+def attempt_end(moment: float, number: int, exit_code: int | None, budget: str) -> str:
+    """The record of attempt ``number`` ending, charged to ``budget``."""
+    return f"{MARK} - {ATTEMPT_END} {moment:.3f} {number} {'-' if exit_code is None else exit_code} {budget}\n"
+
+
+def backoff(moment: float, number: int, seconds: float) -> str:
+    """The record of the driver waiting ``seconds`` before attempt ``number``."""
+    return f"{MARK} - {BACKOFF} {moment:.3f} {number} {seconds:g}\n"
 
 
 def message(moment: float, text: str) -> str:
@@ -76,6 +92,6 @@ def parse(line: str) -> Record | None:
         return None
     if kind in OUTPUT_KINDS:
         payload += "\n" if OUTPUT_KINDS[kind][1] else ""
-    elif kind not in (STATE, ATTEMPT, MESSAGE):
+    elif kind not in (STATE, ATTEMPT, MESSAGE, ATTEMPT_END, BACKOFF):
         return None
     return Record(number, kind, when, payload)
