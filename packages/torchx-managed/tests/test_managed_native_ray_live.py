@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from torchx.testing import live_backend_env, unavailable
+from torchx.testing import alive, live_backend_env, unavailable
 from torchx.testing.machines import Machine
 
 COUNTER = Path(__file__).with_name("counter.py")
@@ -66,11 +66,11 @@ def shared() -> Iterator[Path]:
 
 
 def _submit(client: Machine, address: str, shared: Path, plan: str, *cfg: str) -> str:
-    # bash runs the counter by exec (dash's ``sh -c '"$@"'`` forks it), so the replica's process
-    # is the counter, which dies with its actor's worker (PDEATHSIG reaches that process only)
+    # utils.sh runs ``sh -c '"$@"'``, which forks the counter: the replica's process is sh, and
+    # the counter a child that must die with its actor all the same
     opts = ",".join(["targets=ray", f"address={address}", f"checkpoint_dir={shared / 'ckpt'}", *cfg])
     proc = client.torchx(
-        "run", "--detach", "-s", "managed", "-cfg", opts, "utils.sh", "--entrypoint", "bash",
+        "run", "--detach", "-s", "managed", "-cfg", opts, "utils.sh",
         sys.executable, str(shared / "counter.py"), str(STEPS), str(STEP_SECONDS), plan,
         isolated=True,
     )  # fmt: skip
@@ -112,6 +112,7 @@ def test_actor_killed_then_app_error_recovers_with_no_client_left(
     _until(lambda: _count(shared) >= 3, 120, "attempt 0 to checkpoint a few steps")
     app_pid = int((shared / "ckpt" / "pid-0").read_text())
     os.kill(_actor_of(app_pid), signal.SIGKILL)
+    _until(lambda: not alive(app_pid), 10, "attempt 0's counter to die with its actor")
 
     status = _ended(other, handle)
     assert status["state"] == "SUCCEEDED", status

@@ -62,3 +62,29 @@ def test_stop_terminates_the_process_group() -> None:
 def test_a_command_that_cannot_start() -> None:
     with pytest.raises(OSError, match="cannot start 'no-such-command-xyz'"):
         ReplicaProcess().start(["no-such-command-xyz"], {}, 0, "h")
+
+
+def test_the_actor_sigkilled_takes_the_replicas_children_along(tmp_path: object) -> None:
+    """The actor's process (here a plain Python process hosting a ReplicaProcess) is SIGKILLed:
+    the replica's process dies by PDEATHSIG, and its forked child by the group watcher."""
+    import os
+    import subprocess
+
+    host = (
+        "import sys, time; from torchx_sched_ray.torchx_ray_driver.replica import ReplicaProcess;"
+        " p = ReplicaProcess(); print(p.start(['sh', '-c', 'sleep 300 & echo $!; wait'], {}, 0, 'h'), flush=True);"
+        " lines = []\n"
+        "while not lines: lines, _, _ = p.poll(0.2)\n"
+        "print(lines[0][2], flush=True); time.sleep(300)"
+    )
+    actor = subprocess.Popen([sys.executable, "-c", host], stdout=subprocess.PIPE, text=True)
+    assert actor.stdout is not None
+    pid, child = int(actor.stdout.readline()), int(actor.stdout.readline())
+    assert alive(pid) and alive(child)
+    os.kill(actor.pid, signal.SIGKILL)
+    actor.wait()
+    deadline = time.monotonic() + 5
+    while (alive(pid) or alive(child)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(pid), "the replica's process outlived its actor"
+    assert not alive(child), "the replica's child outlived its actor"

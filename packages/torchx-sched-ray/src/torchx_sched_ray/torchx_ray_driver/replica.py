@@ -2,8 +2,10 @@
 
 Plain Python (no Ray import), so it runs the same in an actor and in a unit test.
 The command runs without a shell (argv as given), in its own session; a supervising
-thread started it, and it dies with that thread's process (``PR_SET_PDEATHSIG``), so a
-killed actor leaves no orphan behind.
+thread started it, and it dies with that thread's process (``PR_SET_PDEATHSIG``). Its own
+children (a shell that forks its command, a launcher) are killed too: a watcher process
+(:func:`_group_watcher`) kills the session's process group when the actor's end of a pipe
+closes, which happens however the actor dies. So a killed actor leaves no orphan behind.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections import deque
@@ -107,6 +110,7 @@ class ReplicaProcess:
             started["error"] = e.strerror or str(e)
             ready.set()
             return
+        watcher = _group_watcher(proc.pid)
         self._proc = proc
         self._open = 2
         started["proc"] = proc
@@ -118,6 +122,9 @@ class ReplicaProcess:
         for t in readers:
             t.start()
         code = proc.wait()
+        if watcher is not None:  # the replica ended: its group is no longer watched
+            watcher.kill()
+            watcher.wait()
         for t in readers:  # a child that outlives the replica may hold its pipes open: do not wait forever
             t.join(PIPE_DRAIN_SECONDS)
         with self._cond:
@@ -164,6 +171,25 @@ class ReplicaProcess:
         timer = threading.Timer(grace, kill)
         timer.daemon = True
         timer.start()
+
+
+#: the watcher: waits for EOF on stdin, then SIGKILLs the group (quietly if it is gone)
+_WATCH = "import os, sys\nsys.stdin.buffer.read()\ntry:\n os.killpg(int(sys.argv[1]), 9)\nexcept OSError:\n pass"
+
+
+def _group_watcher(pgid: int) -> subprocess.Popen[bytes] | None:
+    """A process that SIGKILLs process group ``pgid`` once this process's end of its stdin
+    closes (this process died, e.g. SIGKILLed with its actor); None if it cannot start."""
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-c", _WATCH, str(pgid)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError:
+        return None
 
 
 def _signal_group(pid: int, sig: int) -> None:
