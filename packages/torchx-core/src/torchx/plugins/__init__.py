@@ -133,6 +133,9 @@ _registry: Registry | None = None
 _discoverer: int | None = None
 #: held while the registry is loaded: other threads wait for it instead of loading it again
 _loading = _thread.RLock()
+#: while discovery imports namespace modules: what the entry points registered (their upstream
+#: module paths resolve, so a plugin module may import ``torchx.schedulers.local_scheduler``)
+_partial: Registry | None = None
 
 REENTRANT_LOOKUP = (
     "torchx plugins are being discovered: a plugin module must not look plugins up (named resources,"
@@ -198,6 +201,12 @@ def get_registry(refresh: bool = False) -> Registry:
             cache.store(registry)
         _registry = registry
         return registry
+
+
+def partial_registry() -> Registry | None:
+    """During discovery, in the discovering thread, what the entry points registered once they
+    are all read (None before, and outside discovery): upstream module paths resolve against it."""
+    return _partial if discovering() else None
 
 
 def discovering() -> bool:

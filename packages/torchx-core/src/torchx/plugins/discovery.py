@@ -140,7 +140,15 @@ def discover() -> Registry:
                 continue
             registry.add(info, record)
     if sources & SOURCE_NAMESPACE:
-        discover_namespaces(registry)
+        # namespace modules may import upstream module paths (``torchx.schedulers.local_scheduler``)
+        # when imported: the entry points, read above, resolve them
+        import torchx.plugins
+
+        torchx.plugins._partial = registry
+        try:
+            discover_namespaces(registry)
+        finally:
+            torchx.plugins._partial = None
     registry.finish()
     registry.plugin_manager = pm
     for conflict in registry.conflicts:

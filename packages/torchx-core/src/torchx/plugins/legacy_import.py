@@ -116,15 +116,18 @@ def _missing(fullname: str, dist: str, registry: Registry | None) -> str:
 
 
 def _registry() -> Registry | None:
-    """The plugin registry, or None while it is being built (a plugin's hook module importing a
-    legacy path must not start discovery again)."""
+    """The plugin registry; while it is being built, what the entry points registered (None
+    while they are read: a plugin's hook module importing a legacy path must not start
+    discovery again)."""
+    from torchx.plugins import discovering, get_registry, partial_registry
+
+    if discovering():  # a plugin module imported by discovery: what the entry points registered
+        return partial_registry()
     me = get_ident()
     if me in LegacyModuleFinder._resolving:
         return None
     LegacyModuleFinder._resolving.add(me)
     try:
-        from torchx.plugins import get_registry
-
         return get_registry()
     finally:
         LegacyModuleFinder._resolving.discard(me)
