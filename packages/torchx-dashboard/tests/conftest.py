@@ -92,6 +92,21 @@ def booth_sweep(runner: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     return sweep
 
 
+#: a managed job's app: attempt 0 SIGKILLs itself (a retried cause), attempt 1 succeeds
+TWO_ATTEMPTS = "import os, signal\nif os.environ['TORCHX_ATTEMPT'] == '0':\n    os.kill(os.getpid(), signal.SIGKILL)\nprint('done')"
+
+
+@pytest.fixture
+def managed_job(runner: Any) -> str:
+    """A finished ``managed`` job on local_cwd that took two attempts (needs torchx-managed)."""
+    pytest.importorskip("torchx_managed")
+    handle = str(runner.run(python_app(TWO_ATTEMPTS, name="twice"), "managed", {"targets": ["local_cwd"]}))
+    status = runner.wait(handle, wait_interval=0.2, timeout=120)
+    assert status is not None and status.state.name == "SUCCEEDED", status
+    assert len(runner.describe_app(handle).metadata["attempts"]) == 2
+    return handle
+
+
 @pytest.fixture
 def script() -> str:
     """A ``<script>`` element: the name of a test job and a line another prints."""

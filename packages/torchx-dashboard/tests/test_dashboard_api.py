@@ -276,3 +276,50 @@ def test_sweeps_list_and_trials_with_their_metric(runner: Runner, booth_sweep: A
     assert by_point[("2", "3")] == 5.0
     assert missing.status_code == 404
     assert not_a_sweep.status_code == 400
+
+
+def test_a_managed_job_shows_its_request_and_nests_its_attempts(runner: Runner, managed_job: str) -> None:
+    with client_for(runner, ["local_cwd", "managed"]) as c:
+        job = c.get(f"/api/jobs/{enc(managed_job)}").json()
+        listed = c.get("/api/jobs").json()
+        failed = c.get("/api/jobs", params={"state": "FAILED"}).json()
+    assert job["request_error"] is None
+    assert "local_cwd" in job["request"]  # the managed request names its target
+    assert [(a["attempt"], a["state"]) for a in job["attempts"]] == [(0, "FAILED"), (1, "SUCCEEDED")]
+    assert all(isinstance(a["started"], float) and isinstance(a["ended"], float) for a in job["attempts"])
+    # one top row: the managed job, its two local_cwd attempts nested in order
+    assert [(j["handle"], j["scheduler"]) for j in listed["jobs"]] == [(managed_job, "managed")]
+    assert listed["total"] == 1
+    children = listed["jobs"][0]["children"]
+    assert [(c["scheduler"], c["state"], c["name"].rsplit("-", 1)[1]) for c in children] == [
+        ("local_cwd", "FAILED", "0"),
+        ("local_cwd", "SUCCEEDED", "1"),
+    ]
+    assert {a["handle"] for a in job["attempts"]} == {c["handle"] for c in children}
+    # a filter matching only a nested attempt keeps its managed job's row
+    assert [j["handle"] for j in failed["jobs"]] == [managed_job]
+
+
+def test_a_sweeps_trials_are_nested_under_it(runner: Runner, booth_sweep: Any, jobs: dict[str, str]) -> None:
+    with client_for(runner, ["local_cwd"]) as c:
+        listed = c.get("/api/jobs").json()
+        sweeps = c.get("/api/sweeps").json()["sweeps"]
+    rows = {j["handle"]: j for j in listed["jobs"]}
+    assert set(rows) == {booth_sweep.handle, *jobs.values()}  # 6 trials fold into one row
+    sweep = rows[booth_sweep.handle]
+    assert (sweep["kind"], sweep["scheduler"], sweep["state"]) == ("sweep", "local_cwd", "SUCCEEDED")
+    assert len(sweep["children"]) == 6 and {t["state"] for t in sweep["children"]} == {"SUCCEEDED"}
+    assert sweep["submitted"] <= sweep["started"] <= sweep["ended"]
+    assert sweeps[0]["handle"] == booth_sweep.handle
+
+
+def test_sweep_metrics_come_from_the_tracker_the_sweep_recorded(
+    runner: Runner, booth_sweep: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # no .torchxconfig here: only the sweep's record names the tracker
+    with client_for(runner, ["local_cwd"]) as c:
+        one = c.get(f"/api/sweeps/{enc(booth_sweep.handle)}").json()
+    assert one["metric_names"] == ["booth_eval"]
+    assert sorted(t["metrics"]["booth_eval"] for t in one["trials"])[0] == 0.0

@@ -36,7 +36,7 @@ from starlette.types import ASGIApp
 from torchx.schedulers.capabilities import UnsupportedFeatureError
 
 from torchx_dashboard import sweeps
-from torchx_dashboard.jobs import BadRequest, Forbidden, JobService, ListQuery, NotFound
+from torchx_dashboard.jobs import BadRequest, Forbidden, JobList, JobService, ListQuery, NotFound
 from torchx_dashboard.security import Guard
 
 log = logging.getLogger("torchx_dashboard")
@@ -63,7 +63,7 @@ class Dashboard:
 
     def __init__(self, service: JobService) -> None:
         self.service = service
-        self.sweeps = sweeps.SweepService(service.runner, service.trackers) if sweeps.available() else None
+        self.sweeps = sweeps.SweepService(service.runner) if sweeps.available() else None
 
     async def config(self, request: Request) -> Response:
         return json_response(
@@ -77,10 +77,14 @@ class Dashboard:
     async def jobs(self, request: Request) -> Response:
         started = time.perf_counter()
         query = ListQuery.parse(request.query_params)
-        result = await run_in_threadpool(self.service.list_jobs, query)
+        result = await run_in_threadpool(self._list, query)
         response = json_response(result.as_json())
         response.headers["server-timing"] = f"list;dur={(time.perf_counter() - started) * 1000:.1f}"
         return response
+
+    def _list(self, query: ListQuery) -> JobList:
+        """The jobs, sweeps' trials nested under their sweep."""
+        return self.service.list_jobs(query, self.sweeps.groups() if self.sweeps is not None else ())
 
     async def job(self, request: Request) -> Response:
         parts = _segments(request, "/api/jobs/")

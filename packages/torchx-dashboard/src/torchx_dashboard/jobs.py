@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -27,6 +27,22 @@ SORT_KEYS = ("handle", "scheduler", "name", "state", "submitted")
 #: the times a job in the listing carries (seconds since the epoch; null where its scheduler does not say)
 TIME_KEYS = ("submitted", "started", "ended")
 MAX_LIMIT = 1000
+
+
+@dataclass
+class Group:
+    """A row of the job list no scheduler lists (a sweep), with the listed jobs nested under it.
+
+    Attributes:
+        job: its row (``handle, scheduler, app_id, name, kind, submitted``); state and the other
+            times come from its members
+        members: the handles of the jobs nested under it
+        state: its state from its listed members' states (handle -> state name)
+    """
+
+    job: dict[str, Any]
+    members: list[str]
+    state: Callable[[Mapping[str, str]], str]
 
 
 class BadRequest(ValueError):
@@ -202,8 +218,12 @@ class JobService:
             for app in self.runner.list(name)
         ]
 
-    def list_jobs(self, query: ListQuery) -> JobList:
+    def list_jobs(self, query: ListQuery, groups: Sequence[Group] = ()) -> JobList:
         """The page of jobs ``query`` asks for; a scheduler that fails is reported, the others still list.
+
+        A managed job's attempts (named ``{its id}-{n}``) are nested in its ``children``, and so
+        are the members of each of ``groups`` (a sweep's trials) listed by a scheduler shown;
+        filters and order apply to the top rows (one matches when it or a nested job does).
 
         Raises:
             BadRequest: ``query.scheduler`` is not one of :attr:`schedulers`
@@ -231,7 +251,7 @@ class JobService:
             if found is not None:
                 listed.append(name)
                 jobs.extend(found)
-        jobs = [j for j in jobs if _matches(j, query)]
+        jobs = [j for j in _nest(jobs, [g for g in groups if g.job["scheduler"] in listed]) if _matches(j, query)]
         if query.sort in TIME_KEYS:
             key = query.sort
             known = sorted((j for j in jobs if j[key] is not None), key=lambda j: (j[key], j["handle"]))
@@ -281,7 +301,7 @@ class JobService:
                 roles.append({"name": name, "replicas": [_replica_json(x) for x in replicas]})
         metadata = dict(desc.metadata)
         attempts = metadata.pop("attempts", None)
-        request, request_error = self._request(handle, scheduler) if with_request else (None, None)
+        request, request_error = self._request(handle, scheduler, desc.metadata) if with_request else (None, None)
         return {
             "handle": handle,
             "scheduler": scheduler,
@@ -304,13 +324,17 @@ class JobService:
             "log_since": bool(caps.log_since_until),
         }
 
-    def _request(self, handle: str, scheduler: str) -> tuple[str | None, str | None]:
-        """The request the job's roles make on its scheduler (a dry run of the described app)."""
+    def _request(self, handle: str, scheduler: str, metadata: Mapping[str, Any]) -> tuple[str | None, str | None]:
+        """The request the job's roles make on its scheduler: a dry run of the described app with the
+        run options the job's description reports (a managed job's ``targets``, without which its
+        scheduler cannot build a request)."""
         try:
             app = self.runner.describe(handle)
             if app is None or not app.roles:
                 return None, "the scheduler does not describe this job's roles"
-            return str(self.runner.dryrun(app, scheduler)), None
+            opts = self.runner.scheduler_run_opts(scheduler)
+            cfg = {key: value for key, value in metadata.items() if key in opts and value is not None}
+            return str(self.runner.dryrun(app, scheduler, cfg or None)), None
         except Exception as e:
             return None, _error_text(e)
 
@@ -428,7 +452,48 @@ class JobService:
         return status.state.name if status else "UNKNOWN"
 
 
+def _nest(jobs: list[dict[str, Any]], groups: Sequence[Group]) -> list[dict[str, Any]]:
+    """The top rows: managed jobs with their attempts, groups with their members, the other jobs."""
+    nested: set[str] = set()
+    for job in jobs:
+        job["children"] = []
+    for job in jobs:
+        if job["scheduler"] != "managed":
+            continue
+        attempt = re.compile(re.escape(str(job["app_id"])) + r"-\d+")
+        job["children"] = _in_order(
+            [j for j in jobs if j["scheduler"] != "managed" and attempt.fullmatch(str(j["name"] or ""))]
+        )
+        nested.update(j["handle"] for j in job["children"])
+    by_handle = {j["handle"]: j for j in jobs}
+    rows = []
+    for group in groups:
+        members = _in_order([by_handle[h] for h in group.members if h in by_handle])
+        nested.update(j["handle"] for j in members)
+        state = group.state({j["handle"]: j["state"] for j in members})
+        started = [j["started"] for j in members if j["started"] is not None]
+        ended = [j["ended"] for j in members if j["ended"] is not None]
+        final = AppState[state] in (AppState.SUCCEEDED, AppState.FAILED, AppState.CANCELLED)
+        rows.append(
+            {
+                **group.job,
+                "state": state,
+                "started": min(started) if started else None,
+                "ended": max(ended) if final and ended else None,
+                "children": members,
+            }
+        )
+    return rows + [j for j in jobs if j["handle"] not in nested]
+
+
+def _in_order(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Nested jobs oldest first (unknown submission times last), then by name."""
+    return sorted(jobs, key=lambda j: (j["submitted"] is None, j["submitted"] or 0, str(j["name"])))
+
+
 def _matches(job: Mapping[str, Any], query: ListQuery) -> bool:
+    if any(_matches(child, query) for child in job.get("children", ())):
+        return True
     if query.state is not None and job["state"] != query.state:
         return False
     if query.q:

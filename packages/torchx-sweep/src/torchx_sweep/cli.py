@@ -255,9 +255,9 @@ class CmdSweep(SubCommand):
                 return 0
             status = sweep.wait(timeout=opts.timeout) if verb == "wait" else sweep.status()
             if opts.metric:
-                from torchx_sweep.metrics import NO_TRACKER, configured_tracker, read_metric
+                from torchx_sweep.metrics import NO_TRACKER, read_metric, recorded_trackers
 
-                tracker = configured_tracker()
+                tracker = next(iter(recorded_trackers(sweep._load().spec)), None)
                 if tracker is None:
                     print(f"torchx sweep: warning: {NO_TRACKER.format(metric=opts.metric)}", file=sys.stderr)
                 found = read_metric((t["handle"] for t in status["trials"]), opts.metric, tracker)

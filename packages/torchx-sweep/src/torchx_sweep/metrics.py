@@ -1,13 +1,14 @@
 """Reads the metric each trial recorded through the tracker (``AppRun.add_metadata(loss=...)``).
 
 A trial's tracker run id is its app handle (``TORCHX_JOB_ID``), so the metric of a trial is
-``tracker.metadata(handle)[name]`` in the first tracker ``.torchxconfig`` names
-(``[torchx:tracker]``), else the first one the environment names (``TORCHX_TRACKERS``).
+``tracker.metadata(handle)[name]`` in the first tracker the sweep recorded at submission (the one
+``.torchxconfig``'s ``[torchx:tracker]`` or ``TORCHX_TRACKERS`` named where it was submitted).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from torchx.tracker.api import TrackerBase, build_trackers, trackers_from_environ
 
@@ -28,6 +29,17 @@ def configured_tracker() -> TrackerBase | None:
     if not trackers:
         trackers = list(trackers_from_environ())
     return trackers[0] if trackers else None
+
+
+def recorded_trackers(spec: Mapping[str, Any]) -> list[TrackerBase]:
+    """The trackers a sweep's trials record to, as the sweep recorded them when it was submitted
+    (``spec["trackers"]``: name -> config), whatever directory the reader runs in; for a sweep
+    recorded without them, this process's :func:`configured_tracker`."""
+    recorded = spec.get("trackers")
+    if isinstance(recorded, dict) and recorded:
+        return list(build_trackers({str(k): None if v is None else str(v) for k, v in recorded.items()}))
+    tracker = configured_tracker()
+    return [] if tracker is None else [tracker]
 
 
 def read_metric(handles: Iterable[str | None], name: str, tracker: TrackerBase | None) -> dict[str, object]:

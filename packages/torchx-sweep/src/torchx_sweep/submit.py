@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from torchx.runner import Runner
+from torchx.runner.api import configured_trackers
 from torchx.schedulers import submission
 from torchx.specs.dryrun import AppDryRunInfo
 from torchx.specs.handles import make_app_handle
@@ -196,6 +197,8 @@ def start(
         "mode": mode,
         "created": time.time(),
         "cwd": os.getcwd(),
+        # the trackers its trials record to (name -> config), read back by whoever shows their metrics
+        "trackers": configured_trackers(),
         "trials": [{"args": t, "name": a.name} for t, a in zip(prepared.trials, prepared.apps, strict=True)],
     }
     store.create(spec)

@@ -17,7 +17,7 @@ function el(tag, attrs, ...children) {
   for (const [key, value] of Object.entries(attrs || {})) {
     if (value === undefined || value === null || value === false) continue;
     if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-    else if (key === "dataset") Object.assign(node.dataset, value);
+    else if (key === "dataset") { for (const [k, v] of Object.entries(value)) if (v !== undefined && v !== null) node.dataset[k] = v; }
     else node.setAttribute(key, value === true ? "" : String(value));
   }
   for (const child of children.flat()) {
@@ -120,6 +120,7 @@ function renderJobs(params) {
   const summary = el("span", { class: "muted", id: "jobs-summary" });
   const pager = el("div", { class: "pager" });
   const sort = params.get("sort") || "";
+  const expanded = new Set();  // handles whose nested jobs are shown
   const offset = Math.max(0, parseInt(params.get("offset") || "0", 10) || 0);
 
   const go = (changes) => {
@@ -154,13 +155,25 @@ function renderJobs(params) {
       return;
     }
     errors.replaceChildren(...data.errors.map((x) => errorBox(x.scheduler + ": " + x.error)));
-    body.replaceChildren(...data.jobs.map((job) => el("tr", { dataset: { handle: job.handle } },
-      el("td", {}, el("a", { href: jobHref(job.handle) }, job.name || job.app_id)),
-      el("td", {}, badge(job.state)),
-      el("td", {}, job.scheduler),
-      el("td", { class: "time" }, when(job.submitted)),
-      el("td", { class: "time" }, duration(job)),
-      el("td", { class: "handle" }, job.handle))));
+    // a managed job's attempts and a sweep's trials are nested rows, shown when their row is expanded
+    const rows = (job, depth, parent) => {
+      const kids = job.children || [];
+      const open = expanded.has(job.handle);
+      const toggle = kids.length ? el("button", {
+        class: "toggle", "aria-expanded": open ? "true" : "false", title: (open ? "hide " : "show ") + kids.length + " nested",
+        onclick: () => { if (open) expanded.delete(job.handle); else expanded.add(job.handle); load(); },
+      }, (open ? "\u25BE " : "\u25B8 ") + kids.length) : null;
+      const href = job.kind === "sweep" ? "#/sweep/" + encodeURIComponent(job.app_id) : jobHref(job.handle);
+      const row = el("tr", { dataset: { handle: job.handle, parent: parent, kind: job.kind }, class: depth ? "nested" : null },
+        el("td", { style: depth ? "padding-left:" + (0.6 + 1.6 * depth) + "em" : null }, toggle, el("a", { href: href }, job.name || job.app_id)),
+        el("td", {}, badge(job.state)),
+        el("td", {}, job.scheduler),
+        el("td", { class: "time" }, when(job.submitted)),
+        el("td", { class: "time" }, duration(job)),
+        el("td", { class: "handle" }, job.handle));
+      return [row, ...(open ? kids.flatMap((k) => rows(k, depth + 1, job.handle)) : [])];
+    };
+    body.replaceChildren(...data.jobs.flatMap((job) => rows(job, 0, null)));
     if (!data.jobs.length) body.append(el("tr", {}, el("td", { colspan: 6, class: "muted" }, "no jobs")));
     const last = Math.min(data.offset + data.jobs.length, data.total);
     summary.textContent = data.total ? `${data.offset + 1}\u2013${last} of ${data.total} jobs` : "";
@@ -272,13 +285,20 @@ function jobDetails(job) {
   }
 
   if (job.attempts && job.attempts.length) {
-    const preferred = ["handle", "scheduler", "state", "cause", "exit_code", "started", "ended"];
-    const seen = new Set(job.attempts.flatMap((a) => (a && typeof a === "object" ? Object.keys(a) : [])));
+    // attempts count from 0, as TORCHX_ATTEMPT does; started/ended (seconds since the epoch) as local times
+    const preferred = ["attempt", "handle", "scheduler", "state", "cause", "exit_code", "started", "ended"];
+    const seen = new Set(["attempt", ...job.attempts.flatMap((a) => (a && typeof a === "object" ? Object.keys(a) : []))]);
     const keys = [...preferred.filter((k) => seen.has(k)), ...[...seen].filter((k) => !preferred.includes(k)).sort()];
+    const cell = (a, i, k) => {
+      if (k === "attempt") return el("td", {}, typeof a.attempt === "number" ? a.attempt : i);
+      if (k === "handle" && a.handle) return el("td", {}, el("a", { href: jobHref(a.handle) }, a.handle));
+      if (k === "state" && a.state) return el("td", {}, badge(a.state));
+      if ((k === "started" || k === "ended") && typeof a[k] === "number") return el("td", { class: "time", title: String(a[k]) }, when(a[k]));
+      return el("td", {}, fmt(a[k]));
+    };
     out.push(el("h2", {}, "Attempts"), el("table", { id: "attempts" },
-      el("thead", {}, el("tr", {}, el("th", {}, "#"), keys.map((k) => el("th", {}, k)))),
-      el("tbody", {}, job.attempts.map((a, i) => el("tr", {}, el("td", {}, i + 1), keys.map((k) => el("td", {},
-        k === "handle" && a.handle ? el("a", { href: jobHref(a.handle) }, a.handle) : k === "state" && a.state ? badge(a.state) : fmt(a[k]))))))));
+      el("thead", {}, el("tr", {}, keys.map((k) => el("th", {}, k)))),
+      el("tbody", {}, job.attempts.map((a, i) => el("tr", {}, keys.map((k) => cell(a, i, k)))))));
   }
 
   if (job.tracker) {
