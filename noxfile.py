@@ -240,6 +240,7 @@ def integration_managed(session: nox.Session) -> None:
         "packages/torchx-managed/tests/test_managed_native_k8s_live.py",
         "packages/torchx-managed/tests/test_managed_native_aws_live.py",
         "packages/torchx-managed/tests/test_managed_native_ray_live.py",
+        "packages/torchx-managed/tests/test_managed_native_lsf_live.py",
         "packages/torchx-managed/tests/test_managed_controller_live.py",
         "packages/torchx-managed/tests/test_managed_unreachable_live.py",
         extra=["boto3", "kubernetes"],

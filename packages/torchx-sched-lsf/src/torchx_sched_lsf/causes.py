@@ -60,6 +60,30 @@ def owner(history: str) -> str:
     return m.group(1) if m else ""
 
 
+def requeue_causes(history: str) -> list[tuple[EndCause, str]]:
+    """Why each earlier run of a job LSF ran more than once ended (oldest first), from its
+    ``bhist -l`` (one run per ``Dispatched to``): a run ended by ``brequeue`` (``Signal
+    <REQUEUE_PEND> requested by ... <who>``) is ``KILLED``; any other (LSF reran a ``bsub -r``
+    job whose host failed or rebooted) is ``NODE_FAILURE``."""
+    runs = re.sub(r"\n\s+", "", history).split("Dispatched to")[1:-1]
+    out: list[tuple[EndCause, str]] = []
+    for run in runs:
+        requests = [who.strip() for sig, who in _KILL_REQUEST.findall(run) if sig == "REQUEUE_PEND"]
+        if requests:
+            out.append((EndCause.KILLED, f"brequeue by {requests[-1] or 'someone'}: LSF requeued the job"))
+        else:
+            out.append((EndCause.NODE_FAILURE, "its host failed: LSF reran the job (bsub -r)"))
+    return out
+
+
+def requeue_requested(history: str) -> bool:
+    """Whether the last run ``bhist -l`` records was ended by ``brequeue`` (LSF dispatches the
+    job again)."""
+    last = re.sub(r"\n\s+", "", history).split("Dispatched to")[-1]
+    requests = _KILL_REQUEST.findall(last)
+    return bool(requests) and requests[-1][0] == "REQUEUE_PEND"
+
+
 def lsf_end(job: LsfJob, history: str, codes: dict[str, int], marked: bool) -> AttemptEnd | None:
     """Why ``job`` ended; ``history``: its ``bhist -l``; ``codes``: ``role/k`` -> exit code of the
     replicas that ended by themselves, in start order; ``marked``: torchx cancelled it. None

@@ -7,6 +7,9 @@
 * **logs**: the per-replica files ``lsf-<job>-<role>-<k>.out|.err|.log`` in the job's
   working directory, which LSF itself reports.
 * **retries**: the script starts the replicas again, in the same allocation.
+* **recovery** (``capabilities.recovery``, used by ``torchx-managed``): ``bsub -r`` (LSF reruns
+  the job when its host fails) and a restart loop in the job script for application errors;
+  the attempts are read back from the job's attempt log and ``bhist -l``.
 * **job arrays** (``capabilities.job_arrays``): apps of one shape go out as one
   ``bsub -J "name[1-N]%K"`` (see :func:`torchx_sched_lsf.script.build_array_request`);
   element ``i`` of array ``J`` has the app id ``J[i+1]`` (LSF indices start at 1), which
@@ -44,6 +47,7 @@ from torchx_sched_lsf.states import to_app_state
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from torchx.schedulers.causes import AttemptEnd
+    from torchx.schedulers.recovery import AttemptLog, RecoveryPolicy
 
 logger: logging.Logger = logging.getLogger(__name__)
 
@@ -223,7 +227,7 @@ class LsfScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal],
     """
 
     capabilities = SchedulerCapabilities(
-        log_streams=frozenset({"stdout", "stderr", "combined"}), workspace=True, job_arrays=True
+        log_streams=frozenset({"stdout", "stderr", "combined"}), workspace=True, job_arrays=True, recovery=True
     )  # the rest: the defaults
 
     #: a job killed before it started has no output files
@@ -259,6 +263,43 @@ class LsfScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal],
         validate_shell_app(app)
         gpus = any(role.resource.gpu > 0 for role in app.roles)
         return AppDryRunInfo(script.build_request(app, opts, gpu_flag=gpus and self.has_gpu_flag()), str)
+
+    def submit_recovery_dryrun(
+        self, app: AppDef, cfg: Mapping[str, CfgVal], policy: RecoveryPolicy
+    ) -> AppDryRunInfo[script.BsubRequest]:
+        """A job that recovers in LSF: ``bsub -r`` (a failed host) and an in-job restart loop
+        for application errors (see :func:`script.build_request`)."""
+        opts: LsfOpts = LsfOpts.from_cfg(cfg)
+        opts.validate(sum(role.num_replicas for role in app.roles))
+        validate_shell_app(app)
+        gpus = any(role.resource.gpu > 0 for role in app.roles)
+        request = script.build_request(app, opts, gpu_flag=gpus and self.has_gpu_flag(), policy=policy)
+        return AppDryRunInfo(request, str)
+
+    def recovery_attempts(self, app_id: str) -> AttemptLog | None:
+        """The attempts the job's script logged next to its output (the job's working
+        directory, which this host shares with the execution hosts), each lost one named by
+        ``bhist -l``'s record of the rerun (see :func:`causes.requeue_causes`); None for an
+        unknown job."""
+        from torchx.schedulers.recovery import AttemptLog, read_attempt_log
+
+        from torchx_sched_lsf import causes
+
+        jobs = self._jobs(app_id) if _JOB_ID.fullmatch(app_id) else []
+        if not jobs or jobs[0].job_id != app_id:
+            return None
+        if not jobs[0].cwd:
+            return AttemptLog()
+        try:
+            with open(os.path.join(jobs[0].cwd, script.attempt_log(app_id)), encoding="utf-8", errors="replace") as f:
+                log = read_attempt_log(f.read())
+        except FileNotFoundError:
+            return AttemptLog()
+        if log.lost:
+            proc = commands.run(["bhist", "-l", app_id], check=False)
+            if proc.returncode == 0:
+                log.name_lost(causes.requeue_causes(proc.stdout))
+        return log
 
     def submit_array_dryrun(
         self, apps: Sequence[AppDef], cfg: Mapping[str, CfgVal], max_parallel: int | None = None
@@ -327,7 +368,37 @@ class LsfScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal],
         jobs = self._jobs(app_id)
         if not jobs:
             return None
-        return describe_job(jobs[0]) if jobs[0].job_id == app_id else describe_array(app_id, jobs)
+        if jobs[0].job_id != app_id:
+            return describe_array(app_id, jobs)
+        desc = describe_job(jobs[0])
+        if is_terminal(desc.state) and self._being_rerun(jobs[0]):
+            desc.state, desc.msg = AppState.PENDING, f"{jobs[0].stat}: LSF requeued the job; it runs again"
+            for role in desc.roles_statuses:
+                for replica in role.replicas:
+                    replica.state = AppState.PENDING
+        return desc
+
+    def _being_rerun(self, job: LsfJob) -> bool:
+        """``job`` recovers in LSF (it has an attempt log), ended without its script's last
+        word (``final``) and not by torchx's cancel, and LSF is about to dispatch it again: a
+        ``bsub -r`` job whose host was lost (ZOMBI) or a ``brequeue`` (``bhist -l``). Between
+        the end of a requeued run and its new PEND, ``bjobs`` says EXIT for a few seconds."""
+        from torchx_sched_lsf.causes import requeue_requested
+
+        if not job.cwd or job.stat not in ("EXIT", "DONE", "ZOMBI"):
+            return False
+        try:
+            with open(os.path.join(job.cwd, script.attempt_log(job.job_id)), encoding="utf-8", errors="replace") as f:
+                if any(line.startswith("final ") for line in f):
+                    return False
+        except OSError:
+            return False
+        if cancelled_by_torchx(job):
+            return False
+        if job.stat == "ZOMBI":
+            return True
+        proc = commands.run(["bhist", "-l", job.job_id], check=False)
+        return proc.returncode == 0 and requeue_requested(proc.stdout)
 
     def end_cause(self, app_id: str) -> AttemptEnd | None:
         """Why the job ended (an array's id: its first element that did not succeed), from

@@ -23,6 +23,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from torchx.schedulers.recovery import RecoveryPolicy, restart_loop
 from torchx.schedulers.shell import RUN_SPLIT, argv_renderer, placeholder, wait_for_replicas
 from torchx.specs.macros import RANK0_ENV
 from torchx.specs.roles import AppDef
@@ -59,6 +60,11 @@ def log_file(app_id: str, role: str, replica_id: int, ext: str) -> str:
 def restarts_file(app_id: str) -> str:
     """The file (in the job's directory) where the script counts its restarts."""
     return f"lsf-{file_key(app_id)}.restarts"
+
+
+def attempt_log(app_id: str) -> str:
+    """The attempt log of a job that recovers in LSF, relative to the job's directory."""
+    return f"lsf-{file_key(app_id)}.attempts"
 
 
 def _escape(text: str, safe: frozenset[str] = _NAME_SAFE, mark: str = "~") -> str:
@@ -269,18 +275,84 @@ def _replicas(app: AppDef) -> int:
     return sum(role.num_replicas for role in app.roles)
 
 
-def build_request(app: AppDef, opts: LsfOpts, gpu_flag: bool = True) -> BsubRequest:
-    """The bsub request of ``app`` under ``opts`` (``gpu_flag``: see :func:`bsub_args`)."""
+#: bash -c text that runs a replica's argv on its host and writes its exit code to the file
+#: named by ``$0`` there: a replica whose host is lost leaves no such file
+_REPORT = '"$@"; r=$?; echo "$r" >"$0"; exit "$r"'
+
+
+def _attempt_lines(app: AppDef, per: int) -> list[str]:
+    """One attempt of a job that recovers in LSF: every replica started on the host of its
+    slot under a wrapper that writes its exit code on that host (``<log base>.rc``), the wait,
+    then ``$rc`` and ``tx_lost=1`` when no replica failed by itself but one never reported its
+    end (its host was lost). A stop (``bkill``: SIGINT, then SIGTERM) ends the loop too."""
+    bases: list[str] = []
+    for role in app.roles:
+        base = log_file("$LSB_JOBID", role.name, 0, "")[: -len("0.")]  # the role part is made of safe characters
+        bases += [f"{base}{k}" for k in range(role.num_replicas)]
+    lines = [
+        "trap 'stopping=1; tx_stop=1; kill_tree $(jobs -p)' INT TERM",
+        'if [ -n "${stopping:-}" ]; then exit 1; fi',
+        "rm -f -- " + " ".join(f'"{base}.rc"' for base in bases),
+    ]
+    for i, base in enumerate(bases):
+        lines.append(
+            f'start_replica "${{hosts[{i * per}]}}" "{base}" bash -c "$tx_report" "$PWD/{base}.rc" "${{replica_{i}[@]}}"'
+        )
+    lines += [
+        *wait_for_replicas("kill_tree $(jobs -p)"),
+        "tx_lost=0 tx_failed=0 tx_missing=0",
+        "for f in " + " ".join(f'"{base}.rc"' for base in bases) + "; do",
+        '    if [ ! -s "$f" ]; then tx_missing=1; elif [ "$(<"$f")" != 0 ]; then tx_failed=1; fi',
+        "done",
+        '[ "$tx_missing" = 1 ] && [ "$tx_failed" = 0 ] && tx_lost=1',
+    ]
+    return lines
+
+
+def _recovery_lines(app: AppDef, per: int, policy: RecoveryPolicy) -> list[str]:
+    """The attempts of a job that recovers in LSF (:func:`torchx.schedulers.recovery.restart_loop`),
+    logged to :func:`attempt_log`. LSF gives a rerun job no count of its reruns: the batch
+    shell counts its own starts in ``lsf-<job>.runs``. A job whose log already records its end
+    (an admin's ``brequeue`` of a finished job) starts nothing new."""
+    log = f'"{attempt_log("${LSB_JOBID}")}"'
+    return [
+        "",
+        f"tx_report={shlex.quote(_REPORT)}",
+        'echo "$(date +%s)" >>"lsf-${LSB_JOBID}.runs"',
+        'tx_runs=$(($(wc -l <"lsf-${LSB_JOBID}.runs") - 1))',
+        f"if grep -q '^final SUCCEEDED ' {log} 2>/dev/null; then exit 0; fi",
+        f"if grep -q '^final ' {log} 2>/dev/null; then exit 1; fi",
+        *restart_loop(
+            policy,
+            _attempt_lines(app, per),
+            log_path=log,
+            requeue_count="$tx_runs",
+            default_checkpoint_dir='"$PWD/lsf-${LSB_JOBID}.checkpoints"',
+        ),
+    ]
+
+
+def build_request(
+    app: AppDef, opts: LsfOpts, gpu_flag: bool = True, policy: RecoveryPolicy | None = None
+) -> BsubRequest:
+    """The bsub request of ``app`` under ``opts`` (``gpu_flag``: see :func:`bsub_args`); with
+    ``policy``, a job that recovers in LSF: ``bsub -r`` (LSF reruns it when its host fails)
+    and the in-job attempts of :func:`_recovery_lines` (the roles' ``max_retries`` give way to
+    the policy)."""
     workdir = os.path.abspath(opts.job_dir) if opts.job_dir else None
     replicas = _replicas(app)
+    per = opts.slot_count(replicas) // replicas
+    run = _run_lines(app, per, "$LSB_JOBID") if policy is None else _recovery_lines(app, per, policy)
     lines = [
         "#!/bin/bash",
         f"# torchx app {json.dumps(app.name, ensure_ascii=False)}: {replicas} replica(s) in one LSF job",
         _PRELUDE,
         *_replica_lines(app, _EXPANSIONS[_JOB_ID]),
-        *_run_lines(app, opts.slot_count(replicas) // replicas, "$LSB_JOBID"),
+        *run,
     ]
     args = bsub_args(app, opts, replicas, gpu_flag)
+    if policy is not None:
+        args.append("-r")
     return BsubRequest(args=args, script="\n".join(lines) + "\n", workdir=workdir)
 
 
