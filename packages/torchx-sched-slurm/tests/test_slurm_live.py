@@ -160,6 +160,15 @@ def test_cancel_and_list(runner: Runner, slurm_cluster: Any, job_dir: str) -> No
     assert {a.app_handle: a.state for a in runner.list("slurm")}[handle] == specs.AppState.CANCELLED
 
 
+def test_list_gives_times_once_a_job_finished(runner: Runner, slurm_cluster: Any, job_dir: str) -> None:
+    before = time.time()
+    handle = run(runner, slurm_cluster, job_dir, app("timed", role("timed", "sleep", ["1"])))
+    assert wait(runner, handle).state == specs.AppState.SUCCEEDED
+    listed = {a.app_handle: a for a in runner.list("slurm")}[handle]
+    assert None not in (listed.submitted, listed.started, listed.ended), listed
+    assert before - 2 <= listed.submitted <= listed.started <= listed.ended <= time.time() + 2  # type: ignore[operator]
+
+
 def test_log_tail_follows_a_running_job(runner: Runner, slurm_cluster: Any, job_dir: str) -> None:
     script = "for i in 1 2 3 4; do echo line $i; sleep 0.7; done"
     handle = run(runner, slurm_cluster, job_dir, app("tail", role("t", "bash", ["-c", script])))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import datetime
 
 import pytest
 from torchx.specs import AppState
@@ -185,6 +186,32 @@ def test_list_merges_accounting_and_controller_views() -> None:
     assert (apps["44"].state, apps["46"].name) == (AppState.CANCELLED, "echo")
     assert "1" not in apps  # a foreign het job whose second component happens to be named "r-1"
     assert list(apps) == sorted(apps, key=int)
+
+
+def test_list_gives_submitted_started_ended_as_slurm_reports_them() -> None:
+    def at(clock: str) -> float:  # Slurm prints the cluster's local time
+        return datetime.fromisoformat(f"2026-11-29T{clock}").timestamp()
+
+    (running,) = list_apps(parse_sacct(fixture("times_running.sacct")), parse_squeue(fixture("times_running.squeue")))
+    assert (running.state, running.submitted, running.started) == (AppState.RUNNING, at("01:36:05"), at("01:36:23"))
+    assert running.ended is None  # squeue's EndTime of a running job is its time limit, not an end
+    (done,) = list_apps(parse_sacct(fixture("times_completed.sacct")), [])
+    assert (done.state, done.submitted, done.started, done.ended) == (
+        AppState.SUCCEEDED,
+        at("01:36:05"),
+        at("01:36:23"),
+        at("01:36:27"),
+    )
+    # output recorded before the time fields still parses, without times
+    older = list_apps(parse_sacct(fixture("list.sacct")), [])
+    assert older and all(a.submitted is None and a.ended is None for a in older)
+
+
+def test_a_pending_jobs_estimated_start_is_not_a_start() -> None:
+    line = fixture("times_running.squeue").splitlines()[0].replace("RUNNING", "PENDING")
+    (pending,) = list_apps([], parse_squeue(line))
+    assert pending.state == AppState.PENDING
+    assert pending.submitted is not None and pending.started is None
 
 
 def recorded_commands(monkeypatch: pytest.MonkeyPatch, outputs: dict[str, str]) -> list[list[str]]:

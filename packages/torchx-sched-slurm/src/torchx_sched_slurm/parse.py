@@ -9,6 +9,7 @@ transient ``allocation`` row ``sacct`` shows right after a het job is submitted)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 SEP = "\x1f"
 #: ``squeue -O`` fields, in the order :func:`parse_squeue` reads them
@@ -25,9 +26,14 @@ SQUEUE_FIELDS = (
     "ArrayJobID",
     "ArrayTaskID",
     "Name",
+    "SubmitTime",
+    "StartTime",
+    "EndTime",
 )
 #: ``sacct -o`` fields, in the order :func:`parse_sacct` reads them
-SACCT_FIELDS = ("JobID", "State", "ExitCode", "Reason", "NodeList", "WorkDir", "JobName")
+SACCT_FIELDS = ("JobID", "State", "ExitCode", "Reason", "NodeList", "WorkDir", "JobName", "Submit", "Start", "End")
+#: how many time fields (submitted, started, ended) follow the name in both
+_TIMES = 3
 
 
 def squeue_format() -> str:
@@ -58,6 +64,9 @@ class Component:
             highest of the component's steps), None if unknown or ended by a signal
         signal: the signal that ended it, if one did
         step_state: state of the replica's ``srun`` step (``sacct`` only)
+        submitted: when it was submitted (seconds since the epoch), None if not reported
+        started: when it started; while it is pending, Slurm's estimate
+        ended: when it ended; while it runs, when its time limit would end it
     """
 
     app_id: str
@@ -72,6 +81,9 @@ class Component:
     exit_code: int | None = None
     signal: int | None = None
     step_state: str | None = None
+    submitted: float | None = None
+    started: float | None = None
+    ended: float | None = None
 
 
 def job_id_key(app_id: str) -> tuple[int, int]:
@@ -100,22 +112,44 @@ def _clean(value: str) -> str:
     return "" if value in ("None", "(null)", "N/A", "Unknown", "None assigned") else value
 
 
+def _times(fields: list[str]) -> tuple[float | None, float | None, float | None]:
+    """(submitted, started, ended) from Slurm's ``2026-11-29T01:02:03`` (the cluster's local time)."""
+    found = [_time(f) for f in fields[:_TIMES]]
+    found += [None] * (_TIMES - len(found))
+    return found[0], found[1], found[2]
+
+
+def _time(value: str) -> float | None:
+    value = _clean(value)
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value).timestamp()
+    except ValueError:
+        return None
+
+
+def _name_and_times(fields: list[str], at: int) -> tuple[str, tuple[float | None, float | None, float | None]]:
+    """The job name at ``at`` and the times after it (output recorded before the times has none)."""
+    return fields[at].strip(), _times(fields[at + 1 :])
+
+
 def parse_squeue(text: str) -> list[Component]:
     """Components from ``squeue -h -O`` :func:`squeue_format` output, ordered by job and offset."""
     comps: list[Component] = []
-    width = len(SQUEUE_FIELDS)
+    at = len(SQUEUE_FIELDS) - _TIMES - 1  # the name's field
     for line in text.splitlines():
         if not line.strip():
             continue
         fields = line.split(SEP)
-        if len(fields) < width:
+        if len(fields) <= at:
             continue
         job_id, het_id, offset, state, reason, node, restarts, derived, workdir, array_id, task = (
-            f.strip() for f in fields[: width - 1]
+            f.strip() for f in fields[:at]
         )
         if array_id.isdigit() and task.isdigit():  # an array element (JobID is its raw id)
             job_id = f"{array_id}_{task}"
-        name = SEP.join(fields[width - 1 :]).rstrip(SEP).strip()
+        name, (submitted, started, ended) = _name_and_times(fields, at)
         parsed = split_job_name(name)
         if parsed is None:
             continue
@@ -134,6 +168,9 @@ def parse_squeue(text: str) -> list[Component]:
                 restarts=int(restarts) if restarts.isdigit() else 0,
                 exit_code=exit_code,
                 signal=signal,
+                submitted=submitted,
+                started=started,
+                ended=ended,
             )
         )
     comps.sort(key=lambda c: (job_id_key(c.app_id), c.offset))
@@ -191,7 +228,7 @@ def parse_sacct(text: str) -> list[Component]:
     that never started have no rows of their own, only their array's ``12_[3-5%2]`` row,
     whose state each of them takes.
     """
-    width = len(SACCT_FIELDS)
+    at = len(SACCT_FIELDS) - _TIMES - 1  # the name's field
     unstarted: dict[str, Component] = {}
     alloc: dict[tuple[str, int], Component] = {}
     attempts: dict[tuple[str, int], int] = {}
@@ -199,15 +236,17 @@ def parse_sacct(text: str) -> list[Component]:
     het_jobs: set[str] = set()
     for line in text.splitlines():
         fields = line.split(SEP)
-        if len(fields) < width:
+        if len(fields) <= at:
             continue
-        job_id, state, exit_code, reason, node, workdir = (f.strip() for f in fields[: width - 1])
-        name = SEP.join(fields[width - 1 :]).strip()
+        job_id, state, exit_code, reason, node, workdir = (f.strip() for f in fields[:at])
+        name, (submitted, started, ended) = _name_and_times(fields, at)
         leader, offset, step = _split_job_id(job_id)
         parsed_name = split_job_name(name)
         if parsed_name is not None and not step:
             for element in _array_range(leader):
-                unstarted[element] = Component(element, 0, parsed_name[0], parsed_name[1], state, _clean(reason))
+                unstarted[element] = Component(
+                    element, 0, parsed_name[0], parsed_name[1], state, _clean(reason), submitted=submitted
+                )
         if not _is_job_id(leader):
             continue
         if offset is not None:
@@ -231,6 +270,9 @@ def parse_sacct(text: str) -> list[Component]:
             reason=_clean(reason),
             node=_clean(node),
             workdir=_clean(workdir),
+            submitted=submitted,
+            started=started,
+            ended=ended,
         )
     comps: list[Component] = []
     restarts: dict[str, int] = {}

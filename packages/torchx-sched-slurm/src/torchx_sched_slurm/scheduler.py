@@ -201,10 +201,28 @@ def list_apps(accounted: list[Component], live: list[Component]) -> list[ListApp
         fresh.setdefault(comp.app_id, []).append(comp)
     jobs.update(fresh)
     return [
-        ListAppResponse(app_id=app_id, state=aggregate_states(to_app_state(c.state) for c in comps), name=comps[0].role)
+        _listed(app_id, comps)
         for app_id, comps in sorted(jobs.items(), key=lambda kv: job_id_key(kv[0]))
         if comps[0].offset == 0 and comps[0].replica_id == 0
     ]
+
+
+def _listed(app_id: str, comps: list[Component]) -> ListAppResponse:
+    """The job's entry: its state, first role's name, and times (the first component submitted and
+    started, the last one ended; Slurm's estimates for a job not yet started or ended are left out)."""
+    state = aggregate_states(to_app_state(c.state) for c in comps)
+    submitted = [c.submitted for c in comps if c.submitted is not None]
+    started = [c.started for c in comps if c.started is not None]
+    ended = [c.ended for c in comps if c.ended is not None]
+    running = state not in (AppState.SUBMITTED, AppState.PENDING, AppState.UNSUBMITTED)
+    return ListAppResponse(
+        app_id=app_id,
+        state=state,
+        name=comps[0].role,
+        submitted=min(submitted) if submitted else None,
+        started=min(started) if running and started else None,
+        ended=max(ended) if is_terminal(state) and len(ended) == len(comps) else None,
+    )
 
 
 def own_components(app_id: str, comps: list[Component]) -> list[Component]:
