@@ -264,6 +264,9 @@ def test_list_shows_the_apps_of_the_namespace(runner: Any, k8s_cluster: Any, k8s
     apps = {a.app_handle: a for a in runner.list("kubernetes", cfg={"namespace": k8s_cluster.namespace})}
     assert apps[handle].state == AppState.SUCCEEDED
     assert apps[handle].name == "listed"
+    times = (apps[handle].submitted, apps[handle].started, apps[handle].ended)
+    assert None not in times, times  # creationTimestamp, startTime, completionTime of its Job
+    assert times == tuple(sorted(times)), times  # type: ignore[type-var]
     assert handle not in {a.app_handle for a in runner.list("kubernetes", cfg={"namespace": "kube-system"})}
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import os
+from datetime import datetime, timezone
 from typing import Any
 
 from torchx.specs import AppState
 from torchx_sched_k8s import names
-from torchx_sched_k8s.status import mcad_view, newest_pods, pod_message, view_jobs, volcano_view
+from torchx_sched_k8s.status import job_times, mcad_view, newest_pods, pod_message, view_jobs, volcano_view
 
 
 def job(
@@ -186,3 +189,33 @@ def test_described_role_has_the_values_not_the_kubelet_escapes() -> None:
     assert view is not None
     assert view.role_defs[0].args == ["-c", text]
     assert view.role_defs[0].env["E"] == "${app_id}"
+
+
+def recorded_jobs(name: str) -> list[dict[str, Any]]:
+    """The Jobs of a finished 2-replica app as the API server returned them (fixtures/capture_times.py)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", name + ".jobs.json")
+    with open(path) as f:
+        jobs: list[dict[str, Any]] = json.load(f)
+    return jobs
+
+
+def utc(clock: str) -> float:
+    return datetime.fromisoformat(f"2026-11-29T{clock}").replace(tzinfo=timezone.utc).timestamp()
+
+
+def test_list_times_of_a_succeeded_app_from_its_jobs() -> None:
+    jobs = recorded_jobs("times_succeeded")
+    assert job_times(jobs, AppState.SUCCEEDED) == (utc("01:37:57"), utc("01:37:57"), utc("01:38:01"))
+    assert job_times(jobs, AppState.RUNNING)[2] is None  # no end while the app runs
+
+
+def test_a_failed_job_ends_at_its_failed_condition() -> None:
+    jobs = recorded_jobs("times_failed")
+    assert all("completionTime" not in j["status"] for j in jobs)  # k8s sets it on success only
+    assert job_times(jobs, AppState.FAILED) == (utc("01:38:01"), utc("01:38:01"), utc("01:38:04"))
+
+
+def test_a_job_not_started_has_only_its_creation_time() -> None:
+    (job, _) = recorded_jobs("times_succeeded")
+    pending = {"metadata": job["metadata"], "status": {}}
+    assert job_times([pending], AppState.PENDING) == (utc("01:37:57"), None, None)

@@ -405,7 +405,12 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal], AppDef, KubernetesRequ
             view = status.view_jobs(jobs, pods_of.get(name, []))
             if view is not None and name:
                 app = status.annotations_of(jobs[0]).get(names.ANNOTATION_APP, name)
-                out.append(ListAppResponse(app_id=f"{namespace}:{name}", state=view.state, name=app))
+                submitted, started, ended = status.job_times(jobs, view.state)
+                out.append(
+                    ListAppResponse(
+                        f"{namespace}:{name}", view.state, name=app, submitted=submitted, started=started, ended=ended
+                    )
+                )
         for vcjob in vcjobs:
             out.append(
                 self._list_entry(namespace, vcjob, status.volcano_view(vcjob, pods_of.get(self._name_of(vcjob), [])))
@@ -419,7 +424,8 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal], AppDef, KubernetesRequ
     def _list_entry(self, namespace: str, obj: dict[str, Any], view: status.AppView) -> ListAppResponse:
         name = self._name_of(obj)
         app = status.annotations_of(obj).get(names.ANNOTATION_APP, name)
-        return ListAppResponse(app_id=f"{namespace}:{name}", state=view.state, name=app)
+        submitted = status.epoch(obj.get("metadata", {}).get("creationTimestamp"))
+        return ListAppResponse(app_id=f"{namespace}:{name}", state=view.state, name=app, submitted=submitted)
 
     # ------------------------------------------------------------------ cancel / delete
     def _cancel_existing(self, app_id: str) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from torchx.specs.roles import RetryPolicy, Role
@@ -184,6 +185,35 @@ def _conditions(job: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {
         c.get("type", ""): c for c in (job.get("status") or {}).get("conditions") or [] if c.get("status") == "True"
     }
+
+
+def epoch(stamp: Any) -> float | None:
+    """Seconds since the epoch of an RFC 3339 time the API server reports (``2026-11-29T01:02:03Z``)."""
+    if not isinstance(stamp, str) or not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def job_times(jobs: list[dict[str, Any]], state: AppState) -> tuple[float | None, float | None, float | None]:
+    """(submitted, started, ended) of an app from its Jobs: the first ``metadata.creationTimestamp``
+    and ``status.startTime``, and once the app is final the last ``status.completionTime`` (a Job
+    that failed has none: its ``Failed`` condition's ``lastTransitionTime``); None where unknown."""
+    created = [t for t in (epoch(_meta(j).get("creationTimestamp")) for j in jobs) if t is not None]
+    started = [t for t in (epoch((j.get("status") or {}).get("startTime")) for j in jobs) if t is not None]
+    ended = []
+    for job in jobs:
+        failed = _conditions(job).get("Failed") or {}
+        end = epoch((job.get("status") or {}).get("completionTime")) or epoch(failed.get("lastTransitionTime"))
+        if end is not None:
+            ended.append(end)
+    return (
+        min(created) if created else None,
+        min(started) if started else None,
+        max(ended) if is_terminal(state) and ended and len(ended) == len(jobs) else None,
+    )
 
 
 def job_replica(job: dict[str, Any], pod: dict[str, Any] | None, cancelled: bool) -> Replica:
