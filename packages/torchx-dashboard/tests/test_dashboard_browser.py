@@ -1,5 +1,6 @@
 """The page in a real Chromium (Playwright driving Debian's ``chromium``): states, live logs, Cancel,
-read-only mode, escaping, sweeps, a job on the live Slurm cluster; screenshots for a reviewer.
+read-only mode, escaping, a managed job, attempts and trials nested under their managed job and
+sweep, sweeps, a job on the live Slurm cluster; screenshots for a reviewer.
 
 Screenshots go to ``$TORCHX_SCREENSHOT_DIR`` (default ``test-output/screenshots`` in the repository
 root); the directory is printed at the end of the run (see ``shots`` in conftest.py).
@@ -191,11 +192,62 @@ def test_attempts_in_a_description_are_a_table_linking_each_attempt(page: Any, d
     rows = page.locator("#attempts tbody tr")
     expect(rows).to_have_count(2)
     headers = page.locator("#attempts thead th").all_inner_texts()
-    assert headers == ["#", "handle", "scheduler", "state", "cause", "exit_code", "zone"]
+    assert headers == ["attempt", "handle", "scheduler", "state", "cause", "exit_code", "zone"]
+    assert rows.nth(0).locator("td").first.inner_text() == "0"  # attempts count from 0 (TORCHX_ATTEMPT)
     assert rows.nth(0).locator(".state").inner_text() == "FAILED"
     assert rows.nth(1).locator("td").last.inner_text() == "<i>b</i>"
     rows.nth(0).locator("a").click()
     expect(page.locator("#job-title")).to_contain_text(first)
+
+
+def test_the_managed_job_page_shows_its_request_and_attempts_at_local_times(
+    page: Any, dashboard: Any, managed_job: str, shots: Path
+) -> None:
+    server = dashboard("-s", "local_cwd", "-s", "managed")
+    page.goto(job_url(server, managed_job))
+    expect(page.locator("#job-title .state")).to_have_text("SUCCEEDED")
+    assert "local_cwd" in page.locator("#request").inner_text()  # the request, not an error
+    headers = page.locator("#attempts thead th").all_inner_texts()
+    assert headers[:2] == ["attempt", "handle"] and "#" not in headers
+    rows = page.locator("#attempts tbody tr")
+    expect(rows).to_have_count(2)
+    col = {name: i for i, name in enumerate(headers)}
+    for n in range(2):
+        cells = rows.nth(n).locator("td")
+        assert cells.nth(col["attempt"]).inner_text() == str(n)
+        for key in ("started", "ended"):
+            shown = cells.nth(col[key]).inner_text()
+            assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", shown), shown  # not an epoch float
+    assert rows.nth(0).locator(".state").inner_text() == "FAILED"
+    page.screenshot(path=str(shots / "managed.png"), full_page=True)
+
+
+def test_attempts_and_trials_fold_under_their_managed_job_and_sweep(
+    page: Any, dashboard: Any, managed_job: str, booth_sweep: Any, shots: Path
+) -> None:
+    server = dashboard("-s", "local_cwd", "-s", "managed")
+    page.goto(server.url)
+    managed, sweep = row(page, managed_job), row(page, booth_sweep.handle)
+    expect(managed.locator(".state")).to_have_text("SUCCEEDED")
+    expect(page.locator("#jobs-body tr")).to_have_count(2)  # 2 attempts and 6 trials are folded
+    assert sweep.get_attribute("data-kind") == "sweep"
+    assert sweep.locator("button.toggle").inner_text().endswith("6")
+
+    managed.locator("button.toggle").click()
+    attempts = page.locator(f'#jobs-body tr[data-parent="{managed_job}"]')
+    expect(attempts).to_have_count(2)
+    assert attempts.locator(".state").all_inner_texts() == ["FAILED", "SUCCEEDED"]
+    assert [name.rsplit("-", 1)[1] for name in attempts.locator("a").all_inner_texts()] == ["0", "1"]
+    sweep.locator("button.toggle").click()
+    trials = page.locator(f'#jobs-body tr[data-parent="{booth_sweep.handle}"]')
+    expect(trials).to_have_count(6)
+    assert trials.locator(".state").all_inner_texts() == ["SUCCEEDED"] * 6
+    page.screenshot(path=str(shots / "jobs-grouped.png"), full_page=True)
+
+    managed.locator("button.toggle").click()  # folds again
+    expect(attempts).to_have_count(0)
+    sweep.locator("a").click()
+    expect(page.locator("#trials tbody tr")).to_have_count(6)
 
 
 def test_the_sweep_page_plots_the_metric_against_each_parameter(
