@@ -296,6 +296,8 @@ def test_a_managed_job_shows_its_request_and_nests_its_attempts(runner: Runner, 
         ("local_cwd", "SUCCEEDED", "1"),
     ]
     assert {a["handle"] for a in job["attempts"]} == {c["handle"] for c in children}
+    row = listed["jobs"][0]  # the managed scheduler lists no times: its row takes its attempts'
+    assert row["submitted"] == children[0]["submitted"] and row["ended"] == children[1]["ended"]
     # a filter matching only a nested attempt keeps its managed job's row
     assert [j["handle"] for j in failed["jobs"]] == [managed_job]
 
@@ -309,6 +311,7 @@ def test_a_sweeps_trials_are_nested_under_it(runner: Runner, booth_sweep: Any, j
     sweep = rows[booth_sweep.handle]
     assert (sweep["kind"], sweep["scheduler"], sweep["state"]) == ("sweep", "local_cwd", "SUCCEEDED")
     assert len(sweep["children"]) == 6 and {t["state"] for t in sweep["children"]} == {"SUCCEEDED"}
+    assert [t["name"].rsplit("-", 1)[1] for t in sweep["children"]] == ["0", "1", "2", "3", "4", "5"]  # trial order
     assert sweep["submitted"] <= sweep["started"] <= sweep["ended"]
     assert sweeps[0]["handle"] == booth_sweep.handle
 

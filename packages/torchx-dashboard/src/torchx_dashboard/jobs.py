@@ -460,35 +460,35 @@ def _nest(jobs: list[dict[str, Any]], groups: Sequence[Group]) -> list[dict[str,
     for job in jobs:
         if job["scheduler"] != "managed":
             continue
-        attempt = re.compile(re.escape(str(job["app_id"])) + r"-\d+")
-        job["children"] = _in_order(
-            [j for j in jobs if j["scheduler"] != "managed" and attempt.fullmatch(str(j["name"] or ""))]
-        )
-        nested.update(j["handle"] for j in job["children"])
+        attempt = re.compile(re.escape(str(job["app_id"])) + r"-(\d+)")
+        found = {}
+        for other in jobs:
+            match = attempt.fullmatch(str(other["name"] or "")) if other["scheduler"] != "managed" else None
+            if match:
+                found[other["handle"]] = (int(match.group(1)), other)
+        job["children"] = [j for _, j in sorted(found.values(), key=lambda nj: (nj[0], nj[1]["handle"]))]
+        nested.update(found)
+        _times_from(job, job["children"])
     by_handle = {j["handle"]: j for j in jobs}
     rows = []
     for group in groups:
-        members = _in_order([by_handle[h] for h in group.members if h in by_handle])
+        members = [by_handle[h] for h in group.members if h in by_handle]  # in the group's order
         nested.update(j["handle"] for j in members)
-        state = group.state({j["handle"]: j["state"] for j in members})
-        started = [j["started"] for j in members if j["started"] is not None]
-        ended = [j["ended"] for j in members if j["ended"] is not None]
-        final = AppState[state] in (AppState.SUCCEEDED, AppState.FAILED, AppState.CANCELLED)
-        rows.append(
-            {
-                **group.job,
-                "state": state,
-                "started": min(started) if started else None,
-                "ended": max(ended) if final and ended else None,
-                "children": members,
-            }
-        )
+        row = {**group.job, "state": group.state({j["handle"]: j["state"] for j in members}), "children": members}
+        rows.append(_times_from(row, members))
     return rows + [j for j in jobs if j["handle"] not in nested]
 
 
-def _in_order(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Nested jobs oldest first (unknown submission times last), then by name."""
-    return sorted(jobs, key=lambda j: (j["submitted"] is None, j["submitted"] or 0, str(j["name"])))
+def _times_from(row: dict[str, Any], members: list[dict[str, Any]]) -> dict[str, Any]:
+    """Fills the times ``row`` lacks from its nested jobs: the first submitted and started, and
+    (once ``row`` is final) the last ended."""
+    for key, pick in (("submitted", min), ("started", min), ("ended", max)):
+        known = [j[key] for j in members if j.get(key) is not None]
+        if row.get(key) is None:
+            row[key] = pick(known) if known else None
+    if AppState[row["state"]] not in (AppState.SUCCEEDED, AppState.FAILED, AppState.CANCELLED):
+        row["ended"] = None
+    return row
 
 
 def _matches(job: Mapping[str, Any], query: ListQuery) -> bool:
