@@ -114,6 +114,8 @@ def test_cancel_a_running_job_and_list(runner: Runner, batch_docker: str, busybo
     runner.cancel(handle)  # ended: a no-op
     listed = {a.app_id: a for a in runner.list("aws_batch", {"queue": batch_docker})}
     assert listed[app_id].state == specs.AppState.CANCELLED
+    times = (listed[app_id].submitted, listed[app_id].started, listed[app_id].ended)
+    assert None not in times and times == tuple(sorted(times)), times  # type: ignore[type-var]
 
 
 def test_tail_follows_until_the_job_ends(runner: Runner, batch_docker: str, busybox_image: str) -> None:

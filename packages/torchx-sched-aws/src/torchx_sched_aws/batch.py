@@ -73,6 +73,17 @@ def job_state(job: Mapping[str, Any]) -> AppState:
     return _STATES.get(status, AppState.UNKNOWN)
 
 
+def job_times(job: Mapping[str, Any]) -> tuple[float | None, float | None, float | None]:
+    """(submitted, started, ended) in seconds since the epoch from a Batch job description's
+    ``createdAt``/``startedAt``/``stoppedAt`` (milliseconds); None where Batch has not set one."""
+
+    def seconds(key: str) -> float | None:
+        value = job.get(key)
+        return value / 1000 if isinstance(value, (int, float)) and value > 0 else None
+
+    return seconds("createdAt"), seconds("startedAt"), seconds("stoppedAt")
+
+
 def _env(container: Mapping[str, Any]) -> dict[str, str]:
     return {e["name"]: e["value"] for e in container.get("environment") or []}
 
@@ -367,11 +378,15 @@ class AWSBatchScheduler(WorkspaceMixin[Any], Scheduler[Mapping[str, CfgVal], App
                     for job in batch.describe_jobs(jobs=ids[i : i + _BATCH])["jobs"]:
                         tags = job.get("tags") or {}
                         if TAG_VERSION in tags:
+                            submitted, started, ended = job_times(job)
                             apps.append(
                                 ListAppResponse(
                                     app_id=f"{q}:{job['jobName']}",
                                     state=job_state(job),
                                     name=str(tags.get(TAG_APP_NAME, job["jobName"])),
+                                    submitted=submitted,
+                                    started=started,
+                                    ended=ended,
                                 )
                             )
         return apps
