@@ -73,6 +73,9 @@ def test_lifecycle_echo_sleep_cancel_list(
     listed = {a.app_handle: a for a in runner.list("lsf")}
     assert (listed[echo].state, listed[echo].name) == (specs.AppState.SUCCEEDED, "echo")
     assert (listed[sleeper].state, listed[sleeper].name) == (specs.AppState.CANCELLED, "sleeper")
+    for handle in (echo, sleeper):  # bjobs -UF's Submitted, Started and Done/Exited lines
+        times = (listed[handle].submitted, listed[handle].started, listed[handle].ended)
+        assert None not in times and times == tuple(sorted(times)), times  # type: ignore[type-var]
 
 
 def test_failing_replica_fails_the_app_and_stops_the_others(

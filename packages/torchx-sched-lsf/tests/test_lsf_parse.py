@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 from torchx.specs.status import AppState
-from torchx_sched_lsf.parse import LsfJob, _hosts, parse_json, parse_unformatted
+from torchx_sched_lsf.parse import LsfJob, _hosts, event_time, parse_json, parse_unformatted
 from torchx_sched_lsf.scheduler import app_state, describe_job
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -111,3 +112,35 @@ def test_many_records_as_one_bjobs_call_prints_them() -> None:
     jobs = parse_unformatted(text)
     assert [j.job_id for j in jobs] == [one(n).job_id for n in names]
     assert [j.stat for j in jobs] == [one(n).stat for n in names]
+
+
+def nov24(clock: str) -> float:  # OpenLava prints the cluster's local time, without a year
+    return datetime.fromisoformat(f"2026-11-24T{clock}").timestamp()
+
+
+def test_times_of_recorded_jobs_done_exited_killed_running_pending() -> None:
+    times = {
+        name: (job.submitted, job.started, job.ended)
+        for name in ("done", "exit", "kill", "run", "pend")
+        for job in [one(f"openlava_{name}.uf.txt")]
+    }
+    assert times["done"] == (nov24("15:30:04"), nov24("15:30:05"), nov24("15:30:05"))
+    assert times["exit"][2] is not None and times["exit"][0] <= times["exit"][1] <= times["exit"][2]  # type: ignore[operator]
+    assert times["kill"] == (nov24("15:30:09"), None, nov24("15:30:14"))  # killed while pending: "Exited"
+    assert times["run"] == (nov24("15:30:09"), nov24("15:30:11"), None)
+    assert times["pend"] == (nov24("15:30:09"), None, None)
+
+
+def test_an_array_elements_start_is_its_own() -> None:
+    jobs = {j.job_id: j for j in parse_unformatted((FIXTURES / "openlava_array.uf.txt").read_text())}
+    assert jobs["553[1]"].started == nov24("18:42:01") and jobs["553[1]"].ended == nov24("18:42:01")
+    assert jobs["553[2]"].started == nov24("18:42:03")
+    assert jobs["553[3]"].submitted == nov24("18:42:00") and jobs["553[3]"].started is None
+
+
+def test_the_year_of_an_event_is_the_latest_with_its_weekday() -> None:
+    in_2027 = datetime(2027, 1, 5).timestamp()
+    # Nov 24 was a Tuesday in 2026 (and a Wednesday in 2027): a January 2027 reader reads 2026
+    assert event_time("Tue", "Nov 24 15:30:04", None, in_2027) == nov24("15:30:04")
+    assert event_time("Tue", "Nov 24 15:30:04", "2026") == nov24("15:30:04")
+    assert event_time("Xyz", "Nov 24 15:30:04", None) is None

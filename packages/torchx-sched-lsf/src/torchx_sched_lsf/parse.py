@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass, field
+from datetime import datetime
 
 #: ``bjobs -o`` fields asked for with ``-json``, in the order :func:`parse_json` reads them
 JSON_FIELDS = (
@@ -40,6 +42,11 @@ _ELEMENT_NAME = re.compile(r"\[(\d+)\]$")
 _EXIT = re.compile(r"Exited with exit code (\d+)")
 _SIGNAL = re.compile(r"Exited by (?:LSF )?signal (\d+)")
 _KILLED = ("TERM_OWNER", "killed by owner", "TERM_ADMIN", "killed by root or LSF administrator")
+#: a dated event line of ``bjobs -UF``: ``Tue Nov 24 15:30:04: Submitted from host ...`` (a year
+#: after the time where the LSF prints one)
+_EVENT = re.compile(r"^\w{3} (\w{3} +\d+ \d\d:\d\d:\d\d)(?: (\d{4}))?: (.*)$", re.M)
+_START_EVENT = re.compile(r"(?:Started|\[\d+\] started) ")
+_END_EVENT = ("Done successfully", "Exited")
 
 
 @dataclass
@@ -55,6 +62,9 @@ class LsfJob:
         cwd: the job's working directory (where its files are), ``""`` if unknown
         reason: why it is pending or why it ended, ``""`` if none given
         killed: LSF says its owner or an administrator killed it
+        submitted: when it was submitted (seconds since the epoch), None if not reported
+        started: when it (its first element or slot) started, None if not yet
+        ended: when it ended (done or exited), None while it has not
     """
 
     job_id: str
@@ -65,6 +75,9 @@ class LsfJob:
     cwd: str = ""
     reason: str = ""
     killed: bool = False
+    submitted: float | None = None
+    started: float | None = None
+    ended: float | None = None
 
 
 def _hosts(text: str) -> list[str]:
@@ -100,6 +113,7 @@ def parse_unformatted(text: str) -> list[LsfJob]:
             exit_code = int(code.group(1))
         elif (sig := _SIGNAL.search(record)) is not None:
             exit_code = 128 + int(sig.group(1))
+        submitted, started_at, ended = _event_times(record)
         reason = ""
         if "PENDING REASONS:" in record:
             reason = record.split("PENDING REASONS:", 1)[1].strip().split("\n\n", 1)[0].strip()
@@ -113,9 +127,43 @@ def parse_unformatted(text: str) -> list[LsfJob]:
                 cwd=cwd.group(1) if cwd else "",
                 reason=" ".join(reason.split()),
                 killed=any(k in record for k in _KILLED),
+                submitted=submitted,
+                started=started_at,
+                ended=ended,
             )
         )
     return jobs
+
+
+def _event_times(record: str) -> tuple[float | None, float | None, float | None]:
+    """(submitted, first started, last ended) from the dated event lines of one ``-UF`` record."""
+    submitted = started = ended = None
+    for m in _EVENT.finditer(record):
+        when = event_time(m.group(0)[:3], m.group(1), m.group(2))
+        text = m.group(3)
+        if when is None:
+            continue
+        if text.startswith("Submitted") and submitted is None:
+            submitted = when
+        elif _START_EVENT.match(text) and started is None:
+            started = when
+        elif text.startswith(_END_EVENT):
+            ended = when
+    return submitted, started, ended
+
+
+def event_time(weekday: str, stamp: str, year: str | None, now: float | None = None) -> float | None:
+    """Seconds since the epoch of a ``-UF`` event (the cluster's local time). OpenLava prints no
+    year: it is the latest one, not after ``now``'s, in which the date falls on ``weekday``."""
+    years = [int(year)] if year else range(time.localtime(now).tm_year, time.localtime(now).tm_year - 7, -1)
+    for y in years:
+        try:
+            moment = datetime.strptime(f"{y} {' '.join(stamp.split())}", "%Y %b %d %H:%M:%S")
+        except ValueError:
+            continue
+        if year or moment.strftime("%a") == weekday:
+            return moment.timestamp()
+    return None
 
 
 def element_id(job_id: str, name: str) -> str:

@@ -428,7 +428,16 @@ class LsfScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal],
         for job in sorted(jobs, key=_element_key):
             parsed = script.parse_job_name(job.name)
             if parsed is not None:
-                out.append(ListAppResponse(app_id=job.job_id, state=app_state(job), name=parsed[0]))
+                out.append(
+                    ListAppResponse(
+                        job.job_id,
+                        app_state(job),
+                        name=parsed[0],
+                        submitted=job.submitted,
+                        started=job.started,
+                        ended=job.ended,
+                    )
+                )
         return out
 
     # ------------------------------------------------------------------ stopping
