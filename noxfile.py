@@ -215,8 +215,10 @@ def integration_ray(session: nox.Session) -> None:
 def integration_managed(session: nox.Session) -> None:
     """torchx-managed recovering broken attempts on the live backends: a Slurm node set DOWN, a
     Slurm partition DOWN (fail-over to local_cwd), an attempt killed on its LSF host or its
-    Kubernetes node, a pod evicted, a Batch job ended by a lost host (moto); and jobs that recover
-    inside Slurm with their submitting client torn down (test_managed_native_live.py)."""
+    Kubernetes node, a pod evicted, a Batch job ended by a lost host (moto); jobs that recover
+    inside Slurm, LSF, Kubernetes, Batch and Ray with their submitting client torn down
+    (test_managed_native*_live.py); controller jobs on Slurm and LSF (failover, cancel from
+    another machine); a frozen slurmctld read as unknown, never as a failure."""
     live(
         session,
         [
