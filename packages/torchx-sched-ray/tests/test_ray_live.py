@@ -173,9 +173,13 @@ def test_cancel_then_list_shows_both(runner: Runner, ray_cluster: Any) -> None:
     assert {r.state for rs in status.roles for r in rs.replicas} == {specs.AppState.CANCELLED}
     time.sleep(1)
     assert [p for p in pids if alive(p)] == [], "the replicas' processes must be gone"
-    listed = {a.app_handle: a.state for a in runner.list("ray", {"address": ray_cluster.address})}
+    listed_apps = {a.app_handle: a for a in runner.list("ray", {"address": ray_cluster.address})}
+    listed = {h: a.state for h, a in listed_apps.items()}
     assert listed[handle] == specs.AppState.CANCELLED
     assert listed[done] == specs.AppState.SUCCEEDED
+    for one in (listed_apps[handle], listed_apps[done]):  # the Jobs API's start_time and end_time
+        times = (one.submitted, one.started, one.ended)
+        assert None not in times and times == tuple(sorted(times)), times  # type: ignore[type-var]
 
 
 def test_log_tail_follows_and_since_filters(runner: Runner, ray_cluster: Any) -> None:

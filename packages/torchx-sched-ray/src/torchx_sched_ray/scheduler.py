@@ -235,7 +235,13 @@ class RayScheduler(RayWorkspaceMixin, Scheduler[Mapping[str, CfgVal], AppDef, Ra
             meta = dict(job.metadata or {})
             if job.submission_id and META_APP in meta:
                 app_id = make_app_id(address, job.submission_id)
-                out.append(ListAppResponse(app_id=app_id, state=status.job_state(job.status), name=meta[META_APP]))
+                state = status.job_state(job.status)
+                submitted, started, ended = status.job_times(state, job.start_time, job.end_time)
+                out.append(
+                    ListAppResponse(
+                        app_id, state, name=meta[META_APP], submitted=submitted, started=started, ended=ended
+                    )
+                )
         return out
 
     # ------------------------------------------------------------------ stopping

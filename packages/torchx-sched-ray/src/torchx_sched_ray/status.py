@@ -28,6 +28,19 @@ def job_state(status: str) -> AppState:
     return JOB_STATES.get(str(getattr(status, "value", status)).upper(), AppState.UNKNOWN)
 
 
+def job_times(state: AppState, start_time: object, end_time: object) -> tuple[float | None, float | None, float | None]:
+    """(submitted, started, ended) in seconds from a Ray job's ``start_time``/``end_time``
+    (milliseconds). Ray sets ``start_time`` when the job is submitted and keeps no other start,
+    so it is the job's submission, and its start once it left PENDING; ``end_time`` once it ended."""
+
+    def seconds(value: object) -> float | None:
+        return value / 1000 if isinstance(value, (int, float)) and value > 0 else None
+
+    submitted = seconds(start_time)
+    started = submitted if state not in (AppState.PENDING, AppState.SUBMITTED) else None
+    return submitted, started, seconds(end_time) if is_terminal(state) else None
+
+
 def roles_of(metadata: dict[str, str]) -> list[tuple[str, int]]:
     """(role, replicas) of a torchx job from its metadata (empty if it is not torchx's)."""
     try:
