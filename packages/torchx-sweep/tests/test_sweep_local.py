@@ -297,3 +297,29 @@ def test_a_submitter_killed_mid_sweep_loses_nothing_and_runs_nothing_twice(
     journaled = SweepStore().load(sweep.sweep_id).trials  # the journal itself, no scheduler asked
     assert [t.state for t in journaled] == ["SUCCEEDED"] * 16
     assert "a submitter died" in Path(SweepStore().sweep_dir(sweep.sweep_id), "driver.log").read_text()
+
+
+def test_metric_is_read_from_the_tracker_the_sweep_recorded_from_any_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for module in ("torchx_components", "torchx_tracker"):
+        pytest.importorskip(module)
+    # the trials run `python -m torchx_components.apps.booth`: this interpreter's
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    Path(".torchxconfig").write_text(f"[torchx:tracker]\nfsspec =\n\n[tracker:fsspec]\nconfig = {tmp_path / 'runs'}\n")
+    submit = [*CLI, "-s", "local_cwd", "--param", "x1=1,2", "--param", "x2=3", "utils.booth"]
+    handle = subprocess.run(submit, capture_output=True, text=True, timeout=60, check=True).stdout.strip()
+    assert SweepStore().load(handle.rsplit("/", 1)[1]).spec["trackers"] == {"fsspec": str(tmp_path / "runs")}
+    elsewhere = tmp_path / "elsewhere"  # no .torchxconfig: only the sweep's record names the tracker
+    elsewhere.mkdir()
+    out = subprocess.run(
+        [*CLI, "wait", handle, "--metric", "booth_eval", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=elsewhere,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "no tracker is configured" not in out.stderr
+    metrics = {t["args"]["x1"]: t["metric"] for t in json.loads(out.stdout)["trials"]}
+    assert metrics == {"1": 0.0, "2": 5.0}  # booth(1, 3) = 0, booth(2, 3) = 5
