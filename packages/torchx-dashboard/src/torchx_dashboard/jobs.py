@@ -325,16 +325,21 @@ class JobService:
         }
 
     def _request(self, handle: str, scheduler: str, metadata: Mapping[str, Any]) -> tuple[str | None, str | None]:
-        """The request the job's roles make on its scheduler: a dry run of the described app with the
-        run options the job's description reports (a managed job's ``targets``, without which its
-        scheduler cannot build a request)."""
+        """The request the job's roles make on its scheduler: a dry run of the described app; where
+        that needs run options, with those the job's description reports (a managed job's
+        ``targets``, without which its scheduler cannot build a request)."""
         try:
             app = self.runner.describe(handle)
             if app is None or not app.roles:
                 return None, "the scheduler does not describe this job's roles"
-            opts = self.runner.scheduler_run_opts(scheduler)
-            cfg = {key: value for key, value in metadata.items() if key in opts and value is not None}
-            return str(self.runner.dryrun(app, scheduler, cfg or None)), None
+            try:
+                return str(self.runner.dryrun(app, scheduler)), None
+            except Exception:
+                opts = self.runner.scheduler_run_opts(scheduler)
+                cfg = {key: value for key, value in metadata.items() if key in opts and value is not None}
+                if not cfg:
+                    raise
+                return str(self.runner.dryrun(app, scheduler, cfg)), None
         except Exception as e:
             return None, _error_text(e)
 
