@@ -193,25 +193,47 @@ def test_replicas_on_other_hosts_go_through_the_launcher(tmp_path: Any, launcher
         assert json.loads(read(str(work), "p", k, "out", "5")) == hostile
 
 
-def test_sigint_like_bkill_stops_the_replicas_and_no_retry_starts(tmp_path: Any) -> None:
-    """bkill sends SIGINT first (which background replicas ignore): the script passes it on and
-    does not start the next attempt."""
-    code = "import os, time; open(os.environ['MARK'], 'a').write('started\\n'); time.sleep(60)"
+def _alive(pid: int) -> bool:
+    """``pid`` runs (a zombie waiting for its reaper does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_sigint_like_bkill_stops_the_replicas_and_their_children_and_no_retry_starts(tmp_path: Any) -> None:
+    """bkill sends SIGINT first (which the replicas, each in a process group of its own, do not
+    get): the script passes SIGTERM on to each replica's group, children included, and does not
+    start the next attempt. Nothing here depends on the machine being idle: the script is
+    signalled once every replica has started, and the stop is one kill per group."""
+    code = (
+        "import os, subprocess, time;"
+        " child = subprocess.Popen(['sleep', '120']);"
+        " open(os.environ['MARK'], 'a').write(f'started {child.pid}\\n'); time.sleep(120)"
+    )
     mark = tmp_path / "started"
     app = specs.AppDef("k", [role("w", ["-c", code], replicas=2, env={"MARK": str(mark)}, max_retries=3)])
     req = build_request(app, LsfOpts())
     env = {**os.environ, "LSB_JOBID": "9", "LSB_MCPU_HOSTS": f"{socket.gethostname()} 2"}
     proc = subprocess.Popen(["bash", "-c", req.script], cwd=tmp_path, env=env)
-    deadline = time.monotonic() + 30
-    while not (mark.exists() and mark.read_text().count("started") == 2):
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.05)
-    started = time.monotonic()
-    proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=30) != 0
-    assert time.monotonic() - started < 10  # the replicas (sleeping 60 s) were stopped
-    assert mark.read_text() == "started\n" * 2  # and not started again
+    try:
+        deadline = time.monotonic() + 120
+        while not (mark.exists() and mark.read_text().count("started") == 2):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        children = [int(line.split()[1]) for line in mark.read_text().splitlines()]
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=100) != 0  # the replicas sleep 120 s: they were stopped
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert [line.split()[0] for line in mark.read_text().splitlines()] == ["started"] * 2  # not started again
     assert not (tmp_path / "lsf-9.restarts").exists()
+    deadline = time.monotonic() + 30
+    while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in children)
 
 
 def test_macro_values_are_data_in_the_job_script(tmp_path: Any) -> None:

@@ -194,24 +194,14 @@ done
 # host of the first replica, named by the rank0_env macro
 export {RANK0_ENV}="${{hosts[0]}}"
 if command -v blaunch >/dev/null 2>&1; then launch=(blaunch -z); else launch=(lsrun -m); fi
-# kill_tree PID...: SIGTERM to each PID and all its descendants (a replica's children, e.g.
-# the workers of a launcher, would otherwise keep the job running)
-kill_tree() {{
-    local p f st kids
-    for p in "$@"; do
-        kids=()
-        for f in /proc/[0-9]*/stat; do
-            read -r st <"$f" 2>/dev/null || continue
-            st=${{st##*) }}
-            st=${{st#* }}
-            if [ "${{st%% *}}" = "$p" ]; then f=${{f#/proc/}}; kids+=("${{f%/stat}}"); fi
-        done
-        kill -TERM "$p" 2>/dev/null
-        if [ ${{#kids[@]}} -gt 0 ]; then kill_tree "${{kids[@]}}"; fi
-    done
+# stop_replicas PGID...: SIGTERM to each replica's process group (every replica starts in a
+# group of its own, set -m below, so its children, e.g. the workers of a launcher, go with it)
+stop_replicas() {{
+    local p
+    for p in "$@"; do kill -TERM -- "-$p" 2>/dev/null; done
 }}
-# bkill sends SIGINT first, which background commands ignore: pass it on to the replicas
-trap 'stopping=1; kill_tree $(jobs -p)' INT TERM
+# bkill sends SIGINT first, which the replicas (in their own groups) do not get: pass it on
+trap 'stopping=1; stop_replicas "${{pids[@]}}"' INT TERM
 pids=()
 
 # start_replica HOST LOG_BASE ARGV...: starts ARGV in the background (on HOST unless that is
@@ -223,8 +213,10 @@ start_replica() {{
     shift 2
     if [ "$host" != "${{hosts[0]}}" ]; then set -- "${{launch[@]}}" "$host" "$@"; fi
     rm -f "$base.exit"
+    set -m
     {{ run_split "$base" "$@"; rc=$?; echo "$rc" >"$base.exit"; exit "$rc"; }} >>"$base.log" 2>&1 &
     pids+=($!)
+    set +m
 }}
 """
 
@@ -252,7 +244,7 @@ def _run_lines(app: AppDef, per: int, key: str) -> list[str]:
         for k in range(role.num_replicas):
             starts.append(f'start_replica "${{hosts[{i * per}]}}" "{base}{k}" "${{replica_{i}[@]}}"')
             i += 1
-    run = [*starts, *wait_for_replicas("kill_tree $(jobs -p)")]
+    run = [*starts, *wait_for_replicas('stop_replicas "${pids[@]}"')]
     retries = min(role.max_retries for role in app.roles)
     if retries <= 0:
         return ["", *run, "", 'exit "$rc"']
@@ -290,7 +282,7 @@ def _attempt_lines(app: AppDef, per: int) -> list[str]:
         base = log_file("$LSB_JOBID", role.name, 0, "")[: -len("0.")]  # the role part is made of safe characters
         bases += [f"{base}{k}" for k in range(role.num_replicas)]
     lines = [
-        "trap 'stopping=1; tx_stop=1; kill_tree $(jobs -p)' INT TERM",
+        "trap 'stopping=1; tx_stop=1; stop_replicas \"${pids[@]}\"' INT TERM",
         'if [ -n "${stopping:-}" ]; then exit 1; fi',
         "rm -f -- " + " ".join(f'"{base}.rc"' for base in bases),
     ]
@@ -299,7 +291,7 @@ def _attempt_lines(app: AppDef, per: int) -> list[str]:
             f'start_replica "${{hosts[{i * per}]}}" "{base}" bash -c "$tx_report" "$PWD/{base}.rc" "${{replica_{i}[@]}}"'
         )
     lines += [
-        *wait_for_replicas("kill_tree $(jobs -p)"),
+        *wait_for_replicas('stop_replicas "${pids[@]}"'),
         "tx_lost=0 tx_failed=0 tx_missing=0",
         "for f in " + " ".join(f'"{base}.rc"' for base in bases) + "; do",
         '    if [ ! -s "$f" ]; then tx_missing=1; elif [ "$(<"$f")" != 0 ]; then tx_failed=1; fi',
