@@ -109,9 +109,35 @@ def _read(f: IO[str], source: str) -> configparser.ConfigParser:
     try:
         parser.read_file(f, source=source)
     except configparser.Error as e:
-        first = str(e).strip().splitlines()[0]
-        raise ConfigError(f"malformed {source}: {first}") from None
+        raise ConfigError(f"malformed {source}, {_what_is_wrong(e)}") from None
     return parser
+
+
+def _what_is_wrong(e: configparser.Error) -> str:
+    """Where a config file is malformed (its line), what is wrong and how to fix it."""
+    import configparser
+
+    if isinstance(e, configparser.MissingSectionHeaderError):
+        return (
+            f"line {e.lineno}: {e.line.strip()!r} comes before any section header;"
+            " put settings under one, e.g. [local_cwd] (a scheduler's run options) or [cli:run]"
+        )
+    if isinstance(e, configparser.ParsingError):
+        lineno, line = e.errors[0]
+        if line[:1] in "'\"":  # configparser keeps the repr of the line
+            import ast
+
+            line = ast.literal_eval(line)
+        return (
+            f"line {lineno}: {line.strip()!r} is not `key = value`, a [section] header or a comment;"
+            " continuation lines of a value must be indented"
+        )
+    if isinstance(e, configparser.DuplicateSectionError):
+        return f"line {e.lineno}: section [{e.section}] appears twice; merge the two"
+    if isinstance(e, configparser.DuplicateOptionError):
+        return f"line {e.lineno}: {e.option!r} is set twice in section [{e.section}]; keep one"
+    first = str(e).strip().splitlines()[0]
+    return f"{first}; fix the file's INI syntax ([section] headers, `key = value` lines)"
 
 
 def _section_name(section: str, prefix: str) -> str | None:
