@@ -132,7 +132,8 @@ def test_exit_1_with_max_restarts_2_is_three_attempts_and_failed(isolated: Path)
 
 
 def test_recover_on_exit_codes_restart_uncounted(runner: Runner) -> None:
-    cfg = {"targets": ["local_cwd"], "max_restarts": 0, "recover_on_exit_codes": ["33"]}
+    # the values a Python caller writes: ints for exit codes, a number of seconds for a duration
+    cfg = {"targets": ["local_cwd"], "max_restarts": 0, "recover_on_exit_codes": [33], "pending_timeout": 15}
     handle = runner.run(counter(3, 0.01, "33,33,33,0"), "managed", cfg)
     status = runner.wait(handle, wait_interval=0.1, timeout=60)
     assert status is not None and status.state == AppState.SUCCEEDED, attempts(handle)

@@ -48,6 +48,19 @@ def test_bad_options_are_one_line_errors(cfg: dict[str, Any], match: str) -> Non
     assert "\n" not in str(e.value)
 
 
+def test_python_values_are_taken() -> None:
+    opts, _ = checked(targets=["slurm"], recover_on_exit_codes=[33, 34], pending_timeout=15)
+    assert opts.recover_on_exit_codes == [33, 34]
+    assert opts.pending_timeout == 15.0
+    opts, _ = checked(targets=["slurm"], pending_timeout=2.5)
+    assert opts.pending_timeout == 2.5
+
+
+def test_a_list_type_error_names_the_element_type() -> None:
+    with pytest.raises(InvalidRunConfigException, match=r"'targets' expects list\[str\], got list \(\[1\]\)"):
+        run_opts().resolve({"targets": [1]})
+
+
 def test_missing_targets_is_required() -> None:
     with pytest.raises(InvalidRunConfigException, match="required run option 'targets'"):
         run_opts().resolve({})

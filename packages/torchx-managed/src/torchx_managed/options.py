@@ -24,6 +24,17 @@ class ManagedRunOpts(runopts):
         """The option ``name``; an unknown name is a text option passed to the targets."""
         return super().get(name) or runopt(None, str, False, "passed to the targets that declare it", [])
 
+    def resolve(self, cfg: Mapping[str, CfgVal]) -> dict[str, CfgVal]:
+        """As :meth:`runopts.resolve`, but takes the values a Python caller writes: ints for
+        ``recover_on_exit_codes`` and a number of seconds for ``pending_timeout``."""
+        given = dict(cfg)
+        codes: Any = given.get("recover_on_exit_codes")
+        if isinstance(codes, (list, tuple)):
+            given["recover_on_exit_codes"] = [_int_text(c) for c in codes]
+        if "pending_timeout" in given:
+            given["pending_timeout"] = _int_text(given["pending_timeout"])
+        return super().resolve(given)
+
     def parse_cfg_str(self, cfg_str: str) -> tuple[dict[str, CfgVal], list[str]]:
         """As :meth:`runopts.parse_cfg_str`, but unknown keys are kept (as text), not dropped."""
         from torchx.specs.runopts import _split_cfg_str
@@ -33,6 +44,13 @@ class ManagedRunOpts(runopts):
         for key in unknown:
             out[key] = raw[key]
         return out, []
+
+
+def _int_text(value: Any) -> Any:
+    """A number (not a bool) as its text, so that a text option takes it; anything else as is."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return value
 
 
 def run_opts() -> ManagedRunOpts:

@@ -29,8 +29,13 @@ class InvalidRunConfigException(Exception):
 
 def get_type_name(tp: Any) -> str:
     """A type's name as TorchX prints it: ``int`` -> ``"int"``, ``List[str]`` ->
-    ``"typing.List[str]"`` (``__name__`` for classes, ``str(tp)`` for ``typing`` generics)."""
-    if getattr(tp, "__module__", None) != "typing" and hasattr(tp, "__name__"):
+    ``"typing.List[str]"``, ``list[str]`` -> ``"list[str]"`` (``__name__`` for classes, ``str(tp)``
+    for generics, so that a list's element type is named)."""
+    if (
+        getattr(tp, "__origin__", None) is None
+        and getattr(tp, "__module__", None) != "typing"
+        and hasattr(tp, "__name__")
+    ):
         return str(tp.__name__)
     return str(tp)
 
