@@ -7,7 +7,8 @@ Layers, lowest first (a module belongs to the layer of its package)::
     0  torchx.util, torchx.version
     1  torchx.plugins      the registry and discovery need nothing of the job model, and
                            specs looks components and named resources up in the registry;
-       torchx (the package: it installs the upstream-path import hook of torchx.plugins)
+       torchx.compat       upstream's plugin sources and API, feeding the same registry;
+       torchx (the package: it installs the upstream-path import hook of torchx.compat)
     2  torchx.specs
     3  torchx.schedulers, torchx.workspace, torchx.tracker
     4  torchx.runner, torchx.testing
@@ -28,6 +29,7 @@ LAYERS: dict[str, int] = {
     "torchx.util": 0,
     "torchx.version": 0,
     "torchx.plugins": 1,
+    "torchx.compat": 1,
     "torchx.specs": 2,
     "torchx.schedulers": 3,
     "torchx.workspace": 3,

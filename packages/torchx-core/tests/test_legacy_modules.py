@@ -1,4 +1,4 @@
-"""Upstream module paths resolve to the plugins that register them (torchx.plugins.legacy_import),
+"""Upstream module paths resolve to the plugins that register them (torchx.compat.legacy_import),
 and the legacy ``torchx.components`` group follows upstream's documented rules."""
 
 from __future__ import annotations
@@ -142,10 +142,10 @@ def test_known_path_whose_plugin_failed_says_so(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_importing_torchx_looks_up_no_plugin() -> None:
-    # the import hook lives in torchx.plugins (a small package); the registry is not loaded
-    code = "import sys, torchx.runner; print(sorted(m for m in sys.modules if m.startswith('torchx.plugins.')))"
+    # the import hook lives in torchx.compat (a small package); the registry is not loaded
+    code = "import sys, torchx.runner; print(sorted(m for m in sys.modules if m.startswith(('torchx.plugins.', 'torchx.compat.'))))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "['torchx.plugins.legacy_import']"
+    assert out.strip() == "['torchx.compat.legacy_import']"
 
 
 def _install_builtins(make_dist) -> None:  # type: ignore[no-untyped-def]

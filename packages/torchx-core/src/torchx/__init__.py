@@ -5,10 +5,10 @@ the runner (:mod:`torchx.runner`), the scheduler interface (:mod:`torchx.schedul
 the plugin manager (:mod:`torchx.plugins`) and the CLI shell (:mod:`torchx.cli`).
 Backends, components and trackers are separate distributions found at run time; the
 upstream TorchX module paths they provide (``torchx.schedulers.slurm_scheduler`` ...)
-import through :mod:`torchx.plugins.legacy_import`.
+import through :mod:`torchx.compat.legacy_import`.
 """
 
-from torchx.plugins import legacy_import as _legacy_import
+from torchx.compat import legacy_import as _legacy_import
 
 _legacy_import.install()  # first: a thread importing torchx.<upstream path> meanwhile must see the finders
 

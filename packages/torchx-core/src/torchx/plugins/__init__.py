@@ -14,8 +14,8 @@ Upstream TorchX's plugin API is here too (each name imported on first use): ``re
 modules of the ``torchx_plugins.*`` namespace packages, ``powers_of_two_gpus``,
 ``halve_mem_down_to``, ``WHOLE``/``HALF``/``QUARTER``/``EIGHTH``/``SIXTEENTH``,
 ``resource_tags``, and the registry view ``registry()`` / ``PluginRegistry`` / ``PluginType`` /
-``RegistrationError`` (:mod:`torchx.plugins.authoring`, :mod:`torchx.plugins.namespace`,
-:mod:`torchx.plugins.plugin_registry`). ``torchx.plugins.registry`` is both our registry module
+``RegistrationError`` (:mod:`torchx.compat.authoring`, :mod:`torchx.compat.namespace`,
+:mod:`torchx.compat.plugin_registry`). ``torchx.plugins.registry`` is both our registry module
 and, called, upstream's ``registry()``.
 """
 
@@ -29,8 +29,7 @@ if TYPE_CHECKING:
 
     import pluggy
 
-    from torchx.plugins.api_level import OLDEST_PLUGIN_API_LEVEL, PLUGIN_API_LEVEL
-    from torchx.plugins.authoring import (
+    from torchx.compat.authoring import (
         EIGHTH,
         HALF,
         QUARTER,
@@ -42,7 +41,8 @@ if TYPE_CHECKING:
         register,
         resource_tags,
     )
-    from torchx.plugins.plugin_registry import PluginRegistry, RegistrationError
+    from torchx.compat.plugin_registry import PluginRegistry, RegistrationError
+    from torchx.plugins.api_level import OLDEST_PLUGIN_API_LEVEL, PLUGIN_API_LEVEL
     from torchx.plugins.registrations import (
         CliCommand,
         ComponentSource,
@@ -88,9 +88,9 @@ _LAZY: dict[str, str] = {
             "register",
             "resource_tags",
         ),
-        "torchx.plugins.authoring",
+        "torchx.compat.authoring",
     ),
-    **dict.fromkeys(("PluginRegistry", "RegistrationError"), "torchx.plugins.plugin_registry"),
+    **dict.fromkeys(("PluginRegistry", "RegistrationError"), "torchx.compat.plugin_registry"),
 }
 
 __all__ = [

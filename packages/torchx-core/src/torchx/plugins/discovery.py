@@ -14,9 +14,9 @@ from typing import Any
 
 import pluggy
 
+from torchx.compat.legacy import LEGACY_GROUPS, legacy_record
 from torchx.plugins import api_level, hookspecs
 from torchx.plugins.import_errors import describe_error, import_failure_files
-from torchx.plugins.legacy import LEGACY_GROUPS, legacy_record
 from torchx.plugins.registrations import EVENT_HOOKS, REGISTRATION_TYPES
 from torchx.plugins.registry import GROUP, PluginInfo, Registry
 
@@ -113,8 +113,8 @@ def _collect(pm: pluggy.PluginManager, info: PluginInfo, registry: Registry) -> 
 def discover() -> Registry:
     """Loads every installed plugin's registrations: entry points (importing only the plugins'
     hook modules), then the ``torchx_plugins.*`` namespace packages (importing their modules),
-    as ``TORCHX_PLUGINS_SOURCE`` selects (see :mod:`torchx.plugins.namespace`)."""
-    from torchx.plugins.namespace import SOURCE_ENTRY_POINTS, SOURCE_NAMESPACE, discover_namespaces, plugin_sources
+    as ``TORCHX_PLUGINS_SOURCE`` selects (see :mod:`torchx.compat.namespace`)."""
+    from torchx.compat.namespace import SOURCE_ENTRY_POINTS, SOURCE_NAMESPACE, discover_namespaces, plugin_sources
 
     sources = plugin_sources()
     registry = Registry()

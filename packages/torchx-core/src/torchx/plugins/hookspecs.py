@@ -130,7 +130,7 @@ def torchx_legacy_modules() -> Iterable[LegacyModule]:
     ``name`` is the upstream path, ``target`` the plugin's module that holds upstream's public
     names (usually a small module of re-exports). Core resolves ``import name`` to ``target``
     lazily, with an import hook: nothing is imported until the user imports ``name``. When no
-    installed plugin provides a path core knows (see ``torchx.plugins.legacy_import``), the
+    installed plugin provides a path core knows (see ``torchx.compat.legacy_import``), the
     import fails with the distribution to install.
 
     Example::

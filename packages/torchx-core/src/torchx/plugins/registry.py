@@ -10,7 +10,7 @@ TorchX) beats a ``torchx``-group plugin; between two of the same rank, the first
 (discovery adds distributions in name order). Every shadowed registration is kept in
 :attr:`Registry.conflicts` and shown by ``torchx plugins``. Components never clash (each
 source adds names), except that legacy ``torchx.components`` entries hide the builtin
-components (see :mod:`torchx.plugins.legacy`), applied by :meth:`Registry.finish`.
+components (see :mod:`torchx.compat.legacy`), applied by :meth:`Registry.finish`.
 
 Another source of registrations (another entry-point group, records made by a decorator)
 is one :data:`SOURCE_RANKS` entry: give its registrations a :class:`PluginInfo` whose
@@ -22,7 +22,7 @@ from __future__ import annotations
 import sys
 from types import ModuleType
 
-from torchx.plugins.legacy import LEGACY_GROUPS
+from torchx.compat.legacy import LEGACY_GROUPS
 from torchx.plugins.registrations import (
     KINDS,
     CliCommand,
@@ -302,7 +302,7 @@ class _CallableModule(ModuleType):
     # registry): it is looked up by name when called, so this module imports nothing above it
 
     def __call__(self) -> Any:
-        """Upstream's registry view: :func:`torchx.plugins.plugin_registry.registry`."""
+        """Upstream's registry view: :func:`torchx.compat.plugin_registry.registry`."""
         return _upstream_registry()()
 
     def cache_clear(self) -> None:
@@ -313,7 +313,7 @@ class _CallableModule(ModuleType):
 def _upstream_registry() -> Any:
     import importlib
 
-    return importlib.import_module("torchx.plugins.plugin_registry").registry
+    return importlib.import_module("torchx.compat.plugin_registry").registry
 
 
 sys.modules[__name__].__class__ = _CallableModule

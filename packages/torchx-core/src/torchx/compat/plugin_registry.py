@@ -21,8 +21,8 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from torchx.plugins.authoring import PluginType
-from torchx.plugins.namespace import KIND_OF, NAMESPACE_GROUPS, plugin_sources
+from torchx.compat.authoring import PluginType
+from torchx.compat.namespace import KIND_OF, NAMESPACE_GROUPS, plugin_sources
 from torchx.plugins.registry import Registry
 
 #: registry kind -> the plugin type it is

@@ -18,7 +18,7 @@ namespace package (``from torchx.plugins import register``).
     # registers my_gpu, big, my_gpu_8, my_gpu_4, my_gpu_2, my_gpu_1
 
 The decorator only marks the function (``_plugin_type``, ``_plugin_name``);
-:mod:`torchx.plugins.namespace` finds marked functions when it scans the namespace packages.
+:mod:`torchx.compat.namespace` finds marked functions when it scans the namespace packages.
 Importing this module imports nothing beyond :mod:`enum`.
 """
 

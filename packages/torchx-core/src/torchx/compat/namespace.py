@@ -27,7 +27,7 @@ import os
 import sys
 from typing import Any
 
-from torchx.plugins.authoring import PluginType
+from torchx.compat.authoring import PluginType
 from torchx.plugins.import_errors import describe_error, import_failure_files
 from torchx.plugins.registrations import NamedResourcePlugin, SchedulerPlugin, TrackerPlugin
 from torchx.plugins.registry import PluginInfo, Registry
@@ -136,7 +136,7 @@ def _same_resource(a: Any, b: Any) -> bool:
         ra, rb = a(), b()
     except Exception:
         return False
-    from torchx.plugins.authoring import resource_tags
+    from torchx.compat.authoring import resource_tags
 
     def canon(r: Any) -> Any:
         tags = dict(r.tags)

@@ -1,0 +1,11 @@
+"""Compatibility sources of plugin registrations, each feeding :class:`torchx.plugins.registry.Registry`
+through its one clash rule (``SOURCE_RANKS``), and upstream TorchX's plugin API:
+
+* :mod:`torchx.compat.legacy`: upstream's entry-point groups (``torchx.schedulers`` ...);
+* :mod:`torchx.compat.namespace`: the ``torchx_plugins.*`` namespace packages;
+* :mod:`torchx.compat.authoring` and :mod:`torchx.compat.plugin_registry`: ``@register``,
+  ``registry()``, ``PluginRegistry``, ``PluginType`` (re-exported by :mod:`torchx.plugins`);
+* :mod:`torchx.compat.legacy_import`: upstream module paths (``torchx.schedulers.slurm_scheduler``).
+
+The native way to write a plugin is :mod:`torchx.plugins` (entry point ``torchx``, hookimpls).
+"""
