@@ -106,12 +106,22 @@ def test_verbose_shows_traceback(cli_env: dict[str, str]) -> None:
     assert "Traceback" in err
 
 
-def test_malformed_torchxconfig(cli_env: dict[str, str], isolated: Path) -> None:
-    (isolated / ".torchxconfig").write_text("this is not ini\n")
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("this is not ini\n", "line 1: 'this is not ini' comes before any section header; put settings under one"),
+        ("[fake]\ncluster = x\n[[oops\n", "line 3: '[[oops' is not `key = value`, a [section] header or a comment"),
+        ("[fake]\n[fake]\n", "line 2: section [fake] appears twice; merge the two"),
+        ("[fake]\ncluster = x\ncluster = y\n", "line 3: 'cluster' is set twice in section [fake]; keep one"),
+    ],
+)
+def test_malformed_torchxconfig(cli_env: dict[str, str], isolated: Path, text: str, says: str) -> None:
+    """The file, the line, what is wrong and how to fix it, in one line."""
+    (isolated / ".torchxconfig").write_text(text)
     code, _, err = run_cli("run", "-s", "fake", "utils.echo", env=cli_env, cwd=str(isolated))
     assert code == 1
-    assert "malformed" in err
-    assert ".torchxconfig" in err
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"torchx: error: malformed {isolated / '.torchxconfig'}, {says}")
     assert "Traceback" not in err
 
 
