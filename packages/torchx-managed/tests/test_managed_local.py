@@ -216,11 +216,12 @@ def test_notify_posts_every_state_change_to_a_loopback_receiver(runner: Runner) 
         ("attempt_started", 0, None, None, None),
         ("attempt_ended", 0, "FAILED", "APP_ERROR", 1),
         ("attempt_started", 1, None, None, None),
-        ("attempt_ended", 1, "SUCCEEDED", "APP_ERROR", 0),
+        ("attempt_ended", 1, "SUCCEEDED", None, 0),  # a success has no failure cause
         ("job_state", None, "SUCCEEDED", None, None),
     ]
     assert all(g["job"] == handle for g in _Receiver.got)
     assert len(journal(handle).notified) == 6
+    assert [a.as_json()["cause"] for a in journal(handle).attempts] == ["APP_ERROR", None]  # status --json
 
 
 def test_sweep_over_managed(isolated: Path) -> None:

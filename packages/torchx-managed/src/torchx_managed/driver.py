@@ -255,10 +255,9 @@ class Driver:
             self._cancel(
                 attempt.handle
             )  # what it left running (a lost supervisor's replicas) must not overlap the next
-        logger.info("attempt %d: %s, %s (exit code %s) %s", attempt.n, state, end.cause, end.exit_code, end.reason)
-        self._journal(
-            ev="ended", n=attempt.n, state=state, cause=end.cause.value, exit_code=end.exit_code, reason=end.reason
-        )
+        cause = None if state == "SUCCEEDED" else end.cause.value  # a success has no failure cause
+        logger.info("attempt %d: %s, %s (exit code %s) %s", attempt.n, state, cause, end.exit_code, end.reason)
+        self._journal(ev="ended", n=attempt.n, state=state, cause=cause, exit_code=end.exit_code, reason=end.reason)
 
     def _pending_too_long(self, attempt: Attempt, timeout: float) -> None:
         assert attempt.handle is not None

@@ -163,7 +163,10 @@ class JobState:
             self.last.handle = str(ev["handle"])
         elif kind == "ended" and self.last is not None and self.last.n == n:
             a = self.last
-            a.state, a.cause, a.reason = str(ev.get("state")), str(ev.get("cause")), str(ev.get("reason", ""))
+            a.state, a.reason = str(ev.get("state")), str(ev.get("reason", ""))
+            # a success has no failure cause (journals written before said APP_ERROR for it)
+            cause = ev.get("cause")
+            a.cause = None if cause is None or a.state == "SUCCEEDED" else str(cause)
             code = ev.get("exit_code")
             a.exit_code = code if isinstance(code, int) else None
             a.ended = float(ev.get("t", 0.0))
