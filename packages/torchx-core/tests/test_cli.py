@@ -58,6 +58,9 @@ def test_help_and_version() -> None:
         (["status", "nosched://s/x"], "unknown scheduler 'nosched'", 1),
         (["run", "-s", "fak", "utils.echo"], "unknown scheduler 'fak'. Did you mean 'fake'?", 1),
         (["run", "-s", "fake", "utils.ecoh"], "unknown component 'utils.ecoh'. Did you mean 'utils.echo'", 1),
+        (["run", "-s", "fake", "echo"], "unknown component 'echo'. Did you mean 'utils.echo'?", 1),
+        (["run", "-s", "fake", "ech"], "unknown component 'ech'. Did you mean 'utils.echo'?", 1),
+        (["run", "-s", "fake", "zzz"], "unknown component 'zzz'. `torchx builtins` lists them", 1),
         (["run", "-s", "fake", "utils.echo", "--n", "x"], "argument --n/-n: invalid int value 'x'", 1),
         (
             ["run", "-s", "fake", "-cfg", "cluster=a,retries=x", "utils.echo"],

@@ -14,7 +14,7 @@ import importlib
 import importlib.util
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from torchx.plugins.cache import read_cache, write_cache
 from torchx.util.record import field, record
@@ -252,7 +252,24 @@ def get_component(name: str) -> _Component:
         hint = f" No component package is installed: `{pip_install(distributions.COMPONENTS)}` for the builtins."
     else:
         hint = " `torchx builtins` lists them; a file works too: path/to/file.py:function"
-    raise ComponentNotFoundException(f"unknown component {name!r}.{did_you_mean(name, names)}{hint}")
+    raise ComponentNotFoundException(f"unknown component {name!r}.{_suggest(name, names)}{hint}")
+
+
+def _suggest(name: str, names: Iterable[str]) -> str:
+    """``" Did you mean ...?"``: the components whose own name (after the last dot) is ``name``
+    (``echo`` -> ``utils.echo``), else the closest full names, else those whose own name is close."""
+    import difflib
+
+    names = list(names)
+    own = {n: n.rpartition(".")[2] for n in names}
+    same = [n for n in names if own[n] == name]
+    if not same:
+        close = did_you_mean(name, names)
+        if close or "." in name:
+            return close
+        leaves = difflib.get_close_matches(name, set(own.values()), n=3, cutoff=0.6)
+        same = [n for leaf in leaves for n in names if own[n] == leaf]
+    return " Did you mean " + " or ".join(repr(n) for n in same[:3]) + "?" if same else ""
 
 
 def get_builtin_source(name: str) -> str:
