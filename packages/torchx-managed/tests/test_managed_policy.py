@@ -39,6 +39,7 @@ def checked(**cfg: Any) -> tuple[ManagedOptions, list[str]]:
         ({"targets": ["slurm"], "pending_timeout": "soon"}, "'soon' is not a duration"),
         ({"targets": ["slurm"], "notify": "ftp://x/y"}, "http:// or https://"),
         ({"targets": ["slurm"], "notify": "localhost:80"}, "http:// or https://"),
+        ({"targets": ["slurm"], "notify": "http://[::1"}, r"notify=http://\[::1: Invalid IPv6 URL"),
         ({"targets": ["slurm"], "recover_on_exit_codes": ["x"]}, "'x' is not an exit code"),
     ],
 )

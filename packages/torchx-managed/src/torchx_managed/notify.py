@@ -3,13 +3,17 @@
 The notifications are a function of the journal (:func:`pending`): the driver sends those not
 yet marked ``notified`` in the journal, in order, from one background thread, retrying each
 with a growing pause; a receiver that stays down is logged and skipped, never fails the job.
-A driver that is killed sends again, when resumed, what was not acknowledged (at least once).
+Each POST has its own timeout. When the driver stops, what is still queued shares the time left
+(every notification gets at least one try), and each one that could not be delivered is logged
+as dropped. A driver that is killed sends again, when resumed, what was not acknowledged (at
+least once).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import queue
 import threading
 import time
@@ -24,6 +28,7 @@ logger: logging.Logger = logging.getLogger("torchx_managed.notify")
 #: tries per notification, and the pause before the first retry (doubling)
 TRIES = 5
 FIRST_PAUSE = 0.5
+#: seconds one POST may take (a receiver that accepts and never answers costs this much a try)
 TIMEOUT = 10.0
 
 
@@ -57,14 +62,19 @@ def pending(state: JobState, handle: str) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def post(url: str, payload: dict[str, Any]) -> bool:
-    """POSTs ``payload`` as JSON, retried :data:`TRIES` times; True once a 2xx answer came."""
+def post(url: str, payload: dict[str, Any], deadline: Callable[[], float] = lambda: math.inf) -> bool:
+    """POSTs ``payload`` as JSON, retried :data:`TRIES` times while ``deadline()`` (a
+    :func:`time.monotonic` instant) is not reached, each try bounded by :data:`TIMEOUT`; the
+    first try is always made. True once a 2xx answer came."""
     data = json.dumps(payload).encode()
     pause = FIRST_PAUSE
     for attempt in range(1, TRIES + 1):
+        left = deadline() - time.monotonic()
+        if attempt > 1 and left <= 0:
+            break
         req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"}, method="POST")
         try:
-            with urllib.request.urlopen(req, timeout=TIMEOUT) as resp:
+            with urllib.request.urlopen(req, timeout=max(0.1, min(TIMEOUT, left))) as resp:
                 if 200 <= resp.status < 300:
                     return True
                 why = f"HTTP {resp.status}"
@@ -72,10 +82,15 @@ def post(url: str, payload: dict[str, Any]) -> bool:
             why = str(e)
         logger.warning("notify %s (try %d/%d): %s: %s", payload.get("event"), attempt, TRIES, url, why)
         if attempt < TRIES:
-            time.sleep(pause)
+            time.sleep(max(0.0, min(pause, deadline() - time.monotonic())))
             pause *= 2
-    logger.error("notify %s: gave up after %d tries: %s", payload.get("event"), TRIES, url)
+    logger.error("notify %s: dropped after %d tries: %s: %s", payload.get("event"), attempt, url, _what(payload))
     return False
+
+
+def _what(payload: dict[str, Any]) -> str:
+    """One notification in a log line: its event, attempt and state."""
+    return json.dumps({k: payload.get(k) for k in ("event", "attempt", "state") if payload.get(k) is not None})
 
 
 class Notifier:
@@ -86,6 +101,8 @@ class Notifier:
         self.acked = acked
         self.sent: set[str] = set()
         self.queue: queue.Queue[tuple[str, dict[str, Any]] | None] = queue.Queue()
+        self.stop_by = math.inf  # set by close(): when the queue must be done (time.monotonic())
+        self.event_by = math.inf  # when the notification being sent must be done
         self.thread = threading.Thread(target=self._run, name="notify", daemon=True)
         self.thread.start()
 
@@ -97,9 +114,26 @@ class Notifier:
                 self.queue.put((key, payload))
 
     def close(self, timeout: float) -> None:
-        """Sends what is queued (waiting at most ``timeout`` seconds), then stops."""
+        """Sends what is queued (waiting at most ``timeout`` seconds, shared among the queued
+        notifications so that each gets a try), logs each one not delivered, then stops."""
+        self.stop_by = time.monotonic() + timeout
+        self.event_by = min(self.event_by, self._share())
         self.queue.put(None)
-        self.thread.join(timeout)
+        self.thread.join(timeout + 1.0)
+        while True:  # the thread is still in a POST: what is left will not be sent
+            try:
+                item = self.queue.get_nowait()
+            except queue.Empty:
+                return
+            if item is not None:
+                logger.error("notify %s: dropped (the driver stopped first): %s", item[1].get("event"), _what(item[1]))
+
+    def _share(self) -> float:
+        """The deadline of the next notification once closing: the time left, split evenly."""
+        if self.stop_by == math.inf:
+            return math.inf
+        now = time.monotonic()
+        return now + max(0.0, self.stop_by - now) / max(1, self.queue.qsize())
 
     def _run(self) -> None:
         while True:
@@ -107,7 +141,8 @@ class Notifier:
             if item is None:
                 return
             key, payload = item
-            if post(self.url, payload):
+            self.event_by = self._share()
+            if post(self.url, payload, lambda: self.event_by):
                 try:
                     self.acked(key)
                 except OSError as e:

@@ -226,7 +226,10 @@ def check(
     if notify is not None:
         from urllib.parse import urlsplit
 
-        parts = urlsplit(str(notify))
+        try:
+            parts = urlsplit(str(notify))
+        except ValueError as e:  # e.g. "Invalid IPv6 URL" for http://[::1
+            raise _bad(f"notify={notify}: {e}: give an http:// or https:// URL", "notify") from None
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise _bad(f"notify={notify}: must be an http:// or https:// URL", "notify")
     ckpt = cfg.get("checkpoint_dir") or None
