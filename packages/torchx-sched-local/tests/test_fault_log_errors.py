@@ -13,8 +13,10 @@ import os
 import re
 import resource
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -114,22 +116,50 @@ def test_supervisor_out_of_file_descriptors_keeps_the_job(sched: LocalScheduler,
     assert _supervisor_log(sched, app_id) == ""
 
 
-@pytest.mark.parametrize("after", [0.0, 0.3])
-def test_supervisor_out_of_file_descriptors_from_its_start(sched: LocalScheduler, tmp_path: Path, after: float) -> None:
-    """The limit lowered to what the supervisor holds as soon as its replica runs (it is still the
-    launcher's fork then: its handover to a fresh interpreter must still start), or later."""
-    import time
+def _image(pid: int) -> str:
+    """``fork`` while the supervisor is still the launcher's fork, ``fresh`` once it handed over."""
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        return "fresh" if b"_supervise" in f.read() else "fork"
 
+
+@pytest.mark.parametrize("stage", ["fork", "fresh"])
+def test_supervisor_out_of_file_descriptors_from_its_start(
+    sched: LocalScheduler, tmp_path: Path, stage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The limit lowered to what the supervisor holds as soon as its replica runs, while it is
+    still the launcher's fork (its handover to a fresh interpreter must still start, or the fork
+    goes on), or once the fresh interpreter runs. The supervisor is stopped (SIGSTOP) while its
+    descriptors are counted and its limit lowered, so a loaded machine cannot move it to the
+    next stage in between; the fork hands over after 2 s (instead of 20 ms), so the test,
+    however slow, finds it a fork first. (A limit lowered while a fresh interpreter loads its
+    modules is not covered: no process that imports can survive that.)"""
+    from torchx_sched_local import supervisor
+
+    monkeypatch.setattr(supervisor, "HANDOVER_AFTER", 2.0)  # read by the fork, a copy of this process
     go = tmp_path / "go"
     code = WAIT_FOR_GO + "print('lost', flush=True)\n"
     app_id = sched.submit(python_app(code, str(go), name="emfile"), {})
     (pid,) = children(os.getpid())
     eventually(lambda: bool(children(pid)), interval=0.0005)  # its replica started
-    time.sleep(after)
-    used = {int(fd) for fd in os.listdir(f"/proc/{pid}/fd")}
-    lowest_free = min(set(range(len(used) + 1)) - used)
-    resource.prlimit(pid, resource.RLIMIT_NOFILE, (lowest_free, lowest_free))
-    eventually(lambda: ((sched.store.state(app_id) or {}).get("replicas") or [{}])[0].get("state") == "RUNNING")
+
+    def running() -> bool:
+        return ((sched.store.state(app_id) or {}).get("replicas") or [{}])[0].get("state") == "RUNNING"
+
+    eventually(running, timeout=60)  # and the fork recorded it (its first state writes are not under test)
+    if stage == "fresh":  # handed over, and the new image took over (it removes supervisor.resume)
+        resume = os.path.join(sched.store.job_dir(app_id), "supervisor.resume")
+        eventually(lambda: _image(pid) == "fresh" and not os.path.exists(resume), timeout=30)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        eventually(lambda: Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T")
+        assert _image(pid) == stage
+        used = {int(fd) for fd in os.listdir(f"/proc/{pid}/fd")}
+        lowest_free = min(set(range(len(used) + 1)) - used)
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (lowest_free, lowest_free))
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    if stage == "fork":
+        time.sleep(supervisor.HANDOVER_AFTER + 0.2)  # the fork's handover time passes under the limit
     go.touch()
     desc = sched.wait(app_id, timeout=60)
     assert desc is not None

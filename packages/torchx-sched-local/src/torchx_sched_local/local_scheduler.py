@@ -345,7 +345,8 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         if st is None or st["state"] in FINAL_STATES:
             return _name_left_running(st)
         if store.lock_is_held(self.store.job_dir(app_id)):
-            return self._held_outcome(app_id) or st
+            # no answer from the holder: it may have stored the final state since ``st`` was read
+            return self._held_outcome(app_id) or self._written_state(app_id)
         st = self._read(self.store.state, app_id)  # the supervisor writes its last state before letting go
         if st is not None and st["state"] not in FINAL_STATES:
             live = self._survivors(app_id, st)
@@ -567,7 +568,11 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             st = self._state(app_id)
             if st is None or st["state"] in FINAL_STATES:
                 _reap()
-                return self.describe(app_id)
+                desc = self.describe(app_id)
+                # a final state the supervisor held (it could not store it) may read as running
+                # a moment later, while it stores it or cannot accept the question: ask again
+                if st is None or desc is None or is_terminal(desc.state):
+                    return desc
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 return self.describe(app_id)
