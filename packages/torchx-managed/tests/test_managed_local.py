@@ -350,3 +350,12 @@ def test_cancel_while_a_submission_was_in_flight_submits_nothing(runner: Runner)
     assert status is not None and status.state == AppState.CANCELLED, attempts(handle)
     assert attempts(handle) == [("FAILED", "APP_ERROR", 1), ("CANCELLED", "CANCELLED", None)]
     assert not [a for a in runner.list("local_cwd") if a.name == name]
+
+
+def test_an_explicit_checkpoint_dir_is_created_like_the_default(runner: Runner, tmp_path: Path) -> None:
+    given = tmp_path / "not" / "there" / "yet"
+    app = command_app("sh", "-c", 'test -d "$TORCHX_CHECKPOINT_DIR"', name="ckpt")  # fails where it is missing
+    handle = runner.run(app, "managed", {"targets": ["local_cwd"], "checkpoint_dir": str(given)})
+    status = runner.wait(handle, wait_interval=0.1, timeout=60)
+    assert status is not None and status.state == AppState.SUCCEEDED, attempts(handle)
+    assert given.is_dir()

@@ -186,8 +186,9 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
         assert lock is not None  # a new job: nobody else has its lock
         try:
             try:
-                if not spec["options"].get("checkpoint_dir"):
-                    os.makedirs(spec["checkpoint_dir"], exist_ok=True)
+                local_ckpt = _local_path(str(spec["checkpoint_dir"]))
+                if local_ckpt is not None:  # default or given: made here; a remote URL is the app's to make
+                    os.makedirs(local_ckpt, exist_ok=True)
                 self.store.append(
                     job_id,
                     {
@@ -446,6 +447,13 @@ def _controller_metadata(spec: Mapping[str, Any], root: str) -> dict[str, Any]:
     if _cluster_controller(spec) is None:
         return {}
     return {"controller": controller.controller_handle(root), "journal": root}
+
+
+def _local_path(location: str) -> str | None:
+    """The path of a location on this machine's file system (a path or a ``file://`` URL), else None."""
+    if location.startswith("file://"):
+        return location[len("file://") :]
+    return None if "://" in location else location
 
 
 def _cluster_controller(spec: Mapping[str, Any]) -> str | None:
