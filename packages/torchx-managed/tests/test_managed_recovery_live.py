@@ -112,7 +112,7 @@ def test_slurm_node_set_down_mid_run_the_job_finishes(
         )
         # back at once (other tests share the cluster); ReturnToService=2 may have done it already
         subprocess.run(["scontrol", "update", f"nodename={node}", "state=resume"], capture_output=True, check=False)
-        assert _finished(runner, handle) == [("slurm", "FAILED", "NODE_FAILURE"), ("slurm", "SUCCEEDED", "APP_ERROR")]
+        assert _finished(runner, handle) == [("slurm", "FAILED", "NODE_FAILURE"), ("slurm", "SUCCEEDED", None)]
     finally:
         runner.cancel(handle)
 
@@ -135,7 +135,7 @@ def test_slurm_partition_down_fails_over_to_local_cwd_and_leaves_nothing_queued(
         app.roles[0].args = ["-c", 'echo "finished on attempt $TORCHX_ATTEMPT"']
         handle = runner.run(app, "managed", cfg)
         attempts = _finished(runner, handle, timeout=120)
-        assert attempts == [("slurm", "CANCELLED", "NO_CAPACITY"), ("local_cwd", "SUCCEEDED", "APP_ERROR")]
+        assert attempts == [("slurm", "CANCELLED", "NO_CAPACITY"), ("local_cwd", "SUCCEEDED", None)]
         slurm_job = parse_app_handle(str(_attempt(handle, 0).handle)).app_id
         left = subprocess.run(["squeue", "-h", "-j", slurm_job, "-t", "PD,R"], capture_output=True, text=True).stdout
         assert left.strip() == "", left  # nothing left queued
@@ -165,7 +165,7 @@ def test_slurm_attempt_preempted_is_recovered(runner: Runner, slurm: str, shared
             "slurm",
             {"partition": "urgent", "exclusive": True, "job_dir": shared_dir},
         )
-        assert _finished(runner, handle) == [("slurm", "FAILED", "PREEMPTED"), ("slurm", "SUCCEEDED", "APP_ERROR")]
+        assert _finished(runner, handle) == [("slurm", "FAILED", "PREEMPTED"), ("slurm", "SUCCEEDED", None)]
         runner.wait(urgent, wait_interval=0.5, timeout=60)
     finally:
         runner.cancel(handle)
@@ -199,7 +199,7 @@ def test_lsf_attempt_killed_from_outside_is_recovered(runner: Runner, lsf: None,
         _until(lambda: os.path.exists(pidfile) and os.path.getsize(pidfile) > 0, 120, "attempt 0 to run")
         with open(pidfile) as f:
             os.kill(int(f.read()), 9)  # a signal torchx did not send
-        assert _finished(runner, handle) == [("lsf", "FAILED", "KILLED"), ("lsf", "SUCCEEDED", "APP_ERROR")]
+        assert _finished(runner, handle) == [("lsf", "FAILED", "KILLED"), ("lsf", "SUCCEEDED", None)]
     finally:
         runner.cancel(handle)
 
@@ -270,7 +270,7 @@ def test_k8s_container_killed_on_the_node_is_recovered(runner: Runner, k8s: dict
         assert ids, pod.metadata.name
         subprocess.run(["docker", "kill", *ids], check=True, capture_output=True)
         attempts = _finished(runner, handle)
-        assert attempts == [("kubernetes", "FAILED", "KILLED"), ("kubernetes", "SUCCEEDED", "APP_ERROR")]
+        assert attempts == [("kubernetes", "FAILED", "KILLED"), ("kubernetes", "SUCCEEDED", None)]
     finally:
         runner.cancel(handle)
 
@@ -285,7 +285,7 @@ def test_k8s_pod_evicted_mid_run_the_job_finishes(runner: Runner, k8s: dict[str,
         pod = _running_pod(k8s["core"], _attempt(handle, 0))
         body = {"metadata": {"name": pod.metadata.name, "namespace": pod.metadata.namespace}}
         k8s["core"].create_namespaced_pod_eviction(pod.metadata.name, pod.metadata.namespace, body)
-        assert _finished(runner, handle) == [("kubernetes", "SUCCEEDED", "APP_ERROR")]
+        assert _finished(runner, handle) == [("kubernetes", "SUCCEEDED", None)]
     finally:
         runner.cancel(handle)
 
@@ -322,7 +322,7 @@ def test_batch_job_ended_by_a_lost_host_is_recovered(runner: Runner, batch: str)
         # what Batch writes when the EC2 host (or its Spot capacity) goes away
         sched._clients("batch").terminate_job(jobId=job["jobId"], reason="Host EC2 (instance i-0abc) terminated.")
         attempts = _finished(runner, handle)
-        assert attempts == [("aws_batch", "FAILED", "NODE_FAILURE"), ("aws_batch", "SUCCEEDED", "APP_ERROR")]
+        assert attempts == [("aws_batch", "FAILED", "NODE_FAILURE"), ("aws_batch", "SUCCEEDED", None)]
     finally:
         runner.cancel(handle)
 
