@@ -187,3 +187,5 @@ def test_recover_on_exit_code_is_kept_in_the_job(tmp_path: Path, lsf: None, shar
     status = client.status(handle)
     assert status["state"] == "SUCCEEDED", status
     assert [a["exit_code"] for a in status["attempts"]] == [33, 33, 0]
+    client.torchx("delete", handle)  # the job's files go, its checkpoint directory too
+    assert not list(shared.glob(f"lsf-{_job(handle)}[-.]*"))

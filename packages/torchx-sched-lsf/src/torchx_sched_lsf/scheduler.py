@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import re
+import shutil
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -475,7 +476,10 @@ class LsfScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal],
             patterns = [f"lsf-{key}[-.]*"] + ([f"lsf-{key}_[0-9]*"] if key.isdigit() else [])  # an array's elements
             for pattern in patterns:
                 for path in glob.glob(os.path.join(glob.escape(workdir), pattern)):
-                    os.remove(path)
+                    if os.path.isdir(path):  # the default checkpoint directory of a job that recovers in LSF
+                        shutil.rmtree(path)
+                    else:
+                        os.remove(path)
 
     # ------------------------------------------------------------------ logs
     def log_file(self, app_id: str, role: str, replica_id: int, suffix: str) -> str:
