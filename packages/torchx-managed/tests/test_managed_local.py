@@ -359,3 +359,18 @@ def test_an_explicit_checkpoint_dir_is_created_like_the_default(runner: Runner, 
     status = runner.wait(handle, wait_interval=0.1, timeout=60)
     assert status is not None and status.state == AppState.SUCCEEDED, attempts(handle)
     assert given.is_dir()
+
+
+def test_a_crash_loop_backs_off_and_status_says_so(runner: Runner) -> None:
+    app = command_app("sh", "-c", "exit 1", name="crash")
+    cfg = {"targets": ["local_cwd"], "max_restarts": 2, "restart_backoff": 2}
+    handle = runner.run(app, "managed", cfg)
+    eventually(lambda: journal(handle).attempts[0].state is not None, timeout=30)
+    status = runner.status(handle)
+    assert status is not None and status.state == AppState.RUNNING
+    assert "restarting in" in status.msg and "after APP_ERROR (restart_backoff)" in status.msg, status.msg
+    final = runner.wait(handle, wait_interval=0.1, timeout=60)
+    assert final is not None and final.state == AppState.FAILED
+    tried = journal(handle).attempts
+    gaps = [tried[i + 1].started - (tried[i].ended or 0.0) for i in range(len(tried) - 1)]
+    assert len(gaps) == 2 and gaps[0] >= 2.0 and gaps[1] >= 4.0, gaps  # 2s, then doubled

@@ -177,3 +177,17 @@ def test_job_files_are_private_and_a_writable_spec_is_not_resumed(tmp_path: Path
     with pytest.raises(UnsafeJobError, match="can be written by other users"):
         store.resume("j", ["-c", "raise SystemExit(1)"], finished=False)
     assert store.driver_pid("j") is None
+
+
+def test_restart_backoff_doubles_per_app_error_in_a_row_and_is_capped() -> None:
+    from torchx_managed.journal import restart_at
+
+    opts = checked(targets=["slurm"], max_restarts=20, restart_backoff="10s")[0]
+    ends = [("slurm", "FAILED", "APP_ERROR", 1)] * 3
+    assert restart_at(state(opts, *ends)) == pytest.approx(2.0 + 40.0)  # ended at t=2: 10, 20, 40
+    assert restart_at(state(opts, *([("slurm", "FAILED", "APP_ERROR", 1)] * 9))) == pytest.approx(2.0 + 300.0)
+    # an infrastructure failure in between starts the count again; a success or recovery waits not
+    mixed = [("slurm", "FAILED", "APP_ERROR", 1), ("slurm", "FAILED", "NODE_FAILURE", None), ends[0]]
+    assert restart_at(state(opts, *mixed)) == pytest.approx(2.0 + 10.0)
+    assert restart_at(state(opts, ("slurm", "FAILED", "NODE_FAILURE", None))) is None
+    assert restart_at(state(checked(targets=["slurm"], restart_backoff=0)[0], *ends)) is None

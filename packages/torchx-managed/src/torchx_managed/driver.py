@@ -37,7 +37,7 @@ from torchx.specs.handles import parse_app_handle
 from torchx.specs.status import AppState, is_terminal
 
 from torchx_managed.attempts import attempt_name, dryrun_attempt, end_of, load_app
-from torchx_managed.journal import CHECKPOINTS, Attempt, JobState, ManagedStore, next_step
+from torchx_managed.journal import CHECKPOINTS, Attempt, JobState, ManagedStore, next_step, restart_at
 from torchx_managed.notify import Notifier, pending
 
 logger: logging.Logger = logging.getLogger("torchx_managed.driver")
@@ -144,6 +144,14 @@ class Driver:
                 if step.final is not None:
                     logger.info("job %s: %s (%s)", self.job_id, step.final, step.msg)
                     self._journal(ev="final", state=step.final, msg=step.msg)
+                    continue
+                until = restart_at(state)
+                if until is not None and until > time.time():  # a crash loop slows down; a cancel wakes us
+                    assert last is not None
+                    logger.info("restarting in %.1fs after %s (restart_backoff)", until - time.time(), last.cause)
+                    ready, _, _ = select.select([wake], [], [], until - time.time())
+                    if wake in ready:
+                        _drain(wake)
                     continue
                 last = Attempt(0 if last is None else last.n + 1, step.target, "", 0.0)
             if app is None:

@@ -28,7 +28,7 @@ from typing import Any
 from torchx.schedulers.causes import INFRASTRUCTURE_CAUSES, EndCause
 from torchx.util.durable import DurableStore, UnknownJobError, state_root
 
-from torchx_managed.options import ManagedOptions
+from torchx_managed.options import MAX_BACKOFF, ManagedOptions
 
 STATE_DIR_ENV = "TORCHX_MANAGED_STATE_DIR"
 APP = "app.pickle"
@@ -240,3 +240,21 @@ def next_step(state: JobState) -> Step:
     if last.cause == EndCause.NO_CAPACITY.value and idx + 1 < len(opts.targets):
         idx += 1
     return Step(target=opts.targets[idx])
+
+
+def restart_at(state: JobState) -> float | None:
+    """When the next attempt may start after the last one ended on an application error (a
+    ``restart``): ``restart_backoff`` after its end, doubled per such error in a row, at most
+    :data:`~torchx_managed.options.MAX_BACKOFF`; None when no wait applies."""
+    opts = state.options
+    last = state.last
+    if opts.restart_backoff <= 0 or last is None or last.state is None or last.ended is None:
+        return None
+    in_a_row = 0
+    for a in reversed(state.attempts):
+        if a.state is None or classify(opts, a, state.target_index(a) == len(opts.targets) - 1) != RESTART:
+            break
+        in_a_row += 1
+    if in_a_row == 0:
+        return None
+    return last.ended + min(MAX_BACKOFF, float(opts.restart_backoff) * 2.0 ** (in_a_row - 1))

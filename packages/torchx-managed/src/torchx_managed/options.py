@@ -11,6 +11,8 @@ from typing import Any
 from torchx.specs.runopts import CfgVal, InvalidRunConfigException, runopt, runopts
 
 SCHEDULER = "managed"
+#: the longest wait ``restart_backoff`` grows to (Kubernetes' CrashLoopBackOff cap)
+MAX_BACKOFF = 300.0
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(s|sec|m|min|h|d)?\s*$", re.IGNORECASE)
 _UNIT = {"": 1.0, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
@@ -31,8 +33,9 @@ class ManagedRunOpts(runopts):
         codes: Any = given.get("recover_on_exit_codes")
         if isinstance(codes, (list, tuple)):
             given["recover_on_exit_codes"] = [_int_text(c) for c in codes]
-        if "pending_timeout" in given:
-            given["pending_timeout"] = _int_text(given["pending_timeout"])
+        for key in ("pending_timeout", "restart_backoff"):
+            if key in given:
+                given[key] = _int_text(given[key])
         return super().resolve(given)
 
     def parse_cfg_str(self, cfg_str: str) -> tuple[dict[str, CfgVal], list[str]]:
@@ -63,6 +66,13 @@ def run_opts() -> ManagedRunOpts:
         list[str],
         "exit codes that always restart, uncounted (e.g. 33: 'checkpointed, requeue me')",
         default=[],
+    )
+    opts.add(
+        "restart_backoff",
+        str,
+        "wait before a restart after an application error (90, 10s, 1m), doubled per error in a row,"
+        " at most 5m (a crash loop slows down like Kubernetes' CrashLoopBackOff); 0: restart at once",
+        default="1s",
     )
     opts.add(
         "max_recoveries",
@@ -128,6 +138,8 @@ class ManagedOptions:
         recover_on_exit_codes: exit codes that restart uncounted
         max_recoveries: budget for NODE_FAILURE / PREEMPTED / KILLED ends
         pending_timeout: seconds an attempt may stay pending before failover (None: wait)
+        restart_backoff: seconds before the first restart after an application error (doubled
+            per error in a row, at most :data:`MAX_BACKOFF`)
         checkpoint_dir: TORCHX_CHECKPOINT_DIR (None: the job's own directory)
         notify: URL to POST state changes to
         target_cfgs: run options of each target (from the other ``-cfg`` keys)
@@ -141,6 +153,7 @@ class ManagedOptions:
     recover_on_exit_codes: list[int] = field(default_factory=list)
     max_recoveries: int = 10
     pending_timeout: float | None = None
+    restart_backoff: float = 1.0
     checkpoint_dir: str | None = None
     notify: str | None = None
     target_cfgs: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -222,6 +235,13 @@ def check(
             timeout = parse_duration(str(raw_timeout))
         except ValueError as e:
             raise _bad(f"pending_timeout: {e}", "pending_timeout") from None
+    backoff = 1.0
+    raw_backoff = cfg.get("restart_backoff")
+    if raw_backoff not in (None, ""):
+        try:
+            backoff = parse_duration(str(raw_backoff))
+        except ValueError as e:
+            raise _bad(f"restart_backoff: {e}", "restart_backoff") from None
     notify = cfg.get("notify") or None
     if notify is not None:
         from urllib.parse import urlsplit
@@ -252,6 +272,7 @@ def check(
         recover_on_exit_codes=codes,
         max_recoveries=budgets["max_recoveries"],
         pending_timeout=timeout,
+        restart_backoff=backoff,
         checkpoint_dir=None if ckpt is None else str(ckpt),
         notify=None if notify is None else str(notify),
         target_cfgs=target_cfgs,

@@ -37,7 +37,7 @@ from torchx.util.durable import UnknownJobError
 
 from torchx_managed import controller, native, options
 from torchx_managed.attempts import attempt_name, dryrun_attempt, dump_app, load_app
-from torchx_managed.journal import Attempt, JobState, ManagedStore, locate, located_id
+from torchx_managed.journal import Attempt, JobState, ManagedStore, locate, located_id, restart_at
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -279,7 +279,7 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
             app_id=app_id,
             state=app_state,
             num_restarts=max(len(state.attempts) - 1, 0),
-            msg=state.msg or unreachable or ("" if live is None else live.msg),
+            msg=state.msg or unreachable or _backoff_msg(state) or ("" if live is None else live.msg),
             ui_url=None if live is None else live.ui_url,
             metadata={
                 "attempts": attempts,
@@ -447,6 +447,15 @@ def _controller_metadata(spec: Mapping[str, Any], root: str) -> dict[str, Any]:
     if _cluster_controller(spec) is None:
         return {}
     return {"controller": controller.controller_handle(root), "journal": root}
+
+
+def _backoff_msg(state: JobState) -> str:
+    """``restarting in 8s after APP_ERROR (restart_backoff)`` while the driver waits to restart."""
+    until = restart_at(state) if state.final is None and not state.cancelled else None
+    last = state.last
+    if until is None or last is None or until <= time.time():
+        return ""
+    return f"restarting in {until - time.time():.0f}s after {last.cause} (restart_backoff)"
 
 
 def _local_path(location: str) -> str | None:
