@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from torchx.schedulers.causes import INFRASTRUCTURE_CAUSES, EndCause
+from torchx.schedulers.recovery import DEFAULT_RESTART_BACKOFF
 from torchx.util.durable import DurableStore, UnknownJobError, state_root
 
 from torchx_managed.options import MAX_BACKOFF, ManagedOptions
@@ -248,7 +249,8 @@ def restart_at(state: JobState) -> float | None:
     :data:`~torchx_managed.options.MAX_BACKOFF`; None when no wait applies."""
     opts = state.options
     last = state.last
-    if opts.restart_backoff <= 0 or last is None or last.state is None or last.ended is None:
+    backoff = DEFAULT_RESTART_BACKOFF if opts.restart_backoff is None else opts.restart_backoff
+    if backoff <= 0 or last is None or last.state is None or last.ended is None:
         return None
     in_a_row = 0
     for a in reversed(state.attempts):
@@ -257,4 +259,4 @@ def restart_at(state: JobState) -> float | None:
         in_a_row += 1
     if in_a_row == 0:
         return None
-    return last.ended + min(MAX_BACKOFF, float(opts.restart_backoff) * 2.0 ** (in_a_row - 1))
+    return last.ended + min(MAX_BACKOFF, float(backoff) * 2.0 ** (in_a_row - 1))

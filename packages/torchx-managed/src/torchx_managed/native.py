@@ -53,7 +53,7 @@ def policy_of(opts: ManagedOptions, checkpoint_dir: str | None) -> RecoveryPolic
         max_recoveries=opts.max_recoveries,
         recover_on_exit_codes=tuple(opts.recover_on_exit_codes),
         checkpoint_dir=checkpoint_dir,
-        restart_backoff=float(getattr(opts, "restart_backoff", 0.0) or 0.0),
+        restart_backoff=opts.restart_backoff,
     )
 
 

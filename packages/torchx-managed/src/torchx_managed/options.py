@@ -71,8 +71,8 @@ def run_opts() -> ManagedRunOpts:
         "restart_backoff",
         str,
         "wait before a restart after an application error (90, 10s, 1m), doubled per error in a row,"
-        " at most 5m (a crash loop slows down like Kubernetes' CrashLoopBackOff); 0: restart at once",
-        default="1s",
+        " at most 5m (a crash loop slows down like Kubernetes' CrashLoopBackOff); 0: restart at once;"
+        " unset: 1s, or the target's own pace where it recovers the job natively",
     )
     opts.add(
         "max_recoveries",
@@ -139,7 +139,8 @@ class ManagedOptions:
         max_recoveries: budget for NODE_FAILURE / PREEMPTED / KILLED ends
         pending_timeout: seconds an attempt may stay pending before failover (None: wait)
         restart_backoff: seconds before the first restart after an application error (doubled
-            per error in a row, at most :data:`MAX_BACKOFF`)
+            per error in a row, at most :data:`MAX_BACKOFF`); None: not given (1 s here, the
+            target's own pace where it recovers the job natively)
         checkpoint_dir: TORCHX_CHECKPOINT_DIR (None: the job's own directory)
         notify: URL to POST state changes to
         target_cfgs: run options of each target (from the other ``-cfg`` keys)
@@ -153,7 +154,7 @@ class ManagedOptions:
     recover_on_exit_codes: list[int] = field(default_factory=list)
     max_recoveries: int = 10
     pending_timeout: float | None = None
-    restart_backoff: float = 1.0
+    restart_backoff: float | None = None
     checkpoint_dir: str | None = None
     notify: str | None = None
     target_cfgs: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -235,7 +236,7 @@ def check(
             timeout = parse_duration(str(raw_timeout))
         except ValueError as e:
             raise _bad(f"pending_timeout: {e}", "pending_timeout") from None
-    backoff = 1.0
+    backoff = None
     raw_backoff = cfg.get("restart_backoff")
     if raw_backoff not in (None, ""):
         try:

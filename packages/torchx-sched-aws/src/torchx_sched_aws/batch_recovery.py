@@ -63,7 +63,7 @@ def retry_strategy(policy: RecoveryPolicy) -> dict[str, Any]:
         PolicyError: ``restart_backoff`` is set, or too many ``recover_on_exit_codes`` for
             Batch's five rules
     """
-    if policy.restart_backoff > 0:
+    if policy.restart_backoff is not None and policy.restart_backoff > 0:
         raise PolicyError("aws_batch cannot wait between attempts; drop restart_backoff or use controller=local")
     rules: list[dict[str, str]] = []
     if policy.max_recoveries > 0:

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from torchx.schedulers.causes import EndCause, signal_cause
-from torchx.schedulers.recovery import AttemptLog, RecoveredAttempt, RecoveryPolicy
+from torchx.schedulers.recovery import DEFAULT_RESTART_BACKOFF, AttemptLog, RecoveredAttempt, RecoveryPolicy
 
 from torchx_sched_ray.causes import ray_end
 from torchx_sched_ray.torchx_ray_driver import records
@@ -33,7 +33,7 @@ def policy_spec(policy: RecoveryPolicy, submission_id: str) -> dict[str, Any]:
         "recover_on_exit_codes": sorted(set(policy.recover_on_exit_codes)),
         "killed_signals": [s for s in range(1, _MAX_SIGNAL + 1) if signal_cause(s) == EndCause.KILLED],
         "checkpoint_dir": policy.checkpoint_dir or f"{DEFAULT_CHECKPOINT_ROOT}/{submission_id}",
-        "restart_backoff": policy.restart_backoff,
+        "restart_backoff": DEFAULT_RESTART_BACKOFF if policy.restart_backoff is None else policy.restart_backoff,
         "max_backoff": policy.max_backoff,
     }
 

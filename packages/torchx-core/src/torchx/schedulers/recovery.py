@@ -38,6 +38,9 @@ __all__ = ["RecoveryPolicy", "RecoveredAttempt", "AttemptLog", "restart_loop", "
 #: seconds the batch shell waits for the backend to requeue a job whose node was lost, before
 #: it runs the next attempt itself
 LOST_WAIT = 60
+#: seconds before the first restart after an application error when the user chose none
+#: (doubled per error in a row up to ``max_backoff``, as Kubernetes' CrashLoopBackOff)
+DEFAULT_RESTART_BACKOFF = 1.0
 #: the highest signal number whose ``128 + N`` exit status reads as "killed by signal N"
 _MAX_SIGNAL = 64
 
@@ -54,7 +57,9 @@ class RecoveryPolicy:
         checkpoint_dir: every attempt's ``TORCHX_CHECKPOINT_DIR`` (None: the scheduler picks a
             directory next to the job's logs, on the storage its nodes share)
         restart_backoff: seconds waited before the first restart after an application error;
-            doubled for each further one in a row (0: restart at once)
+            doubled for each further one in a row (0: restart at once; None: not chosen by the
+            user, so the scheduler's own pace: :data:`DEFAULT_RESTART_BACKOFF` where it waits
+            itself, the backend's where it does)
         max_backoff: the longest such wait
     """
 
@@ -62,7 +67,7 @@ class RecoveryPolicy:
     max_recoveries: int = 10
     recover_on_exit_codes: tuple[int, ...] = ()
     checkpoint_dir: str | None = None
-    restart_backoff: float = 0.0
+    restart_backoff: float | None = None
     max_backoff: float = 300.0
 
 
@@ -221,8 +226,9 @@ def restart_loop(
         "    fi",
         "    TORCHX_ATTEMPT=$((TORCHX_ATTEMPT + 1))",
     ]
-    if policy.restart_backoff > 0:
-        base, cap = max(1, round(policy.restart_backoff)), max(1, round(policy.max_backoff))
+    backoff = DEFAULT_RESTART_BACKOFF if policy.restart_backoff is None else policy.restart_backoff
+    if backoff > 0:
+        base, cap = max(1, round(backoff)), max(1, round(policy.max_backoff))
         lines += [
             '    if [ "$tx_errors_in_a_row" -gt 0 ]; then',
             f"        tx_wait={base}",
