@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from torchx.testing import isolate
+from torchx.testing import isolate, live_backend_env, require_answer
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -23,3 +26,35 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         if name.startswith(("TORCHX_TRACKER", "TORCHX_PARENT_RUN_ID", "TORCHX_JOB_ID", "TORCHX_ATTEMPT")):
             monkeypatch.delenv(name)
     return work
+
+
+@pytest.fixture
+def shared() -> Iterator[Path]:
+    """A directory under /tmp that the live backends' nodes (this machine) and every client see:
+    a job's directory, a shared journal."""
+    path = Path(tempfile.mkdtemp(prefix="torchx-managed-live-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def slurm() -> str:
+    """The live Slurm cluster's partition."""
+    env = live_backend_env("TORCHX_TEST_SLURM", "slurm")
+    pytest.importorskip("torchx_sched_slurm", reason="needs torchx-sched-slurm")
+    require_answer(["scontrol", "ping"], "slurmctld", lambda out, _: "is UP" in out, timeout=10)
+    return env.get("TORCHX_TEST_SLURM_PARTITION", "debug")
+
+
+@pytest.fixture
+def lsf() -> None:
+    """The live LSF (OpenLava) cluster, its client set up in this process's environment (which
+    the clients the tests start, and jobs submitted from them, inherit)."""
+    env = live_backend_env("TORCHX_TEST_LSF", "lsf")
+    pytest.importorskip("torchx_sched_lsf", reason="needs torchx-sched-lsf")
+    os.environ["LSF_ENVDIR"] = env.get("LSF_ENVDIR", os.environ.get("LSF_ENVDIR", ""))
+    bindir = env.get("TORCHX_TEST_LSF_BINDIR", "")
+    if bindir and bindir not in os.environ["PATH"].split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ["PATH"]
+    require_answer(["lsid"], "the LSF cluster", lambda _, code: code == 0)

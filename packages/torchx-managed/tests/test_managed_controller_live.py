@@ -10,40 +10,29 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from torchx.testing import live_backend_env, require_answer
+from torchx.testing import live_backend_env
 from torchx.testing.machines import Machine
+from torchx.testing.processes import eventually
 
 
 def _until(check: Callable[[], bool], timeout: float, what: str, shared: Path | None = None) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() >= deadline:
-            logs = "" if shared is None else _controller_logs(shared)
-            raise AssertionError(f"timed out waiting for {what}; the controller's log:\n{logs}")
-        time.sleep(0.5)
+    """:func:`eventually`, with the controller's log in the failure when ``shared`` is given."""
+    try:
+        eventually(check, timeout, 0.5, what)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; the controller's log:\n{_controller_logs(shared)}" if shared else str(e)) from None
 
 
 def _controller_logs(shared: Path) -> str:
     journal = shared / "journal"
     return "".join(p.read_text()[-3000:] for p in sorted(journal.glob("*controller*")) if p.is_file())
-
-
-@pytest.fixture
-def slurm() -> str:
-    """The live Slurm cluster's default partition."""
-    env = live_backend_env("TORCHX_TEST_SLURM", "slurm")
-    pytest.importorskip("torchx_sched_slurm", reason="needs torchx-sched-slurm")
-    require_answer(["scontrol", "ping"], "slurmctld", lambda out, _: "is UP" in out, timeout=10)
-    return env.get("TORCHX_TEST_SLURM_PARTITION", "debug")
 
 
 @pytest.fixture
@@ -58,18 +47,15 @@ def clusters(slurm: str) -> dict[str, str]:
     return {"image": env.get("TORCHX_TEST_K8S_IMAGE", "localhost/torchx-python:bookworm")}
 
 
-@pytest.fixture
-def shared() -> Iterator[Path]:
-    """The journal and job directory: storage this client, the Slurm and the LSF nodes share."""
-    path = Path(tempfile.mkdtemp(prefix="torchx-controller-"))
-    path.chmod(0o755)
-    yield path
-    record = path / "journal" / "controller.json"
-    if record.exists():  # the controller job would idle a while before it ends by itself
+@pytest.fixture(autouse=True)
+def _stop_controller(shared: Path) -> Iterator[None]:
+    """Ends the test's controller job (it would idle a while before it ends by itself)."""
+    yield
+    record = shared / "journal" / "controller.json"
+    if record.exists():
         controller = json.loads(record.read_text())["handle"]
         kill = "scancel" if controller.startswith("slurm://") else "bkill"
         subprocess.run([kill, controller.rsplit("/", 1)[1]], check=False, capture_output=True)
-    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture
@@ -154,18 +140,6 @@ def test_cancel_from_another_machine_reaches_the_controller(
     time.sleep(2)
     assert ticks.stat().st_size == size, "the attempt kept running after the cancel"
     assert len(other.status(handle)["attempts"]) == 1
-
-
-@pytest.fixture
-def lsf() -> None:
-    """The live LSF (OpenLava) cluster, its client set up in this process's environment."""
-    env = live_backend_env("TORCHX_TEST_LSF", "lsf")
-    pytest.importorskip("torchx_sched_lsf", reason="needs torchx-sched-lsf")
-    os.environ["LSF_ENVDIR"] = env.get("LSF_ENVDIR", os.environ.get("LSF_ENVDIR", ""))
-    bindir = env.get("TORCHX_TEST_LSF_BINDIR", "")
-    if bindir and bindir not in os.environ["PATH"].split(os.pathsep):
-        os.environ["PATH"] = bindir + os.pathsep + os.environ["PATH"]
-    require_answer(["lsid"], "the LSF cluster", lambda _, code: code == 0)
 
 
 @pytest.mark.slurm

@@ -19,27 +19,19 @@ retries (attempts 2..N) are checked against botocore's model of the request and 
 from __future__ import annotations
 
 import shutil
-import tempfile
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from torchx.testing import live_backend_env, unavailable
 from torchx.testing.machines import Machine
+from torchx.testing.processes import eventually
 
 COUNTER = Path(__file__).with_name("counter.py")
 #: steps of the counter and seconds per step: the attempt runs long enough to be broken mid-run
 STEPS, STEP_SECONDS = 40, 0.25
 ENDED = ("SUCCEEDED", "FAILED", "CANCELLED")
-
-
-def _until(check: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.3)
 
 
 @pytest.fixture
@@ -59,16 +51,6 @@ def batch(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
         "queue": env.get("TORCHX_TEST_AWS_BATCH_QUEUE") or "torchx",
         "image": env.get("TORCHX_TEST_AWS_IMAGE") or "localhost/torchx-python:bookworm",
     }
-
-
-@pytest.fixture
-def shared() -> Iterator[Path]:
-    """The host directory every attempt's container mounts at /ckpt."""
-    path = Path(tempfile.mkdtemp(prefix="torchx-native-aws-"))
-    path.chmod(0o777)
-    shutil.copy(COUNTER, path / "counter.py")
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def _submit(client: Machine, batch: dict[str, str], shared: Path, plan: str, *cfg: str) -> str:
@@ -101,7 +83,7 @@ def _batch_job(handle: str) -> dict[str, Any]:
 
 
 def _ended(client: Machine, handle: str) -> dict[str, Any]:
-    _until(lambda: client.status(handle)["state"] in ENDED, 180, "the job to end")
+    eventually(lambda: client.status(handle)["state"] in ENDED, 180, 0.3, "the job to end")
     return client.status(handle)
 
 
@@ -127,7 +109,7 @@ def test_a_lost_host_ends_the_attempt_as_a_node_failure_batch_retries(
         (None, None, "*", "EXIT"),
     ]  # fmt: skip
 
-    _until(lambda: _count(shared) >= 3, 120, "attempt 0 to checkpoint a few steps")
+    eventually(lambda: _count(shared) >= 3, 120, 0.3, "attempt 0 to checkpoint a few steps")
     assert (shared / "pid-0").exists(), "the attempt did not read TORCHX_ATTEMPT=0"
     running = other.status(handle)
     assert running["state"] == "RUNNING" and [a["state"] for a in running["attempts"]] == ["RUNNING"], running
@@ -158,7 +140,7 @@ def test_an_app_error_with_no_restart_left_ends_the_job(tmp_path: Path, batch: d
     assert [(a["attempt"], a["state"], a["cause"]) for a in status["attempts"]] == [(0, "FAILED", "UNKNOWN")]
     assert _count(shared) == 0 and (shared / "pid-0").exists()
     # the attempt's output, from CloudWatch Logs, read by the other machine
-    _until(lambda: "attempt 0 starts" in other.torchx("log", handle).stdout, 30, "the attempt's log")
+    eventually(lambda: "attempt 0 starts" in other.torchx("log", handle).stdout, 30, 0.3, "the attempt's log")
 
 
 @pytest.mark.aws
@@ -166,9 +148,9 @@ def test_cancel_from_another_machine_stops_it_for_good(tmp_path: Path, batch: di
     submitter, other = Machine(tmp_path, "laptop"), Machine(tmp_path, "other")
     handle = _submit(submitter, batch, shared, "0", "max_restarts=3")
     submitter.gone()
-    _until(lambda: _count(shared) >= 1, 120, "the attempt to run")
+    eventually(lambda: _count(shared) >= 1, 120, 0.3, "the attempt to run")
     other.torchx("cancel", handle)
-    _until(lambda: other.status(handle)["state"] == "CANCELLED", 60, "the job to read CANCELLED")
+    eventually(lambda: other.status(handle)["state"] == "CANCELLED", 60, 0.3, "the job to read CANCELLED")
     reached = _count(shared)
     time.sleep(3 * STEP_SECONDS + 1)
     assert _count(shared) == reached < STEPS, "the job kept counting after its cancel"

@@ -14,15 +14,15 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from torchx.testing import live_backend_env, unavailable
 from torchx.testing.machines import Machine
+from torchx.testing.processes import eventually
 
 COUNTER = Path(__file__).with_name("counter.py")
 #: steps of the counter and seconds per step: attempt 0 runs long enough to be broken mid-run
@@ -43,13 +43,6 @@ def counter(shared: str, image: str, plan: str, steps: int = {steps}) -> specs.A
     )
     return specs.AppDef("counter", [role])
 """
-
-
-def _until(check: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.3)
 
 
 @pytest.fixture
@@ -77,16 +70,6 @@ def k8s() -> Iterator[dict[str, Any]]:
     finally:
         core.delete_namespace(namespace)
         api.close()
-
-
-@pytest.fixture
-def shared() -> Iterator[Path]:
-    """A directory the node (this machine's Docker) and both clients see."""
-    path = Path(tempfile.mkdtemp(prefix="torchx-native-k8s-"))
-    path.chmod(0o777)
-    shutil.copy(COUNTER, path / "counter.py")
-    yield path
-    subprocess.run(["rm", "-rf", str(path)], check=False)  # files the pods wrote as root
 
 
 def _submit(client: Machine, shared: Path, k8s: dict[str, Any], plan: str, *cfg: str, steps: int = STEPS) -> str:
@@ -127,12 +110,14 @@ def _running_pod(k8s: dict[str, Any]) -> str:
         found[:] = [p.metadata.name for p in pods if p.status.phase == "Running" and not p.metadata.deletion_timestamp]
         return len(found) == 1
 
-    _until(running, 120, "the attempt's pod to run")
+    eventually(running, 120, 0.3, "the attempt's pod to run")
     return found[0]
 
 
 def _ended(other: Machine, handle: str, timeout: float = 300) -> dict[str, Any]:
-    _until(lambda: other.status(handle)["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"), timeout, "the job to end")
+    eventually(
+        lambda: other.status(handle)["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"), timeout, 0.3, "the job to end"
+    )
     return other.status(handle)
 
 
@@ -150,7 +135,7 @@ def test_container_killed_then_app_error_recovers_with_no_client_left(
     handle = _submit(submitter, shared, k8s, "0,1,0", "max_restarts=1", "max_recoveries=2")
     submitter.gone()
 
-    _until(lambda: _count(shared) >= 3, 120, "attempt 0 to checkpoint a few steps")
+    eventually(lambda: _count(shared) >= 3, 120, 0.3, "attempt 0 to checkpoint a few steps")
     pod = _running_pod(k8s)
     ids = subprocess.run(
         ["docker", "ps", "-q", "--filter", f"name=k8s_counter_{pod}_"], capture_output=True, text=True, check=True
@@ -182,7 +167,7 @@ def test_pod_evicted_is_recovered_with_the_next_attempt_number(
     submitter, other = Machine(tmp_path, "laptop"), Machine(tmp_path, "other")
     handle = _submit(submitter, shared, k8s, "0", "max_recoveries=1")
     submitter.gone()
-    _until(lambda: _count(shared) >= 3, 120, "attempt 0 to checkpoint a few steps")
+    eventually(lambda: _count(shared) >= 3, 120, 0.3, "attempt 0 to checkpoint a few steps")
     pod = _running_pod(k8s)
     k8s["core"].create_namespaced_pod_eviction(pod, k8s["namespace"], {"metadata": {"name": pod}})
 
@@ -203,10 +188,10 @@ def test_cancel_from_another_machine_stops_it_for_good(tmp_path: Path, k8s: dict
     submitter, other = Machine(tmp_path, "laptop"), Machine(tmp_path, "other")
     handle = _submit(submitter, shared, k8s, "0", "max_restarts=3", "max_recoveries=3", steps=400)
     submitter.gone()
-    _until(lambda: _count(shared) >= 1, 120, "the attempt to run")
+    eventually(lambda: _count(shared) >= 1, 120, 0.3, "the attempt to run")
     other.torchx("cancel", handle)
-    _until(lambda: other.status(handle)["state"] == "CANCELLED", 60, "the job to read CANCELLED")
-    _until(
+    eventually(lambda: other.status(handle)["state"] == "CANCELLED", 60, 0.3, "the job to read CANCELLED")
+    eventually(
         lambda: not [p for p in k8s["core"].list_namespaced_pod(k8s["namespace"]).items if p.status.phase == "Running"],
         60,
         "the attempt's pod to stop",

@@ -11,50 +11,22 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import tempfile
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from torchx.testing import live_backend_env, require_answer
 from torchx.testing.machines import Machine
+from torchx.testing.processes import eventually
 
 COUNTER = Path(__file__).with_name("counter.py")
 #: steps of the counter and seconds per step: attempt 0 runs long enough to be broken mid-run
 STEPS, STEP_SECONDS = 40, 0.25
 
 
-def _until(check: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.3)
-
-
-@pytest.fixture
-def partition() -> str:
-    env = live_backend_env("TORCHX_TEST_SLURM", "slurm")
-    pytest.importorskip("torchx_sched_slurm", reason="needs torchx-sched-slurm")
-    require_answer(["scontrol", "ping"], "slurmctld", lambda out, _: "is UP" in out, timeout=10)
-    if shutil.which("unshare") is None:
-        pytest.fail("unshare (util-linux) is needed to tear the submitting client down")
-    return env.get("TORCHX_TEST_SLURM_PARTITION", "debug")
-
-
-@pytest.fixture
-def shared() -> Iterator[Path]:
-    """A directory the Slurm nodes (this machine) and both clients see: the job's directory."""
-    path = Path(tempfile.mkdtemp(prefix="torchx-native-"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def _submit(client: Machine, shared: Path, partition: str, plan: str, *cfg: str) -> str:
+def _submit(client: Machine, shared: Path, slurm: str, plan: str, *cfg: str) -> str:
     script = shared / "counter.py"
     shutil.copy(COUNTER, script)
-    opts = ",".join(["targets=slurm", f"partition={partition}", f"job_dir={shared}", *cfg])
+    opts = ",".join(["targets=slurm", f"partition={slurm}", f"job_dir={shared}", *cfg])
     proc = client.torchx(
         "run", "--detach", "-s", "managed", "-cfg", opts, "utils.sh",
         "python3", str(script), str(STEPS), str(STEP_SECONDS), plan,
@@ -75,21 +47,23 @@ def _count(shared: Path, handle: str) -> int:
 
 
 @pytest.mark.slurm
-def test_node_down_then_app_error_recovers_with_no_client_left(tmp_path: Path, partition: str, shared: Path) -> None:
+def test_node_down_then_app_error_recovers_with_no_client_left(tmp_path: Path, slurm: str, shared: Path) -> None:
     submitter, other = Machine(tmp_path, "laptop"), Machine(tmp_path, "other")
     # attempt 0 counts (broken by its node going DOWN), attempt 1 exits 1, attempt 2 finishes
-    handle = _submit(submitter, shared, partition, "0,1,0", "max_restarts=1", "max_recoveries=2")
+    handle = _submit(submitter, shared, slurm, "0,1,0", "max_restarts=1", "max_recoveries=2")
     submitter.gone()
     job = _slurm_id(handle)
 
-    _until(lambda: _count(shared, handle) >= 3, 120, "attempt 0 to checkpoint a few steps")
+    eventually(lambda: _count(shared, handle) >= 3, 120, 0.3, "attempt 0 to checkpoint a few steps")
     node = subprocess.run(
         ["squeue", "-h", "-j", job, "-o", "%N"], capture_output=True, text=True, check=True
     ).stdout.strip()
     subprocess.run(["scontrol", "update", f"nodename={node}", "state=down", "reason=torchx-native-test"], check=True)
     subprocess.run(["scontrol", "update", f"nodename={node}", "state=resume"], capture_output=True, check=False)
 
-    _until(lambda: other.status(handle)["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"), 300, "the job to end")
+    eventually(
+        lambda: other.status(handle)["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"), 300, 0.3, "the job to end"
+    )
     status = other.status(handle)
     assert status["state"] == "SUCCEEDED", status
     attempts = status["attempts"]
@@ -110,13 +84,13 @@ def test_node_down_then_app_error_recovers_with_no_client_left(tmp_path: Path, p
 
 
 @pytest.mark.slurm
-def test_cancel_from_another_machine_stops_it_for_good(tmp_path: Path, partition: str, shared: Path) -> None:
+def test_cancel_from_another_machine_stops_it_for_good(tmp_path: Path, slurm: str, shared: Path) -> None:
     submitter, other = Machine(tmp_path, "laptop"), Machine(tmp_path, "other")
-    handle = _submit(submitter, shared, partition, "0", "max_restarts=3")
+    handle = _submit(submitter, shared, slurm, "0", "max_restarts=3")
     submitter.gone()
-    _until(lambda: _count(shared, handle) >= 1, 120, "the attempt to run")
+    eventually(lambda: _count(shared, handle) >= 1, 120, 0.3, "the attempt to run")
     other.torchx("cancel", handle)
-    _until(lambda: other.status(handle)["state"] == "CANCELLED", 60, "the job to read CANCELLED")
+    eventually(lambda: other.status(handle)["state"] == "CANCELLED", 60, 0.3, "the job to read CANCELLED")
     reached = _count(shared, handle)
     time.sleep(3 * STEP_SECONDS + 1)
     assert _count(shared, handle) == reached, "the job kept counting after its cancel"
@@ -125,10 +99,10 @@ def test_cancel_from_another_machine_stops_it_for_good(tmp_path: Path, partition
 
 
 @pytest.mark.slurm
-def test_max_restarts_used_up_ends_failed_with_every_attempt(tmp_path: Path, partition: str, shared: Path) -> None:
+def test_max_restarts_used_up_ends_failed_with_every_attempt(tmp_path: Path, slurm: str, shared: Path) -> None:
     client = Machine(tmp_path, "laptop")
-    handle = _submit(client, shared, partition, "3,3,3", "max_restarts=1")
-    _until(lambda: client.status(handle)["state"] in ("SUCCEEDED", "FAILED"), 120, "the job to end")
+    handle = _submit(client, shared, slurm, "3,3,3", "max_restarts=1")
+    eventually(lambda: client.status(handle)["state"] in ("SUCCEEDED", "FAILED"), 120, 0.3, "the job to end")
     status = client.status(handle)
     assert status["state"] == "FAILED", status
     assert [(a["state"], a["cause"], a["exit_code"]) for a in status["attempts"]] == [
@@ -138,11 +112,11 @@ def test_max_restarts_used_up_ends_failed_with_every_attempt(tmp_path: Path, par
 
 
 @pytest.mark.slurm
-def test_recover_on_exit_code_and_backoff_are_kept_in_the_job(tmp_path: Path, partition: str, shared: Path) -> None:
+def test_recover_on_exit_code_and_backoff_are_kept_in_the_job(tmp_path: Path, slurm: str, shared: Path) -> None:
     client = Machine(tmp_path, "laptop")
     # 33 restarts uncounted (max_restarts=0); the attempt after a 33 finishes
-    handle = _submit(client, shared, partition, "33,33,0", "recover_on_exit_codes=33")
-    _until(lambda: client.status(handle)["state"] in ("SUCCEEDED", "FAILED"), 120, "the job to end")
+    handle = _submit(client, shared, slurm, "33,33,0", "recover_on_exit_codes=33")
+    eventually(lambda: client.status(handle)["state"] in ("SUCCEEDED", "FAILED"), 120, 0.3, "the job to end")
     status = client.status(handle)
     assert status["state"] == "SUCCEEDED", status
     assert [a["exit_code"] for a in status["attempts"]] == [33, 33, 0]

@@ -19,47 +19,16 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from torchx.testing import live_backend_env, require_answer
 from torchx.testing.machines import Machine
+from torchx.testing.processes import eventually
 
 COUNTER = Path(__file__).with_name("counter.py")
 #: steps of the counter and seconds per step: attempt 0 runs long enough to be broken mid-run
 STEPS, STEP_SECONDS = 40, 0.25
-
-
-def _until(check: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.3)
-
-
-@pytest.fixture
-def lsf() -> None:
-    env = live_backend_env("TORCHX_TEST_LSF", "lsf")
-    pytest.importorskip("torchx_sched_lsf", reason="needs torchx-sched-lsf")
-    os.environ["LSF_ENVDIR"] = env.get("LSF_ENVDIR", os.environ.get("LSF_ENVDIR", ""))
-    bindir = env.get("TORCHX_TEST_LSF_BINDIR", "")
-    if bindir and bindir not in os.environ["PATH"].split(os.pathsep):
-        os.environ["PATH"] = bindir + os.pathsep + os.environ["PATH"]
-    require_answer(["lsid"], "the LSF cluster", lambda _, code: code == 0)
-    if shutil.which("unshare") is None:
-        pytest.fail("unshare (util-linux) is needed to tear the submitting client down")
-
-
-@pytest.fixture
-def shared() -> Iterator[Path]:
-    """A directory the LSF host (this machine) and both clients see: the job's directory."""
-    path = Path(tempfile.mkdtemp(prefix="torchx-native-lsf-"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def _submit(client: Machine, shared: Path, plan: str, *cfg: str) -> str:
@@ -104,12 +73,14 @@ def test_requeue_then_app_error_recovers_with_no_client_left(tmp_path: Path, lsf
     history = subprocess.run(["bhist", "-l", job], capture_output=True, text=True).stdout
     assert "Re-runnable" in history, f"the job was not submitted rerunnable (bsub -r): {history}"
 
-    _until(lambda: _count(shared, handle) >= 3, 120, "attempt 0 to checkpoint a few steps")
+    eventually(lambda: _count(shared, handle) >= 3, 120, 0.3, "attempt 0 to checkpoint a few steps")
     pid0 = int((shared / f"lsf-{job}.checkpoints" / "pid-0").read_text())
     subprocess.run(["brequeue", job], check=True, capture_output=True)
-    _until(lambda: not _alive(pid0), 30, "LSF to kill attempt 0 on its host")
+    eventually(lambda: not _alive(pid0), 30, 0.3, "LSF to kill attempt 0 on its host")
 
-    _until(lambda: other.status(handle)["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"), 300, "the job to end")
+    eventually(
+        lambda: other.status(handle)["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"), 300, 0.3, "the job to end"
+    )
     status = other.status(handle)
     assert status["state"] == "SUCCEEDED", status
     attempts = status["attempts"]
@@ -136,9 +107,11 @@ def test_replica_killed_on_its_host_recovers_in_the_job(tmp_path: Path, lsf: Non
     handle = _submit(submitter, shared, "0", "max_recoveries=1")
     submitter.gone()
     job = _job(handle)
-    _until(lambda: _count(shared, handle) >= 2, 120, "attempt 0 to checkpoint a few steps")
+    eventually(lambda: _count(shared, handle) >= 2, 120, 0.3, "attempt 0 to checkpoint a few steps")
     os.kill(int((shared / f"lsf-{job}.checkpoints" / "pid-0").read_text()), 9)  # a signal torchx did not send
-    _until(lambda: other.status(handle)["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"), 300, "the job to end")
+    eventually(
+        lambda: other.status(handle)["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"), 300, 0.3, "the job to end"
+    )
     status = other.status(handle)
     assert status["state"] == "SUCCEEDED", status
     assert [(a["attempt"], a["state"], a["cause"], a["exit_code"]) for a in status["attempts"]] == [
@@ -153,9 +126,9 @@ def test_cancel_from_another_machine_stops_it_for_good(tmp_path: Path, lsf: None
     submitter, other = Machine(tmp_path, "laptop"), Machine(tmp_path, "other")
     handle = _submit(submitter, shared, "0", "max_restarts=3", "max_recoveries=3")
     submitter.gone()
-    _until(lambda: _count(shared, handle) >= 1, 120, "the attempt to run")
+    eventually(lambda: _count(shared, handle) >= 1, 120, 0.3, "the attempt to run")
     other.torchx("cancel", handle)
-    _until(lambda: other.status(handle)["state"] == "CANCELLED", 60, "the job to read CANCELLED")
+    eventually(lambda: other.status(handle)["state"] == "CANCELLED", 60, 0.3, "the job to read CANCELLED")
     reached = _count(shared, handle)
     time.sleep(3 * STEP_SECONDS + 2)
     assert _count(shared, handle) == reached, "the job kept counting after its cancel"
@@ -169,7 +142,7 @@ def test_cancel_from_another_machine_stops_it_for_good(tmp_path: Path, lsf: None
 def test_max_restarts_used_up_ends_failed_with_every_attempt(tmp_path: Path, lsf: None, shared: Path) -> None:
     client = Machine(tmp_path, "laptop")
     handle = _submit(client, shared, "3,3,3", "max_restarts=1")
-    _until(lambda: client.status(handle)["state"] in ("SUCCEEDED", "FAILED"), 120, "the job to end")
+    eventually(lambda: client.status(handle)["state"] in ("SUCCEEDED", "FAILED"), 120, 0.3, "the job to end")
     status = client.status(handle)
     assert status["state"] == "FAILED", status
     assert [(a["state"], a["cause"], a["exit_code"]) for a in status["attempts"]] == [
@@ -183,7 +156,7 @@ def test_recover_on_exit_code_is_kept_in_the_job(tmp_path: Path, lsf: None, shar
     client = Machine(tmp_path, "laptop")
     # 33 restarts uncounted (max_restarts=0); the attempt after a 33 finishes
     handle = _submit(client, shared, "33,33,0", "recover_on_exit_codes=33")
-    _until(lambda: client.status(handle)["state"] in ("SUCCEEDED", "FAILED"), 120, "the job to end")
+    eventually(lambda: client.status(handle)["state"] in ("SUCCEEDED", "FAILED"), 120, 0.3, "the job to end")
     status = client.status(handle)
     assert status["state"] == "SUCCEEDED", status
     assert [a["exit_code"] for a in status["attempts"]] == [33, 33, 0]

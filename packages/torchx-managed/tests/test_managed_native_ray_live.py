@@ -14,27 +14,19 @@ import os
 import shutil
 import signal
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from torchx.testing import alive, live_backend_env, unavailable
 from torchx.testing.machines import Machine
+from torchx.testing.processes import eventually
 
 COUNTER = Path(__file__).with_name("counter.py")
 #: steps of the counter and seconds per step: attempt 0 runs long enough to be broken mid-run
 STEPS, STEP_SECONDS = 40, 0.25
 ENDED = ("SUCCEEDED", "FAILED", "CANCELLED")
-
-
-def _until(check: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.3)
 
 
 @pytest.fixture
@@ -53,16 +45,6 @@ def ray_address() -> str:
     if shutil.which("unshare") is None:
         pytest.fail("unshare (util-linux) is needed to tear the submitting client down")
     return address
-
-
-@pytest.fixture
-def shared() -> Iterator[Path]:
-    """The counter and its checkpoint directory, on this machine (the cluster's only node)."""
-    path = Path(tempfile.mkdtemp(prefix="torchx-native-ray-"))
-    path.chmod(0o755)
-    shutil.copy(COUNTER, path / "counter.py")
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def _submit(client: Machine, address: str, shared: Path, plan: str, *cfg: str) -> str:
@@ -96,7 +78,7 @@ def _actor_of(pid: int) -> int:
 
 
 def _ended(client: Machine, handle: str) -> dict[str, Any]:
-    _until(lambda: client.status(handle)["state"] in ENDED, 240, "the job to end")
+    eventually(lambda: client.status(handle)["state"] in ENDED, 240, 0.3, "the job to end")
     return client.status(handle)
 
 
@@ -109,10 +91,10 @@ def test_actor_killed_then_app_error_recovers_with_no_client_left(
     handle = _submit(submitter, ray_address, shared, "0,1,0", "max_restarts=1", "max_recoveries=2")
     submitter.gone()
 
-    _until(lambda: _count(shared) >= 3, 120, "attempt 0 to checkpoint a few steps")
+    eventually(lambda: _count(shared) >= 3, 120, 0.3, "attempt 0 to checkpoint a few steps")
     app_pid = int((shared / "ckpt" / "pid-0").read_text())
     os.kill(_actor_of(app_pid), signal.SIGKILL)
-    _until(lambda: not alive(app_pid), 10, "attempt 0's counter to die with its actor")
+    eventually(lambda: not alive(app_pid), 10, 0.3, "attempt 0's counter to die with its actor")
 
     status = _ended(other, handle)
     assert status["state"] == "SUCCEEDED", status
@@ -151,9 +133,9 @@ def test_cancel_from_another_machine_stops_it_for_good(tmp_path: Path, ray_addre
     submitter, other = Machine(tmp_path, "laptop"), Machine(tmp_path, "other")
     handle = _submit(submitter, ray_address, shared, "0", "max_restarts=3")
     submitter.gone()
-    _until(lambda: _count(shared) >= 1, 120, "the attempt to run")
+    eventually(lambda: _count(shared) >= 1, 120, 0.3, "the attempt to run")
     other.torchx("cancel", handle)
-    _until(lambda: other.status(handle)["state"] == "CANCELLED", 60, "the job to read CANCELLED")
+    eventually(lambda: other.status(handle)["state"] == "CANCELLED", 60, 0.3, "the job to read CANCELLED")
     reached = _count(shared)
     time.sleep(3 * STEP_SECONDS + 1)
     assert _count(shared) == reached < STEPS, "the job kept counting after its cancel"

@@ -19,7 +19,7 @@ import pytest
 from torchx.runner import Runner, get_runner
 from torchx.specs import AppDef, AppState, Resource, Role
 from torchx.specs.handles import parse_app_handle
-from torchx.testing import live_backend_env, require_answer, unavailable
+from torchx.testing import live_backend_env, unavailable
 from torchx_managed.journal import Attempt, ManagedStore
 
 #: the app: attempt 0 says it runs (a file for host-side backends, a log line) and waits to be
@@ -66,28 +66,7 @@ def runner() -> Iterator[Runner]:
         yield r
 
 
-@pytest.fixture
-def shared_dir() -> Iterator[str]:
-    """A directory under /tmp that the Slurm/LSF 'nodes' (this machine) see too."""
-    import shutil
-    import tempfile
-
-    path = tempfile.mkdtemp(prefix="torchx-managed-recovery-")
-    os.chmod(path, 0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
 # ---------------------------------------------------------------- Slurm
-
-
-@pytest.fixture
-def slurm(monkeypatch: pytest.MonkeyPatch) -> str:
-    """The live cluster's partition."""
-    env = live_backend_env("TORCHX_TEST_SLURM", "slurm")
-    pytest.importorskip("torchx_sched_slurm", reason="needs torchx-sched-slurm")
-    require_answer(["scontrol", "ping"], "slurmctld", lambda out, _: "is UP" in out, timeout=10)
-    return env.get("TORCHX_TEST_SLURM_PARTITION", "debug")
 
 
 def _slurm_node(job_id: str) -> str:
@@ -97,12 +76,12 @@ def _slurm_node(job_id: str) -> str:
 
 @pytest.mark.slurm
 def test_slurm_node_set_down_mid_run_the_job_finishes(
-    runner: Runner, slurm: str, shared_dir: str, monkeypatch: pytest.MonkeyPatch
+    runner: Runner, slurm: str, shared: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SBATCH_NO_REQUEUE", "1")  # the attempt ends NODE_FAIL (else Slurm requeues it itself)
-    ready = os.path.join(shared_dir, "running")
-    cfg = {"targets": ["slurm"], "partition": slurm, "job_dir": shared_dir, "controller": "local"}
-    handle = runner.run(_app(shared_dir, ready), "managed", cfg)
+    ready = os.path.join(str(shared), "running")
+    cfg = {"targets": ["slurm"], "partition": slurm, "job_dir": str(shared), "controller": "local"}
+    handle = runner.run(_app(str(shared), ready), "managed", cfg)
     try:
         first = _attempt(handle, 0)
         _until(lambda: os.path.exists(ready), 120, "attempt 0 to run")
@@ -119,7 +98,7 @@ def test_slurm_node_set_down_mid_run_the_job_finishes(
 
 @pytest.mark.slurm
 def test_slurm_partition_down_fails_over_to_local_cwd_and_leaves_nothing_queued(
-    runner: Runner, slurm: str, shared_dir: str
+    runner: Runner, slurm: str, shared: Path
 ) -> None:
     partition = f"torchx-down-{uuid.uuid4().hex[:6]}"
     node = subprocess.run(["sinfo", "-h", "-N", "-o", "%N"], capture_output=True, text=True).stdout.split()[-1]
@@ -129,9 +108,9 @@ def test_slurm_partition_down_fails_over_to_local_cwd_and_leaves_nothing_queued(
             "targets": ["slurm", "local_cwd"],
             "pending_timeout": "5s",
             "partition": partition,
-            "job_dir": shared_dir,
+            "job_dir": str(shared),
         }
-        app = _app(shared_dir)
+        app = _app(str(shared))
         app.roles[0].args = ["-c", 'echo "finished on attempt $TORCHX_ATTEMPT"']
         handle = runner.run(app, "managed", cfg)
         attempts = _finished(runner, handle, timeout=120)
@@ -144,15 +123,15 @@ def test_slurm_partition_down_fails_over_to_local_cwd_and_leaves_nothing_queued(
 
 
 @pytest.mark.slurm
-def test_slurm_attempt_preempted_is_recovered(runner: Runner, slurm: str, shared_dir: str) -> None:
+def test_slurm_attempt_preempted_is_recovered(runner: Runner, slurm: str, shared: Path) -> None:
     parts = subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True).stdout.split()
     if not {"preemptible", "urgent"} <= {p.rstrip("*") for p in parts}:
         unavailable("the cluster has no 'preemptible'/'urgent' partitions: rerun scripts/backends/slurm-up.sh")
-    ready = os.path.join(shared_dir, "running")
+    ready = os.path.join(str(shared), "running")
     handle = runner.run(
-        _app(shared_dir, ready),
+        _app(str(shared), ready),
         "managed",
-        {"targets": ["slurm"], "partition": "preemptible", "job_dir": shared_dir, "controller": "local"},
+        {"targets": ["slurm"], "partition": "preemptible", "job_dir": str(shared), "controller": "local"},
     )
     try:
         _attempt(handle, 0)
@@ -160,10 +139,10 @@ def test_slurm_attempt_preempted_is_recovered(runner: Runner, slurm: str, shared
         # a whole-node job of the higher-tier 'urgent' partition takes the node back
         urgent = runner.run(
             AppDef(
-                "urgent", [Role("u", image=shared_dir, entrypoint="sleep", args=["1"], resource=Resource(1, 0, 128))]
+                "urgent", [Role("u", image=str(shared), entrypoint="sleep", args=["1"], resource=Resource(1, 0, 128))]
             ),
             "slurm",
-            {"partition": "urgent", "exclusive": True, "job_dir": shared_dir},
+            {"partition": "urgent", "exclusive": True, "job_dir": str(shared)},
         )
         assert _finished(runner, handle) == [("slurm", "FAILED", "PREEMPTED"), ("slurm", "SUCCEEDED", None)]
         runner.wait(urgent, wait_interval=0.5, timeout=60)
@@ -174,27 +153,16 @@ def test_slurm_attempt_preempted_is_recovered(runner: Runner, slurm: str, shared
 # ---------------------------------------------------------------- LSF (OpenLava)
 
 
-@pytest.fixture
-def lsf() -> None:
-    env = live_backend_env("TORCHX_TEST_LSF", "lsf")
-    pytest.importorskip("torchx_sched_lsf", reason="needs torchx-sched-lsf")
-    os.environ["LSF_ENVDIR"] = env.get("LSF_ENVDIR", os.environ.get("LSF_ENVDIR", ""))
-    bindir = env.get("TORCHX_TEST_LSF_BINDIR", "")
-    if bindir and bindir not in os.environ["PATH"].split(os.pathsep):
-        os.environ["PATH"] = bindir + os.pathsep + os.environ["PATH"]
-    require_answer(["lsid"], "the LSF cluster", lambda _, code: code == 0)
-
-
 @pytest.mark.lsf
-def test_lsf_attempt_killed_from_outside_is_recovered(runner: Runner, lsf: None, shared_dir: str) -> None:
-    pidfile = os.path.join(shared_dir, "pid")
-    app = _app(shared_dir)
+def test_lsf_attempt_killed_from_outside_is_recovered(runner: Runner, lsf: None, shared: Path) -> None:
+    pidfile = os.path.join(str(shared), "pid")
+    app = _app(str(shared))
     app.roles[0].args = [
         "-c",
         f'if [ "$TORCHX_ATTEMPT" = 0 ]; then echo $BASHPID > {pidfile}; exec sleep 300; fi;'
         ' echo "finished on attempt $TORCHX_ATTEMPT"',
     ]
-    handle = runner.run(app, "managed", {"targets": ["lsf"], "controller": "local", "job_dir": shared_dir})
+    handle = runner.run(app, "managed", {"targets": ["lsf"], "controller": "local", "job_dir": str(shared)})
     try:
         _until(lambda: os.path.exists(pidfile) and os.path.getsize(pidfile) > 0, 120, "attempt 0 to run")
         with open(pidfile) as f:

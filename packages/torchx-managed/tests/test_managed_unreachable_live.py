@@ -6,39 +6,20 @@ its driver asks again with back-off; it never starts a new attempt. Run by
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from torchx.runner import get_runner
 from torchx.specs import AppDef, AppState, Resource, Role
 from torchx.specs.handles import parse_app_handle
-from torchx.testing import live_backend_env, require_answer
+from torchx.testing.processes import eventually
 from torchx_managed.journal import ManagedStore
 
 #: seconds slurmctld stays frozen (longer than Slurm's MessageTimeout: status calls time out)
 FROZEN = 25
-
-
-@pytest.fixture
-def partition() -> str:
-    env = live_backend_env("TORCHX_TEST_SLURM", "slurm")
-    pytest.importorskip("torchx_sched_slurm", reason="needs torchx-sched-slurm")
-    require_answer(["scontrol", "ping"], "slurmctld", lambda out, _: "is UP" in out, timeout=10)
-    return env.get("TORCHX_TEST_SLURM_PARTITION", "debug")
-
-
-@pytest.fixture
-def shared() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="torchx-unreachable-"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def _slurmctld() -> int:
@@ -48,7 +29,7 @@ def _slurmctld() -> int:
 
 
 @pytest.mark.slurm
-def test_a_scheduler_that_does_not_answer_is_unknown_never_a_new_attempt(partition: str, shared: Path) -> None:
+def test_a_scheduler_that_does_not_answer_is_unknown_never_a_new_attempt(slurm: str, shared: Path) -> None:
     started = shared / "started"
     role = Role(
         "r",
@@ -57,14 +38,11 @@ def test_a_scheduler_that_does_not_answer_is_unknown_never_a_new_attempt(partiti
         args=["-c", f'echo "$TORCHX_ATTEMPT" >> {started}; sleep {FROZEN + 10}; echo done'],
         resource=Resource(1, 0, 128),
     )
-    cfg = {"targets": ["slurm"], "controller": "local", "partition": partition, "job_dir": str(shared)}
+    cfg = {"targets": ["slurm"], "controller": "local", "partition": slurm, "job_dir": str(shared)}
     with get_runner("unreachable") as runner:
         handle = runner.run(AppDef("unreachable", [role]), "managed", cfg)
         try:
-            deadline = time.monotonic() + 120
-            while not started.exists():
-                assert time.monotonic() < deadline, "the attempt never started"
-                time.sleep(0.3)
+            eventually(started.exists, 120, 0.3, "the attempt to start")
             pid = _slurmctld()
             os.kill(pid, signal.SIGSTOP)
             try:

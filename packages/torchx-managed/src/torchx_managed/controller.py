@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from torchx.specs.roles import AppDef, Resource, Role
 from torchx.specs.status import is_terminal
 from torchx.util.durable import write_atomic
+from torchx.util.locks import lock_held
 
 from torchx_managed.journal import ManagedStore
 
@@ -78,17 +79,7 @@ def controller_handle(root: str) -> str | None:
 
 def running(root: str) -> bool:
     """True while a controller process holds the journal's controller lock."""
-    try:
-        fd = os.open(os.path.join(root, CONTROLLER_LOCK), os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    return lock_held(os.path.join(root, CONTROLLER_LOCK))
 
 
 def ensure(runner: Runner, scheduler: str, root: str) -> str:

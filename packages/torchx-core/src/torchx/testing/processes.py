@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 
-def eventually(check: Callable[[], bool], timeout: float = 10.0, interval: float = 0.01) -> None:
-    """Waits until ``check()`` is true.
+def eventually(check: Callable[[], bool], timeout: float = 10.0, interval: float = 0.01, what: str = "") -> None:
+    """Waits until ``check()`` is true (``what`` it waits for names it in the failure).
 
     Raises:
         AssertionError: it was still false after ``timeout`` seconds
@@ -20,7 +20,7 @@ def eventually(check: Callable[[], bool], timeout: float = 10.0, interval: float
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s: {check}")
+            raise AssertionError(f"timed out after {timeout}s waiting for {what or check}")
         time.sleep(interval)
 
 
