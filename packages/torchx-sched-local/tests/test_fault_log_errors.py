@@ -130,14 +130,16 @@ def test_supervisor_out_of_file_descriptors_from_its_start(
     still the launcher's fork (its handover to a fresh interpreter must still start, or the fork
     goes on), or once the fresh interpreter runs. The supervisor is stopped (SIGSTOP) while its
     descriptors are counted and its limit lowered, so a loaded machine cannot move it to the
-    next stage in between; the fork hands over after 2 s (instead of 20 ms), so the test,
-    however slow, finds it a fork first. (A limit lowered while a fresh interpreter loads its
-    modules is not covered: no process that imports can survive that.)"""
+    next stage in between; the fork hands over after 10 s (instead of 20 ms), so the test, even
+    on a machine loaded enough to take seconds to record RUNNING, finds it a fork first. (A
+    limit lowered while a fresh interpreter loads its modules is not covered: no process that
+    imports can survive that.)"""
     from torchx_sched_local import supervisor
 
-    monkeypatch.setattr(supervisor, "HANDOVER_AFTER", 2.0)  # read by the fork, a copy of this process
+    monkeypatch.setattr(supervisor, "HANDOVER_AFTER", 10.0)  # read by the fork, a copy of this process
     go = tmp_path / "go"
     code = WAIT_FOR_GO + "print('lost', flush=True)\n"
+    submitted = time.monotonic()
     app_id = sched.submit(python_app(code, str(go), name="emfile"), {})
     (pid,) = children(os.getpid())
     eventually(lambda: bool(children(pid)), interval=0.0005)  # its replica started
@@ -158,8 +160,8 @@ def test_supervisor_out_of_file_descriptors_from_its_start(
         resource.prlimit(pid, resource.RLIMIT_NOFILE, (lowest_free, lowest_free))
     finally:
         os.kill(pid, signal.SIGCONT)
-    if stage == "fork":
-        time.sleep(supervisor.HANDOVER_AFTER + 0.2)  # the fork's handover time passes under the limit
+    if stage == "fork":  # the fork's handover time passes under the limit
+        time.sleep(max(0.0, submitted + supervisor.HANDOVER_AFTER + 0.5 - time.monotonic()))
     go.touch()
     desc = sched.wait(app_id, timeout=60)
     assert desc is not None
