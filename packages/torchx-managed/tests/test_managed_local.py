@@ -374,3 +374,45 @@ def test_a_crash_loop_backs_off_and_status_says_so(runner: Runner) -> None:
     tried = journal(handle).attempts
     gaps = [tried[i + 1].started - (tried[i].ended or 0.0) for i in range(len(tried) - 1)]
     assert len(gaps) == 2 and gaps[0] >= 2.0 and gaps[1] >= 4.0, gaps  # 2s, then doubled
+
+
+def _processes_of(job_id: str) -> list[str]:
+    """The processes whose command line or environment names the job (its driver, its attempts'
+    supervisors and apps: TORCHX_CHECKPOINT_DIR is in the job's directory)."""
+    found = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()):
+        for part in ("cmdline", "environ"):
+            try:
+                with open(f"/proc/{pid}/{part}", "rb") as f:
+                    if job_id.encode() in f.read():
+                        found.append(f"{pid} ({part})")
+                        break
+            except OSError:  # gone, or not ours to read
+                continue
+    return found
+
+
+def test_delete_after_the_driver_was_sigkilled_is_final(runner: Runner, tmp_path: Path) -> None:
+    store = ManagedStore()
+    app = command_app("sh", "-c", 'echo $$ > "$TORCHX_CHECKPOINT_DIR/pid"; exec sleep 600', name="deleted")
+    jobs = []
+    for _ in range(10):
+        handle = runner.run(app, "managed", {"targets": ["local_cwd"], "max_restarts": 3})
+        jobs.append((handle, parse_app_handle(handle).app_id))
+    for handle, job_id in jobs:
+        pid_file = ckpt(handle) / "pid"
+        eventually(lambda j=job_id, p=pid_file: p.exists() and (store.driver_pid(j) or 0) > 0, timeout=60)
+        assert _processes_of(job_id)  # what the checks below look for is there to find
+        os.kill(store.driver_pid(job_id) or 0, signal.SIGKILL)
+        eventually(lambda j=job_id: store.driver_pid(j) is None, timeout=10)
+    for handle, job_id in jobs:
+        code, out, err = run_cli("delete", handle)
+        assert code == 0 and "deleted" in out + err, (out, err)
+        assert not os.path.exists(store.job_dir(job_id))
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:  # nothing of any of them runs, starts or comes back
+        assert sorted(os.listdir(store.root)) == []
+        for _, job_id in jobs:
+            assert _processes_of(job_id) == [], job_id
+        time.sleep(0.1)
+    assert runner.list("managed") == []

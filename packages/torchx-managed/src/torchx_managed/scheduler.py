@@ -336,9 +336,19 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
             target, own = native.split_id(app_id)
             self._runner.get_scheduler(target).cancel(own)
             return
+        if not self._stop(app_id):
+            logger.warning(
+                "managed job %s: its driver did not end it within %.0fs; `torchx status` tells", app_id, CANCEL_TIMEOUT
+            )
+
+    def _stop(self, app_id: str) -> bool:
+        """Journals a cancel and waits until the job is final; False if it is not after
+        :data:`CANCEL_TIMEOUT`. A live driver is woken to end it; when none runs (it died), this
+        process takes the job's driver lock and ends it itself, so no driver is started for a
+        job being stopped (one started by another look sees the cancel, or finds the lock taken)."""
         state = self.store.load(app_id)
         if state.final is not None:
-            return
+            return True
         self.store.append(app_id, {"ev": "cancel", "t": time.time()}, sync=True)
         pid = self.store.driver_pid(app_id)
         if pid is not None and pid > 0:
@@ -346,31 +356,52 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
+        here = _cluster_controller(state.spec) is None  # a controller job's journal is driven there
         deadline = time.monotonic() + CANCEL_TIMEOUT
         delay = 0.01
         while time.monotonic() < deadline:
-            if self._load(app_id) is None or self.store.load(app_id).final is not None:
-                return
+            state_now = self._load(app_id, resume=not here)
+            if state_now is None or state_now.final is not None:
+                return True
+            if here and self.store.driver_pid(app_id) is None and self._drive_here(app_id):
+                continue
             time.sleep(delay)
             delay = min(delay * 2, 0.2)
-        logger.warning(
-            "managed job %s: its driver did not end it within %.0fs; `torchx status` tells", app_id, CANCEL_TIMEOUT
-        )
+        return False
+
+    def _drive_here(self, app_id: str) -> bool:
+        """Drives the job in this process under its driver lock (a cancelled job: to its end);
+        False if another process holds the lock."""
+        from torchx_managed.driver import Driver
+
+        with self.store.driver_lock(app_id) as held:
+            if held:
+                Driver(self.store, app_id, self._runner).run()
+        return held
 
     def _delete_existing(self, app_id: str) -> None:
-        """Cancels the job, deletes every attempt from its target, and removes the job's record."""
+        """Cancels the job, deletes every attempt from its target, and removes the job's record.
+
+        Raises:
+            RuntimeError: the job could not be ended (its driver did not stop): nothing is deleted
+        """
         if native.is_native(app_id):
             target, own = native.split_id(app_id)
             self._runner.get_scheduler(target).delete(own)
             return
-        self._cancel_existing(app_id)
+        if not self._stop(app_id):
+            raise RuntimeError(
+                f"managed job {app_id}: its driver did not end it within {CANCEL_TIMEOUT:.0f}s, so it was not"
+                f" deleted; `torchx status {make_app_handle(self.backend, self.session_name, app_id)}` tells"
+                " what it does, then delete it again"
+            )
         for attempt in self.store.load(app_id).attempts:
             if attempt.handle is not None:
                 try:
                     self._runner.delete(attempt.handle)
                 except Exception as e:
                     logger.warning("cannot delete attempt %d (%s): %s", attempt.n, attempt.handle, e)
-        shutil.rmtree(self.store.job_dir(app_id), ignore_errors=True)
+        self.store.remove(app_id)
 
     # ------------------------------------------------------------------ logs
     def log_iter(

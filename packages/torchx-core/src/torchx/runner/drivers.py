@@ -15,7 +15,7 @@ import signal
 from collections.abc import Callable, Sequence
 
 from torchx.runner.api import Runner, get_runner
-from torchx.util.durable import DurableStore
+from torchx.util.durable import DurableStore, UnknownJobError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -49,14 +49,17 @@ def drive(
     job_id = argv[0]
     lock_fd = int(argv[2]) if len(argv) >= 3 and argv[1] == "--lock-fd" else None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    with store.driver_lock(job_id, fd=lock_fd) as held:
-        if not held:
-            logger.info("%s already has a driver", job_id)
-            return 0
-        session = str(store.read_spec(job_id)["session"])
-        with get_runner(name=session) as runner:
-            driver = make_driver(job_id, runner)
-            signal.signal(signal.SIGTERM, lambda *_: driver.request_stop())
-            signal.signal(signal.SIGHUP, signal.SIG_IGN)
-            driver.run()
+    try:
+        with store.driver_lock(job_id, fd=lock_fd) as held:
+            if not held:
+                logger.info("%s already has a driver", job_id)
+                return 0
+            session = str(store.read_spec(job_id)["session"])
+            with get_runner(name=session) as runner:
+                driver = make_driver(job_id, runner)
+                signal.signal(signal.SIGTERM, lambda *_: driver.request_stop())
+                signal.signal(signal.SIGHUP, signal.SIG_IGN)
+                driver.run()
+    except UnknownJobError as e:  # deleted before or while it ran: nothing of it is to be done
+        logger.info("stopping: %s", e)
     return 0

@@ -51,10 +51,10 @@ def state_root(kind: str, env_var: str) -> str:
     return os.path.join(base, "torchx", kind)
 
 
-def private_fd(path: str, flags: int) -> int:
-    """Opens (creating) ``path`` mode 0600 whatever the umask, never through a symlink: a job's
-    files hold what it runs and its environment."""
-    fd = os.open(path, flags | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+def private_fd(path: str, flags: int, create: bool = True) -> int:
+    """Opens (creating, unless not ``create``) ``path`` mode 0600 whatever the umask, never
+    through a symlink: a job's files hold what it runs and its environment."""
+    fd = os.open(path, flags | (os.O_CREAT if create else 0) | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
         if os.fstat(fd).st_mode & 0o777 != 0o600:
             os.fchmod(fd, 0o600)
@@ -116,6 +116,16 @@ def _fsync_dir(path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _same_file(fd: int, path: str) -> bool:
+    """True if ``path`` still names the file open as ``fd`` (not removed or replaced)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    own = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
 
 
 class UnknownJobError(LookupError):
@@ -199,9 +209,18 @@ class DurableStore:
 
     def append(self, job_id: str, *events: dict[str, Any], sync: bool = False) -> None:
         """Appends events to the job's journal in one ``write`` (after a torn last line, on a new
-        line); with ``sync``, returns only once they are on disk."""
+        line); with ``sync``, returns only once they are on disk. Never creates the journal
+        (:meth:`create` does): a removed job stays removed.
+
+        Raises:
+            UnknownJobError: the job was removed (or never stored)
+        """
         data = "".join(json.dumps(ev, separators=(",", ":")) + "\n" for ev in events).encode()
-        fd = private_fd(os.path.join(self.job_dir(job_id), EVENTS), os.O_RDWR | os.O_APPEND)
+        path = os.path.join(self.job_dir(job_id), EVENTS)
+        try:
+            fd = private_fd(path, os.O_RDWR | os.O_APPEND, create=False)
+        except FileNotFoundError:
+            raise self._unknown(f"unknown {self.kind} {job_id!r} (no {path})") from None
         try:
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
@@ -235,6 +254,8 @@ class DurableStore:
             return []
         found = []
         for name in names:
+            if name.startswith("."):  # one being removed (:meth:`remove`)
+                continue
             try:
                 found.append((os.stat(os.path.join(self.root, name, SPEC)).st_mtime, name))
             except OSError:
@@ -265,10 +286,21 @@ class DurableStore:
         """Takes the job's driver lock; returns its file descriptor (closing it lets go), or None
         if another process holds it. Pass the descriptor to :meth:`spawn` to hand the lock over,
         with ``own=False``: the lock then names no pid (:meth:`driver_pid` says -1) until the
-        driver writes its own, so nobody signals the caller for the driver."""
-        fd = private_fd(os.path.join(self.job_dir(job_id), LOCK), os.O_RDWR)
+        driver writes its own, so nobody signals the caller for the driver.
+
+        Raises:
+            UnknownJobError: the job was removed (before the lock was taken, or while it was
+                waited for: the lock held is then the removed job's, and is let go)
+        """
+        path = os.path.join(self.job_dir(job_id), LOCK)
+        try:
+            fd = private_fd(path, os.O_RDWR)  # creates no directory: a removed job's stays away
+        except FileNotFoundError:
+            raise self._unknown(f"unknown {self.kind} {job_id!r} (no {os.path.dirname(path)})") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if not _same_file(fd, path) or not os.path.exists(os.path.join(os.path.dirname(path), SPEC)):
+                raise self._unknown(f"{self.kind} {job_id!r} was removed")
         except BlockingIOError:
             os.close(fd)
             return None
@@ -318,6 +350,19 @@ class DurableStore:
                 pass_fds=() if lock_fd is None else (lock_fd,),
             )
         return proc.pid
+
+    def remove(self, job_id: str) -> None:
+        """Removes the job's files at once: its directory is first renamed out of the way (so from
+        then on every look, append or driver finds no job, and none recreates it), then deleted."""
+        path = self.job_dir(job_id)
+        gone = os.path.join(os.path.dirname(path), f".removed-{os.path.basename(path)}-{os.getpid()}")
+        try:
+            os.rename(path, gone)
+        except FileNotFoundError:
+            return
+        import shutil  # here: not on the path of every look at a job
+
+        shutil.rmtree(gone, ignore_errors=True)
 
     def resume(self, job_id: str, argv: Sequence[str], finished: bool, cwd: str | None = None) -> bool:
         """Starts the job's driver again if it is not ``finished`` and no driver runs; True if started.
