@@ -416,3 +416,14 @@ def test_delete_after_the_driver_was_sigkilled_is_final(runner: Runner, tmp_path
             assert _processes_of(job_id) == [], job_id
         time.sleep(0.1)
     assert runner.list("managed") == []
+
+
+def test_an_app_sigkilled_under_utils_sh_is_a_recovery(runner: Runner) -> None:
+    sh = pytest.importorskip("torchx_components.utils", reason="needs torchx-components (utils.sh)").sh
+    script = 'echo $$ > "$TORCHX_CHECKPOINT_DIR/pid-$TORCHX_ATTEMPT"; [ "$TORCHX_ATTEMPT" = 1 ] || exec sleep 300'
+    app = sh("sh", "-c", script)  # the wrapper's shell waits for this one, and exits 128+N when it is killed
+    handle = runner.run(app, "managed", {"targets": ["local_cwd"], "max_restarts": 0, "max_recoveries": 1})
+    os.kill(pid_of(handle, 0), signal.SIGKILL)
+    status = runner.wait(handle, wait_interval=0.1, timeout=60)
+    assert status is not None and status.state == AppState.SUCCEEDED, attempts(handle)
+    assert attempts(handle) == [("FAILED", "KILLED", 137), ("SUCCEEDED", None, 0)]

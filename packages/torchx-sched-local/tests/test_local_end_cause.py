@@ -64,6 +64,22 @@ def test_a_replica_sigtermed_from_outside_is_killed(sched: LocalScheduler) -> No
     assert (end.cause, end.exit_code) == (EndCause.KILLED, 128 + signal.SIGTERM)
 
 
+@pytest.mark.parametrize(("sig", "cause"), [(signal.SIGKILL, EndCause.KILLED), (signal.SIGSEGV, EndCause.APP_ERROR)])
+def test_an_app_signalled_under_a_shell_wrapper_reads_as_the_signal(
+    sched: LocalScheduler, sig: signal.Signals, cause: EndCause
+) -> None:
+    """utils.sh's shape (``sh -c '"$@"' sh CMD...``): the shell outlives its app and exits 128+N."""
+    app_id = sched.submit(command_app("sh", "-c", '"$@"', "sh", "sh", "-c", READY), {})
+    st = _running(sched, app_id)
+    wrapper = st["replicas"][0]["pid"]  # type: ignore[index]
+    with open(f"/proc/{wrapper}/task/{wrapper}/children") as f:
+        (app,) = (int(p) for p in f.read().split())
+    os.kill(app, sig)
+    end = _ended(sched, app_id)
+    assert (end.cause, end.exit_code) == (cause, 128 + sig)
+    assert f"exited with code {128 + sig}" in end.reason and sig.name in end.reason, end.reason
+
+
 def test_a_real_segfault_is_the_applications_error(sched: LocalScheduler) -> None:
     app_id = sched.submit(python_app("import ctypes; ctypes.string_at(0)"), {})
     end = _ended(sched, app_id)

@@ -368,7 +368,9 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
           ``status`` found it gone): ``NODE_FAILURE`` (the machine running the job went away)
         - a replica that failed for good: its exit code (``APP_ERROR``), or the signal that
           ended it (:func:`~torchx.schedulers.causes.signal_end`: ``KILLED`` for a signal from
-          outside, ``APP_ERROR`` for a crash); one that could not be started: ``APP_ERROR``
+          outside, ``APP_ERROR`` for a crash); an exit code 128+N (N a signal: a shell whose
+          child signal N ended) reads as that signal, as on LSF and Kubernetes; one that could
+          not be started: ``APP_ERROR``
         - too many replicas for the process's file limit: ``NO_CAPACITY``
 
         None while the job runs, or for an unknown job.
@@ -405,6 +407,9 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                 return AttemptEnd(EndCause.APP_ERROR, None, msg)
             if code < 0:
                 return signal_end(-code, msg)
+            if 128 < code <= 128 + 64:  # a shell (utils.sh) whose child signal N ended: read as
+                # LSF's and Kubernetes' plugins read 128+N, the core rule of causes.AttemptEnd
+                return signal_end(code - 128, f"{msg} (128 + {code - 128}: {signal_name(code - 128)})")
             return AttemptEnd(EndCause.APP_ERROR, code, msg)
         return AttemptEnd(EndCause.UNKNOWN, None, msg)
 
