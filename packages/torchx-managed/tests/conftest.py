@@ -30,10 +30,12 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def shared() -> Iterator[Path]:
-    """A directory under /tmp that the live backends' nodes (this machine) and every client see:
-    a job's directory, a shared journal."""
+    """A directory under /tmp that the live backends' nodes (this machine, its containers and
+    pods, which may run as other users) and every client see: a job's directory, a checkpoint
+    mount, a shared journal; it holds a copy of ``counter.py``."""
     path = Path(tempfile.mkdtemp(prefix="torchx-managed-live-"))
-    path.chmod(0o755)
+    path.chmod(0o777)
+    shutil.copy(Path(__file__).with_name("counter.py"), path / "counter.py")
     yield path
     shutil.rmtree(path, ignore_errors=True)
 
