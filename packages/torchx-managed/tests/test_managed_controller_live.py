@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from torchx.testing import live_backend_env
@@ -87,7 +88,7 @@ def _submit(client: Machine, shared: Path, partition: str, image: str, command: 
         isolated=True,
     )  # fmt: skip
     handle = proc.stdout.strip().splitlines()[-1]
-    assert handle.startswith("managed://") and "@%2Ftmp%2Ftorchx-controller-" in handle, proc.stdout
+    assert handle.endswith("@" + quote(str(shared / "journal"), safe="")), proc.stdout
     return handle
 
 

@@ -194,6 +194,7 @@ def test_cancel_from_another_machine_stops_it_for_good(tmp_path: Path, k8s: dict
     eventually(
         lambda: not [p for p in k8s["core"].list_namespaced_pod(k8s["namespace"]).items if p.status.phase == "Running"],
         60,
+        0.3,
         "the attempt's pod to stop",
     )
     reached = _count(shared)
