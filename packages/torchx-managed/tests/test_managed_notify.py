@@ -24,7 +24,8 @@ class BlackHole:
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/hook"
         self.events: list[str] = []
         self.held: list[socket.socket] = []
-        threading.Thread(target=self._serve, daemon=True).start()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
 
     def _serve(self) -> None:
         while True:
@@ -35,7 +36,10 @@ class BlackHole:
             self.held.append(conn)
             data = b""
             while b"\r\n\r\n" not in data:
-                data += conn.recv(65536)
+                chunk = conn.recv(65536)
+                if not chunk:  # closed: the hole is shutting down
+                    return
+                data += chunk
             head, body = data.split(b"\r\n\r\n", 1)
             length = int(next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")).split(b":")[1])
             while len(body) < length:
@@ -43,6 +47,12 @@ class BlackHole:
             self.events.append(json.loads(body)["event"])
 
     def close(self) -> None:
+        """Stops serving and waits for the serving thread (a thread left blocked in accept would
+        make every later local_cwd launch in this process spawn instead of fork)."""
+        self.sock.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept (a close alone does not)
+        for c in self.held:
+            c.shutdown(socket.SHUT_RDWR)
+        self.thread.join(timeout=10)
         self.sock.close()
         for c in self.held:
             c.close()
@@ -52,6 +62,7 @@ def test_a_black_hole_receiver_does_not_block_the_rest(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(notify, "TIMEOUT", 1.0)
+    threads_before = threading.active_count()
     hole = BlackHole()
     acked: list[str] = []
     try:
@@ -70,6 +81,12 @@ def test_a_black_hole_receiver_does_not_block_the_rest(
     finally:
         hole.close()
     assert took < 6.0  # bounded by close's timeout, not by the receiver
+    assert not hole.thread.is_alive()
+    # the notifier's sender ends too (its last POST times out): it leaves no thread behind
+    deadline = time.monotonic() + 10
+    while threading.active_count() > threads_before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert threading.active_count() == threads_before, threading.enumerate()
     assert acked == []
     # every notification was tried, in order, although none was ever answered
     firsts = [e for i, e in enumerate(hole.events) if i == 0 or e != hole.events[i - 1]]  # retries folded

@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -137,6 +138,8 @@ def test_supervisor_out_of_file_descriptors_from_its_start(
     from torchx_sched_local import supervisor
 
     monkeypatch.setattr(supervisor, "HANDOVER_AFTER", 10.0)  # read by the fork, a copy of this process
+    if stage == "fork":  # a launcher with other threads spawns a fresh supervisor at once (launch.py)
+        assert threading.active_count() == 1, f"a test left threads running: {threading.enumerate()}"
     go = tmp_path / "go"
     code = WAIT_FOR_GO + "print('lost', flush=True)\n"
     submitted = time.monotonic()
