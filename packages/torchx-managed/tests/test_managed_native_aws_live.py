@@ -31,7 +31,6 @@ from torchx.testing.processes import eventually
 COUNTER = Path(__file__).with_name("counter.py")
 #: steps of the counter and seconds per step: the attempt runs long enough to be broken mid-run
 STEPS, STEP_SECONDS = 40, 0.25
-ENDED = ("SUCCEEDED", "FAILED", "CANCELLED")
 
 
 @pytest.fixture
@@ -82,11 +81,6 @@ def _batch_job(handle: str) -> dict[str, Any]:
     return job
 
 
-def _ended(client: Machine, handle: str) -> dict[str, Any]:
-    eventually(lambda: client.status(handle)["state"] in ENDED, 180, 0.3, "the job to end")
-    return client.status(handle)
-
-
 @pytest.mark.aws
 def test_a_lost_host_ends_the_attempt_as_a_node_failure_batch_retries(
     tmp_path: Path, batch: dict[str, str], shared: Path
@@ -117,7 +111,7 @@ def test_a_lost_host_ends_the_attempt_as_a_node_failure_batch_retries(
     reason = "Host EC2 (instance i-0abc) terminated."
     boto3.client("batch").terminate_job(jobId=_batch_job(handle)["jobId"], reason=reason)
 
-    status = _ended(other, handle)
+    status = other.ended(handle, 180)
     # moto ends the job here; Batch would start attempt 1 by the rule above
     assert status["state"] == "FAILED", status
     assert [(a["attempt"], a["state"], a["cause"]) for a in status["attempts"]] == [(0, "FAILED", "NODE_FAILURE")]
@@ -133,7 +127,7 @@ def test_an_app_error_with_no_restart_left_ends_the_job(tmp_path: Path, batch: d
     submitter, other = Machine(tmp_path, "laptop"), Machine(tmp_path, "other")
     handle = _submit(submitter, batch, shared, "3")  # max_restarts=0: an app error is the end
     submitter.gone()
-    status = _ended(other, handle)
+    status = other.ended(handle, 180)
     assert status["state"] == "FAILED", status
     # moto's describe_jobs gives no exit code, so the end reads UNKNOWN (counted as an app error);
     # Batch's attempts[].container.exitCode makes it APP_ERROR with the code (unit-tested)

@@ -114,13 +114,6 @@ def _running_pod(k8s: dict[str, Any]) -> str:
     return found[0]
 
 
-def _ended(other: Machine, handle: str, timeout: float = 300) -> dict[str, Any]:
-    eventually(
-        lambda: other.status(handle)["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"), timeout, 0.3, "the job to end"
-    )
-    return other.status(handle)
-
-
 def _steps(shared: Path) -> list[tuple[int, int]]:
     lines = (shared / "ckpt" / "steps").read_text().split("\n")
     return [(int(a), int(c)) for a, c in (line.split() for line in lines if line)]
@@ -143,7 +136,7 @@ def test_container_killed_then_app_error_recovers_with_no_client_left(
     assert ids, f"no container of pod {pod} on the node"
     subprocess.run(["docker", "kill", *ids], check=True, capture_output=True)
 
-    status = _ended(other, handle)
+    status = other.ended(handle)
     assert status["state"] == "SUCCEEDED", status
     attempts = status["attempts"]
     assert [(a["attempt"], a["state"], a["cause"], a["exit_code"]) for a in attempts] == [
@@ -171,7 +164,7 @@ def test_pod_evicted_is_recovered_with_the_next_attempt_number(
     pod = _running_pod(k8s)
     k8s["core"].create_namespaced_pod_eviction(pod, k8s["namespace"], {"metadata": {"name": pod}})
 
-    status = _ended(other, handle)
+    status = other.ended(handle)
     assert status["state"] == "SUCCEEDED", status
     # this server (before 1.26) keeps nothing of an evicted pod: the attempt reads as ended from outside
     assert [(a["attempt"], a["state"], a["cause"]) for a in status["attempts"]] == [
@@ -211,7 +204,7 @@ def test_max_restarts_used_up_ends_failed_with_every_attempt(tmp_path: Path, k8s
     client = Machine(tmp_path, "laptop")
     # this server counts every failed pod alike: backoffLimit = max_restarts + max_recoveries = 1
     handle = _submit(client, shared, k8s, "3,3,3", "max_restarts=1", "max_recoveries=0")
-    status = _ended(client, handle, 180)
+    status = client.ended(handle, 180)
     assert status["state"] == "FAILED", status
     assert [(a["state"], a["cause"], a["exit_code"]) for a in status["attempts"]] == [
         ("FAILED", "APP_ERROR", 3),

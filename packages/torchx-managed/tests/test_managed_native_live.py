@@ -61,10 +61,7 @@ def test_node_down_then_app_error_recovers_with_no_client_left(tmp_path: Path, s
     subprocess.run(["scontrol", "update", f"nodename={node}", "state=down", "reason=torchx-native-test"], check=True)
     subprocess.run(["scontrol", "update", f"nodename={node}", "state=resume"], capture_output=True, check=False)
 
-    eventually(
-        lambda: other.status(handle)["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"), 300, 0.3, "the job to end"
-    )
-    status = other.status(handle)
+    status = other.ended(handle, 300)
     assert status["state"] == "SUCCEEDED", status
     attempts = status["attempts"]
     assert [(a["attempt"], a["state"], a["cause"]) for a in attempts] == [
@@ -102,8 +99,7 @@ def test_cancel_from_another_machine_stops_it_for_good(tmp_path: Path, slurm: st
 def test_max_restarts_used_up_ends_failed_with_every_attempt(tmp_path: Path, slurm: str, shared: Path) -> None:
     client = Machine(tmp_path, "laptop")
     handle = _submit(client, shared, slurm, "3,3,3", "max_restarts=1")
-    eventually(lambda: client.status(handle)["state"] in ("SUCCEEDED", "FAILED"), 120, 0.3, "the job to end")
-    status = client.status(handle)
+    status = client.ended(handle, 120)
     assert status["state"] == "FAILED", status
     assert [(a["state"], a["cause"], a["exit_code"]) for a in status["attempts"]] == [
         ("FAILED", "APP_ERROR", 3),
@@ -116,7 +112,6 @@ def test_recover_on_exit_code_and_backoff_are_kept_in_the_job(tmp_path: Path, sl
     client = Machine(tmp_path, "laptop")
     # 33 restarts uncounted (max_restarts=0); the attempt after a 33 finishes
     handle = _submit(client, shared, slurm, "33,33,0", "recover_on_exit_codes=33")
-    eventually(lambda: client.status(handle)["state"] in ("SUCCEEDED", "FAILED"), 120, 0.3, "the job to end")
-    status = client.status(handle)
+    status = client.ended(handle, 120)
     assert status["state"] == "SUCCEEDED", status
     assert [a["exit_code"] for a in status["attempts"]] == [33, 33, 0]

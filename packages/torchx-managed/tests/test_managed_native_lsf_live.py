@@ -78,10 +78,7 @@ def test_requeue_then_app_error_recovers_with_no_client_left(tmp_path: Path, lsf
     subprocess.run(["brequeue", job], check=True, capture_output=True)
     eventually(lambda: not _alive(pid0), 30, 0.3, "LSF to kill attempt 0 on its host")
 
-    eventually(
-        lambda: other.status(handle)["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"), 300, 0.3, "the job to end"
-    )
-    status = other.status(handle)
+    status = other.ended(handle, 300)
     assert status["state"] == "SUCCEEDED", status
     attempts = status["attempts"]
     assert [(a["attempt"], a["state"], a["cause"]) for a in attempts] == [
@@ -109,10 +106,7 @@ def test_replica_killed_on_its_host_recovers_in_the_job(tmp_path: Path, lsf: Non
     job = _job(handle)
     eventually(lambda: _count(shared, handle) >= 2, 120, 0.3, "attempt 0 to checkpoint a few steps")
     os.kill(int((shared / f"lsf-{job}.checkpoints" / "pid-0").read_text()), 9)  # a signal torchx did not send
-    eventually(
-        lambda: other.status(handle)["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"), 300, 0.3, "the job to end"
-    )
-    status = other.status(handle)
+    status = other.ended(handle, 300)
     assert status["state"] == "SUCCEEDED", status
     assert [(a["attempt"], a["state"], a["cause"], a["exit_code"]) for a in status["attempts"]] == [
         (0, "FAILED", "KILLED", 137),
@@ -142,8 +136,7 @@ def test_cancel_from_another_machine_stops_it_for_good(tmp_path: Path, lsf: None
 def test_max_restarts_used_up_ends_failed_with_every_attempt(tmp_path: Path, lsf: None, shared: Path) -> None:
     client = Machine(tmp_path, "laptop")
     handle = _submit(client, shared, "3,3,3", "max_restarts=1")
-    eventually(lambda: client.status(handle)["state"] in ("SUCCEEDED", "FAILED"), 120, 0.3, "the job to end")
-    status = client.status(handle)
+    status = client.ended(handle, 120)
     assert status["state"] == "FAILED", status
     assert [(a["state"], a["cause"], a["exit_code"]) for a in status["attempts"]] == [
         ("FAILED", "APP_ERROR", 3),
@@ -156,8 +149,7 @@ def test_recover_on_exit_code_is_kept_in_the_job(tmp_path: Path, lsf: None, shar
     client = Machine(tmp_path, "laptop")
     # 33 restarts uncounted (max_restarts=0); the attempt after a 33 finishes
     handle = _submit(client, shared, "33,33,0", "recover_on_exit_codes=33")
-    eventually(lambda: client.status(handle)["state"] in ("SUCCEEDED", "FAILED"), 120, 0.3, "the job to end")
-    status = client.status(handle)
+    status = client.ended(handle, 120)
     assert status["state"] == "SUCCEEDED", status
     assert [a["exit_code"] for a in status["attempts"]] == [33, 33, 0]
     client.torchx("delete", handle)  # the job's files go, its checkpoint directory too

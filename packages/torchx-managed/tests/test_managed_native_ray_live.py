@@ -16,7 +16,6 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from torchx.testing import alive, live_backend_env, unavailable
@@ -26,7 +25,6 @@ from torchx.testing.processes import eventually
 COUNTER = Path(__file__).with_name("counter.py")
 #: steps of the counter and seconds per step: attempt 0 runs long enough to be broken mid-run
 STEPS, STEP_SECONDS = 40, 0.25
-ENDED = ("SUCCEEDED", "FAILED", "CANCELLED")
 
 
 @pytest.fixture
@@ -77,11 +75,6 @@ def _actor_of(pid: int) -> int:
     raise AssertionError("the replica's process has no Ray worker above it")
 
 
-def _ended(client: Machine, handle: str) -> dict[str, Any]:
-    eventually(lambda: client.status(handle)["state"] in ENDED, 240, 0.3, "the job to end")
-    return client.status(handle)
-
-
 @pytest.mark.ray
 def test_actor_killed_then_app_error_recovers_with_no_client_left(
     tmp_path: Path, ray_address: str, shared: Path
@@ -96,7 +89,7 @@ def test_actor_killed_then_app_error_recovers_with_no_client_left(
     os.kill(_actor_of(app_pid), signal.SIGKILL)
     eventually(lambda: not alive(app_pid), 10, 0.3, "attempt 0's counter to die with its actor")
 
-    status = _ended(other, handle)
+    status = other.ended(handle, 240)
     assert status["state"] == "SUCCEEDED", status
     attempts = status["attempts"]
     assert [(a["attempt"], a["state"], a["cause"]) for a in attempts] == [
@@ -120,7 +113,7 @@ def test_actor_killed_then_app_error_recovers_with_no_client_left(
 def test_max_restarts_used_up_ends_failed(tmp_path: Path, ray_address: str, shared: Path) -> None:
     client = Machine(tmp_path, "laptop")
     handle = _submit(client, ray_address, shared, "3,3,3", "max_restarts=1")
-    status = _ended(client, handle)
+    status = client.ended(handle, 240)
     assert status["state"] == "FAILED", status
     assert [(a["state"], a["cause"], a["exit_code"]) for a in status["attempts"]] == [
         ("FAILED", "APP_ERROR", 3),

@@ -391,7 +391,9 @@ def check_app(data: Any, path: str) -> dict[str, Any]:
 
 
 def lock_is_held(job_dir: str) -> bool:
-    """True while some process (the job's supervisor) holds the job's lock."""
+    """True while some process (the job's supervisor) holds the job's lock. (Core's
+    ``torchx.util.locks.lock_held`` does the same, but this module runs in the supervisor,
+    started as ``python -I -S``, which cannot import torchx.)"""
     try:
         fd = os.open(os.path.join(job_dir, LOCK_FILE), os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 #: variables that would point a client at another's state (state, cache and config homes)
+_FINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
 _PRIVATE_PREFIXES = ("XDG_", "TORCHX_MANAGED", "TORCHX_LOCAL", "TORCHX_SWEEP", "TORCHX_STATE")
 
 
@@ -50,6 +51,17 @@ class Machine:
         """``torchx status --json HANDLE`` as this machine sees it."""
         data: dict[str, Any] = json.loads(self.torchx("status", "--json", handle).stdout)
         return data
+
+    def ended(self, handle: str, timeout: float = 300) -> dict[str, Any]:
+        """``status --json`` of ``handle`` once it reads a final state (SUCCEEDED, FAILED, CANCELLED).
+
+        Raises:
+            AssertionError: it did not end within ``timeout`` seconds
+        """
+        from torchx.testing.processes import eventually
+
+        eventually(lambda: self.status(handle)["state"] in _FINAL, timeout, 0.3, f"{handle} to end")
+        return self.status(handle)
 
     def gone(self) -> None:
         """The machine is lost: its HOME moves away, and no process of it may be left running."""
