@@ -20,7 +20,7 @@ import resource
 import signal
 import sys
 
-from torchx_sched_local.launch import LOCK_FD, SUPERVISOR_LOG, supervisor_argv
+from torchx_sched_local.entry import LOCK_FD, SUPERVISOR_LOG, supervisor_argv
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -54,6 +54,7 @@ def snapshot(sup: Supervisor) -> dict[str, Any]:
         "num_restarts": sup.num_restarts,
         "msg": sup.msg,
         "watchdog": [sup.watchdog.fd, sup.watchdog.pid] if sup.watchdog else None,
+        "recovery": sup.recovery.snapshot() if sup.recovery is not None else None,
     }
 
 
@@ -87,6 +88,8 @@ def restore(sup: Supervisor, data: dict[str, Any]) -> None:
     sup.sessions.update(data["sessions"])
     sup.num_restarts = data["num_restarts"]
     sup.msg = data["msg"]
+    if sup.recovery is not None and data["recovery"] is not None:
+        sup.recovery.restore(data["recovery"])
     if data["watchdog"] is not None:
         fd, pid = data["watchdog"]
         if fd >= 0:

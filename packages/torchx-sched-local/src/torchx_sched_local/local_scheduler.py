@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from torchx.schedulers.causes import AttemptEnd
+    from torchx.schedulers.recovery import AttemptLog, RecoveryPolicy
 
 #: seconds ``cancel`` waits for the supervisor beyond the grace period before acting itself
 CANCEL_SLACK = 10.0
@@ -89,9 +90,14 @@ class LocalRequest:
     replicas: list[ReplicaParams] = field(default_factory=list)
     roles: list[dict[str, Any]] = field(default_factory=list)
     metadata: dict[str, str] = field(default_factory=dict)
+    #: a job that recovers in its supervisor: its policy as data (see :mod:`.recovering`)
+    recovery: dict[str, Any] | None = None
 
     def __str__(self) -> str:
         lines = [f"# local_cwd app {self.app_id} (logs: {self.log_root})"]
+        if self.recovery is not None:
+            policy = ", ".join(f"{k}={v}" for k, v in self.recovery.items() if k != "killed_signals")
+            lines.append(f"# recovers in its supervisor: {policy}")
         for r in self.replicas:
             env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(r.env.items()))
             lines.append(f"# {r.role}/{r.replica_id}")
@@ -138,6 +144,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         elastic=False,
         mounts=frozenset(),
         attach=True,
+        recovery=True,
     )
 
     def __init__(
@@ -236,6 +243,54 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                     )
                 )
         return AppDryRunInfo(request, str)
+
+    def submit_recovery_dryrun(
+        self, app: AppDef, cfg: Mapping[str, CfgVal], policy: RecoveryPolicy
+    ) -> AppDryRunInfo[LocalRequest]:
+        """A job whose supervisor recovers it (see :mod:`torchx_sched_local.recovering`): when a
+        replica fails, every replica is stopped and the app runs again as the next attempt
+        while ``policy``'s budgets last. A replica killed by a signal from outside (SIGKILL, the
+        OOM killer; also as a shell's exit 128+N) counts against ``max_recoveries``, any other
+        failure against ``max_restarts`` (exit codes of ``recover_on_exit_codes`` uncounted);
+        the supervisor waits ``restart_backoff`` seconds (default 1) before restarting after an
+        application error, doubled per error in a row. ``TORCHX_CHECKPOINT_DIR`` defaults to
+        ``checkpoints/`` in the job's directory; the roles' own ``max_retries`` are not used."""
+        from torchx.schedulers.causes import EndCause, signal_cause
+        from torchx.schedulers.recovery import DEFAULT_RESTART_BACKOFF
+
+        info = self._submit_dryrun(app, LocalOpts.from_cfg(cfg))
+        req = info.request
+        ckpt = policy.checkpoint_dir or os.path.join(self.store.job_dir(req.app_id), "checkpoints")
+        ckpt = os.path.abspath(os.path.expanduser(ckpt))
+        backoff = DEFAULT_RESTART_BACKOFF if policy.restart_backoff is None else policy.restart_backoff
+        req.recovery = {
+            "max_restarts": policy.max_restarts,
+            "max_recoveries": policy.max_recoveries,
+            "recover_on_exit_codes": sorted(set(policy.recover_on_exit_codes)),
+            "restart_backoff": float(backoff),
+            "max_backoff": float(policy.max_backoff),
+            "checkpoint_dir": ckpt,
+            "killed_signals": [s for s in range(1, 65) if signal_cause(s) == EndCause.KILLED],
+        }
+        for replica in req.replicas:
+            replica.env["TORCHX_CHECKPOINT_DIR"] = ckpt
+        return info
+
+    def recovery_attempts(self, app_id: str) -> AttemptLog | None:
+        """The attempts the job's supervisor recorded in its ``attempts`` file; None for an
+        unknown job or one that does not recover by itself."""
+        from torchx.schedulers.recovery import AttemptLog, read_attempt_log
+
+        from torchx_sched_local.recovering import ATTEMPT_LOG
+
+        app = self._read(self.store.app, app_id)
+        if app is None or not app.get("recovery"):
+            return None
+        try:
+            with open(os.path.join(self.store.job_dir(app_id), ATTEMPT_LOG), encoding="utf-8", errors="replace") as f:
+                return read_attempt_log(f.read())
+        except FileNotFoundError:
+            return AttemptLog()
 
     def schedule(self, dryrun_info: AppDryRunInfo[LocalRequest]) -> str:
         """Records the job and starts its supervisor; returns at once with the app id.
@@ -660,7 +715,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         import signal
 
         from torchx_sched_local import orphans
-        from torchx_sched_local.supervisor import proc_start_time
+        from torchx_sched_local.sessions import start_time
 
         job_dir = self.store.job_dir(app_id)
         st = self._read(self.store.state, app_id)
@@ -668,7 +723,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             return
         pid = st.get("pid")
         died = not store.lock_is_held(job_dir)
-        if pid and not died and proc_start_time(pid) is not None:
+        if pid and not died and start_time(pid) is not None:
             _kill(pid, signal.SIGKILL)  # stuck supervisor: it holds the lock, so the pid is its own
         with store.take_lock(job_dir):
             st = self._read(self.store.state, app_id) or st

@@ -28,7 +28,7 @@ import signal
 import time
 
 from torchx_sched_local import handover, logfiles, sessions, store
-from torchx_sched_local.launch import LOCK_FD, SUPERVISOR_LOG
+from torchx_sched_local.entry import LOCK_FD, SUPERVISOR_LOG
 from torchx_sched_local.watchdog import Watchdog
 
 #: ``torchx.specs.NONE`` (no error): the supervisor is a small interpreter that imports no torchx module
@@ -38,6 +38,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, TypeVar
+
+    from torchx_sched_local.recovering import Recovery
 
     T = TypeVar("T")
 
@@ -70,59 +72,6 @@ _DEFAULT_SIGNALS = frozenset(signal.valid_signals()) - {signal.SIGKILL, signal.S
 
 class SpawnError(Exception):
     """A replica could not be started (the message says why, for the job's status)."""
-
-
-def proc_start_time(pid: int) -> int | None:
-    """The start time (clock ticks since boot) of process ``pid`` on Linux, else None."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    return int(stat[stat.rindex(b")") + 2 :].split()[19])
-
-
-def group_alive(pgid: int) -> bool:
-    """True while process group ``pgid`` has a member that is not a zombie (Linux: checked in /proc)."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return False  # no /proc: the members were signalled, assume they are going
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != b"Z":
-            return True
-    return False
-
-
-def live_replica_pids(state: dict[str, Any]) -> list[int]:
-    """Live processes of the replicas recorded in a job's ``state``: members of each replica's
-    session (its pid) started no earlier than the replica (so a reused pid is not counted)."""
-    recorded = {
-        rs["pid"]: rs["start_time"] for rs in state.get("replicas") or [] if rs.get("pid") and rs.get("start_time")
-    }
-    return sessions.scan(recorded)[0]
-
-
-def wait_groups_gone(pgids: list[int], timeout: float) -> None:
-    """Waits (up to ``timeout`` s) until the killed process groups ``pgids`` have no live member."""
-    deadline = time.monotonic() + timeout
-    pending = [p for p in pgids if group_alive(p)]
-    while pending and time.monotonic() < deadline:
-        time.sleep(0.005)
-        pending = [p for p in pending if group_alive(p)]
 
 
 def read_error_file(path: str) -> str | None:
@@ -277,6 +226,14 @@ class Supervisor:
         self.not_started = False
         self.failed: Replica | None = None
         self.pending_restart: set[Replica] = set()
+        #: when the next attempt of a recovering job starts (its back-off; monotonic)
+        self.restart_at: float | None = None
+        #: the budgets and attempt log of a job that recovers by itself (managed's native recovery)
+        self.recovery: Recovery | None = None
+        if app.get("recovery"):
+            from torchx_sched_local.recovering import Recovery
+
+            self.recovery = Recovery(job_dir, app["recovery"])
         self.dirty = True
         self.app_state = "PENDING"
         self.msg = ""
@@ -352,6 +309,12 @@ class Supervisor:
             self._cancel(None)
         else:
             self.base_state["started"] = time.time()  # when its first replica started (kept across a handover)
+            if self.recovery is not None:
+                try:
+                    os.makedirs(self.recovery.checkpoint_dir, exist_ok=True)
+                except OSError:  # the app says what it cannot write there
+                    pass
+                self.recovery.started()
             for r in self.replicas:
                 self._start(r)
                 if self.failed is not None:
@@ -371,6 +334,8 @@ class Supervisor:
 
     def _timeout(self) -> float | None:
         deadlines = [d for r in self.replicas for d in (r.kill_at, r.drain_deadline) if d is not None]
+        if self.restart_at is not None and self.pending_restart:
+            deadlines.append(self.restart_at)
         if self.reexec_at is not None:
             deadlines.append(self.reexec_at)
         if not deadlines:
@@ -426,6 +391,8 @@ class Supervisor:
         if not os.path.isdir(cwd):
             raise SpawnError(f"image directory {cwd} does not exist (role image {spec['image']!r})")
         env = {**self.base_env, **spec["env"]}
+        if self.recovery is not None:
+            env["TORCHX_ATTEMPT"] = str(self.recovery.attempt)
         if spec.get("prepend_cwd"):
             env["PATH"] = cwd + os.pathsep + env.get("PATH", os.defpath)
         cmd = spec["cmd"]
@@ -554,6 +521,9 @@ class Supervisor:
 
     # ------------------------------------------------------------------ retries
     def _on_failure(self, r: Replica) -> None:
+        if self.recovery is not None:
+            self._recover(r)
+            return
         role_index = r.spec["role_index"]
         policy = r.role["retry_policy"]
         max_retries = int(r.role["max_retries"])
@@ -577,9 +547,35 @@ class Supervisor:
             return
         self._fail(r, f"{r.name} {r.msg}")
 
+    def _recover(self, r: Replica) -> None:
+        """A replica of a recovering job failed: the attempt ends; every replica is stopped and,
+        with a budget left, started again as the next attempt (after the back-off)."""
+        assert self.recovery is not None
+        code = r.exit_code if r.exit_code is not None else -signal.SIGKILL
+        wait, why = self.recovery.failed(code)
+        if wait is None:
+            self.recovery.used_up("FAILED")
+            self._fail(r, f"{r.name} {r.msg}; {why}")
+            return
+        self.num_restarts += 1
+        self.restart_at = time.monotonic() + wait
+        for x in self.replicas:
+            x.respawn = True
+            x.restarts += 1
+            self.pending_restart.add(x)
+            if x.alive:
+                self._terminate(x)
+        self._restart_ready()
+
     def _restart_ready(self) -> None:
         if any(x.running for x in self.pending_restart):
             return
+        if self.restart_at is not None:
+            if time.monotonic() < self.restart_at:
+                return  # the back-off: the loop's timeout wakes it
+            self.restart_at = None
+            if self.recovery is not None:
+                self.recovery.started()
         group, self.pending_restart = self.pending_restart, set()
         for x in sorted(group, key=self.replicas.index):
             x.final = False
@@ -593,7 +589,7 @@ class Supervisor:
         unreaped process), for ``state.json`` and for telling its session from a later one."""
         for r in self.replicas:
             if r.pid is not None and r.start_time is None and r.pid in self.by_pid:
-                r.start_time = proc_start_time(r.pid)
+                r.start_time = sessions.start_time(r.pid)
                 self.sessions[r.pid] = r.start_time or 0
 
     def _fail(self, r: Replica, msg: str) -> None:
@@ -603,6 +599,7 @@ class Supervisor:
         self.failed = r
         self.msg = msg
         self.pending_restart.clear()
+        self.restart_at = None
         for x in self.replicas:
             x.respawn = False
             if x is r:
@@ -624,6 +621,7 @@ class Supervisor:
             self.stopped_by = {"by": "signal", "signal": signum}
         self.msg = "cancelled"
         self.pending_restart.clear()
+        self.restart_at = None
         for r in self.replicas:
             r.respawn = False
             if r.alive:
@@ -649,6 +647,8 @@ class Supervisor:
                 r.kill_at = None
             if r.drain_deadline is not None and now >= r.drain_deadline:
                 self._attempt_ended(r)
+        if self.restart_at is not None and self.pending_restart and now >= self.restart_at:
+            self._restart_ready()
 
     # ------------------------------------------------------------------ state
     def _mark_final(self) -> None:
@@ -669,7 +669,10 @@ class Supervisor:
                 pass
 
     def _may_restart(self, r: Replica) -> bool:
-        """True if another replica's failure could still restart ``r`` (APPLICATION/ROLE retries left)."""
+        """True if another replica's failure could still restart ``r`` (APPLICATION/ROLE retries
+        left; a recovering job's next attempt restarts every replica)."""
+        if self.recovery is not None:
+            return any(x.running for x in self.replicas)
         for index, role in enumerate(self.roles):
             if self.role_restarts[index] >= int(role["max_retries"]):
                 continue
@@ -827,6 +830,9 @@ class Supervisor:
 
     def _finish(self) -> None:
         self._stop_leftovers()
+        if self.recovery is not None and not self.cancelling:
+            code = None if self.failed is None else self.failed.exit_code
+            self.recovery.end(self._final_state(), code)
         t = time.time_ns()
         for r in self.replicas:
             for w in r.writers.values():
