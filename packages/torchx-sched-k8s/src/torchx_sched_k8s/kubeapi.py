@@ -129,6 +129,15 @@ class KubeApi:
             return self._json(action, ns, lambda: self._batch().create_namespaced_job(ns, obj, **extra, **self._opts()))
         if kind == "Pod":
             return self._json(action, ns, lambda: self._core().create_namespaced_pod(ns, obj, **extra, **self._opts()))
+        creators: dict[str, Callable[..., Any]] = {
+            "Deployment": lambda: k8s.AppsV1Api(self.client).create_namespaced_deployment,
+            "ServiceAccount": lambda: self._core().create_namespaced_service_account,
+            "Role": lambda: k8s.RbacAuthorizationV1Api(self.client).create_namespaced_role,
+            "RoleBinding": lambda: k8s.RbacAuthorizationV1Api(self.client).create_namespaced_role_binding,
+            "Lease": lambda: k8s.CoordinationV1Api(self.client).create_namespaced_lease,
+        }
+        if kind in creators:
+            return self._json(action, ns, lambda: creators[kind]()(ns, obj, **extra, **self._opts()))
         raise KubernetesError(f"{action}: torchx does not create {kind} objects without a custom resource type")
 
     # ------------------------------------------------------------------ read
@@ -226,6 +235,30 @@ class KubeApi:
             raise
         return items
 
+    def get_deployment(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """One apps/v1 Deployment, or None if it does not exist."""
+        return self._or_none(
+            f"get Deployment {name!r}",
+            namespace,
+            lambda: k8s.AppsV1Api(self.client).read_namespaced_deployment(name, namespace, **self._opts()),
+        )
+
+    def get_lease(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """One coordination.k8s.io/v1 Lease, or None if it does not exist."""
+        return self._or_none(
+            f"get Lease {name!r}",
+            namespace,
+            lambda: k8s.CoordinationV1Api(self.client).read_namespaced_lease(name, namespace, **self._opts()),
+        )
+
+    def _or_none(self, action: str, namespace: str, call: Callable[[], Any]) -> dict[str, Any] | None:
+        try:
+            return self._json(action, namespace, call)
+        except KubernetesError as e:
+            if e.status == 404:
+                return None
+            raise
+
     def pod_log(self, namespace: str, pod: str, **kwargs: Any) -> Any:
         """The raw (streaming) log response of a pod; ``kwargs`` are ``read_namespaced_pod_log``'s."""
         # a followed log has no timeout: it streams, maybe silently, for as long as the container runs
@@ -244,6 +277,25 @@ class KubeApi:
             lambda: self._batch().patch_namespaced_job(
                 name, namespace, patch, _content_type=MERGE_PATCH, **self._opts()
             ),
+        )
+
+    def patch_deployment(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        """Merge-patches a Deployment."""
+        self._json(
+            f"patch Deployment {name!r}",
+            namespace,
+            lambda: k8s.AppsV1Api(self.client).patch_namespaced_deployment(
+                name, namespace, patch, _content_type=MERGE_PATCH, **self._opts()
+            ),
+        )
+
+    def replace_lease(self, namespace: str, name: str, lease: Any) -> dict[str, Any]:
+        """Replaces a Lease; the server refuses it (a :class:`KubernetesError` of status 409) when
+        ``lease``'s ``metadata.resourceVersion`` is no longer the stored one."""
+        return self._json(
+            f"update Lease {name!r}",
+            namespace,
+            lambda: k8s.CoordinationV1Api(self.client).replace_namespaced_lease(name, namespace, lease, **self._opts()),
         )
 
     def patch_custom(self, custom: Custom, namespace: str, name: str, patch: dict[str, Any]) -> None:
