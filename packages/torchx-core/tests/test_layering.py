@@ -13,16 +13,24 @@ Layers, lowest first (a module belongs to the layer of its package)::
     3  torchx.schedulers, torchx.workspace, torchx.tracker
     4  torchx.runner, torchx.testing
     5  torchx.cli, torchx.__main__
+
+No distribution under ``packages/`` has an import cycle either (checked from the source tree,
+so this needs none of them installed), and torchx-sched-local keeps the layers of
+:data:`LOCAL_LAYERS`.
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
+import pytest
 import torchx
 
 SRC = Path(torchx.__file__).parent
+#: the repository's ``packages/`` (this file is ``packages/torchx-core/tests/test_layering.py``)
+PACKAGES = Path(__file__).resolve().parents[2]
 
 LAYERS: dict[str, int] = {
     "torchx": 1,
@@ -46,8 +54,8 @@ ALLOWED_UPWARD: dict[tuple[str, str], str] = {
 }
 
 
-def _module_name(path: Path) -> str:
-    rel = path.relative_to(SRC.parent).with_suffix("")
+def _module_name(path: Path, package: Path = SRC) -> str:
+    rel = path.relative_to(package.parent).with_suffix("")
     name = ".".join(rel.parts)
     return name.removesuffix(".__init__")
 
@@ -65,10 +73,11 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def _imports(tree: ast.AST, modules: set[str]) -> set[str]:
-    """The torchx modules a module imports at run time (``from pkg import submodule`` counts
-    the submodule)."""
+def _imports(tree: ast.AST, modules: set[str], name: str = "", is_package: bool = False) -> set[str]:
+    """Which of ``modules`` the module ``name`` imports at run time (``from pkg import submodule``
+    counts the submodule; relative imports are resolved against ``name``)."""
     found: set[str] = set()
+    here = name.split(".") if is_package else name.split(".")[:-1]
 
     def visit(node: ast.AST) -> None:
         if isinstance(node, ast.If) and _is_type_checking(node):
@@ -76,9 +85,10 @@ def _imports(tree: ast.AST, modules: set[str]) -> set[str]:
                 visit(child)
             return
         if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name.split(".")[0] == "torchx")
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "torchx":
-            module = str(node.module)
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = here[: len(here) - node.level + 1] if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])])
             found.add(module)
             found.update(f"{module}.{a.name}" for a in node.names if f"{module}.{a.name}" in modules)
         for child in ast.iter_child_nodes(node):
@@ -88,10 +98,14 @@ def _imports(tree: ast.AST, modules: set[str]) -> set[str]:
     return {m for m in found if m in modules}
 
 
-def _graph() -> dict[str, set[str]]:
-    files = {_module_name(p): p for p in SRC.rglob("*.py")}
+def _graph(package: Path = SRC) -> dict[str, set[str]]:
+    """Module -> the modules of the same import package it imports at run time."""
+    files = {_module_name(p, package): p for p in package.rglob("*.py")}
     modules = set(files)
-    return {name: _imports(ast.parse(path.read_text()), modules) - {name} for name, path in files.items()}
+    return {
+        name: _imports(ast.parse(path.read_text()), modules, name, path.name == "__init__.py") - {name}
+        for name, path in files.items()
+    }
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -144,12 +158,96 @@ def test_no_module_imports_a_higher_layer() -> None:
     assert not upward, "\n".join(upward)
 
 
-def test_no_import_cycles() -> None:
-    graph = _graph()
+def _import_packages() -> list[Path]:
+    """The import package of every distribution under ``packages/`` (``torchx`` included)."""
+    found = sorted(p for src in PACKAGES.glob("*/src") for p in src.iterdir() if (p / "__init__.py").is_file())
+    assert SRC.name in {p.name for p in found}, f"no distributions found under {PACKAGES}"
+    return found
+
+
+@pytest.mark.parametrize("package", _import_packages(), ids=lambda p: p.name)
+def test_no_import_cycles(package: Path) -> None:
+    graph = _graph(package)
     # importing a package's submodule runs the package first: that edge is no cycle of ours
     graph = {m: {t for t in targets if t not in _ancestors(m)} for m, targets in graph.items()}
     cycles = _cycles(graph)
     assert not cycles, "\n".join(" <-> ".join(c) for c in cycles)
+
+
+#: torchx-sched-local's layers, lowest first (a module not named here is of the scheduler's layer,
+#: 5). Layers 0-3 are the supervisor's side: it runs as ``python -I -S`` (no site-packages), so
+#: they import only the standard library at module level. The supervisor starts its watchdog
+#: before its first replica, so the watchdog sits below it.
+LOCAL_LAYERS: dict[str, int] = {
+    # 0 processes: finding, signalling and waiting for a job's processes in /proc
+    "torchx_sched_local.sessions": 0,
+    "torchx_sched_local.orphans": 0,
+    # 1 the job directory: its files, journal, logs, the outcome socket, the supervisor's command line
+    "torchx_sched_local.journal": 1,
+    "torchx_sched_local.store": 1,
+    "torchx_sched_local.logfiles": 1,
+    "torchx_sched_local.outcome": 1,
+    "torchx_sched_local.entry": 1,
+    # 2 the watchdog (its shell handle and the Python watchdog that ends an orphaned job)
+    "torchx_sched_local.watchdog": 2,
+    # 3 the supervisor, its re-exec handover, its recovery and its entry script
+    "torchx_sched_local.handover": 3,
+    "torchx_sched_local.recovering": 3,
+    "torchx_sched_local.supervisor": 3,
+    "torchx_sched_local._supervise": 3,
+    # 4 starting a supervisor from the launcher (a fork running the supervisor, or a spawn)
+    "torchx_sched_local.launch": 4,
+}
+LOCAL = PACKAGES / "torchx-sched-local" / "src" / "torchx_sched_local"
+
+
+def _local_layer(module: str) -> int:
+    return LOCAL_LAYERS.get(module, 0 if module == LOCAL.name else 5)
+
+
+def test_local_scheduler_layers() -> None:
+    upward = [
+        f"{m} (layer {_local_layer(m)}) imports {t} (layer {_local_layer(t)})"
+        for m, targets in sorted(_graph(LOCAL).items())
+        for t in sorted(targets)
+        if _local_layer(t) > _local_layer(m)
+    ]
+    assert not upward, "\n".join(upward)
+
+
+def _top_level_imports(tree: ast.Module) -> set[str]:
+    """Top-level names of what a module imports when it is imported (not inside a function,
+    not under ``if TYPE_CHECKING:``)."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            children: list[ast.AST] = list(node.orelse)
+        else:
+            children = list(ast.iter_child_nodes(node))
+        if isinstance(node, ast.Import):
+            found.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            found.add(str(node.module).split(".")[0])
+        for child in children:
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def test_the_supervisor_side_imports_only_the_standard_library() -> None:
+    modules = {_module_name(p, LOCAL): p for p in LOCAL.rglob("*.py")}
+    strays = {
+        name: sorted(found - set(sys.stdlib_module_names) - {LOCAL.name, "__future__"})
+        for name, path in modules.items()
+        if _local_layer(name) <= 3
+        for found in [_top_level_imports(ast.parse(path.read_text()))]
+    }
+    assert {n: s for n, s in strays.items() if s} == {}
+    assert "torchx_sched_local.supervisor" in strays and "torchx_sched_local.sessions" in strays
 
 
 def test_the_checker_sees_a_cycle_and_an_upward_import() -> None:

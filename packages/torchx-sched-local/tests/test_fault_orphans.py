@@ -17,8 +17,8 @@ from torchx.specs import AppState
 from torchx.testing import children, cmdline, command_app, eventually
 from torchx_sched_local import local_scheduler, store
 from torchx_sched_local.local_scheduler import LocalScheduler
+from torchx_sched_local.orphans import survivors
 from torchx_sched_local.sessions import alive
-from torchx_sched_local.supervisor import live_replica_pids
 
 # the replica (sh) and two descendants in its process group
 TREE = "sleep 300 & sleep 301 & echo up; wait"
@@ -36,7 +36,7 @@ def _started(sched: LocalScheduler, replicas: int = 2, grace: float = 5.0) -> tu
         )
     )
     st = sched.store.state(app_id) or {}
-    assert len(live_replica_pids(st)) == 3 * replicas
+    assert len(survivors(st, None)) == 3 * replicas
     eventually(lambda: len(children(st["pid"])) == replicas + 1)  # and the watchdog
     return app_id, st
 
@@ -45,7 +45,7 @@ def test_sigkill_of_the_supervisor_kills_every_replica_and_says_why(sched: Local
     app_id, st = _started(sched)
     os.kill(st["pid"], signal.SIGKILL)
     eventually(lambda: _recorded_state(sched, app_id) == "FAILED")  # by the watchdog
-    assert live_replica_pids(st) == []  # the replicas and their children are gone
+    assert survivors(st, None) == []  # the replicas and their children are gone
     desc = sched.describe(app_id)
     assert desc is not None
     assert desc.state == AppState.FAILED
@@ -64,7 +64,7 @@ def test_supervisor_and_watchdog_killed_status_names_the_pids_and_cancel_stops_t
     os.kill(watchdog, signal.SIGKILL)
     os.kill(st["pid"], signal.SIGKILL)
     eventually(lambda: not store.lock_is_held(sched.store.job_dir(app_id)))
-    live = live_replica_pids(st)
+    live = survivors(st, None)
     assert len(live) == 6
     desc = sched.describe(app_id)
     assert desc is not None
@@ -72,7 +72,7 @@ def test_supervisor_and_watchdog_killed_status_names_the_pids_and_cancel_stops_t
     assert "died before the job ended" in desc.msg, desc.msg
     assert all(str(pid) in desc.msg for pid in live), desc.msg
     sched.cancel(app_id)
-    assert live_replica_pids(st) == []
+    assert survivors(st, None) == []
     desc = sched.describe(app_id)
     assert desc is not None
     assert desc.state == AppState.FAILED
@@ -89,7 +89,7 @@ def test_cancel_of_a_stuck_supervisor_reads_cancelled(sched: LocalScheduler, mon
     app_id, st = _started(sched, grace=0.0)
     os.kill(st["pid"], signal.SIGSTOP)
     sched.cancel(app_id)
-    assert live_replica_pids(st) == []
+    assert survivors(st, None) == []
     desc = sched.describe(app_id)
     assert desc is not None
     assert desc.state == AppState.CANCELLED
@@ -128,7 +128,7 @@ def test_a_supervisor_crashing_before_its_watchdog_stops_what_it_started(sched: 
     assert desc is not None and desc.state == AppState.FAILED, desc
     assert "the job's supervisor failed" in desc.msg and "its replicas were killed" in desc.msg, desc.msg
     st = sched.store.state(app_id) or {}
-    assert live_replica_pids(st) == []
+    assert survivors(st, None) == []
     pid0 = (st.get("replicas") or [{}])[0].get("pid")
     assert pid0 is None or not alive(pid0)
 

@@ -16,13 +16,13 @@ from torchx.specs import AppState
 from torchx.testing import alive, command_app, eventually, run_python
 from torchx_sched_local import store
 from torchx_sched_local.local_scheduler import LocalScheduler
-from torchx_sched_local.supervisor import group_alive
+from torchx_sched_local.sessions import group_alive
 
 LAUNCH = """
 import sys, time
 from torchx import specs
 from torchx_sched_local.local_scheduler import LocalScheduler
-from torchx_sched_local.supervisor import group_alive
+from torchx_sched_local.sessions import group_alive
 sched = LocalScheduler("launcher")
 role = specs.Role("r", image="/tmp", entrypoint="sh", args=["-c", sys.argv[1]])
 print(sched.submit(specs.AppDef("bg", [role]), {}), flush=True)
@@ -315,7 +315,7 @@ CONCURRENT = """
 import sys
 from torchx import specs
 from torchx_sched_local.local_scheduler import LocalScheduler
-from torchx_sched_local.supervisor import group_alive
+from torchx_sched_local.sessions import group_alive
 sched = LocalScheduler("c")
 ids = [sched.submit(specs.AppDef("c", [specs.Role("r", image="/tmp", entrypoint="/bin/true")]), {}) for _ in range(int(sys.argv[1]))]
 print("\\n".join(ids))

@@ -27,10 +27,8 @@ import os
 import signal
 import sys
 
-#: the fd on which the supervisor receives the job's (held) lock
-LOCK_FD = 3
-SUPERVISOR_LOG = "supervisor.log"
-_ENTRY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_supervise.py")
+from torchx_sched_local.entry import LOCK_FD, SUPERVISOR_LOG, supervisor_argv
+
 _DEFAULT_SIGNALS = frozenset(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}
 _children: set[int] = set()
 
@@ -44,12 +42,6 @@ def reap_children() -> None:
             done = pid
         if done:
             _children.discard(pid)
-
-
-def supervisor_argv(job_dir: str, role: str = "") -> list[str]:
-    """The supervisor's command line: the interpreter, its entry script and the job directory
-    (``role="--watchdog"``: its watchdog's)."""
-    return [sys.executable, "-I", "-S", _ENTRY, *([role] if role else []), job_dir]
 
 
 def _thread_count() -> int:

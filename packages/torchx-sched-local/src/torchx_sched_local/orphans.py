@@ -13,8 +13,7 @@ from __future__ import annotations
 import os
 import signal
 
-from torchx_sched_local.sessions import kill_all, scan, wait_gone
-from torchx_sched_local.supervisor import proc_start_time, wait_groups_gone
+from torchx_sched_local.sessions import kill_all, scan, start_time, wait_gone, wait_groups_gone
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -39,7 +38,7 @@ def kill(st: dict[str, Any], log_root: str | None, timeout: float = 5.0) -> tupl
     groups = []
     for rs in st.get("replicas") or []:
         pid, started = rs.get("pid"), rs.get("start_time")
-        if pid and started is not None and proc_start_time(pid) == started:
+        if pid and started is not None and start_time(pid) == started:
             try:
                 os.killpg(pid, signal.SIGKILL)
                 groups.append(pid)

@@ -129,6 +129,35 @@ def wait_gone(pids: Iterable[int], timeout: float) -> list[int]:
     return pending
 
 
+def group_alive(pgid: int) -> bool:
+    """True while process group ``pgid`` has a member that is not a zombie (Linux: checked in /proc)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return False  # no /proc: the members were signalled, assume they are going
+    for entry in entries:
+        if entry.isdigit():
+            fields = _stat(entry)
+            if fields is not None and int(fields[2]) == pgid and fields[0] != b"Z":
+                return True
+    return False
+
+
+def wait_groups_gone(pgids: list[int], timeout: float) -> None:
+    """Waits (up to ``timeout`` s) until the killed process groups ``pgids`` have no live member."""
+    deadline = time.monotonic() + timeout
+    pending = [p for p in pgids if group_alive(p)]
+    while pending and time.monotonic() < deadline:
+        time.sleep(0.005)
+        pending = [p for p in pending if group_alive(p)]
+
+
 def kill_sessions(sessions: Mapping[int, int], timeout: float = 2.0) -> None:
     """SIGKILLs every member of ``sessions`` (see :func:`scan`) and waits until they are gone."""
     for _ in range(3):  # a member may fork while it is being killed: look again

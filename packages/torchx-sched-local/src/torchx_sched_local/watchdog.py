@@ -23,6 +23,7 @@ import signal
 import time
 
 from torchx_sched_local import store
+from torchx_sched_local.entry import supervisor_argv
 
 _FINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
 
@@ -54,8 +55,6 @@ class Watchdog:
 
     def start(self) -> None:
         """Starts the watchdog (see the module). If it cannot be started the job runs on unguarded."""
-        from torchx_sched_local.launch import supervisor_argv
-
         read_fd, self.fd = os.pipe()
         python = supervisor_argv(self._job_dir, "--watchdog")
         python.insert(-1, str(os.getpid()))  # the supervisor's pid, for the reason if it dies unrecorded
@@ -101,7 +100,7 @@ def _act(supervisor: int, job_dir: str, cancelling: bool) -> None:
         st = {}
     if st.get("state") in _FINAL:  # ended (or crashed and said so) before the pipe closed
         return
-    from torchx_sched_local import orphans
+    from torchx_sched_local import orphans  # here: only an acting watchdog needs it, not the supervisor
 
     try:
         log_root = (store.read_json(os.path.join(job_dir, store.APP_FILE)) or {}).get("log_root")
