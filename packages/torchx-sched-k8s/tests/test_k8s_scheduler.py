@@ -156,32 +156,59 @@ def test_dry_run_of_a_thousand_replicas_is_fast() -> None:
     assert best_yaml < 0.3, best_yaml
 
 
-def test_dict_bodies_go_through_the_client_api_methods_unchanged() -> None:
+def test_dict_bodies_reach_the_server_unchanged() -> None:
+    """The objects of a dry run arrive at an HTTP server as the request built them, at the
+    resource paths of their kinds, a patch as a merge patch with the kubeconfig's token."""
+    import http.server
+    import threading
+
     from kubernetes import client
     from torchx_sched_k8s.kubeapi import KubeApi
 
-    api_client = client.ApiClient(client.Configuration(host="https://example.invalid"))
-    sent: list[Any] = []
+    sent: list[tuple[str, str, str, Any]] = []
 
-    class Sent(Exception):
-        pass
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            sent.append((self.command, self.path, self.headers.get("Content-Type", ""), json.loads(body or b"null")))
+            assert self.headers["authorization"] == "Bearer t0ken"
+            self.send_response(201)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
 
-    def call_api(method: str, url: str, header_params: Any = None, body: Any = None, *rest: Any, **kw: Any) -> Any:
-        sent.append((method, url, header_params, body))
-        raise Sent
+        do_POST = do_PATCH = _answer
 
-    api_client.call_api = call_api  # type: ignore[method-assign]
-    kube = KubeApi(api_client)
-    a = app(mounts=specs.parse_mounts(["type=device,src=/dev/fuse"]))
-    req = create_scheduler("t").submit_dryrun(a, {"mode": "jobs"}).request
-    for obj in req.objects:
-        with pytest.raises(Sent):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever)
+    thread.start()
+    cfg = client.Configuration(host=f"http://127.0.0.1:{server.server_address[1]}", api_key={"authorization": "t0ken"})
+    cfg.api_key_prefix = {"authorization": "Bearer"}
+    kube = KubeApi(client.ApiClient(cfg))
+    try:
+        a = app(mounts=specs.parse_mounts(["type=device,src=/dev/fuse"]))
+        req = create_scheduler("t").submit_dryrun(a, {"mode": "jobs", "namespace": "ns1"}).request
+        for obj in req.objects:
             kube.create(obj)
-    assert [s[1].rsplit("/", 1)[1] for s in sent] == ["services", "jobs", "jobs"]
-    assert [json.loads(json.dumps(s[3])) for s in sent] == req.objects
-    with pytest.raises(Sent):
-        kube.patch_job("ns", "j", {"spec": {"parallelism": 0}})
-    assert sent[-1][2]["Content-Type"] == "application/merge-patch+json"
+        kube.create(req.objects[1], dry_run=True)
+        kube.patch_job("ns1", "j", {"spec": {"parallelism": 0}})
+    finally:
+        kube.close()
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert [s[1] for s in sent] == [
+        "/api/v1/namespaces/ns1/services",
+        "/apis/batch/v1/namespaces/ns1/jobs",
+        "/apis/batch/v1/namespaces/ns1/jobs",
+        "/apis/batch/v1/namespaces/ns1/jobs?dryRun=All",
+        "/apis/batch/v1/namespaces/ns1/jobs/j",
+    ]
+    assert [s[3] for s in sent[:3]] == json.loads(json.dumps(req.objects))
+    assert sent[-1][:1] == ("PATCH",) and sent[-1][2] == "application/merge-patch+json"
 
 
 def test_unreachable_server_is_one_clear_line() -> None:

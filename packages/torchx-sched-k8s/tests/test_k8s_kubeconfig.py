@@ -1,0 +1,213 @@
+"""torchx's own kubeconfig reading (:mod:`torchx_sched_k8s.kubeconfig`) against the ``kubernetes``
+client's ``load_kube_config``, which it replaces on the common paths: for each kind of
+kubeconfig both must find the same server, send the same credentials and trust the same CA;
+and live, torchx's transport and the client get the same answers from the real API server."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import ssl
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from torchx_sched_k8s import kubeconfig
+from torchx_sched_k8s.kubeconfig import KubeConfigError, load_endpoint
+from torchx_sched_k8s.rest import RestClient, path
+
+kubernetes = pytest.importorskip("kubernetes")
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A self-signed CA and a client certificate/key made with the openssl CLI."""
+    d = tmp_path_factory.mktemp("pki")
+    for name in ("ca", "client"):
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", f"/CN=torchx-{name}",
+             "-keyout", str(d / f"{name}.key"), "-out", str(d / f"{name}.crt")],
+            check=True,
+            capture_output=True,
+        )  # fmt: skip
+    return {"ca": d / "ca.crt", "cert": d / "client.crt", "key": d / "client.key"}
+
+
+def _write(p: Path, cluster: dict[str, Any], user: dict[str, Any], current: str | None = "ctx") -> Path:
+    config: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": cluster}],
+        "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u"}}],
+    }
+    if current:
+        config["current-context"] = current
+    p.write_text(yaml.safe_dump(config))
+    return p
+
+
+def _library(kubeconfig_paths: str) -> Any:
+    cfg = kubernetes.client.Configuration()
+    kubernetes.config.load_kube_config(config_file=kubeconfig_paths, client_configuration=cfg)
+    return cfg
+
+
+def _library_auth(cfg: Any) -> dict[str, str]:
+    return {a["key"]: a["value"] for a in cfg.auth_settings().values() if a.get("value")}
+
+
+def _b64(p: Path) -> str:
+    return base64.b64encode(p.read_bytes()).decode()
+
+
+def _ca_names(ctx: ssl.SSLContext | None) -> set[str]:
+    assert ctx is not None
+    return {dict(x[0] for x in c["subject"])["commonName"] for c in ctx.get_ca_certs()}
+
+
+@pytest.mark.parametrize(
+    "user",
+    [
+        {"token": "abc.def"},
+        {"username": "ann", "password": "s3cret:x"},
+        {},
+    ],
+    ids=["token", "basic", "anonymous"],
+)
+def test_server_and_credentials_match_the_client_library(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pki: dict[str, Path], user: dict[str, Any]
+) -> None:
+    p = _write(
+        tmp_path / "config", {"server": "https://10.1.2.3:6443/", "certificate-authority-data": _b64(pki["ca"])}, user
+    )
+    monkeypatch.setenv("KUBECONFIG", str(p))
+    ours, theirs = load_endpoint(), _library(str(p))
+    assert ours.host == theirs.host == "https://10.1.2.3:6443"
+    assert dict(ours.headers()) == _library_auth(theirs)
+    assert _ca_names(ours.ssl_context) == {"torchx-ca"}
+    assert Path(theirs.ssl_ca_cert).read_bytes() == pki["ca"].read_bytes()
+
+
+def test_relative_token_file_and_ca_file_are_read_from_the_kubeconfig_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pki: dict[str, Path]
+) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "token").write_text("from-a-file\n")
+    (tmp_path / "sub" / "ca.crt").write_bytes(pki["ca"].read_bytes())
+    p = _write(
+        tmp_path / "sub" / "config",
+        {"server": "https://k:1", "certificate-authority": "ca.crt", "tls-server-name": "kube.local"},
+        {"tokenFile": "token"},
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KUBECONFIG", str(p))
+    ours, theirs = load_endpoint(), _library(str(p))
+    assert dict(ours.headers()) == {"authorization": "Bearer from-a-file"}
+    # the library keeps the file's newline, which http.client then refuses in a header: we strip it
+    assert _library_auth(theirs) == {"authorization": "Bearer from-a-file\n"}
+    assert ours.server_hostname == theirs.tls_server_name == "kube.local"
+    assert _ca_names(ours.ssl_context) == {"torchx-ca"}
+
+
+def test_client_certificate_data_is_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pki: dict[str, Path]
+) -> None:
+    user = {"client-certificate-data": _b64(pki["cert"]), "client-key-data": _b64(pki["key"])}
+    p = _write(tmp_path / "config", {"server": "https://k:1", "certificate-authority-data": _b64(pki["ca"])}, user)
+    monkeypatch.setenv("KUBECONFIG", str(p))
+    before = set(os.listdir(os.environ.get("TMPDIR", "/tmp")))
+    ours, theirs = load_endpoint(), _library(str(p))
+    assert Path(theirs.cert_file).read_bytes() == pki["cert"].read_bytes()
+    assert ours.ssl_context is not None  # load_cert_chain took the pair (a bad pair raises)
+    leftover = {n for n in set(os.listdir(os.environ.get("TMPDIR", "/tmp"))) - before if n.startswith("torchx-kube-")}
+    assert not leftover, f"decoded key material left on disk: {leftover}"
+
+
+def test_a_broken_client_key_is_one_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pki: dict[str, Path]
+) -> None:
+    user = {"client-certificate-data": _b64(pki["cert"]), "client-key-data": _b64(pki["ca"])}  # not its key
+    p = _write(tmp_path / "config", {"server": "https://k:1", "certificate-authority-data": _b64(pki["ca"])}, user)
+    monkeypatch.setenv("KUBECONFIG", str(p))
+    with pytest.raises(KubeConfigError, match="client certificate"):
+        load_endpoint()
+
+
+def test_merged_kubeconfigs_follow_the_library_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = _write(tmp_path / "a", {"server": "http://first:1"}, {"token": "one"}, current=None)
+    second = _write(tmp_path / "b", {"server": "http://second:2"}, {"token": "two"}, current="ctx")
+    paths = os.pathsep.join([str(first), str(tmp_path / "missing"), str(second)])
+    monkeypatch.setenv("KUBECONFIG", paths)
+    ours, theirs = load_endpoint(), _library(paths)
+    assert ours.host == theirs.host == "http://first:1"  # the first file naming the cluster wins
+    assert dict(ours.headers()) == _library_auth(theirs) == {"authorization": "Bearer one"}
+    assert ours.ssl_context is None
+
+
+def test_missing_and_broken_kubeconfigs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "nope"))
+    with pytest.raises(KubeConfigError, match="no kubeconfig at"):
+        load_endpoint()
+    p = _write(tmp_path / "config", {"server": "http://k:1"}, {}, current=None)
+    monkeypatch.setenv("KUBECONFIG", str(p))
+    with pytest.raises(KubeConfigError, match="no current-context"):
+        load_endpoint()
+    p.write_text("clusters: [")
+    with pytest.raises(KubeConfigError, match="cannot read kubeconfig"):
+        load_endpoint()
+
+
+def test_exec_credentials_are_left_to_the_client_library(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    credential = {"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential",
+                  "status": {"token": "from-exec"}}  # fmt: skip
+    user = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1",
+            "command": sys.executable,
+            "args": ["-c", f"print({json.dumps(json.dumps(credential))})"],
+        }
+    }
+    p = _write(tmp_path / "config", {"server": "http://k:1"}, user)
+    monkeypatch.setenv("KUBECONFIG", str(p))
+    assert dict(load_endpoint().headers()) == {"authorization": "Bearer from-exec"}
+
+
+def test_in_cluster_service_account(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pki: dict[str, Path]) -> None:
+    (tmp_path / "ca.crt").write_bytes(pki["ca"].read_bytes())
+    (tmp_path / "token").write_text("sa-token")
+    monkeypatch.setattr(kubeconfig, "SERVICE_ACCOUNT_DIR", str(tmp_path))
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "fd00::1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    endpoint = load_endpoint()
+    assert endpoint.host == "https://[fd00::1]:443"
+    assert dict(endpoint.headers()) == {"authorization": "Bearer sa-token"}
+    assert _ca_names(endpoint.ssl_context) == {"torchx-ca"}
+
+
+def test_path_segments_are_encoded() -> None:
+    assert path("api", "v1", "namespaces", "a/b", "pods") == "/api/v1/namespaces/a%2Fb/pods"
+
+
+@pytest.mark.k8s
+def test_the_transport_gets_what_the_client_library_gets(k8s_cluster: Any) -> None:
+    """Live: the same answers from the real API server through both."""
+    api = kubernetes.config.new_client_from_config(k8s_cluster.kubeconfig)
+    rest = RestClient(load_endpoint())
+    try:
+        theirs = kubernetes.client.VersionApi(api).get_code(_preload_content=False)
+        assert rest.json("GET", "/version") == json.loads(theirs.data)
+        pods = kubernetes.client.CoreV1Api(api).list_namespaced_pod("kube-system", _preload_content=False)
+        ours = rest.json("GET", path("api", "v1", "namespaces", "kube-system", "pods"))
+        assert [p["metadata"]["uid"] for p in ours["items"]] == [
+            p["metadata"]["uid"] for p in json.loads(pods.data)["items"]
+        ]
+    finally:
+        rest.close()
+        api.close()
