@@ -3,6 +3,9 @@ SIGKILLed three times resumes from its checkpoint and finishes; a lost superviso
 app errors use max_restarts; recover_on_exit_codes; cancel; a SIGKILLed driver is resumed by the
 next look; notify; ``torchx sweep -s managed``; bad input; the Runner API and ``.torchxconfig``.
 
+Every job passes ``controller=local``: these test the local driver (a job whose one target is
+local_cwd otherwise recovers in its supervisor: test_managed_native_local_live.py).
+
 Needs torchx-sched-local (the e2e session installs every package)."""
 
 from __future__ import annotations
@@ -68,7 +71,7 @@ def attempts(handle: str) -> list[tuple[str | None, str | None, int | None]]:
 
 
 def test_counter_sigkilled_three_times_resumes_and_finishes(runner: Runner) -> None:
-    handle = runner.run(counter(40, 0.05), "managed", {"targets": ["local_cwd"]})
+    handle = runner.run(counter(40, 0.05), "managed", {"targets": ["local_cwd"], "controller": "local"})
     assert handle.startswith("managed://mtest/counter-")
     for k in range(3):
         pid = pid_of(handle, k)
@@ -90,7 +93,9 @@ def test_counter_sigkilled_three_times_resumes_and_finishes(runner: Runner) -> N
 
 
 def test_lost_supervisor_is_recovered_with_max_restarts_0(runner: Runner, tmp_path: Path) -> None:
-    handle = runner.run(counter(30, 0.05), "managed", {"targets": ["local_cwd"], "max_restarts": 0})
+    handle = runner.run(
+        counter(30, 0.05), "managed", {"targets": ["local_cwd"], "controller": "local", "max_restarts": 0}
+    )
     replica = pid_of(handle, 0)
     eventually(lambda: len(steps(handle)) >= 3, timeout=30)
     first = journal(handle).attempts[0].handle
@@ -109,7 +114,7 @@ def test_lost_supervisor_is_recovered_with_max_restarts_0(runner: Runner, tmp_pa
 def test_exit_1_with_max_restarts_2_is_three_attempts_and_failed(isolated: Path) -> None:
     pytest.importorskip("torchx_components", reason="needs torchx-components (utils.sh)")
     run = run_cli(
-        "run", "-s", "managed", "-cfg", "targets=local_cwd,max_restarts=2",
+        "run", "-s", "managed", "-cfg", "targets=local_cwd,controller=local,max_restarts=2",
         "utils.sh", "--", "sh", "-c", "echo attempt $TORCHX_ATTEMPT; exit 1",
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
@@ -133,7 +138,13 @@ def test_exit_1_with_max_restarts_2_is_three_attempts_and_failed(isolated: Path)
 
 def test_recover_on_exit_codes_restart_uncounted(runner: Runner) -> None:
     # the values a Python caller writes: ints for exit codes, a number of seconds for a duration
-    cfg = {"targets": ["local_cwd"], "max_restarts": 0, "recover_on_exit_codes": [33], "pending_timeout": 15}
+    cfg = {
+        "targets": ["local_cwd"],
+        "controller": "local",
+        "max_restarts": 0,
+        "recover_on_exit_codes": [33],
+        "pending_timeout": 15,
+    }
     handle = runner.run(counter(3, 0.01, "33,33,33,0"), "managed", cfg)
     status = runner.wait(handle, wait_interval=0.1, timeout=60)
     assert status is not None and status.state == AppState.SUCCEEDED, attempts(handle)
@@ -141,7 +152,9 @@ def test_recover_on_exit_codes_restart_uncounted(runner: Runner) -> None:
 
 
 def test_cancel_stops_the_attempt_and_ends_cancelled(runner: Runner) -> None:
-    handle = runner.run(counter(10_000, 0.05), "managed", {"targets": ["local_cwd"], "max_restarts": 5})
+    handle = runner.run(
+        counter(10_000, 0.05), "managed", {"targets": ["local_cwd"], "controller": "local", "max_restarts": 5}
+    )
     pid = pid_of(handle, 0)
     eventually(lambda: len(steps(handle)) >= 2, timeout=30)
     runner.cancel(handle)
@@ -159,7 +172,7 @@ def test_cancel_stops_the_attempt_and_ends_cancelled(runner: Runner) -> None:
 def test_driver_sigkilled_mid_run_is_resumed_by_the_next_look(runner: Runner) -> None:
     script = 'while [ ! -e "$TORCHX_CHECKPOINT_DIR/go" ]; do sleep 0.02; done; [ "$TORCHX_ATTEMPT" = 1 ]'
     app = command_app("sh", "-c", script, name="waiter")
-    handle = runner.run(app, "managed", {"targets": ["local_cwd"], "max_restarts": 1})
+    handle = runner.run(app, "managed", {"targets": ["local_cwd"], "controller": "local", "max_restarts": 1})
     store, job_id = ManagedStore(), parse_app_handle(handle).app_id
     eventually(lambda: (store.driver_pid(job_id) or 0) > 0, timeout=30)
     driver = store.driver_pid(job_id)
@@ -228,7 +241,16 @@ def test_sweep_over_managed(isolated: Path) -> None:
     pytest.importorskip("torchx_sweep", reason="needs torchx-sweep")
     pytest.importorskip("torchx_components", reason="needs torchx-components (utils.echo)")
     run = run_cli(
-        "sweep", "-s", "managed", "-cfg", "targets=local_cwd", "--param", "msg=a,b,c", "--wait", "--json", "utils.echo"
+        "sweep",
+        "-s",
+        "managed",
+        "-cfg",
+        "targets=local_cwd,controller=local",
+        "--param",
+        "msg=a,b,c",
+        "--wait",
+        "--json",
+        "utils.echo",
     )
     assert run.returncode == 0, run.stderr
     out = json.loads(run.stdout)
@@ -263,7 +285,9 @@ def test_bad_input_is_one_line_and_leaves_nothing(cfg: str, says: str, tmp_path:
 
 def test_runner_api_and_torchxconfig_section(runner: Runner, isolated: Path, tmp_path: Path) -> None:
     logs = tmp_path / "target-logs"
-    (isolated / ".torchxconfig").write_text(f"[managed]\ntargets = local_cwd\nmax_restarts = 1\nlog_dir = {logs}\n")
+    (isolated / ".torchxconfig").write_text(
+        f"[managed]\ntargets = local_cwd\ncontroller = local\nmax_restarts = 1\nlog_dir = {logs}\n"
+    )
     handle = runner.run(counter(2, 0.01, "1,0"), "managed")
     status = runner.wait(handle, wait_interval=0.1, timeout=60)
     assert status is not None and status.state == AppState.SUCCEEDED, attempts(handle)
@@ -278,7 +302,9 @@ def test_runner_api_and_torchxconfig_section(runner: Runner, isolated: Path, tmp
 
 
 def test_log_tail_follows_every_attempt_in_order_and_ends_with_the_job(runner: Runner) -> None:
-    handle = runner.run(counter(3, 0.2, "1,1,0"), "managed", {"targets": ["local_cwd"], "max_restarts": 2})
+    handle = runner.run(
+        counter(3, 0.2, "1,1,0"), "managed", {"targets": ["local_cwd"], "controller": "local", "max_restarts": 2}
+    )
     lines = [line.strip() for line in runner.log_lines(handle, "r", 0, should_tail=True)]
     status = runner.status(handle)
     assert status is not None and status.state == AppState.SUCCEEDED  # the tail ended with the job
@@ -296,7 +322,9 @@ def test_driver_killed_between_submitting_and_started_adopts_the_attempt(runner:
 
     script = 'while [ ! -e "$TORCHX_CHECKPOINT_DIR/go" ]; do sleep 0.02; done; [ "$TORCHX_ATTEMPT" = 1 ]'
     handle = runner.run(
-        command_app("sh", "-c", script, name="inflight"), "managed", {"targets": ["local_cwd"], "max_restarts": 1}
+        command_app("sh", "-c", script, name="inflight"),
+        "managed",
+        {"targets": ["local_cwd"], "controller": "local", "max_restarts": 1},
     )
     store, job_id = ManagedStore(), parse_app_handle(handle).app_id
     eventually(lambda: (store.driver_pid(job_id) or 0) > 0, timeout=30)
@@ -329,7 +357,9 @@ def test_cancel_while_a_submission_was_in_flight_submits_nothing(runner: Runner)
 
     script = 'while [ ! -e "$TORCHX_CHECKPOINT_DIR/go" ]; do sleep 0.02; done; exit 1'
     handle = runner.run(
-        command_app("sh", "-c", script, name="inflight"), "managed", {"targets": ["local_cwd"], "max_restarts": 1}
+        command_app("sh", "-c", script, name="inflight"),
+        "managed",
+        {"targets": ["local_cwd"], "controller": "local", "max_restarts": 1},
     )
     store, job_id = ManagedStore(), parse_app_handle(handle).app_id
     eventually(lambda: (store.driver_pid(job_id) or 0) > 0, timeout=30)
@@ -355,7 +385,7 @@ def test_cancel_while_a_submission_was_in_flight_submits_nothing(runner: Runner)
 def test_an_explicit_checkpoint_dir_is_created_like_the_default(runner: Runner, tmp_path: Path) -> None:
     given = tmp_path / "not" / "there" / "yet"
     app = command_app("sh", "-c", 'test -d "$TORCHX_CHECKPOINT_DIR"', name="ckpt")  # fails where it is missing
-    handle = runner.run(app, "managed", {"targets": ["local_cwd"], "checkpoint_dir": str(given)})
+    handle = runner.run(app, "managed", {"targets": ["local_cwd"], "controller": "local", "checkpoint_dir": str(given)})
     status = runner.wait(handle, wait_interval=0.1, timeout=60)
     assert status is not None and status.state == AppState.SUCCEEDED, attempts(handle)
     assert given.is_dir()
@@ -363,7 +393,7 @@ def test_an_explicit_checkpoint_dir_is_created_like_the_default(runner: Runner, 
 
 def test_a_crash_loop_backs_off_and_status_says_so(runner: Runner) -> None:
     app = command_app("sh", "-c", "exit 1", name="crash")
-    cfg = {"targets": ["local_cwd"], "max_restarts": 2, "restart_backoff": 2}
+    cfg = {"targets": ["local_cwd"], "controller": "local", "max_restarts": 2, "restart_backoff": 2}
     handle = runner.run(app, "managed", cfg)
     eventually(lambda: journal(handle).attempts[0].state is not None, timeout=30)
     status = runner.status(handle)
@@ -397,7 +427,7 @@ def test_delete_after_the_driver_was_sigkilled_is_final(runner: Runner, tmp_path
     app = command_app("sh", "-c", 'echo $$ > "$TORCHX_CHECKPOINT_DIR/pid"; exec sleep 600', name="deleted")
     jobs = []
     for _ in range(10):
-        handle = runner.run(app, "managed", {"targets": ["local_cwd"], "max_restarts": 3})
+        handle = runner.run(app, "managed", {"targets": ["local_cwd"], "controller": "local", "max_restarts": 3})
         jobs.append((handle, parse_app_handle(handle).app_id))
     for handle, job_id in jobs:
         pid_file = ckpt(handle) / "pid"
@@ -422,7 +452,9 @@ def test_an_app_sigkilled_under_utils_sh_is_a_recovery(runner: Runner) -> None:
     sh = pytest.importorskip("torchx_components.utils", reason="needs torchx-components (utils.sh)").sh
     script = 'echo $$ > "$TORCHX_CHECKPOINT_DIR/pid-$TORCHX_ATTEMPT"; [ "$TORCHX_ATTEMPT" = 1 ] || exec sleep 300'
     app = sh("sh", "-c", script)  # the wrapper's shell waits for this one, and exits 128+N when it is killed
-    handle = runner.run(app, "managed", {"targets": ["local_cwd"], "max_restarts": 0, "max_recoveries": 1})
+    handle = runner.run(
+        app, "managed", {"targets": ["local_cwd"], "controller": "local", "max_restarts": 0, "max_recoveries": 1}
+    )
     os.kill(pid_of(handle, 0), signal.SIGKILL)
     status = runner.wait(handle, wait_interval=0.1, timeout=60)
     assert status is not None and status.state == AppState.SUCCEEDED, attempts(handle)

@@ -104,14 +104,14 @@ def test_an_attempt_shows_as_managed_attempts_do() -> None:
     }
 
 
-def test_cli_controller_native_on_a_target_that_cannot_submits_nothing(tmp_path: Any) -> None:
+def test_cli_controller_native_on_a_job_that_needs_a_controller_submits_nothing(tmp_path: Any) -> None:
     pytest.importorskip("torchx_sched_local", reason="needs torchx-sched-local")
     pytest.importorskip("torchx_components", reason="needs torchx-components")
     code, out, err = run_cli(
-        "run", "-s", "managed", "-cfg", "targets=local_cwd,controller=native", "utils.echo",
+        "run", "-s", "managed", "-cfg", "targets=local_cwd,controller=native,notify=http://127.0.0.1:9/hook", "utils.echo",
         env={"TORCHX_MANAGED_STATE_DIR": str(tmp_path / "managed"), "XDG_STATE_HOME": str(tmp_path / "state")},
     )  # fmt: skip
     assert code != 0
-    assert "controller=native: scheduler 'local_cwd' cannot recover jobs by itself" in err
+    assert "controller=native: notify needs a controller" in err
     assert "Traceback" not in err and not out.strip()
     assert not (tmp_path / "managed").exists() or not any((tmp_path / "managed").iterdir())
