@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from torchx.runner import Runner
 
     from torchx_managed.driver import Driver
+    from torchx_managed.options import ManagedOptions
 
 logger: logging.Logger = logging.getLogger("torchx_managed.controller")
 
@@ -82,9 +83,14 @@ def running(root: str) -> bool:
     return lock_held(os.path.join(root, CONTROLLER_LOCK))
 
 
-def ensure(runner: Runner, scheduler: str, root: str) -> str:
+def ensure(runner: Runner, scheduler: str, root: str, opts: ManagedOptions) -> str:
     """The handle of a live controller job for ``root`` on ``scheduler``: the recorded one while
-    it is queued or running, else a new one, submitted here."""
+    it is queued or running, else a new one, submitted here (on ``kubernetes``: the journal's
+    Deployment, see :mod:`torchx_managed.k8s_controller`; ``opts``: the job's options)."""
+    if scheduler == "kubernetes":
+        from torchx_managed import k8s_controller
+
+        return k8s_controller.ensure(opts, root)
     handle = controller_handle(root)
     if handle is not None:
         try:
@@ -192,31 +198,107 @@ class Controller:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: ``python -m torchx_managed.controller ROOT``."""
+    """Entry point: ``python -m torchx_managed.controller ROOT [--lease NAMESPACE/NAME]``.
+
+    With ``--lease`` (the pod of a ``controller=kubernetes`` Deployment) it drives nothing before
+    it holds that Lease, waits for the journal's lock instead of exiting when another holds it,
+    stops (exit 1: Kubernetes starts it again, and it waits for the Lease) when it loses the
+    Lease, and when idle scales its own Deployment (named like the Lease) to 0 instead of ending.
+    """
     args = argv if argv is not None else sys.argv[1:]
-    if len(args) != 1:
-        print("usage: python -m torchx_managed.controller JOURNAL_DIR", file=sys.stderr)
+    if len(args) not in (1, 3) or (len(args) == 3 and (args[1] != "--lease" or "/" not in args[2])):
+        print("usage: python -m torchx_managed.controller JOURNAL_DIR [--lease NAMESPACE/NAME]", file=sys.stderr)
         return 2
     root = os.path.abspath(args[0])
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(threadName)s %(message)s")
+    identity = f"{os.environ.get('TORCHX_CONTROLLER_POD') or socket.gethostname()} {os.getpid()}"
+    stop = threading.Event()
+    controller = Controller(ManagedStore(root))
+    controller.label = f"controller {identity}".encode()
+
+    def stop_all(*_: object) -> None:
+        stop.set()
+        controller.request_stop()
+
+    signal.signal(signal.SIGTERM, stop_all)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    if len(args) == 1:
+        return _run(controller, root, identity, stop, wait=False)
+    from torchx_sched_k8s.errors import KubernetesError
+    from torchx_sched_k8s.kubeapi import KubeApi
+
+    from torchx_managed.k8s_controller import set_replicas
+    from torchx_managed.lease import Lease
+
+    namespace, name = args[2].split("/", 1)
+    api = KubeApi(timeout=5.0)
+    lease = Lease(api, namespace, name, identity.replace(" ", "_"))
+    lost = threading.Event()
+
+    def on_lost() -> None:  # stop before a contender may take the Lease (it waits its whole duration)
+        lost.set()
+        stop_all()
+        timer = threading.Timer(LOST_GRACE, os._exit, (1,))
+        timer.daemon = True
+        timer.start()
+
+    try:
+        if not lease.acquire(stop):
+            return 0
+        lease.keep(on_lost)
+        while True:
+            code = _run(controller, root, identity, stop, wait=True)
+            if code != 0 or stop.is_set():
+                return 1 if lost.is_set() else code
+            # idle: scale the Deployment to 0; a job that came meanwhile scales it back
+            try:
+                set_replicas(api, namespace, name, 0)
+                if not controller._scan():
+                    logger.info("scaled deployment %s/%s to 0", namespace, name)
+                    return 0
+                set_replicas(api, namespace, name, 1)
+            except KubernetesError as e:  # Kubernetes starts it again: it idles again
+                logger.warning("cannot scale deployment %s/%s: %s", namespace, name, e)
+                return 0
+    finally:
+        lease.release()
+        api.close()
+
+
+#: seconds a controller that lost its Lease gives its drivers to stop before it exits anyway
+LOST_GRACE = 3.0
+
+
+def _run(controller: Controller, root: str, identity: str, stop: threading.Event, wait: bool) -> int:
+    """Holds the journal's controller lock (``wait``: waits while another holds it, else exits
+    at once) and runs ``controller`` until stopped or idle."""
     try:
         fd = os.open(os.path.join(root, CONTROLLER_LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError as e:
         logger.error("cannot open the journal %s: %s", root, e)
         return 1
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        logger.info("another controller drives %s: exiting", root)
+        waited = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if not wait:
+                    logger.info("another controller drives %s: exiting", root)
+                    return 0
+                if not waited:
+                    logger.info("another controller holds %s's lock: waiting for it", root)
+                    waited = True
+                if stop.wait(1.0):
+                    return 0
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, identity.encode(), 0)
+        logger.info("controlling the managed jobs in %s", root)
+        controller.run()
         return 0
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{socket.gethostname()} {os.getpid()}".encode(), 0)
-    controller = Controller(ManagedStore(root))
-    signal.signal(signal.SIGTERM, lambda *_: controller.request_stop())
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    logger.info("controlling the managed jobs in %s", root)
-    controller.run()
-    return 0
+    finally:
+        os.close(fd)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ other ``-cfg`` keys among the targets that declare them."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -109,11 +110,37 @@ def run_opts() -> ManagedRunOpts:
         " directory); on storage other machines mount, they see the job; required with a controller"
         " that runs as a job",
     )
+    opts.add(
+        "controller_image",
+        str,
+        "controller=kubernetes: the image of the controller's pod, with Python, torchx-managed and the"
+        " targets' packages (required with controller=kubernetes)",
+    )
+    opts.add(
+        "controller_python",
+        str,
+        "controller=kubernetes: the Python the controller's pod runs (a virtualenv's python mounted"
+        " with controller_mounts, or the image's)",
+        default="python3",
+    )
+    opts.add(
+        "controller_mounts",
+        list[str],
+        "controller=kubernetes: what the controller's pod mounts: PATH (the node's directory, at the"
+        " same path) or CLAIM:PATH (a PersistentVolumeClaim at PATH); the journal must be under one"
+        " (default: the journal's directory from the node)",
+        default=[],
+    )
     return opts
 
 
 #: ``controller`` values: recover inside the target, or by a driver on the submitting machine
 CONTROLLERS = ("auto", "native", "local")
+#: the schedulers a controller runs on as a job (they run a Python of this machine's, or an image)
+CONTROLLER_SCHEDULERS = ("kubernetes", "local_cwd", "lsf", "slurm")
+#: the options of a controller that runs as a Kubernetes Deployment
+POD_OPTIONS = ("controller_image", "controller_python", "controller_mounts")
+_CLAIM = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
 
 def parse_duration(text: str) -> float:
@@ -147,6 +174,9 @@ class ManagedOptions:
         controller: ``auto``, ``native``, ``local`` (see :data:`CONTROLLERS`) or the scheduler
             a controller job runs on
         journal: the directory the job is kept in (None: this machine's state directory)
+        controller_image: the image of a ``controller=kubernetes`` pod
+        controller_python: the Python that pod runs
+        controller_mounts: what that pod mounts (:func:`controller_volume`; empty: the journal)
     """
 
     targets: list[str]
@@ -160,6 +190,9 @@ class ManagedOptions:
     target_cfgs: dict[str, dict[str, Any]] = field(default_factory=dict)
     controller: str = "auto"
     journal: str | None = None
+    controller_image: str | None = None
+    controller_python: str = "python3"
+    controller_mounts: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         """JSON-ready (stored in the job's spec)."""
@@ -256,6 +289,7 @@ def check(
     ckpt = cfg.get("checkpoint_dir") or None
     controller = _controller(cfg.get("controller"), installed)
     journal = _journal(cfg.get("journal"), controller)
+    pod = _pod_options(cfg, controller, journal)
     names = {name for name, _ in own}
     target_cfgs: dict[str, dict[str, Any]] = {t: {} for t in targets}
     unknown = []
@@ -279,6 +313,7 @@ def check(
         target_cfgs=target_cfgs,
         controller=controller,
         journal=journal,
+        **pod,
     )
     return options, unknown
 
@@ -286,18 +321,73 @@ def check(
 def _controller(value: CfgVal, installed: Mapping[str, Any]) -> str:
     """The checked ``controller`` option."""
     text = str(value or "auto").strip()
-    if text in CONTROLLERS or (text in installed and text != SCHEDULER):
+    if text in CONTROLLERS or (text in installed and text in CONTROLLER_SCHEDULERS):
         return text
-    known = ", ".join([*CONTROLLERS, *sorted(n for n in installed if n != SCHEDULER)])
+    known = ", ".join([*CONTROLLERS, *(n for n in CONTROLLER_SCHEDULERS if n in installed)])
+    if text in CONTROLLER_SCHEDULERS:
+        from torchx.util.distributions import SCHEDULER_DISTRIBUTIONS, pip_install
+
+        pkg = SCHEDULER_DISTRIBUTIONS.get(text)
+        hint = f" (`{pip_install(pkg)}`)" if pkg else ""
+        raise _bad(f"controller={text}: the scheduler {text} is not installed{hint}; or use {known}", "controller")
     raise _bad(
-        f"controller={text}: neither {', '.join(CONTROLLERS)} nor an installed scheduler (use {known})", "controller"
+        f"controller={text}: neither {', '.join(CONTROLLERS)} nor an installed scheduler a controller runs on"
+        f" ({', '.join(CONTROLLER_SCHEDULERS)}); use {known}",
+        "controller",
     )
+
+
+def controller_volume(entry: str) -> tuple[str | None, str]:
+    """``(claim, path)`` of a ``controller_mounts`` entry: ``PATH`` (the node's directory, claim
+    None) or ``CLAIM:PATH`` (a PersistentVolumeClaim).
+
+    Raises:
+        ValueError: neither
+    """
+    claim, sep, path = entry.partition(":")
+    if not sep:
+        claim, path = "", entry
+    if not os.path.isabs(path) or (sep and not _CLAIM.match(claim)):
+        raise ValueError(f"{entry!r} is neither an absolute PATH nor CLAIM:PATH (a PersistentVolumeClaim's name)")
+    return claim or None, os.path.normpath(path)
+
+
+def _pod_options(cfg: Mapping[str, CfgVal], controller: str, journal: str | None) -> dict[str, Any]:
+    """The checked options of a ``controller=kubernetes`` pod (:data:`POD_OPTIONS`)."""
+    image = str(cfg.get("controller_image") or "").strip()
+    python = str(cfg.get("controller_python") or "python3").strip()
+    mounts = [m for m in _as_list(cfg.get("controller_mounts")) if m]
+    if controller != "kubernetes":
+        given = [k for k in POD_OPTIONS if k != "controller_python" and cfg.get(k)]
+        if given or python != "python3":
+            raise _bad(
+                f"{(given or ['controller_python'])[0]} is an option of controller=kubernetes only", "controller"
+            )
+        return {}
+    if not image:
+        raise _bad(
+            "controller=kubernetes needs controller_image=IMAGE: an image with Python, torchx-managed and"
+            " the targets' packages (or a Python mounted with controller_mounts and named by controller_python)",
+            "controller_image",
+        )
+    assert journal is not None  # _journal requires it with a controller job
+    paths = []
+    for entry in mounts:
+        try:
+            paths.append(controller_volume(entry)[1])
+        except ValueError as e:
+            raise _bad(f"controller_mounts: {e}", "controller_mounts") from None
+    if mounts and not any(journal == p or journal.startswith(p.rstrip("/") + "/") for p in paths):
+        raise _bad(
+            f"journal={journal} is under none of controller_mounts ({';'.join(mounts)}): the controller's pod"
+            " would not see it; add its directory (or a claim mounted there)",
+            "controller_mounts",
+        )
+    return {"controller_image": image, "controller_python": python, "controller_mounts": mounts}
 
 
 def _journal(value: CfgVal, controller: str) -> str | None:
     """The checked ``journal`` option: an absolute directory this machine can write (made here)."""
-    import os
-
     text = str(value).strip() if value not in (None, "") else ""
     if not text:
         if controller not in CONTROLLERS:
@@ -307,6 +397,13 @@ def _journal(value: CfgVal, controller: str) -> str | None:
                 "journal",
             )
         return None
+    if "://" in text:
+        raise _bad(
+            f"journal={text}: a journal on a URL is not supported (an object store gives no lock to fence"
+            " two controllers with); give an absolute path on storage both sides mount (NFS, or a node path or"
+            " claim in controller_mounts)",
+            "journal",
+        )
     path = os.path.expanduser(text)
     if not os.path.isabs(path):
         raise _bad(f"journal={text}: give an absolute path (the controller's side resolves it too)", "journal")

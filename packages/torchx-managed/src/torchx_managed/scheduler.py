@@ -200,14 +200,16 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
                     },
                     sync=True,
                 )
+                cluster = _cluster_controller(spec)
+                if cluster is not None:  # first: a controller that cannot be started submits nothing
+                    opts = options.ManagedOptions.from_json(spec["options"])
+                    controller.ensure(self._runner, cluster, locate(job_id, self.store.root)[0], opts)
                 handle = self._runner.schedule(req.first)
             except BaseException:
                 shutil.rmtree(self.store.job_dir(job_id), ignore_errors=True)
                 raise
             self.store.append(job_id, {"ev": "started", "n": 0, "handle": handle, "t": time.time()}, sync=True)
-            cluster = _cluster_controller(spec)
-            if cluster is not None:  # the controller job takes the job's lock once this one lets go
-                controller.ensure(self._runner, cluster, locate(job_id, self.store.root)[0])
+            if cluster is not None:  # the controller takes the job's lock once this one lets go
                 return job_id
             try:
                 self.store.spawn(job_id, self._driver_argv(job_id, lock), cwd=spec["cwd"], lock_fd=lock)
@@ -234,7 +236,7 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
         cluster = _cluster_controller(state.spec)
         if cluster is not None:
             if self.store.driver_pid(job_id) is None:
-                controller.ensure(self._runner, cluster, locate(job_id, self.store.root)[0])
+                controller.ensure(self._runner, cluster, locate(job_id, self.store.root)[0], state.options)
         elif self.store.resume(job_id, self._driver_argv(job_id), False, state.spec.get("cwd")):
             logger.info("managed job %s: its driver had stopped; started it again", job_id)
         return state

@@ -1,0 +1,190 @@
+"""The managed controller as a Kubernetes Deployment (``-cfg controller=kubernetes``).
+
+One Deployment per journal (``replicas: 1``, ``strategy: Recreate``: Kubernetes starts a new pod
+when its pod dies or its node is lost), in the namespace of the ``kubernetes`` target
+(``-cfg namespace=``, else ``default``), with a ServiceAccount of its own and a Role that grants
+what the controller's drivers do there (Jobs, pods and their logs, Services, Volcano Jobs) and
+nothing else: reading and renewing its own Lease, and scaling its own Deployment to 0 when it has
+had nothing to drive for a while (:func:`set_replicas`); the next submission or look at an
+unfinished job scales it back to 1 (:func:`ensure`).
+
+Fencing is the Lease (:mod:`torchx_managed.lease`) first, then the journal's file locks: a pod
+drives nothing until it holds both.
+
+Reached through ``torchx_sched_k8s``'s :class:`~torchx_sched_k8s.kubeapi.KubeApi`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+import logging
+import os
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+from torchx.util.durable import write_atomic
+from torchx_sched_k8s.errors import KubernetesError
+from torchx_sched_k8s.kubeapi import KubeApi
+
+from torchx_managed.lease import lease_object
+from torchx_managed.options import ManagedOptions, controller_volume
+
+logger: logging.Logger = logging.getLogger("torchx_managed.k8s_controller")
+
+#: the label every controller object has, and the one naming its journal's controller
+APP_LABEL, NAME_LABEL = "app.kubernetes.io/name", "torchx.pytorch.org/managed-controller"
+APP = "torchx-managed-controller"
+#: what the controller's drivers do in the namespace (a kubernetes target's Jobs and pods)
+RULES: list[dict[str, Any]] = [
+    {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create", "get", "list", "patch", "delete", "deletecollection"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "delete", "deletecollection"]},
+    {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
+    {"apiGroups": [""], "resources": ["services"], "verbs": ["create", "get", "list", "delete"]},
+    {"apiGroups": ["batch.volcano.sh"], "resources": ["jobs"], "verbs": ["create", "get", "list", "patch", "delete"]},
+]  # fmt: skip
+
+
+def resource_name(root: str) -> str:
+    """The name of the Deployment, ServiceAccount, Role, RoleBinding and Lease of the controller
+    of journal ``root``."""
+    return "torchx-controller-" + hashlib.sha256(root.encode()).hexdigest()[:12]
+
+
+def namespace_of(opts: ManagedOptions) -> str:
+    """The namespace of the controller: the ``kubernetes`` target's, else ``default``."""
+    return str((opts.target_cfgs.get("kubernetes") or {}).get("namespace") or "default")
+
+
+def handle_of(namespace: str, name: str) -> str:
+    """What ``describe`` shows as the controller (``deployment NAMESPACE/NAME``)."""
+    return f"deployment {namespace}/{name}"
+
+
+def _loopback_api(api: KubeApi) -> tuple[str, int] | None:
+    """``(host, port)`` of the API server when it listens on a loopback address (a one-machine
+    cluster): a pod reaches it only on the node's network, at that address."""
+    parts = urlsplit(api.host)
+    host = parts.hostname or ""
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    return (host, parts.port or 443) if loopback else None
+
+
+def objects(opts: ManagedOptions, root: str, namespace: str, api: KubeApi) -> list[dict[str, Any]]:
+    """The controller's ServiceAccount, Role, RoleBinding, Lease and Deployment."""
+    name = resource_name(root)
+    meta = {"name": name, "namespace": namespace, "labels": {APP_LABEL: APP, NAME_LABEL: name}}
+    own_rules = [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": [name], "verbs": ["get", "update"]},
+        {"apiGroups": ["apps"], "resources": ["deployments"], "resourceNames": [name], "verbs": ["get", "patch"]},
+    ]  # fmt: skip
+    env: list[dict[str, Any]] = [
+        {"name": "PYTHONUNBUFFERED", "value": "1"},
+        {"name": "TORCHX_CONTROLLER_POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+    ]
+    pod: dict[str, Any] = {"serviceAccountName": name, "terminationGracePeriodSeconds": 30}
+    loopback = _loopback_api(api)
+    if loopback is not None:
+        pod.update(hostNetwork=True, dnsPolicy="ClusterFirstWithHostNet")
+        env += [
+            {"name": "KUBERNETES_SERVICE_HOST", "value": loopback[0]},
+            {"name": "KUBERNETES_SERVICE_PORT", "value": str(loopback[1])},
+        ]
+    mounts, volumes = [], []
+    for i, entry in enumerate(opts.controller_mounts or [root]):
+        claim, path = controller_volume(entry)
+        source: dict[str, Any] = (
+            {"persistentVolumeClaim": {"claimName": claim}}
+            if claim
+            else {"hostPath": {"path": path, "type": "Directory"}}
+        )
+        volumes.append({"name": f"mount-{i}", **source})
+        mounts.append({"name": f"mount-{i}", "mountPath": path})
+    pod["volumes"] = volumes
+    pod["containers"] = [
+        {
+            "name": "controller",
+            "image": opts.controller_image,
+            "imagePullPolicy": "IfNotPresent",
+            "command": [
+                opts.controller_python,
+                "-m",
+                "torchx_managed.controller",
+                root,
+                "--lease",
+                f"{namespace}/{name}",
+            ],
+            "env": env,
+            "volumeMounts": mounts,
+            "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+        }
+    ]
+    labels = {APP_LABEL: APP, NAME_LABEL: name}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {**meta, "annotations": {"torchx.pytorch.org/journal": root}},
+        "spec": {
+            "replicas": 1,
+            "strategy": {"type": "Recreate"},  # never two pods of it on purpose; the Lease fences the rest
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": pod},
+        },
+    }
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta, "rules": [*RULES, *own_rules]},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": meta,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+        },
+        lease_object(namespace, name),
+        deployment,
+    ]
+
+
+def ensure(opts: ManagedOptions, root: str, api: KubeApi | None = None) -> str:
+    """Makes the controller of journal ``root`` run: creates its objects the first time, scales
+    its Deployment back to 1 when it scaled itself to 0; returns :func:`handle_of` it.
+
+    Raises:
+        KubernetesError: the API server refused (one line: e.g. no right to create Roles)
+    """
+    own = api is None
+    kube = api or KubeApi()
+    namespace, name = namespace_of(opts), resource_name(root)
+    try:
+        found = kube.get_deployment(namespace, name)
+        if found is None:
+            for obj in objects(opts, root, namespace, kube):
+                try:
+                    kube.create(obj)
+                except KubernetesError as e:
+                    if e.status != 409:  # kept from an earlier controller of this journal
+                        raise
+            logger.info("created the controller deployment %s/%s for %s", namespace, name, root)
+        elif not (found.get("spec") or {}).get("replicas"):
+            kube.patch_deployment(namespace, name, {"spec": {"replicas": 1}})
+            logger.info("scaled the controller deployment %s/%s back to 1", namespace, name)
+    finally:
+        if own:
+            kube.close()
+    handle = handle_of(namespace, name)
+    from torchx_managed.controller import CONTROLLER_FILE, controller_handle
+
+    if controller_handle(root) != handle:
+        write_atomic(os.path.join(root, CONTROLLER_FILE), json.dumps({"handle": handle, "submitted": time.time()}))
+    return handle
+
+
+def set_replicas(api: KubeApi, namespace: str, name: str, replicas: int) -> None:
+    """Sets the controller's Deployment to ``replicas`` (0 when idle, 1 when work came back)."""
+    api.patch_deployment(namespace, name, {"spec": {"replicas": replicas}})
