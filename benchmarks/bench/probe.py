@@ -10,6 +10,7 @@ scheduler prints). Times are in seconds.
     python probe.py --out r.json logs --lines 1000000 --iters 3
     python probe.py --out r.json submit --count 250 --handles h0.txt
     python probe.py --out r.json list --handles h0.txt h1.txt
+    python probe.py --out r.json remote-run --scheduler kubernetes --image IMG --cfg namespace=default
 """
 
 from __future__ import annotations
@@ -190,6 +191,28 @@ def list_apps(a: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def remote_run(a: argparse.Namespace) -> dict[str, Any]:
+    """Times the first ``Runner.run`` in a fresh process on a remote scheduler (its client set-up
+    and imports included), then ``--iters`` more; cancels every job it submitted."""
+    app = _app("echo", "echo", ["hi"], 1, a.image)
+    cfg = _cfg(a.cfg)
+    handles = []
+    with get_runner() as runner:
+        try:
+            start = time.perf_counter()
+            handles.append(runner.run(app, a.scheduler, cfg))
+            first = time.perf_counter() - start
+            samples = []
+            for _ in range(a.iters):
+                start = time.perf_counter()
+                handles.append(runner.run(app, a.scheduler, cfg))
+                samples.append(time.perf_counter() - start)
+        finally:
+            for handle in handles:
+                runner.cancel(handle)
+    return {"first": first, "samples": samples}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True, help="file to write the JSON result to")
@@ -213,8 +236,15 @@ def main() -> None:
     p.add_argument("--handles", nargs=1, required=True)
     p = sub.add_parser("list")
     p.add_argument("--handles", nargs="*", default=[])
+    p = sub.add_parser("remote-run")
+    p.add_argument("--scheduler", required=True)
+    p.add_argument("--image", required=True)
+    p.add_argument("--iters", type=int, default=5)
+    p.add_argument("--cfg", nargs="*", default=[], help="run options k=v")
     a = parser.parse_args()
-    fn = {"dryrun": dryrun, "run": run, "logs": logs, "submit": submit, "list": list_apps}[a.cmd]
+    fn = {"dryrun": dryrun, "run": run, "logs": logs, "submit": submit, "list": list_apps, "remote-run": remote_run}[
+        a.cmd
+    ]
     result = fn(a)
     with open(a.out, "w") as f:
         json.dump(result, f)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import statistics
 import subprocess
@@ -333,8 +334,10 @@ def _probes(
     up_get: Callable[[], Venv],
     procs: int,
     up_args: list[str] | None = None,
+    extra_env: dict[str, str] | None = None,
 ) -> tuple[ProbeSide, ProbeSide]:
-    """Runs the probe ``procs`` times per side, alternating which side goes first."""
+    """Runs the probe ``procs`` times per side, alternating which side goes first (``extra_env``
+    is added to the sandbox's environment)."""
     sides: dict[str, ProbeSide] = {}
     venvs: dict[str, Venv] = {}
     for name, get in (("ours", ours_get), ("upstream", up_get)):
@@ -347,7 +350,7 @@ def _probes(
             side = sides[name]
             if name not in venvs or side.error:
                 continue
-            env = ctx.sandbox.env(venvs[name], f"{key}-{name}")
+            env = ctx.sandbox.env(venvs[name], f"{key}-{name}", **(extra_env or {}))
             try:
                 side.results.append(
                     run_probe(
@@ -604,6 +607,50 @@ def s_remote_dryrun(ctx: Ctx) -> list[Row]:
     return rows
 
 
+def s_k8s_first_run(ctx: Ctx) -> list[Row]:
+    """The first ``run()`` of a process on the live Kubernetes API server of
+    ``scripts/backends/services.sh`` (``KUBECONFIG``), ours against upstream: both submit a
+    Volcano job (the test cluster serves Volcano's API; ours picks Volcano in ``mode=auto``)."""
+    kubeconfig = os.environ.get("KUBECONFIG", "")
+    image = os.environ.get("TORCHX_TEST_K8S_IMAGE", "localhost/torchx-python:bookworm")
+    args = ["remote-run", "--scheduler", "kubernetes", "--image", image, "--iters", "5"]
+    args += ["--cfg", "namespace=default", "queue=default"]
+
+    def ours_get() -> Venv:
+        if not kubeconfig:
+            raise Skip("no KUBECONFIG: start the test cluster (scripts/backends/services.sh up k8s) and source its env")
+        return ctx.ours("torchx-sched-k8s", venv="ours-full")
+
+    ours, up = _probes(
+        ctx,
+        "k8s-first-run",
+        args,
+        ours_get,
+        lambda: ctx.venv("upstream-full"),
+        procs=3,
+        extra_env={"KUBECONFIG": kubeconfig},
+    )
+    skipped = ours.skip is not None
+    return [
+        row(
+            "15",
+            "API first run() in a process, kubernetes",
+            ours.side(lambda r: [r["first"]]),
+            up.side(lambda r: [r["first"]]),
+            Target("max", 0.150),
+            ours_skipped=skipped,
+        ),
+        row(
+            "15",
+            "  the next run() calls",
+            ours.side(lambda r: r["samples"]),
+            up.side(lambda r: r["samples"]),
+            None,
+            ours_skipped=skipped,
+        ),
+    ]
+
+
 # ---------------------------------------------------------------------- import check
 def _imported(ctx: Ctx, venv: Venv, args: list[str]) -> tuple[set[str], int]:
     """Top-level names of the modules ``torchx ARGS`` imports, and how many modules in all."""
@@ -694,4 +741,5 @@ SCENARIOS: list[Scenario] = [
     Scenario("12", "remote-dryrun", s_remote_dryrun),
     Scenario("13", "imports", s_imports),
     Scenario("14", "runopts", s_runopts),
+    Scenario("15", "k8s-first-run", s_k8s_first_run),
 ]
