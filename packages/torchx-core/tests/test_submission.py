@@ -135,3 +135,47 @@ def test_one_workspace_rule_for_runner_and_scheduler(fake_scheduler: str) -> Non
     assert info.app is not None
     assert [r.image for r in info.app.roles] == ["built-given", "i", "built-own"]
     assert app.roles[0].workspace is None
+
+
+def test_a_dry_run_without_building_describes_the_builds_and_cannot_be_scheduled(fake_scheduler: str) -> None:
+    """``build_workspace=False`` (``torchx run --dryrun``): nothing is built, each role with a
+    workspace has a line saying what would be, its image names the build, and scheduling that
+    dry run is refused (it would run the stand-in)."""
+    __import__("fake_sched.scheduler")
+    from torchx.runner import Runner
+
+    roles = [
+        Role("a", "i", entrypoint="echo", resource=resource(cpu=1)),
+        Role("b", "j", entrypoint="echo", resource=resource(cpu=1)),
+    ]
+    app = AppDef("ws", roles=roles)
+    with Runner("s", {"fake": _workspace_scheduler}) as runner:
+        BUILT.clear()
+        info = runner.dryrun(app, "fake", workspace="given", build_workspace=False)
+        assert BUILT == []
+        assert info.workspace_builds == ["role 'a': build workspace given on image i"]
+        assert info.app is not None
+        assert [r.image for r in info.app.roles] == ["<image built from i + workspace given>", "j"]
+        with pytest.raises(ValueError, match="did not build its workspaces"):
+            runner.schedule(info)
+        built = runner.dryrun(app, "fake", workspace="given")
+        assert BUILT == ["a:given"]
+        assert built.workspace_builds == []
+
+
+def test_a_job_dir_dry_run_without_building_copies_nothing(tmp_path: Any) -> None:
+    """The job-dir workspace (Slurm, LSF) knows its result before copying: the described dry run
+    points the role at ``job_dir`` and creates nothing."""
+    from torchx.workspace.job_dir import JobDirWorkspaceMixin
+
+    role = Role("a", "i", entrypoint="echo", workspace=str(tmp_path / "src"))  # type: ignore[arg-type]
+    job_dir = tmp_path / "job"
+    lines = JobDirWorkspaceMixin().describe_workspaces([role], {"job_dir": str(job_dir)})
+    assert lines == [f"role 'a': copy workspace {tmp_path / 'src'} into job_dir {job_dir}"]
+    assert role.image == str(job_dir)
+    assert not job_dir.exists()
+    in_place = Role("b", "i", entrypoint="echo", workspace=str(tmp_path / "src"))  # type: ignore[arg-type]
+    assert JobDirWorkspaceMixin().describe_workspaces([in_place], {}) == [
+        f"role 'b': workspace {tmp_path / 'src'} is used in place (no job_dir)"
+    ]
+    assert in_place.image == "i"

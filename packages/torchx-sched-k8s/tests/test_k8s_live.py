@@ -385,6 +385,31 @@ def test_default_mode_is_a_volcano_job_where_the_cluster_has_volcano(
     assert runner.status(handle) is None
 
 
+def test_auto_mode_without_a_volcano_controller_says_so_in_status(
+    runner: Any, k8s_cluster: Any, k8s_cfg: dict[str, Any], volcano_crd: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """This cluster serves Volcano's Job API but runs no Volcano controller: ``mode=auto`` makes a
+    Volcano Job that nothing ever starts. Its status stays PENDING, and once the job has gone
+    without status or pods for a while (5 s here), the message says so and names mode=jobs."""
+    from torchx_sched_k8s import status as k8s_status
+
+    monkeypatch.setattr(k8s_status, "VOLCANO_SILENT_AFTER", 5.0)
+    cfg = {k: v for k, v in k8s_cfg.items() if k != "mode"}
+    app = specs.AppDef("novc", roles=[role(k8s_cluster, "r", "true")])
+    handle = runner.run(app, "kubernetes", cfg=cfg)
+    try:
+        first = runner.status(handle)
+        assert first.state == AppState.PENDING
+        assert "Volcano" not in first.msg
+        time.sleep(6.1)  # creationTimestamp has a resolution of one second
+        later = runner.status(handle)
+        assert later.state == AppState.PENDING
+        assert "no Volcano controller has acted on this Volcano Job" in later.msg
+        assert "-cfg mode=jobs" in later.msg
+    finally:
+        runner.delete(handle)
+
+
 def test_auto_mode_follows_the_discovery_answer(k8s_cluster: Any, volcano_crd: None) -> None:
     """The real discovery documents: the served Volcano version means volcano; a group version the
     server does not serve (as on a cluster without Volcano) means jobs."""

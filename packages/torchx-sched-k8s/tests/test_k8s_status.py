@@ -9,7 +9,15 @@ from typing import Any
 
 from torchx.specs import AppState
 from torchx_sched_k8s import names
-from torchx_sched_k8s.status import job_times, mcad_view, newest_pods, pod_message, view_jobs, volcano_view
+from torchx_sched_k8s.status import (
+    VOLCANO_SILENT_AFTER,
+    job_times,
+    mcad_view,
+    newest_pods,
+    pod_message,
+    view_jobs,
+    volcano_view,
+)
 
 
 def job(
@@ -164,6 +172,27 @@ def test_volcano_phases() -> None:
     vc["metadata"]["annotations"] = {names.ANNOTATION_CANCELLED: "t"}
     assert volcano_view(vc, []).state == AppState.CANCELLED
     assert volcano_view({"spec": {}}, []).state == AppState.PENDING
+
+
+def test_a_volcano_job_no_controller_touches_says_so_after_a_while() -> None:
+    """No phase and no pod for VOLCANO_SILENT_AFTER seconds: still PENDING, and the message names
+    the likely cause (Volcano's API without its controller) and the way out (mode=jobs). A job
+    the controller acted on, one with a pod, a young one and a cancelled one say nothing."""
+    created = "2026-11-29T01:00:00Z"
+    vc: dict[str, Any] = {
+        "metadata": {"annotations": {}, "creationTimestamp": created},
+        "spec": {"tasks": [{"template": t} for t in _templates("w", 1)]},
+    }
+    late = utc("01:00:00") + VOLCANO_SILENT_AFTER
+    view = volcano_view(vc, [], now=late)
+    assert view.state == AppState.PENDING
+    assert "no Volcano controller has acted on this Volcano Job in 120 s" in view.msg
+    assert "-cfg mode=jobs" in view.msg and "\n" not in view.msg
+    assert volcano_view(vc, [], now=late - 1).msg == ""
+    assert volcano_view(vc, [pod("w", 0, "Pending")], now=late).msg == ""
+    assert volcano_view({**vc, "status": {"state": {"phase": "Pending"}}}, [], now=late).msg == ""
+    cancelled = {**vc, "metadata": {"annotations": {names.ANNOTATION_CANCELLED: "t"}, "creationTimestamp": created}}
+    assert volcano_view(cancelled, [], now=late).msg == ""
 
 
 def test_mcad_states() -> None:

@@ -8,6 +8,7 @@ Volcano and MCAD: the app state is the custom object's phase, replicas come from
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -38,6 +39,9 @@ VOLCANO_PHASES = {
     "Aborting": AppState.CANCELLED,
     "Aborted": AppState.CANCELLED,
 }
+#: seconds a Volcano Job may go without any status or pod before its status says that no Volcano
+#: controller seems to run (a controller sets the phase within seconds of the creation)
+VOLCANO_SILENT_AFTER = 120.0
 #: ``$0`` of the ``sh -c`` in front of the app of a Job that recovers in Kubernetes (see
 #: :mod:`torchx_sched_k8s.recovery`)
 ATTEMPT_WRAPPER = "torchx-attempt"
@@ -360,14 +364,28 @@ def view_pods(
     )
 
 
-def volcano_view(vcjob: dict[str, Any], pods: list[dict[str, Any]]) -> AppView:
-    """The view of a Volcano Job."""
+def volcano_view(vcjob: dict[str, Any], pods: list[dict[str, Any]], now: float | None = None) -> AppView:
+    """The view of a Volcano Job (``now``: the time to age it against, default the clock's).
+
+    A Job that no controller has touched (no phase, no pod) for :data:`VOLCANO_SILENT_AFTER`
+    seconds stays PENDING, and its message says why it probably never starts: the cluster
+    serves Volcano's API (so ``mode=auto`` chose Volcano) with no Volcano controller running.
+    """
     status = vcjob.get("status") or {}
     phase = (status.get("state") or {}).get("phase", "")
     state = VOLCANO_PHASES.get(phase, AppState.PENDING if not phase else AppState.UNKNOWN)
     templates = [t.get("template") or {} for t in (vcjob.get("spec") or {}).get("tasks") or []]
     cancelled = names.ANNOTATION_CANCELLED in annotations_of(vcjob)
-    return view_pods(templates, pods, state, _int(status.get("retryCount")), cancelled)
+    view = view_pods(templates, pods, state, _int(status.get("retryCount")), cancelled)
+    created = epoch(_meta(vcjob).get("creationTimestamp"))
+    age = (time.time() if now is None else now) - created if created is not None else 0.0
+    if not phase and not pods and not cancelled and age >= VOLCANO_SILENT_AFTER:
+        view.msg = (
+            f"no Volcano controller has acted on this Volcano Job in {age:.0f} s (no status, no pods): the"
+            " cluster serves Volcano's API, which mode=auto takes for Volcano, but nothing seems to run it;"
+            " install Volcano, or submit with -cfg mode=jobs (plain Kubernetes Jobs)"
+        )
+    return view
 
 
 def mcad_view(wrapper: dict[str, Any], pods: list[dict[str, Any]]) -> AppView:

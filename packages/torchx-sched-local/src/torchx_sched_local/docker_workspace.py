@@ -18,7 +18,7 @@ import logging
 import tarfile
 import tempfile
 from collections.abc import Iterable, Mapping
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, ClassVar
 
 from torchx.specs.roles import AppDef, Role
 from torchx.specs.runopts import CfgVal, runopts
@@ -51,12 +51,15 @@ def docker_client() -> DockerClient:
     """A client for the engine the environment names (``DOCKER_HOST`` or the local socket).
 
     Raises:
-        ModuleNotFoundError: the ``docker`` SDK is not installed (the message says how to install it)
+        ModuleNotFoundError: the ``docker`` SDK is not installed or cannot be imported (the message
+            says how to install it)
     """
     try:
         import docker
-    except ModuleNotFoundError:
-        raise ModuleNotFoundError("the docker SDK is not installed: pip install 'torchx-sched-local[docker]'") from None
+    except ImportError as e:
+        missing = isinstance(e, ModuleNotFoundError) and e.name == "docker"
+        what = "is not installed" if missing else f"cannot be imported ({' '.join(str(e).split())})"
+        raise ModuleNotFoundError(f"the docker SDK {what}: pip install 'torchx-sched-local[docker]'") from None
     return docker.from_env()
 
 
@@ -84,6 +87,10 @@ class DockerWorkspaceMixin(WorkspaceMixin[ImagesToPush]):
     Args:
         docker_client: the client to use (default: one from the environment, made when first needed)
     """
+
+    #: whether the scheduler runs roles without the docker SDK (Kubernetes, Batch: the SDK only
+    #: builds the workspace), so a missing SDK's error may suggest running without a workspace
+    runs_without_docker_sdk: ClassVar[bool] = True
 
     def __init__(self, *args: Any, docker_client: DockerClient | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -116,10 +123,16 @@ class DockerWorkspaceMixin(WorkspaceMixin[ImagesToPush]):
         ws = role.workspace if role.workspace is not None else Workspace.from_str(workspace)
         if ws is None:
             return
+        try:
+            client = self._docker_client
+        except ModuleNotFoundError as e:
+            if not self.runs_without_docker_sdk:
+                raise
+            raise ModuleNotFoundError(f'{e}; or run the image as it is, without a workspace: --workspace ""') from None
         with tempfile.TemporaryFile() as context:
             build_context(ws, context)
             context.seek(0)
-            image, log = self._docker_client.images.build(
+            image, log = client.images.build(
                 fileobj=context,
                 custom_context=True,
                 dockerfile=TORCHX_DOCKERFILE,
@@ -135,6 +148,14 @@ class DockerWorkspaceMixin(WorkspaceMixin[ImagesToPush]):
                     logger.info("workspace build: %s", text)
         logger.info("built workspace %s on %s as %s", ws, role.image, image.id)
         role.image = str(image.id)
+
+    def describe_workspace_build(self, role: Role, cfg: Mapping[str, CfgVal]) -> str:
+        """The image the build would make and, with ``image_repo``, where it would be pushed; the
+        docker SDK is not needed (``role.image`` becomes a stand-in: the id is known once built)."""
+        line = f"role {role.name!r}: build an image FROM {role.image} with workspace {role.workspace} copied in"
+        role.image = f"<image built from {role.image} + workspace {role.workspace}>"
+        repo = cfg.get("image_repo")
+        return f"{line}, then push it to {repo}:<its image id>" if repo else line
 
     def dryrun_push_images(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> ImagesToPush:
         """Retags roles that run a locally built image to ``image_repo:<image hash>``.

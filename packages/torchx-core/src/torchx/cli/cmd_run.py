@@ -38,7 +38,7 @@ class CmdRun(SubCommand):
             default=[],
             help="run options: k1=v1,k2=v2 (see `torchx runopts SCHEDULER`)",
         )
-        subparser.add_argument("--dryrun", action="store_true", help="print the request; submit nothing")
+        subparser.add_argument("--dryrun", action="store_true", help="print the request; build and submit nothing")
         subparser.add_argument("--wait", action="store_true", help="wait for the app to end")
         subparser.add_argument("--log", action="store_true", help="follow the app's logs (implies --wait)")
         subparser.add_argument("--detach", action="store_true", help="return at once, even on local schedulers")
@@ -85,9 +85,17 @@ class CmdRun(SubCommand):
                 workspace = os.getcwd()
             cfg = _parse_cfg(runner.scheduler_run_opts(scheduler), scheduler, args.scheduler_args)
             info = runner.dryrun_component(
-                component, component_args, scheduler, cfg, workspace=workspace or None, parent_run_id=args.parent_run_id
+                component,
+                component_args,
+                scheduler,
+                cfg,
+                workspace=workspace or None,
+                parent_run_id=args.parent_run_id,
+                build_workspace=not args.dryrun,
             )
             if args.dryrun:
+                for line in info.workspace_builds:
+                    print(f"=== a real run first does: {line} ===", file=sys.stderr)
                 print(f"=== {scheduler} request for {component} ===", file=sys.stderr)
                 print(info)
                 return 0

@@ -194,10 +194,12 @@ class Runner:
         cfg: Mapping[str, CfgVal] | None = None,
         workspace: Workspace | str | None = None,
         parent_run_id: str | None = None,
+        *,
+        build_workspace: bool = True,
     ) -> AppDryRunInfo[Any]:
-        """The request :meth:`run_component` would submit."""
+        """The request :meth:`run_component` would submit (``build_workspace``: see :meth:`dryrun`)."""
         app = self.component_app(component, component_args)
-        return self.dryrun(app, scheduler, cfg, workspace, parent_run_id)
+        return self.dryrun(app, scheduler, cfg, workspace, parent_run_id, build_workspace=build_workspace)
 
     def component_app(self, component: str, component_args: list[str] | dict[str, Any]) -> AppDef:
         """The :class:`AppDef` a component makes from its arguments (CLI-style list or a dict)."""
@@ -232,8 +234,14 @@ class Runner:
         cfg: Mapping[str, CfgVal] | None = None,
         workspace: Workspace | str | None = None,
         parent_run_id: str | None = None,
+        *,
+        build_workspace: bool = True,
     ) -> AppDryRunInfo[Any]:
         """What :meth:`run` would submit: checks the app, applies config and plugins, builds the request.
+
+        As in TorchX, the workspace is built (an image built, a directory copied) so that
+        :meth:`schedule` can submit the result. With ``build_workspace=False`` nothing is built:
+        the result's ``workspace_builds`` says what would be, and it cannot be scheduled.
 
         Raises:
             AppDefError: the app is malformed
@@ -262,6 +270,7 @@ class Runner:
             workspace=workspace,
             parent_run_id=parent_run_id,
             amend=add_env,
+            build=build_workspace,
         )
 
     def schedule(self, dryrun_info: AppDryRunInfo[Any]) -> AppHandle:

@@ -17,7 +17,9 @@ scheduler directly. In order, :func:`dryrun`:
 6. the workspace rule: a ``workspace`` argument goes to the first role, unless that role has
    a workspace of its own; when the scheduler builds workspaces (``WorkspaceMixin``),
    ``_pre_build_validate`` runs, then every role's workspace is built; a scheduler that
-   builds none ignores workspaces;
+   builds none ignores workspaces. A dry run asked not to build (``build=False``: ``torchx run
+   --dryrun``) describes the builds instead (:meth:`~torchx.workspace.api.WorkspaceMixin.describe_workspaces`,
+   kept in :attr:`AppDryRunInfo.workspace_builds`); such a dry run cannot be scheduled;
 7. ``scheduler._validate(app, scheduler_name, cfg)``;
 8. ``scheduler._submit_dryrun(app, cfg)``, then each role's ``pre_proc``;
 9. fills the :class:`AppDryRunInfo` (``app``, ``cfg``, ``scheduler``, parent run id): here only.
@@ -87,9 +89,11 @@ def _stamp(
     cfg: Mapping[str, CfgVal],
     scheduler_name: str,
     parent_run_id: str | None,
+    workspace_builds: list[str] | None = None,
 ) -> AppDryRunInfo[Any]:
     """Sets the fields of a dry run (the one place they are set)."""
     info._app = app
+    info._workspace_builds = workspace_builds or []
     info._cfg = cfg
     info._scheduler = scheduler_name
     info._parent_run_id = parent_run_id
@@ -105,6 +109,7 @@ def dryrun(
     workspace: Workspace | str | None = None,
     parent_run_id: str | None = None,
     amend: Callable[[AppDef], None] | None = None,
+    build: bool = True,
 ) -> AppDryRunInfo[Any]:
     """The request ``scheduler`` would submit for ``app``, through every step above.
 
@@ -116,6 +121,7 @@ def dryrun(
         workspace: the workspace of the first role, unless it has its own
         parent_run_id: the tracker parent run id recorded in the result
         amend: called with the copy of ``app`` before the hooks (the Runner adds env vars)
+        build: build the workspaces (False: describe what would be built; nothing is built)
 
     Raises:
         AppDefError: the app is malformed
@@ -135,16 +141,20 @@ def dryrun(
     check_capabilities(app, scheduler)
     resolved = scheduler.run_opts().resolve(cfg or {})
     builder = workspace_of(scheduler)
+    builds: list[str] = []
     if builder is not None:
         if workspace is not None and app.roles[0].workspace is None:
             app.roles[0].workspace = Workspace.from_str(workspace) if isinstance(workspace, str) else workspace
         call_declared(scheduler._pre_build_validate, app, name, resolved)
-        builder.build_workspaces(app.roles, resolved)
+        if build:
+            builder.build_workspaces(app.roles, resolved)
+        else:
+            builds = builder.describe_workspaces(app.roles, resolved)
     call_declared(scheduler._validate, app, name, resolved)
     info = scheduler._submit_dryrun(app, resolved)
     for role in app.roles:
         info = role.pre_proc(scheduler.backend, info)
-    return _stamp(info, app, resolved, name, parent_run_id)
+    return _stamp(info, app, resolved, name, parent_run_id, builds)
 
 
 def array_dryrun(
@@ -184,6 +194,11 @@ def schedule(scheduler: Scheduler[Any, Any, Any], info: AppDryRunInfo[Any], sess
     array, once per element); returns the app id."""
     from torchx.plugins.events import run_post_submit
 
+    if info.workspace_builds:
+        raise ValueError(
+            "this dry run did not build its workspaces, so it cannot be submitted; dry-run again with"
+            " workspaces built (Runner.dryrun builds them; `torchx run` without --dryrun)"
+        )
     name = info.scheduler or scheduler.backend
     app_id = scheduler.schedule(info)
     if info.app is not None:

@@ -34,6 +34,8 @@ class AppDryRunInfo(Generic[T]):
         self._parent_run_id: str | None = None
         #: the apps of a job-array request, one per element (empty otherwise)
         self._elements: list[AppDef] = []
+        #: what a dry run made without building would build first (see :attr:`workspace_builds`)
+        self._workspace_builds: list[str] = []
 
     @property
     def app(self) -> AppDef | None:
@@ -49,6 +51,13 @@ class AppDryRunInfo(Generic[T]):
     def scheduler(self) -> str | None:
         """The name of the scheduler that made this request."""
         return self._scheduler
+
+    @property
+    def workspace_builds(self) -> list[str]:
+        """What a real run would build first, one line per role with a workspace, when this dry
+        run was made without building (``torchx run --dryrun``); empty when it built them (then
+        ``request`` names the built images). Such a dry run cannot be scheduled."""
+        return self._workspace_builds
 
     def __repr__(self) -> str:
         return self._fmt(self.request)

@@ -57,8 +57,8 @@ class WorkspaceMixin(Generic[T]):
         """Builds the workspace of every role that has one.
 
         A role whose image is already what this scheduler built from that workspace is left
-        as it is, so building first and then dry-running (which builds too, see
-        :mod:`torchx.schedulers.submission`) builds once.
+        as it is, so building first and then dry-running (which builds too, unless asked not
+        to, see :mod:`torchx.schedulers.submission`) builds once.
         """
         built: set[tuple[str, str]] = self.__dict__.setdefault("_torchx_built_workspaces", set())
         cache: dict[object, object] = {}
@@ -66,6 +66,21 @@ class WorkspaceMixin(Generic[T]):
             if role.workspace is not None and (str(role.workspace), role.image) not in built:
                 self.caching_build_workspace_and_update_role(role, cfg, cache)
                 built.add((str(role.workspace), role.image))
+
+    def describe_workspaces(self, roles: list[Role], cfg: Mapping[str, CfgVal]) -> list[str]:
+        """What :meth:`build_workspaces` would do, without doing it: one line per role with a
+        workspace. A dry run that does not build calls this instead (nothing is built, copied or
+        imported); each such role's image is pointed at what the build would make, where that
+        is known before building, else at a stand-in naming the build."""
+        return [self.describe_workspace_build(role, cfg) for role in roles if role.workspace is not None]
+
+    def describe_workspace_build(self, role: Role, cfg: Mapping[str, CfgVal]) -> str:
+        """What building ``role``'s workspace would do (one line), and points ``role.image`` at
+        what the build would make or a stand-in naming it. Override it where the build is known
+        better; this one names the workspace and the base image."""
+        line = f"role {role.name!r}: build workspace {role.workspace} on image {role.image}"
+        role.image = f"<image built from {role.image} + workspace {role.workspace}>"
+        return line
 
     def dryrun_push_images(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> T:
         """Describes the images :meth:`push_images` would push (and retags the roles)."""
@@ -110,9 +125,16 @@ class UnavailableWorkspace(WorkspaceMixin[None]):
 
     def build_workspace_and_update_role(self, role: Role, workspace: str, cfg: Mapping[str, CfgVal]) -> None:
         """Always fails: nothing can build the workspace."""
+        raise self._unavailable(role, workspace)
+
+    def describe_workspace_build(self, role: Role, cfg: Mapping[str, CfgVal]) -> str:
+        """Fails as the real build would: a dry run says now what the run would say."""
+        raise self._unavailable(role, str(role.workspace))
+
+    def _unavailable(self, role: Role, workspace: str) -> WorkspaceUnavailableError:
         from torchx.util.distributions import pip_install
 
-        raise WorkspaceUnavailableError(
+        return WorkspaceUnavailableError(
             f"role {role.name!r} has a workspace ({workspace}) but no {self.workspace_name!r} workspace plugin can"
             f" build it ({self.reason}): {pip_install(self.install_hint)}, or run the image as it is with"
             " --workspace ''"

@@ -51,3 +51,11 @@ class JobDirWorkspaceMixin(WorkspaceMixin[None]):
         os.makedirs(job_dir, exist_ok=True)
         copy_workspace(ws, job_dir)
         role.image = job_dir
+
+    def describe_workspace_build(self, role: Role, cfg: Mapping[str, CfgVal]) -> str:
+        """Where the workspace would be copied (``role.image`` becomes that ``job_dir``)."""
+        job_dir: Any = cfg.get("job_dir")
+        if not job_dir:
+            return f"role {role.name!r}: workspace {role.workspace} is used in place (no job_dir)"
+        role.image = os.path.abspath(str(job_dir))
+        return f"role {role.name!r}: copy workspace {role.workspace} into job_dir {role.image}"
