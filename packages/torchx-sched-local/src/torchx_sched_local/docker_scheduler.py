@@ -181,6 +181,8 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[DockerOpts, AppDef, Docker
         attach=True,
     )
 
+    runs_without_docker_sdk = False
+
     def __init__(self, session_name: str, docker_client: Any = None) -> None:
         super().__init__("local_docker", session_name, docker_client=docker_client)
 
