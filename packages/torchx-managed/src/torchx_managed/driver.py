@@ -19,6 +19,10 @@ it happens (see :mod:`torchx_managed.journal`):
   at an interval that grows from :data:`FIRST_POLL` to :data:`WAIT_INTERVAL`.
 * ``SIGTERM`` wakes it: after a ``cancel`` event (``torchx cancel``) it cancels the running
   attempt and ends the job CANCELLED; without one it just exits (the next look resumes it).
+* An event it cannot write (a full disk) is written again, at growing intervals up to
+  :data:`RECORD_RETRY`, until it can; meanwhile the job's ``driver.problem`` says what it cannot
+  record, where and why (``torchx status`` shows it), and nothing is done that the journal does
+  not show yet. Once it can write again, it blanks the problem and goes on.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from typing import Any
 from torchx.runner import Runner
 from torchx.specs.handles import parse_app_handle
 from torchx.specs.status import AppState, is_terminal
+from torchx.util.durable import record_error
 
 from torchx_managed.attempts import attempt_name, dryrun_attempt, end_of, load_app
 from torchx_managed.journal import CHECKPOINTS, Attempt, JobState, ManagedStore, next_step, restart_at
@@ -56,6 +61,14 @@ MAX_UNKNOWN_POLL = 15.0
 _NO_ANSWER: Any = object()
 #: how long the driver waits, at its end, for the last notifications to be delivered
 NOTIFY_DRAIN = 60.0
+#: first wait before writing again an event the disk refused; it doubles up to RECORD_RETRY
+FIRST_RECORD_RETRY = 0.2
+#: longest wait between tries to write an event the disk refuses (a full disk)
+RECORD_RETRY = 5.0
+
+
+class _Stopped(Exception):
+    """Stopped (SIGTERM without a cancel) while an event could not be written: the next look resumes."""
 
 
 def checkpoint_dir(store: ManagedStore, spec: dict[str, Any]) -> str:
@@ -74,14 +87,47 @@ class Driver:
         self.stop = False
         self.notifier: Notifier | None = None
         self._wake = -1
+        self._woken = -1  # the read end of the wake pipe while run() runs
         self._wake_lock = threading.Lock()
+        self._problem = False  # a problem is recorded in driver.problem
 
     def request_stop(self) -> None:
         """Wakes the driver to look at the journal (a cancel) or to exit (safe in a signal handler)."""
         self.stop = True
 
-    def _journal(self, **event: Any) -> None:
-        self.store.append(self.job_id, {**event, "t": time.time()} if "t" not in event else event, sync=True)
+    def _journal(self, what: str, **event: Any) -> None:
+        """Appends ``event`` (``what`` names it in messages), fsync'ed; one the disk refuses is
+        written again until it is (see the module docstring).
+
+        Raises:
+            _Stopped: a stop without a cancel came while it could not be written
+        """
+        event = {**event, "t": time.time()} if "t" not in event else event
+        delay = FIRST_RECORD_RETRY
+        told = ""
+        while True:
+            try:
+                self.store.append(self.job_id, event, sync=True)
+            except OSError as e:
+                problem = (
+                    f"{record_error(what, e)}; its driver tries again every {RECORD_RETRY:g}s and goes on once it can"
+                )
+                if problem != told:
+                    logger.error("%s", problem)
+                    self._problem = self.store.report_problem(self.job_id, problem) or self._problem
+                    told = problem
+                if self.stop:
+                    raise _Stopped(problem) from None
+                ready, _, _ = select.select([self._woken], [], [], delay)
+                if ready:
+                    _drain(self._woken)
+                delay = min(delay * 2, RECORD_RETRY)
+                continue
+            if self._problem:
+                logger.info("recorded %s: the driver goes on", what)
+                self.store.clear_problem(self.job_id)
+                self._problem = False
+            return
 
     def wake(self) -> None:
         """Wakes the driver's wait to look at the journal (from another thread: a controller)."""
@@ -100,10 +146,14 @@ class Driver:
         if url:
             self.notifier = Notifier(url, lambda key: self.store.append(self.job_id, {"ev": "notified", "key": key}))
         read_end, self._wake = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._woken = read_end
+        self.store.clear_problem(self.job_id)  # a new driver: what stopped the last one is tried again
         main = threading.current_thread() is threading.main_thread()
         old_wake = signal.set_wakeup_fd(self._wake, warn_on_full_buffer=False) if main else -1
         try:
             self._loop(read_end)
+        except _Stopped as e:
+            logger.info("stopped without a cancel while it could not write (%s): the job resumes at the next look", e)
         finally:
             if main:
                 signal.set_wakeup_fd(old_wake)
@@ -131,10 +181,23 @@ class Driver:
                 if last.handle is None:
                     found = self._adopt(last)
                     if found is not None:
-                        self._journal(ev="started", n=last.n, handle=found, t=last.started)
+                        self._journal(
+                            f"the start of attempt {last.n} ({found})",
+                            ev="started",
+                            n=last.n,
+                            handle=found,
+                            t=last.started,
+                        )
                         continue
                     if state.cancelled:  # never submitted, and not to be
-                        self._journal(ev="ended", n=last.n, state="CANCELLED", cause="CANCELLED", exit_code=None)
+                        self._journal(
+                            f"the end of attempt {last.n} (CANCELLED)",
+                            ev="ended",
+                            n=last.n,
+                            state="CANCELLED",
+                            cause="CANCELLED",
+                            exit_code=None,
+                        )
                         continue
                 else:
                     self._watch(state, last, wake)
@@ -143,7 +206,7 @@ class Driver:
                 step = next_step(state)
                 if step.final is not None:
                     logger.info("job %s: %s (%s)", self.job_id, step.final, step.msg)
-                    self._journal(ev="final", state=step.final, msg=step.msg)
+                    self._journal(f"the end of the job ({step.final})", ev="final", state=step.final, msg=step.msg)
                     continue
                 until = restart_at(state)
                 if until is not None and until > time.time():  # a crash loop slows down; a cancel wakes us
@@ -174,18 +237,30 @@ class Driver:
 
     def _submit(self, state: JobState, app: Any, n: int, target: str) -> None:
         spec = state.spec
-        self._journal(ev="submitting", n=n, target=target, name=attempt_name(str(spec["id"]), n))
+        self._journal(
+            f"the submission of attempt {n} to {target}",
+            ev="submitting",
+            n=n,
+            target=target,
+            name=attempt_name(str(spec["id"]), n),
+        )
         try:
             info = dryrun_attempt(self.runner, app, spec, n, target, checkpoint_dir(self.store, spec))
             handle = self.runner.schedule(info)
         except (Exception, SystemExit) as e:
             logger.exception("attempt %d: submission to %s failed", n, target)
             self._journal(
-                ev="ended", n=n, state="FAILED", cause="NO_CAPACITY", exit_code=None, reason=f"submission failed: {e}"
+                f"the end of attempt {n} (its submission failed)",
+                ev="ended",
+                n=n,
+                state="FAILED",
+                cause="NO_CAPACITY",
+                exit_code=None,
+                reason=f"submission failed: {e}",
             )
             return
         logger.info("attempt %d: %s on %s", n, handle, target)
-        self._journal(ev="started", n=n, handle=handle)
+        self._journal(f"the start of attempt {n} ({handle})", ev="started", n=n, handle=handle)
 
     # ------------------------------------------------------------------ waiting
     def _watch(self, state: JobState, attempt: Attempt, wake: int) -> None:
@@ -265,7 +340,15 @@ class Driver:
             )  # what it left running (a lost supervisor's replicas) must not overlap the next
         cause = None if state == "SUCCEEDED" else end.cause.value  # a success has no failure cause
         logger.info("attempt %d: %s, %s (exit code %s) %s", attempt.n, state, cause, end.exit_code, end.reason)
-        self._journal(ev="ended", n=attempt.n, state=state, cause=cause, exit_code=end.exit_code, reason=end.reason)
+        self._journal(
+            f"the end of attempt {attempt.n} ({state})",
+            ev="ended",
+            n=attempt.n,
+            state=state,
+            cause=cause,
+            exit_code=end.exit_code,
+            reason=end.reason,
+        )
 
     def _pending_too_long(self, attempt: Attempt, timeout: float) -> None:
         assert attempt.handle is not None
@@ -280,6 +363,7 @@ class Driver:
             return
         logger.info("attempt %d: still pending after %.0fs: failing over", attempt.n, timeout)
         self._journal(
+            f"the end of attempt {attempt.n} (pending too long)",
             ev="ended",
             n=attempt.n,
             state="CANCELLED",

@@ -21,7 +21,7 @@ import signal
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler, UnsupportedFeatureError
@@ -31,9 +31,9 @@ from torchx.schedulers.submission import recovery_dryrun
 from torchx.specs.dryrun import AppDryRunInfo
 from torchx.specs.handles import make_app_handle, parse_app_handle
 from torchx.specs.roles import AppDef, RetryPolicy
-from torchx.specs.runopts import CfgVal, runopts
+from torchx.specs.runopts import CfgVal, InvalidRunConfigException, runopts
 from torchx.specs.status import AppState, is_terminal
-from torchx.util.durable import UnknownJobError
+from torchx.util.durable import RecordError, UnknownJobError, UnsafeJobError, record_error
 
 from torchx_managed import controller, native, options
 from torchx_managed.attempts import attempt_name, dryrun_attempt, dump_app, load_app
@@ -58,6 +58,10 @@ class ManagedRequest:
     spec: dict[str, Any]
     first: AppDryRunInfo[Any]
     native: bool = False
+    #: the target of the first attempt: the first whose dry run passed
+    target: str = ""
+    #: targets whose dry run failed, and why (not tried for the first attempt)
+    skipped: dict[str, str] = field(default_factory=dict)
 
     def __str__(self) -> str:
         opts = self.spec["options"]
@@ -71,7 +75,9 @@ class ManagedRequest:
             f"managed job {self.job_id}: targets {', '.join(opts['targets'])}; max_restarts={opts['max_restarts']},"
             f" max_recoveries={opts['max_recoveries']}, recover_on_exit_codes={opts['recover_on_exit_codes']},"
             f" pending_timeout={opts['pending_timeout']}, checkpoint_dir={self.spec['checkpoint_dir']},"
-            f" notify={opts['notify']}\nattempt 0 on {opts['targets'][0]}:\n{self.first}"
+            f" notify={opts['notify']}\n"
+            + "".join(f"skipped {t} (its dry run failed: {why})\n" for t, why in self.skipped.items())
+            + f"attempt 0 on {self.target or opts['targets'][0]}:\n{self.first}"
         )
 
 
@@ -106,6 +112,7 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
         super().__init__(options.SCHEDULER, session_name)
         self.store = ManagedStore(state_dir)
         self._runner_: Runner | None = None
+        self._no_driver: dict[str, str] = {}  # job id -> why its driver could not be started by this look
 
     @property
     def _runner(self) -> Runner:
@@ -139,8 +146,11 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
                 " `torchx runopts TARGET` lists a target's options",
                 ", ".join(repr(k) for k in unknown),
             )
-        target = runner.get_scheduler(opts.targets[0])
-        if native.wants_native(opts, target):
+        try:
+            target = runner.get_scheduler(opts.targets[0])
+        except Exception:  # its plugin cannot load here (a missing SDK): the dry runs below say so
+            target = None
+        if target is not None and native.wants_native(opts, target):
             info = runner.dryrun(app, opts.targets[0], opts.target_cfgs.get(opts.targets[0]) or None)
             try:
                 request = recovery_dryrun(target, info, native.policy_of(opts, opts.checkpoint_dir))
@@ -167,8 +177,28 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
             "checkpoint_dir": ckpt,
             "app": dump_app(app),
         }
-        first = dryrun_attempt(runner, app, spec, 0, opts.targets[0], ckpt)
-        return AppDryRunInfo(ManagedRequest(app_id, spec, first), str)
+        first: tuple[str, AppDryRunInfo[Any]] | None = None
+        skipped: dict[str, str] = {}
+        for name in opts.targets:  # every target up front: one that cannot run here is skipped, said why
+            try:
+                info = dryrun_attempt(runner, app, spec, 0, name, ckpt)
+            except InvalidRunConfigException as e:  # bad input: the user fixes the command
+                raise InvalidRunConfigException(f"managed target {name}: {_first_line(e)}") from None
+            except Exception as e:  # this environment cannot run it there (a missing SDK, ...)
+                if len(opts.targets) == 1:
+                    raise  # its own error, as on the target directly
+                skipped[name] = _first_line(e)
+                continue
+            first = first or (name, info)
+        if first is None:
+            raise RuntimeError(
+                "managed: no target can run this job here: " + "; ".join(f"{t}: {why}" for t, why in skipped.items())
+            )
+        for name, why in skipped.items():
+            logger.warning("torchx: warning: managed: skipping target %s, its dry run failed: %s", name, why)
+        if skipped:
+            spec["skipped"] = skipped
+        return AppDryRunInfo(ManagedRequest(app_id, spec, first[1], target=first[0], skipped=skipped), str)
 
     def schedule(self, dryrun_info: AppDryRunInfo[ManagedRequest]) -> str:
         """Records the job, submits its first attempt and starts its driver; returns the job id.
@@ -178,10 +208,13 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
         """
         req = dryrun_info.request
         job_id, spec = req.job_id, req.spec
-        target = spec["options"]["targets"][0]
+        target = req.target or spec["options"]["targets"][0]
         if req.native:  # the target keeps the job: nothing is recorded or started here
             return native.native_id(target, parse_app_handle(self._runner.schedule(req.first)).app_id)
-        self.store.create(job_id, spec)
+        try:
+            self.store.create(job_id, spec)  # on a full disk: nothing of it is left
+        except OSError as e:
+            raise RecordError(f"managed job {job_id}", e) from None
         lock = self.store.take_driver_lock(job_id, own=False)
         assert lock is not None  # a new job: nobody else has its lock
         try:
@@ -204,11 +237,17 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
                 if cluster is not None:  # first: a controller that cannot be started submits nothing
                     opts = options.ManagedOptions.from_json(spec["options"])
                     controller.ensure(self._runner, cluster, locate(job_id, self.store.root)[0], opts)
-                handle = self._runner.schedule(req.first)
-            except BaseException:
+                n, handle = self._submit_first(job_id, spec, req)
+            except BaseException as e:
                 shutil.rmtree(self.store.job_dir(job_id), ignore_errors=True)
+                if isinstance(e, OSError) and e.filename and e.filename.startswith(self.store.job_dir(job_id)):
+                    raise RecordError(f"managed job {job_id}", e) from None  # a full disk
                 raise
-            self.store.append(job_id, {"ev": "started", "n": 0, "handle": handle, "t": time.time()}, sync=True)
+            try:
+                self.store.append(job_id, {"ev": "started", "n": n, "handle": handle, "t": time.time()}, sync=True)
+            except OSError as e:  # the attempt runs: its driver finds it by name and records it once it can
+                what = record_error(f"the start of attempt {n} ({handle})", e)
+                logger.warning("torchx: warning: managed job %s: %s; its driver records it once it can", job_id, what)
             if cluster is not None:  # the controller takes the job's lock once this one lets go
                 return job_id
             try:
@@ -218,6 +257,65 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
         finally:
             os.close(lock)
         return job_id
+
+    def _submit_first(self, job_id: str, spec: dict[str, Any], req: ManagedRequest) -> tuple[int, str]:
+        """Submits the first attempt (its ``submitting`` event is journaled); a submission that
+        fails is journaled as an attempt that ended ``NO_CAPACITY`` and the job fails over to the
+        next target whose dry run passed; returns the attempt's number and handle.
+
+        Raises:
+            Exception: no target took it: the target's own error when it was the only one tried,
+                else one line naming each target's
+        """
+        targets: list[str] = list(spec["options"]["targets"])
+        reasons = {t: f"dry run failed: {why}" for t, why in req.skipped.items()}
+        n, target = 0, req.target or targets[0]
+        info: AppDryRunInfo[Any] | None = req.first
+        while True:
+            try:
+                if info is None:
+                    ckpt = str(spec["checkpoint_dir"])
+                    info = dryrun_attempt(self._runner, load_app(spec["app"]), spec, n, target, ckpt)
+                return n, self._runner.schedule(info)
+            except Exception as e:
+                error: Exception = e
+            reasons[target] = f"submission failed: {_first_line(error)}"
+            later = [t for t in targets[targets.index(target) + 1 :] if t not in req.skipped]
+            if not later:
+                if len(reasons) == 1:
+                    raise error
+                raise RuntimeError(
+                    "managed: no target took the job: "
+                    + "; ".join(f"{t}: {reasons[t]}" for t in targets if t in reasons)
+                ) from error
+            logger.warning(
+                "torchx: warning: managed: attempt %d could not be submitted to %s (%s); failing over to %s",
+                n,
+                target,
+                _first_line(error),
+                later[0],
+            )
+            self.store.append(
+                job_id,
+                {
+                    "ev": "ended",
+                    "n": n,
+                    "state": "FAILED",
+                    "cause": "NO_CAPACITY",
+                    "exit_code": None,
+                    "reason": f"submission failed: {error}",
+                    "t": time.time(),
+                },
+                {
+                    "ev": "submitting",
+                    "n": n + 1,
+                    "target": later[0],
+                    "name": attempt_name(spec["id"], n + 1),
+                    "t": time.time(),
+                },
+                sync=True,
+            )
+            n, target, info = n + 1, later[0], None
 
     def _driver_argv(self, job_id: str, lock_fd: int | None = None) -> list[str]:
         root, own = locate(job_id, self.store.root)
@@ -237,8 +335,16 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
         if cluster is not None:
             if self.store.driver_pid(job_id) is None:
                 controller.ensure(self._runner, cluster, locate(job_id, self.store.root)[0], state.options)
-        elif self.store.resume(job_id, self._driver_argv(job_id), False, state.spec.get("cwd")):
-            logger.info("managed job %s: its driver had stopped; started it again", job_id)
+            return state
+        try:
+            if self.store.resume(job_id, self._driver_argv(job_id), False, state.spec.get("cwd")):
+                logger.info("managed job %s: its driver had stopped; started it again", job_id)
+        except UnsafeJobError:
+            raise
+        except OSError as e:  # nothing drives the job: the look says why
+            self._no_driver[job_id] = f"nothing drives the job: its driver cannot be started: {e}"
+        else:
+            self._no_driver.pop(job_id, None)
         return state
 
     def exists(self, app_id: str) -> bool:
@@ -268,11 +374,16 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
             except Exception as e:
                 logger.warning("cannot describe attempt %d (%s): %s", last.n, last.handle, e)
                 unreachable = f"attempt {last.n} ({last.handle}): its scheduler did not answer ({e}); the job goes on"
+        # why the driver cannot go on (it cannot record: a full disk), or cannot be started
+        problem = "" if state.final is not None else self.store.problem(app_id) or self._no_driver.get(app_id, "")
+        running = live is not None and last is not None and last.state is None and not is_terminal(live.state)
         if state.final is not None:
             app_state = AppState[state.final]
+        elif problem:  # the attempt may run, but nothing acts on what it does until the problem is gone
+            app_state = live.state if running and live is not None else AppState.UNKNOWN
         elif unreachable and last is not None and last.state is None:
             app_state = AppState.UNKNOWN
-        elif live is not None and last is not None and last.state is None and not is_terminal(live.state):
+        elif running and live is not None:
             app_state = live.state
         else:
             app_state = AppState.RUNNING if state.attempts else AppState.SUBMITTED
@@ -281,12 +392,13 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
             app_id=app_id,
             state=app_state,
             num_restarts=max(len(state.attempts) - 1, 0),
-            msg=state.msg or unreachable or _backoff_msg(state) or ("" if live is None else live.msg),
+            msg=state.msg or problem or unreachable or _backoff_msg(state) or ("" if live is None else live.msg),
             ui_url=None if live is None else live.ui_url,
             metadata={
                 "attempts": attempts,
                 "targets": list(state.options.targets),
                 **_controller_metadata(state.spec, locate(app_id, self.store.root)[0]),
+                **({"problem": problem} if problem else {}),
                 "driver": "running"
                 if self.store.driver_pid(app_id) is not None
                 else "finished"
@@ -351,7 +463,10 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
         state = self.store.load(app_id)
         if state.final is not None:
             return True
-        self.store.append(app_id, {"ev": "cancel", "t": time.time()}, sync=True)
+        try:
+            self.store.append(app_id, {"ev": "cancel", "t": time.time()}, sync=True)
+        except OSError as e:  # a full disk: nothing was cancelled
+            raise RecordError(f"the cancel of managed job {app_id}", e) from None
         pid = self.store.driver_pid(app_id)
         if pid is not None and pid > 0:
             try:
@@ -441,8 +556,13 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
             state = self._load(app_id, resume=should_tail)
             if state is None:
                 raise ValueError(f"unknown managed job {app_id!r}; `torchx list -s managed` shows the known jobs")
-            while done < len(state.attempts) and state.attempts[done].handle is not None:
+            while done < len(state.attempts) and (
+                state.attempts[done].handle is not None or state.attempts[done].state is not None
+            ):
                 attempt = state.attempts[done]
+                if attempt.handle is None:  # ended without starting (its submission failed): no output
+                    done += 1
+                    continue
                 follow = should_tail and attempt.state is None
                 yield from self._attempt_lines(attempt, role_name, k, regex, since, until, follow, streams)
                 if follow:  # its output ended: go on once the driver journaled its end
@@ -489,6 +609,12 @@ def _backoff_msg(state: JobState) -> str:
     if until is None or last is None or until <= time.time():
         return ""
     return f"restarting in {until - time.time():.0f}s after {last.cause} (restart_backoff)"
+
+
+def _first_line(e: BaseException) -> str:
+    """The first line of an error's message (its type's name if it has none)."""
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
 
 
 def _local_path(location: str) -> str | None:

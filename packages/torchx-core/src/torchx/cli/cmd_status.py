@@ -48,7 +48,8 @@ class CmdStatus(SubCommand):
 
 
 def format_attempt(attempt: dict[str, Any]) -> str:
-    """One line of an attempt: number, target, handle, state, cause, exit code, duration."""
+    """One line of an attempt: number, target, handle, state, cause, exit code, duration, and
+    for a failed one its scheduler's words (``submission failed: ...``)."""
     started, ended = attempt.get("started"), attempt.get("ended")
     if isinstance(started, (int, float)):
         import time
@@ -58,14 +59,18 @@ def format_attempt(attempt: dict[str, Any]) -> str:
     else:
         duration = "-"
     code = attempt.get("exit_code")
+    state = str(attempt.get("state") or "-")
+    if ended is None:  # an end its scheduler reports that the managed job has not recorded yet
+        duration += " (end not recorded yet)" if state in ("SUCCEEDED", "FAILED", "CANCELLED") else " (running)"
     return "  ".join(
         [
             f"#{attempt.get('attempt', '?')}",
             str(attempt.get("scheduler") or "-"),
             str(attempt.get("handle") or "-"),
-            str(attempt.get("state") or "-"),
+            state,
             str(attempt.get("cause") or "-"),
             f"exit={code}" if code is not None else "exit=-",
-            duration + ("" if ended is not None else " (running)"),
+            duration,
+            *([str(attempt["reason"])] if attempt.get("reason") and attempt.get("cause") else []),
         ]
     )

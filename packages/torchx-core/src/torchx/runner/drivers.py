@@ -5,7 +5,9 @@ The driver runs as ``python -m PLUGIN.driver ROOT JOB_ID [--lock-fd N]`` in a se
 own (it outlives the CLI that started it). :func:`drive` holds the job's driver lock for the
 process's whole life (a second driver of the same job exits at once), opens a runner in the
 job's session, and wires the signals: ``SIGTERM`` asks the driver to stop (it decides what
-that means for its job), ``SIGHUP`` is ignored (the terminal that started it may close).
+that means for its job), ``SIGHUP`` is ignored (the terminal that started it may close). A
+driver that stops on an error records it in the job's ``driver.problem``
+(:meth:`~torchx.util.durable.DurableStore.report_problem`).
 """
 
 from __future__ import annotations
@@ -62,4 +64,7 @@ def drive(
                 driver.run()
     except UnknownJobError as e:  # deleted before or while it ran: nothing of it is to be done
         logger.info("stopping: %s", e)
+    except Exception as e:  # said where a look at the job finds it: driver.log may be unwritable
+        store.report_problem(job_id, f"its driver stopped: {type(e).__name__}: {e}")
+        raise
     return 0

@@ -76,6 +76,30 @@ def cmdline(pid: int) -> list[str]:
         return []
 
 
+def processes_naming(text: str) -> list[int]:
+    """Live processes (not this one, nor zombies) whose command line or environment contains
+    ``text``: what a job left behind (its driver, supervisors and apps, whose environment names
+    the job's id or directory)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            if _stat_fields(entry)[0] == b"Z":
+                continue
+        except OSError:
+            continue
+        for part in ("cmdline", "environ"):
+            try:
+                with open(f"/proc/{entry}/{part}", "rb") as f:
+                    if text.encode() in f.read():
+                        found.append(int(entry))
+                        break
+            except OSError:  # gone, or not ours to read
+                continue
+    return found
+
+
 def proc_status(pid: int, field: str) -> int:
     """A ``kB`` field of ``/proc/<pid>/status`` (``VmRSS``, ``VmHWM``), in bytes."""
     with open(f"/proc/{pid}/status") as f:

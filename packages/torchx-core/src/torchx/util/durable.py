@@ -9,6 +9,7 @@ under a :class:`DurableStore`'s ``root``::
                /events.jsonl  # the journal: one JSON object per line, appended with one write(2)
                /driver.lock   # flock held by the live driver (its pid inside)
                /driver.log    # the driver's stdout and stderr
+               /driver.problem  # why the driver cannot go on (a write refused: a full disk), or blank
 
 The state of a job is the fold of its journal; the driver writes an event before the step it
 announces and another after it, so a driver started again finds where the last one stopped.
@@ -21,11 +22,17 @@ one started while another holds it exits at once (:meth:`DurableStore.driver_loc
 "resume on look" is safe to call from any number of processes: :meth:`DurableStore.resume`
 starts a driver when none holds the lock and the job is not finished.
 
+A full disk must not silence a driver (its ``driver.log`` is on the same disk): the lock's pid
+and ``driver.problem`` are fixed-size slots written in place, allocated when the job is
+created, so a driver can still say who it is and why it cannot record
+(:meth:`DurableStore.report_problem`), and a look at the job can tell the user.
+
 This module imports only the standard library and is not on the CLI's start-up path.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -39,6 +46,11 @@ SPEC = "spec.json"
 EVENTS = "events.jsonl"
 LOCK = "driver.lock"
 LOG = "driver.log"
+PROBLEM = "driver.problem"
+#: bytes of the driver's pid slot in ``driver.lock`` (space-padded, written in place)
+PID_WIDTH = 20
+#: bytes of the ``driver.problem`` slot (space-padded UTF-8, written in place)
+PROBLEM_SIZE = 1024
 
 
 def state_root(kind: str, env_var: str) -> str:
@@ -100,14 +112,63 @@ def check_private(path: str, error: type[UnsafeJobError] = UnsafeJobError) -> No
 
 
 def write_atomic(path: str, text: str) -> None:
-    """Writes ``text`` to ``path`` (mode 0600) so readers see the old file or the new one, never a part."""
+    """Writes ``text`` to ``path`` (mode 0600) so readers see the old file or the new one, never a part.
+
+    Raises:
+        OSError: it could not be written (a full disk); its ``filename`` is ``path``, and no
+            temporary file is left behind
+    """
     tmp = f"{path}.{os.getpid()}.tmp"
-    fd = private_fd(tmp, os.O_WRONLY | os.O_TRUNC)
-    with open(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        fd = private_fd(tmp, os.O_WRONLY | os.O_TRUNC)
+        try:
+            with open(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    except OSError as e:
+        raise _naming(e, path) from None
+
+
+def _naming(e: OSError, path: str) -> OSError:
+    """``e`` with ``path`` as its file name (``os.write`` errors name none)."""
+    if e.filename == path:
+        return e
+    return type(e)(e.errno, e.strerror or str(e), path) if e.errno is not None else e
+
+
+def record_error(what: str, e: OSError) -> str:
+    """``cannot record WHAT: no space left on device (/path/events.jsonl)``: one line naming
+    what could not be written, why and where."""
+    why = (e.strerror or str(e)).strip()
+    why = why[:1].lower() + why[1:]
+    return f"cannot record {what}: {why} ({e.filename})" if e.filename else f"cannot record {what}: {why}"
+
+
+class RecordError(OSError):
+    """A job's state could not be written (a full disk): an :class:`OSError` (same ``errno`` and
+    ``filename``) whose message is :func:`record_error`'s one line."""
+
+    def __init__(self, what: str, cause: OSError) -> None:
+        super().__init__(cause.errno, cause.strerror or str(cause), cause.filename)
+        self.what = what
+
+    def __str__(self) -> str:
+        return record_error(self.what, self)
+
+
+def _slot(fd: int, text: str, size: int) -> None:
+    """Writes ``text`` space-padded to ``size`` bytes at the start of ``fd``: in place over the
+    bytes the file already has, so no space is needed on a full disk."""
+    data = text.encode()[:size].decode(errors="ignore").encode()
+    os.pwrite(fd, data + b" " * (size - len(data)), 0)
 
 
 def _fsync_dir(path: str) -> None:
@@ -126,6 +187,16 @@ def _same_file(fd: int, path: str) -> bool:
         return False
     own = os.fstat(fd)
     return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
+
+
+def _write_pid(fd: int, pid: int | None) -> None:
+    """Writes ``pid`` (None: blank, "starting") into the lock's slot in place; a slot that cannot
+    be written (a full disk, a lock file of a job stored before the slot existed) is blanked
+    instead, which needs no space: the lock is held either way, the pid then reads as unknown."""
+    try:
+        _slot(fd, "" if pid is None else str(pid), PID_WIDTH)
+    except OSError:
+        os.ftruncate(fd, 0)
 
 
 class UnknownJobError(LookupError):
@@ -162,16 +233,34 @@ class DurableStore:
     unsafe_error: type[UnsafeJobError] = UnsafeJobError
 
     def create(self, job_id: str, spec: dict[str, Any]) -> str:
-        """Stores a new job's spec and an empty journal (both fsync'ed); returns its directory.
+        """Stores a new job's spec and an empty journal (both fsync'ed), and allocates its
+        driver's pid and problem slots; returns its directory.
 
         Raises:
             FileExistsError: a job with this id exists
+            OSError: it could not be stored (a full disk; the error names the file): nothing of
+                it is left
         """
         path = self.job_dir(job_id)
         private_dir(path)
-        write_atomic(os.path.join(path, SPEC), json.dumps(spec))
-        os.close(private_fd(os.path.join(path, EVENTS), os.O_WRONLY | os.O_APPEND))
-        _fsync_dir(path)
+        try:
+            write_atomic(os.path.join(path, SPEC), json.dumps(spec))
+            for name, size in ((EVENTS, 0), (LOCK, PID_WIDTH), (PROBLEM, PROBLEM_SIZE)):
+                file = os.path.join(path, name)
+                fd = private_fd(file, os.O_WRONLY | os.O_APPEND)
+                try:
+                    if size:
+                        os.write(fd, b" " * size)
+                except OSError as e:
+                    raise _naming(e, file) from None
+                finally:
+                    os.close(fd)
+            _fsync_dir(path)
+        except BaseException:
+            import shutil  # here: not on the path of every look at a job
+
+            shutil.rmtree(path, ignore_errors=True)
+            raise
         return path
 
     def check_private(self, job_id: str) -> None:
@@ -214,6 +303,7 @@ class DurableStore:
 
         Raises:
             UnknownJobError: the job was removed (or never stored)
+            OSError: the events could not be written (a full disk); its ``filename`` is the journal's
         """
         data = "".join(json.dumps(ev, separators=(",", ":")) + "\n" for ev in events).encode()
         path = os.path.join(self.job_dir(job_id), EVENTS)
@@ -225,9 +315,13 @@ class DurableStore:
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 data = b"\n" + data  # a writer was killed mid-line: keep that garbage on its own line
-            os.write(fd, data)
+            written = os.write(fd, data)
+            if written != len(data):  # the disk filled mid-write: the torn line is skipped by readers
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
             if sync:
                 os.fdatasync(fd)
+        except OSError as e:
+            raise _naming(e, path) from None
         finally:
             os.close(fd)
 
@@ -307,9 +401,7 @@ class DurableStore:
         except BaseException:
             os.close(fd)
             raise
-        os.ftruncate(fd, 0)
-        if own:
-            os.pwrite(fd, str(os.getpid()).encode(), 0)
+        _write_pid(fd, os.getpid() if own else None)
         return fd
 
     @contextmanager
@@ -319,8 +411,7 @@ class DurableStore:
         over by :meth:`spawn` (already held)."""
         if fd is not None:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held through this very open file: succeeds
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, str(os.getpid()).encode(), 0)
+            _write_pid(fd, os.getpid())
         else:
             fd = self.take_driver_lock(job_id)
         if fd is None:
@@ -350,6 +441,37 @@ class DurableStore:
                 pass_fds=() if lock_fd is None else (lock_fd,),
             )
         return proc.pid
+
+    # ------------------------------------------------------------------ problems
+    def report_problem(self, job_id: str, text: str) -> bool:
+        """Records why the job's driver cannot go on (``text``, at most :data:`PROBLEM_SIZE`
+        bytes kept) in ``driver.problem``, in place: it works on a full disk. Never raises;
+        False if it could not be recorded (a job stored before the slot existed, on a full disk)."""
+        try:
+            fd = private_fd(os.path.join(self.job_dir(job_id), PROBLEM), os.O_WRONLY)
+        except (OSError, UnknownJobError):
+            return False
+        try:
+            _slot(fd, " ".join(text.split()), PROBLEM_SIZE)
+            os.fdatasync(fd)
+            return True
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+
+    def problem(self, job_id: str) -> str:
+        """What :meth:`report_problem` last recorded for the job ("" if nothing, or cleared)."""
+        try:
+            with open(os.path.join(self.job_dir(job_id), PROBLEM), "rb") as f:
+                return f.read(PROBLEM_SIZE).decode(errors="replace").strip()
+        except (OSError, UnknownJobError):
+            return ""
+
+    def clear_problem(self, job_id: str) -> None:
+        """Blanks the job's recorded problem (the driver can record again)."""
+        if self.problem(job_id):
+            self.report_problem(job_id, "")
 
     def remove(self, job_id: str) -> None:
         """Removes the job's files at once: its directory is first renamed out of the way (so from
