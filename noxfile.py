@@ -216,9 +216,10 @@ def integration_managed(session: nox.Session) -> None:
     """torchx-managed recovering broken attempts on the live backends: a Slurm node set DOWN, a
     Slurm partition DOWN (fail-over to local_cwd), an attempt killed on its LSF host or its
     Kubernetes node, a pod evicted, a Batch job ended by a lost host (moto); jobs that recover
-    inside Slurm, LSF, Kubernetes, Batch and Ray with their submitting client torn down
-    (test_managed_native*_live.py); controller jobs on Slurm and LSF (failover, cancel from
-    another machine); a frozen slurmctld read as unknown, never as a failure."""
+    inside Slurm, LSF, Kubernetes, Batch, Ray, local_cwd's supervisor and a local_docker
+    container with their submitting client torn down (test_managed_native*_live.py); controller
+    jobs on Slurm and LSF (failover, cancel from another machine); a frozen slurmctld read as
+    unknown, never as a failure."""
     live(
         session,
         [
@@ -231,19 +232,21 @@ def integration_managed(session: nox.Session) -> None:
                     "torchx-sched-lsf",
                     "torchx-sched-aws",
                     "torchx-sched-k8s",
-                    "torchx-sched-local",
                     "torchx-sched-ray",
                 )
             ),
+            pkg("torchx-sched-local", "docker"),
         ],
-        "slurm or lsf or k8s or aws or ray",
+        "not (torch or browser)",  # every test of these files: local_cwd's need no service
         "packages/torchx-managed/tests/test_managed_recovery_live.py",
         "packages/torchx-managed/tests/test_managed_native_live.py",
         "packages/torchx-managed/tests/test_managed_native_k8s_live.py",
         "packages/torchx-managed/tests/test_managed_native_aws_live.py",
         "packages/torchx-managed/tests/test_managed_native_ray_live.py",
         "packages/torchx-managed/tests/test_managed_native_lsf_live.py",
+        "packages/torchx-managed/tests/test_managed_native_local_live.py",
         "packages/torchx-managed/tests/test_managed_controller_live.py",
+        "packages/torchx-managed/tests/test_managed_k8s_controller_live.py",
         "packages/torchx-managed/tests/test_managed_unreachable_live.py",
         extra=["boto3", "kubernetes"],
     )

@@ -1,4 +1,5 @@
-"""Managed jobs that recover inside local_cwd's supervisor: no driver of torchx_managed runs.
+"""Managed jobs that recover inside local_cwd's supervisor, or in a local_docker container's
+restart loop: no driver of torchx_managed runs.
 
 local_cwd's "cluster" is this host: its per-job supervisor (and the replicas it starts) *is*
 the backend, so it cannot live in the client's PID namespace as the remote backends' tests tear
@@ -11,20 +12,24 @@ exit codes), and reads the job from "another machine": a client with a fresh HOM
 that shares only local_cwd's state directory (``TORCHX_LOCAL_STATE_DIR``), where the backend
 keeps its jobs, as a Slurm client shares the cluster's job directory. The replicas run in a
 shared directory (the client's working directory), since local_cwd runs them where ``torchx
-run`` ran.
+run`` ran. The local_docker tests (marker ``docker``; below) tear the client down as the
+remote backends' tests do. Run by ``nox -s integration-managed``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from torchx.testing import live_backend_env
 from torchx.testing.machines import Machine, processes_with_home
 from torchx.testing.processes import alive, eventually
 
@@ -184,3 +189,124 @@ def test_cancel_from_another_machine_stops_it_for_good(hosts: tuple[LocalHost, L
     assert [(a["attempt"], a["state"]) for a in status["attempts"]] == [(0, "CANCELLED")], status
     assert not (_job_dir(state_dir, handle) / "checkpoints" / "pid-1").exists()
     _nothing_left(submitter)
+
+
+# ---------------------------------------------------------------------------- local_docker
+# The containers run on the Docker engine, not in the client: the client here is torn down as
+# the remote backends' tests do it (its own PID namespace, killed when ``torchx`` returns), and
+# "another machine" is a client with a fresh HOME that reaches the same engine.
+
+
+@pytest.fixture
+def docker_image() -> str:
+    env = live_backend_env("TORCHX_TEST_DOCKER", "docker")
+    pytest.importorskip("docker", reason="needs the docker SDK (torchx-sched-local[docker])")
+    if shutil.which("unshare") is None:
+        pytest.fail("unshare (util-linux) is needed to tear the submitting client down")
+    return env["TORCHX_TEST_DOCKER_IMAGE"]
+
+
+def _submit_docker(client: Machine, image: str, shared: Path, plan: str, *cfg: str) -> str:
+    opts = ",".join(["targets=local_docker", f"checkpoint_dir={shared / 'ckpt'}", "stop_grace_period=2", *cfg])
+    proc = client.torchx(
+        "run", "--detach", "-s", "managed", "-cfg", opts, "utils.sh", "--image", image,
+        "--mounts", f"type=bind,src={shared},dst={shared}",
+        "python3", str(shared / "counter.py"), str(STEPS), str(STEP_SECONDS), plan,
+        isolated=True,
+    )  # fmt: skip
+    handle = proc.stdout.strip().splitlines()[-1]
+    assert handle.startswith("managed://torchx/local_docker:"), proc.stdout + proc.stderr
+    return handle
+
+
+def _docker_count(shared: Path) -> int:
+    path = shared / "ckpt" / "count"
+    return int(path.read_text()) if path.exists() else 0
+
+
+def _container_of(handle: str) -> Any:
+    import docker
+
+    client = docker.from_env()
+    (container,) = client.containers.list(
+        all=True, filters={"label": f"torchx.pytorch.org/app-id={handle.rsplit(':', 1)[1]}"}
+    )
+    return container
+
+
+def _host_pid(container: Any, pid_in_container: int) -> int:
+    """This host's pid of the container's process ``pid_in_container``."""
+    for row in container.top()["Processes"]:
+        host_pid = int(row[container.top()["Titles"].index("PID")])
+        status = Path(f"/proc/{host_pid}/status").read_text()
+        nspid = next(line.split()[1:] for line in status.splitlines() if line.startswith("NSpid:"))
+        if int(nspid[-1]) == pid_in_container:
+            return host_pid
+    raise AssertionError(f"no process {pid_in_container} in the container")
+
+
+@pytest.mark.docker
+def test_docker_sigkill_recover_code_and_app_error_recover_with_no_client_left(
+    tmp_path: Path, docker_image: str, shared: Path
+) -> None:
+    submitter, other = Machine(tmp_path, "laptop"), Machine(tmp_path, "other")
+    handle = _submit_docker(
+        submitter, docker_image, shared, "0,33,1,0", "max_restarts=1", "max_recoveries=1", "recover_on_exit_codes=33"
+    )
+    submitter.gone()
+
+    eventually(lambda: _docker_count(shared) >= 3, 120, 0.1, "attempt 0 to checkpoint a few steps")
+    container = _container_of(handle)
+    os.kill(_host_pid(container, int((shared / "ckpt" / "pid-0").read_text())), signal.SIGKILL)
+
+    status = other.ended(handle, 120)
+    assert status["state"] == "SUCCEEDED", status
+    attempts = status["attempts"]
+    assert [(a["attempt"], a["state"], a["cause"], a["exit_code"]) for a in attempts] == [
+        (0, "FAILED", "KILLED", 137),
+        (1, "FAILED", "APP_ERROR", 33),
+        (2, "FAILED", "APP_ERROR", 1),
+        (3, "SUCCEEDED", None, 0),
+    ], attempts
+    assert all(a["started"] and a["ended"] and a["started"] <= a["ended"] for a in attempts)
+    assert _docker_count(shared) == STEPS
+    steps = (shared / "ckpt" / "steps").read_text().split("\n")
+    counted = [int(line.split()[1]) for line in steps if line]
+    assert counted == list(range(1, STEPS + 1)), "a step was lost or counted twice across the attempts"
+    assert {line.split()[0] for line in steps if line} == {"0", "3"}
+    log = other.torchx("log", handle).stdout
+    assert log.index("attempt 0 starts") < log.index("attempt 1 starts") < log.index("attempt 3 resumes")
+    container.reload()
+    assert container.attrs["RestartCount"] == 0  # every attempt ran in the one container's loop
+    other.torchx("delete", handle)
+
+
+@pytest.mark.docker
+def test_docker_max_restarts_used_up_ends_failed(tmp_path: Path, docker_image: str, shared: Path) -> None:
+    client = Machine(tmp_path, "laptop")
+    handle = _submit_docker(client, docker_image, shared, "3,3,3", "max_restarts=1", "restart_backoff=0")
+    status = client.ended(handle, 120)
+    assert status["state"] == "FAILED", status
+    assert [(a["state"], a["cause"], a["exit_code"]) for a in status["attempts"]] == [
+        ("FAILED", "APP_ERROR", 3),
+        ("FAILED", "APP_ERROR", 3),
+    ]
+    client.torchx("delete", handle)
+
+
+@pytest.mark.docker
+def test_docker_cancel_from_another_machine_stops_it_for_good(tmp_path: Path, docker_image: str, shared: Path) -> None:
+    submitter, other = Machine(tmp_path, "laptop"), Machine(tmp_path, "other")
+    handle = _submit_docker(submitter, docker_image, shared, "0", "max_restarts=3", "max_recoveries=3")
+    submitter.gone()
+    eventually(lambda: _docker_count(shared) >= 1, 120, 0.1, "the attempt to run")
+    other.torchx("cancel", handle)
+    eventually(lambda: other.status(handle)["state"] == "CANCELLED", 60, 0.3, "the job to read CANCELLED")
+    reached = _docker_count(shared)
+    time.sleep(3 * STEP_SECONDS + 1.5)
+    assert _docker_count(shared) == reached < STEPS, "the job kept counting after its cancel"
+    status = other.status(handle)
+    assert [(a["attempt"], a["state"]) for a in status["attempts"]] == [(0, "CANCELLED")], status
+    assert not (shared / "ckpt" / "pid-1").exists()
+    assert _container_of(handle).status == "exited"
+    other.torchx("delete", handle)

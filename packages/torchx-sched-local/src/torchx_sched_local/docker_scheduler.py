@@ -41,6 +41,7 @@ from torchx_sched_local.limits import check_replica_count
 if TYPE_CHECKING:
     from docker.models.containers import Container
     from torchx.schedulers.causes import AttemptEnd
+    from torchx.schedulers.recovery import AttemptLog, RecoveryPolicy
 
 LABEL_APP_ID = "torchx.pytorch.org/app-id"
 LABEL_APP_NAME = "torchx.pytorch.org/app-name"
@@ -179,6 +180,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[DockerOpts, AppDef, Docker
         retry_policies=frozenset({RetryPolicy.REPLICA, RetryPolicy.APPLICATION}),
         mounts=frozenset({"bind", "volume", "device"}),
         attach=True,
+        recovery=True,
     )
 
     runs_without_docker_sdk = False
@@ -279,6 +281,41 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[DockerOpts, AppDef, Docker
                     )
                 )
         return AppDryRunInfo(job, str)
+
+    def submit_recovery_dryrun(
+        self, app: AppDef, cfg: Mapping[str, CfgVal], policy: RecoveryPolicy
+    ) -> AppDryRunInfo[DockerJob]:
+        """A container that recovers by itself: the app (one replica) runs under core's bash
+        restart loop as the container's main process (see :mod:`.docker_recovery`); the role's
+        own ``max_retries`` (Docker's restart policy) is not used.
+
+        Raises:
+            UnsupportedFeatureError: the app has several replicas (each container would recover
+                on its own, not the app as one attempt)
+        """
+        from torchx.schedulers.capabilities import UnsupportedFeatureError
+
+        from torchx_sched_local.docker_recovery import LABEL_RECOVERY, loop_command
+
+        if sum(r.num_replicas for r in app.roles) != 1:
+            raise UnsupportedFeatureError(
+                "local_docker recovers an app of one replica by itself (a restart loop in its container);"
+                " an app of several replicas needs controller=local"
+            )
+        info = self._submit_dryrun(app, DockerOpts.from_cfg(cfg))
+        container = info.request.containers[0]
+        container.command = loop_command(policy, container.command)
+        container.max_retries = 0
+        container.labels[LABEL_RECOVERY] = "1"
+        return info
+
+    def recovery_attempts(self, app_id: str) -> AttemptLog | None:
+        """The attempts the container's restart loop recorded in it; None for an unknown app or
+        one that does not recover by itself."""
+        from torchx_sched_local.docker_recovery import LABEL_RECOVERY, read_attempts
+
+        containers = self._containers(app_id, LABEL_RECOVERY)
+        return read_attempts(containers[0]) if containers else None
 
     def schedule(self, dryrun_info: AppDryRunInfo[DockerJob]) -> str:
         """Creates the network and the containers, then starts them all.
