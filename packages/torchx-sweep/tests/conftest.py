@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from torchx.testing import isolate, live_backend_env, require_answer, unavailable
+from torchx.testing.procs import use_procs
 
 COMPONENTS = str(Path(__file__).with_name("sweep_components.py"))
 
@@ -34,6 +35,13 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def components() -> str:
     """Path of the test components file (``argv``, ``typed``)."""
     return COMPONENTS
+
+
+@pytest.fixture
+def sched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The scheduler the non-live sweeps run on: core's test scheduler (real processes, see
+    :mod:`torchx.testing.procs`), so these tests need no scheduler distribution."""
+    return use_procs(tmp_path, monkeypatch)
 
 
 @pytest.fixture

@@ -1,5 +1,7 @@
-"""Sweeps on local_cwd through the detached driver: grid, byte-identical args, up-front checks,
-fail-fast, cancel, and a driver SIGKILLed mid-sweep that resumes with nothing lost or run twice."""
+"""Sweeps of real processes through the detached driver: grid, byte-identical args, up-front
+checks, fail-fast, cancel, and a driver SIGKILLed mid-sweep that resumes with nothing lost or
+run twice. They run on core's test scheduler (``sched``: :mod:`torchx.testing.procs`), so they
+need no scheduler distribution; the live backends' array sweeps are in test_sweep_live.py."""
 
 from __future__ import annotations
 
@@ -17,14 +19,12 @@ from torchx.runner import Runner, get_runner
 from torchx_sweep import Sweep, SweepSpecError, run_sweep
 from torchx_sweep.store import SweepStore
 
-pytest.importorskip("torchx_sched_local", reason="needs torchx-sched-local (the local_cwd scheduler)")
-
 CLI = [sys.executable, "-m", "torchx.cli.main", "sweep"]
 HOSTILE = ["it's", 'say "hi"', "two  spaces", "$(touch pwned)", "`id`", "a;b|c&d", "back\\slash", "€ ünï", "*"]
 
 
 @pytest.fixture
-def runner() -> Iterator[Runner]:
+def runner(sched: str) -> Iterator[Runner]:
     with get_runner("sweeptest") as r:
         yield r
 
@@ -34,8 +34,8 @@ def outputs(runner: Runner, sweep: Sweep) -> dict[int, list[str]]:
     return {t.index: json.loads("".join(runner.log_lines(str(t.handle), "argv", 0))) for t in sweep.trials()}
 
 
-def test_grid_2x2_runs_every_trial_once_with_its_args(runner: Runner, components: str) -> None:
-    sweep = run_sweep(runner, f"{components}:argv", [], {"a": ["x", "y"], "b": ["1", "2"]}, "local_cwd", max_parallel=2)
+def test_grid_2x2_runs_every_trial_once_with_its_args(sched: str, runner: Runner, components: str) -> None:
+    sweep = run_sweep(runner, f"{components}:argv", [], {"a": ["x", "y"], "b": ["1", "2"]}, sched, max_parallel=2)
     assert sweep.handle.startswith("sweep://sweeptest/argv-")
     status = sweep.wait(timeout=60)
     assert status["state"] == "SUCCEEDED", status
@@ -50,14 +50,16 @@ def test_grid_2x2_runs_every_trial_once_with_its_args(runner: Runner, components
     assert status["driver"] == "finished"
 
 
-def test_hostile_args_arrive_byte_identical_through_the_cli(tmp_path: Path, components: str, isolated: Path) -> None:
+def test_hostile_args_arrive_byte_identical_through_the_cli(
+    sched: str, tmp_path: Path, components: str, isolated: Path
+) -> None:
     trials = tmp_path / "trials.jsonl"
     trials.write_text("".join(json.dumps({"a": h, "b": h[::-1]}) + "\n" for h in HOSTILE))
     proc = subprocess.run(
         [
             *CLI,
             "-s",
-            "local_cwd",
+            sched,
             "--trials",
             str(trials),
             "--max-parallel",
@@ -79,15 +81,15 @@ def test_hostile_args_arrive_byte_identical_through_the_cli(tmp_path: Path, comp
     assert not (isolated / "pwned").exists()
 
 
-def test_a_bad_value_fails_the_whole_sweep_up_front(runner: Runner, components: str) -> None:
+def test_a_bad_value_fails_the_whole_sweep_up_front(sched: str, runner: Runner, components: str) -> None:
     with pytest.raises(SweepSpecError, match=r"trial 1 \{\"n\": \"abc\"\}.*nothing was submitted"):
-        run_sweep(runner, f"{components}:typed", [], [{"n": 1}, {"n": "abc"}], "local_cwd")
+        run_sweep(runner, f"{components}:typed", [], [{"n": 1}, {"n": "abc"}], sched)
     assert SweepStore().sweep_ids() == []
-    assert runner.list("local_cwd") == []
+    assert runner.list(sched) == []
 
 
-def test_cli_bad_input_is_one_line_without_traceback(components: str) -> None:
-    cmd = [*CLI, "-s", "local_cwd"]
+def test_cli_bad_input_is_one_line_without_traceback(sched: str, components: str) -> None:
+    cmd = [*CLI, "-s", sched]
     for extra, words in [
         (["--param", "n=1,abc", f"{components}:typed"], "trial 1"),
         (["--param", "n=uniform(0,1)", f"{components}:typed"], "--random N"),
@@ -100,10 +102,10 @@ def test_cli_bad_input_is_one_line_without_traceback(components: str) -> None:
         assert proc.stderr.strip().splitlines()[-1].startswith("torchx"), proc.stderr
 
 
-def test_status_json_shape_and_dryrun(components: str) -> None:
+def test_status_json_shape_and_dryrun(sched: str, components: str) -> None:
     cli = CLI
     dry = subprocess.run(
-        [*cli, "-s", "local_cwd", "--param", "a=p,q", "--param", "b=1", "--dryrun", "--json", f"{components}:argv"],
+        [*cli, "-s", sched, "--param", "a=p,q", "--param", "b=1", "--dryrun", "--json", f"{components}:argv"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -115,7 +117,7 @@ def test_status_json_shape_and_dryrun(components: str) -> None:
     ]
     assert all("python3" in t["request"] for t in plan["trials"]) and SweepStore().sweep_ids() == []
     handle = subprocess.run(
-        [*cli, "-s", "local_cwd", "--param", "a=p,q", "--param", "b=1", f"{components}:argv"],
+        [*cli, "-s", sched, "--param", "a=p,q", "--param", "b=1", f"{components}:argv"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -129,23 +131,23 @@ def test_status_json_shape_and_dryrun(components: str) -> None:
     assert [s["handle"] for s in listed] == [handle]
 
 
-def test_failed_trial_does_not_stop_the_others_unless_fail_fast(runner: Runner, components: str) -> None:
+def test_failed_trial_does_not_stop_the_others_unless_fail_fast(sched: str, runner: Runner, components: str) -> None:
     trials = [{"a": "fail", "b": "0"}, {"a": "ok", "b": "1"}, {"a": "ok", "b": "2"}]
-    sweep = run_sweep(runner, f"{components}:argv", [], trials, "local_cwd", max_parallel=1)
+    sweep = run_sweep(runner, f"{components}:argv", [], trials, sched, max_parallel=1)
     status = sweep.wait(timeout=60)
     assert status["state"] == "FAILED"
     assert [t["state"] for t in status["trials"]] == ["FAILED", "SUCCEEDED", "SUCCEEDED"]
 
-    fast = run_sweep(runner, f"{components}:argv", [], trials, "local_cwd", max_parallel=1, fail_fast=True)
+    fast = run_sweep(runner, f"{components}:argv", [], trials, sched, max_parallel=1, fail_fast=True)
     status = fast.wait(timeout=60)
     assert status["state"] == "FAILED"
     assert [t["state"] for t in status["trials"]] == ["FAILED", "CANCELLED", "CANCELLED"]
     assert [t["handle"] is None for t in status["trials"]] == [False, True, True]
 
 
-def test_cancel_stops_every_trial(runner: Runner, components: str) -> None:
+def test_cancel_stops_every_trial(sched: str, runner: Runner, components: str) -> None:
     trials = [{"a": str(i), "b": "x"} for i in range(5)]
-    sweep = run_sweep(runner, f"{components}:argv", ["--sleep", "60"], trials, "local_cwd", max_parallel=2)
+    sweep = run_sweep(runner, f"{components}:argv", ["--sleep", "60"], trials, sched, max_parallel=2)
     deadline = time.monotonic() + 30
     while sum(t.state == "RUNNING" for t in sweep.trials()) < 2:
         assert time.monotonic() < deadline, sweep.status()
@@ -158,14 +160,16 @@ def test_cancel_stops_every_trial(runner: Runner, components: str) -> None:
     assert [t["state"] for t in status["trials"]] == ["CANCELLED"] * 5
     assert sum(t["handle"] is not None for t in status["trials"]) == 2
     assert not sweep.driver_alive()
-    assert all(a.state.name == "CANCELLED" for a in runner.list("local_cwd"))
+    assert all(a.state.name == "CANCELLED" for a in runner.list(sched))
 
 
-def test_sigkilled_driver_resumes_nothing_lost_or_run_twice(runner: Runner, components: str, tmp_path: Path) -> None:
+def test_sigkilled_driver_resumes_nothing_lost_or_run_twice(
+    sched: str, runner: Runner, components: str, tmp_path: Path
+) -> None:
     runs = tmp_path / "runs.txt"
     trials = [{"a": f"t{i}", "b": "x"} for i in range(8)]
     args = ["--sleep", "0.4", "--runs_file", str(runs)]
-    sweep = run_sweep(runner, f"{components}:argv", args, trials, "local_cwd", max_parallel=2)
+    sweep = run_sweep(runner, f"{components}:argv", args, trials, sched, max_parallel=2)
     deadline = time.monotonic() + 30
     while sum(t.state == "SUCCEEDED" for t in sweep.trials()) < 2:
         assert time.monotonic() < deadline
@@ -182,13 +186,13 @@ def test_sigkilled_driver_resumes_nothing_lost_or_run_twice(runner: Runner, comp
     assert status["state"] == "SUCCEEDED", status
     lines = runs.read_text().splitlines()
     assert sorted(json.loads(x)[0] for x in lines) == sorted(t["a"] for t in trials)  # each ran exactly once
-    apps = [a for a in runner.list("local_cwd")]
+    apps = [a for a in runner.list(sched)]
     assert len(apps) == 8
 
 
-def test_resume_adopts_a_submission_in_flight(runner: Runner, components: str) -> None:
+def test_resume_adopts_a_submission_in_flight(sched: str, runner: Runner, components: str) -> None:
     """The driver was killed between submitting a trial and journaling its handle: found by name, not rerun."""
-    sweep = run_sweep(runner, f"{components}:argv", ["--sleep", "30"], [{"a": "only", "b": "x"}], "local_cwd")
+    sweep = run_sweep(runner, f"{components}:argv", ["--sleep", "30"], [{"a": "only", "b": "x"}], sched)
     deadline = time.monotonic() + 30
     while sweep.trials()[0].handle is None:
         assert time.monotonic() < deadline
@@ -210,14 +214,14 @@ def test_resume_adopts_a_submission_in_flight(runner: Runner, components: str) -
     assert sweep.trials()[0].handle == handle
     sweep.cancel()
     assert sweep.wait(timeout=30)["state"] == "CANCELLED"
-    assert len(runner.list("local_cwd")) == 1
+    assert len(runner.list(sched)) == 1
 
 
-def test_fail_fast_with_many_submitters_cancels_everything_else(runner: Runner, components: str) -> None:
+def test_fail_fast_with_many_submitters_cancels_everything_else(sched: str, runner: Runner, components: str) -> None:
     """max_parallel 8: several submitter processes; the first failure stops them all."""
     trials = [{"a": "ok", "b": "0", "sleep": "30"}, {"a": "fail", "b": "1", "sleep": "0.5"}]
     trials += [{"a": "ok", "b": str(i), "sleep": "30"} for i in range(2, 30)]
-    sweep = run_sweep(runner, f"{components}:argv", [], trials, "local_cwd", max_parallel=8, fail_fast=True)
+    sweep = run_sweep(runner, f"{components}:argv", [], trials, sched, max_parallel=8, fail_fast=True)
     started = time.monotonic()
     status = sweep.wait(timeout=60)
     assert time.monotonic() - started < 25
@@ -228,7 +232,7 @@ def test_fail_fast_with_many_submitters_cancels_everything_else(runner: Runner, 
     assert states[:1] + states[2:] == ["CANCELLED"] * 29, states
     submitted = [t for t in status["trials"] if t["handle"] is not None]
     assert 1 < len(submitted) <= 8  # the others were never submitted
-    assert all(a.state.name in ("FAILED", "CANCELLED") for a in runner.list("local_cwd"))
+    assert all(a.state.name in ("FAILED", "CANCELLED") for a in runner.list(sched))
 
 
 def _printed_b(runner: Runner, sweep: Sweep) -> list[str]:
@@ -236,14 +240,14 @@ def _printed_b(runner: Runner, sweep: Sweep) -> list[str]:
 
 
 def test_component_defaults_reach_trials_as_for_torchx_run(
-    runner: Runner, components: str, isolated: Path, tmp_path: Path
+    sched: str, runner: Runner, components: str, isolated: Path, tmp_path: Path
 ) -> None:
     """[component:NAME] of .torchxconfig: the same default ``torchx run`` applies, also in a
     driver resumed from a directory without that config; and get_runner(component_defaults=)."""
     component = f"{components}:argv"
     (isolated / ".torchxconfig").write_text(f"[component:{component}]\nb = from config\n")
     run = subprocess.run(
-        [sys.executable, "-m", "torchx.cli.main", "run", "-s", "local_cwd", component, "--a", "x"],
+        [sys.executable, "-m", "torchx.cli.main", "run", "-s", sched, "--wait", "--log", component, "--a", "x"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -251,7 +255,7 @@ def test_component_defaults_reach_trials_as_for_torchx_run(
     assert '["x", "from config"]' in run.stdout + run.stderr, run.stdout + run.stderr
 
     trials = [{"a": f"t{i}"} for i in range(3)]
-    sweep = run_sweep(runner, component, ["--sleep", "0.5"], trials, "local_cwd", max_parallel=1)
+    sweep = run_sweep(runner, component, ["--sleep", "0.5"], trials, sched, max_parallel=1)
     while sweep.trials()[0].handle is None:
         time.sleep(0.02)
     os.kill(SweepStore().driver_pid(sweep.sweep_id) or 0, signal.SIGKILL)
@@ -265,19 +269,19 @@ def test_component_defaults_reach_trials_as_for_torchx_run(
     assert _printed_b(runner, sweep) == ["from config"] * 3
 
     with get_runner("sweeptest", component_defaults={component: {"b": "from runner"}}) as own:
-        sweep = run_sweep(own, component, [], [{"a": "y"}], "local_cwd")
+        sweep = run_sweep(own, component, [], [{"a": "y"}], sched)
         assert sweep.wait(timeout=60)["state"] == "SUCCEEDED"
         assert _printed_b(own, sweep) == ["from runner"]
 
 
 def test_a_submitter_killed_mid_sweep_loses_nothing_and_runs_nothing_twice(
-    runner: Runner, components: str, tmp_path: Path
+    sched: str, runner: Runner, components: str, tmp_path: Path
 ) -> None:
     """max_parallel 4: four submitter processes under the driver; SIGKILL one of them mid-sweep."""
     runs = tmp_path / "runs.txt"
     trials = [{"a": f"t{i}", "b": "x"} for i in range(16)]
     sweep = run_sweep(
-        runner, f"{components}:argv", ["--sleep", "0.3", "--runs_file", str(runs)], trials, "local_cwd", max_parallel=4
+        runner, f"{components}:argv", ["--sleep", "0.3", "--runs_file", str(runs)], trials, sched, max_parallel=4
     )
     deadline = time.monotonic() + 30
     while sum(t.state == "SUCCEEDED" for t in sweep.trials()) < 4:
@@ -293,33 +297,7 @@ def test_a_submitter_killed_mid_sweep_loses_nothing_and_runs_nothing_twice(
     assert status["driver"] == "finished"
     lines = runs.read_text().splitlines()
     assert sorted(json.loads(x)[0] for x in lines) == sorted(t["a"] for t in trials)  # each ran exactly once
-    assert len(runner.list("local_cwd")) == 16
+    assert len(runner.list(sched)) == 16
     journaled = SweepStore().load(sweep.sweep_id).trials  # the journal itself, no scheduler asked
     assert [t.state for t in journaled] == ["SUCCEEDED"] * 16
     assert "a submitter died" in Path(SweepStore().sweep_dir(sweep.sweep_id), "driver.log").read_text()
-
-
-def test_metric_is_read_from_the_tracker_the_sweep_recorded_from_any_directory(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    for module in ("torchx_components", "torchx_tracker"):
-        pytest.importorskip(module)
-    # the trials run `python -m torchx_components.apps.booth`: this interpreter's
-    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
-    Path(".torchxconfig").write_text(f"[torchx:tracker]\nfsspec =\n\n[tracker:fsspec]\nconfig = {tmp_path / 'runs'}\n")
-    submit = [*CLI, "-s", "local_cwd", "--param", "x1=1,2", "--param", "x2=3", "utils.booth"]
-    handle = subprocess.run(submit, capture_output=True, text=True, timeout=60, check=True).stdout.strip()
-    assert SweepStore().load(handle.rsplit("/", 1)[1]).spec["trackers"] == {"fsspec": str(tmp_path / "runs")}
-    elsewhere = tmp_path / "elsewhere"  # no .torchxconfig: only the sweep's record names the tracker
-    elsewhere.mkdir()
-    out = subprocess.run(
-        [*CLI, "wait", handle, "--metric", "booth_eval", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=elsewhere,
-    )
-    assert out.returncode == 0, out.stderr
-    assert "no tracker is configured" not in out.stderr
-    metrics = {t["args"]["x1"]: t["metric"] for t in json.loads(out.stdout)["trials"]}
-    assert metrics == {"1": 0.0, "2": 5.0}  # booth(1, 3) = 0, booth(2, 3) = 5

@@ -17,11 +17,9 @@ from torchx.runner import Runner, get_runner
 from torchx_sweep import run_sweep
 from torchx_sweep.store import SweepStore
 
-pytest.importorskip("torchx_sched_local", reason="needs torchx-sched-local (the local_cwd scheduler)")
-
 
 @pytest.fixture
-def runner() -> Iterator[Runner]:
+def runner(sched: str) -> Iterator[Runner]:
     with get_runner("sweeptest") as r:
         yield r
 
@@ -31,10 +29,12 @@ def _modes(root: Path) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("umask", [0o000, 0o022, 0o277], ids=oct)
-def test_sweep_state_is_private_whatever_the_umask(runner: Runner, components: str, tmp_path: Path, umask: int) -> None:
+def test_sweep_state_is_private_whatever_the_umask(
+    sched: str, runner: Runner, components: str, tmp_path: Path, umask: int
+) -> None:
     old = os.umask(umask)
     try:
-        sweep = run_sweep(runner, f"{components}:argv", [], [{"a": "x", "b": "1"}], "local_cwd")
+        sweep = run_sweep(runner, f"{components}:argv", [], [{"a": "x", "b": "1"}], sched)
         status = sweep.wait(timeout=60)
     finally:
         os.umask(old)
@@ -47,24 +47,10 @@ def test_sweep_state_is_private_whatever_the_umask(runner: Runner, components: s
         assert mode == expected, (path, oct(mode), modes)
 
 
-def test_local_done_markers_are_private_whatever_the_umask(runner: Runner, tmp_path: Path) -> None:
-    from torchx.testing import command_app
-
-    old = os.umask(0)
-    try:
-        handle = runner.run(command_app("true"), "local_cwd")
-        runner.wait(handle, wait_interval=0.1)
-    finally:
-        os.umask(old)
-    markers = list(Path(os.environ["TORCHX_LOCAL_STATE_DIR"]).rglob(".done"))
-    assert markers
-    assert all(stat.S_IMODE(m.stat().st_mode) == 0o600 for m in markers), markers
-
-
 @pytest.mark.parametrize("target", ["spec.json", "events.jsonl", ""], ids=["spec", "journal", "dir"])
-def test_resume_refuses_a_sweep_others_can_write(components: str, tmp_path: Path, target: str) -> None:
+def test_resume_refuses_a_sweep_others_can_write(sched: str, components: str, tmp_path: Path, target: str) -> None:
     with get_runner("sweeptest") as runner:
-        sweep = run_sweep(runner, f"{components}:argv", ["--sleep", "30"], [{"a": "x", "b": "1"}], "local_cwd")
+        sweep = run_sweep(runner, f"{components}:argv", ["--sleep", "30"], [{"a": "x", "b": "1"}], sched)
         store = SweepStore()
         deadline = time.monotonic() + 30
         while not sweep.trials()[0].handle:

@@ -145,6 +145,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         mounts=frozenset(),
         attach=True,
         recovery=True,
+        end_fd=True,
     )
 
     def __init__(

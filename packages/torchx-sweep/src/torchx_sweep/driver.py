@@ -144,12 +144,13 @@ class Driver:
             return {}
 
     def _end_fd_of_scheduler(self) -> Any:
-        """The scheduler's optional ``end_fd(app_id) -> fd | None`` (``local_cwd`` has it), or None."""
+        """The scheduler's ``end_fd(app_id) -> fd | None`` if it declares ``capabilities.end_fd``
+        (``local_cwd`` does), else None."""
         try:
             sched = self.runner.get_scheduler(self.scheduler)  # the instance that submits: it knows its children
         except Exception:
             return None  # not installed: every submission fails and says so
-        return getattr(sched, "end_fd", None)
+        return sched.end_fd if sched.capabilities.end_fd else None
 
     def request_stop(self) -> None:
         """Stops submitting and cancels the trials in flight (safe to call from a signal handler)."""

@@ -105,7 +105,8 @@ class Scheduler(abc.ABC, Generic[T, A, D]):
     ``_cancel_existing``; optionally ``_run_opts``, ``log_iter``, ``wait``, ``close``,
     ``_validate``, ``_pre_build_validate``, ``_delete_existing`` and ``end_cause`` (why an app
     ended, see :mod:`torchx.schedulers.causes`); with
-    ``capabilities.job_arrays``, ``submit_array_dryrun`` and ``array_element_id``. Declare what
+    ``capabilities.job_arrays``, ``submit_array_dryrun`` and ``array_element_id``; with
+    ``capabilities.end_fd``, ``end_fd`` (a descriptor readable when an app ends). Declare what
     the backend supports in the class attribute ``capabilities`` (a scheduler that declares
     nothing, as one written for upstream TorchX, is handed every request).
 
@@ -229,6 +230,18 @@ class Scheduler(abc.ABC, Generic[T, A, D]):
 
         The default returns None; callers then use
         :func:`torchx.schedulers.causes.cause_from_state`.
+        """
+        return None
+
+    def end_fd(self, app_id: str) -> int | None:
+        """A file descriptor that becomes readable once the app ended (optional extension point,
+        declared by ``capabilities.end_fd``), for a caller that waits on many apps at once with
+        ``select``/``poll`` and then reads their state with :meth:`describe`.
+
+        Contract: the caller owns the descriptor and closes it; readable means "ask
+        :meth:`describe` now", never a state by itself; None whenever it cannot be had (the
+        app is unknown or already ended, the platform has no such descriptor), and the caller
+        then polls :meth:`describe`. The default returns None.
         """
         return None
 

@@ -28,6 +28,9 @@ class SchedulerCapabilities:
         recovery: ``submit_recovery_dryrun`` / ``recovery_attempts`` run an app that recovers
             inside the backend (requeue, retries, an in-job restart loop); see
             :mod:`torchx.schedulers.recovery`
+        end_fd: ``end_fd`` gives a file descriptor that becomes readable when an app ends, so
+            a caller watching many apps (a sweep, a managed job's driver) waits on them with
+            ``select`` instead of polling ``describe``; see :meth:`Scheduler.end_fd`
     """
 
     log_tail: bool = True
@@ -44,6 +47,7 @@ class SchedulerCapabilities:
     attach: bool = False
     job_arrays: bool = False
     recovery: bool = False
+    end_fd: bool = False
 
     def __post_init__(self) -> None:
         for name in ("log_streams", "retry_policies", "mounts"):  # any iterable given: kept as a frozenset
