@@ -11,6 +11,8 @@
 * driver RSS: VmRSS of the job's driver while an attempt runs (after one restart); target < 30 MB.
 
 Every run uses fresh state directories under a temporary directory (removed afterwards).
+Every managed job passes ``controller=local``: this measures the local driver (a job whose one
+target is local_cwd otherwise recovers in its supervisor, with no driver).
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ def bench_start(runner: Any, repeat: int) -> tuple[float, float]:
     managed: list[float] = []
     for i in range(repeat):
         for which in ("local_cwd", "managed") if i % 2 == 0 else ("managed", "local_cwd"):
-            cfg = {"targets": ["local_cwd"]} if which == "managed" else None
+            cfg = {"targets": ["local_cwd"], "controller": "local"} if which == "managed" else None
             start = time.perf_counter()
             handle = runner.run(app, which, cfg)
             (managed if which == "managed" else direct).append(_until_running(runner, handle) - start)
@@ -74,7 +76,9 @@ def bench_reaction(runner: Any) -> tuple[float, float, float]:
     from torchx_managed.journal import ManagedStore
 
     handle = runner.run(
-        _app(sys.executable, "-c", EXIT_AFTER_STAMP), "managed", {"targets": ["local_cwd"], "max_restarts": 1}
+        _app(sys.executable, "-c", EXIT_AFTER_STAMP),
+        "managed",
+        {"targets": ["local_cwd"], "controller": "local", "max_restarts": 1},
     )
     store, job_id = ManagedStore(), parse_app_handle(handle).app_id
     while len(store.load(job_id).attempts) < 2 or store.load(job_id).attempts[1].handle is None:
