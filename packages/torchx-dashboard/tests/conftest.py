@@ -98,9 +98,12 @@ TWO_ATTEMPTS = "import os, signal\nif os.environ['TORCHX_ATTEMPT'] == '0':\n    
 
 @pytest.fixture
 def managed_job(runner: Any) -> str:
-    """A finished ``managed`` job on local_cwd that took two attempts (needs torchx-managed)."""
+    """A finished ``managed`` job on local_cwd that took two attempts (needs torchx-managed), kept
+    by managed's local driver (``controller=local``: its attempts are jobs of their own, nested
+    under it; one local_cwd target otherwise recovers in its supervisor as one local_cwd job)."""
     pytest.importorskip("torchx_managed")
-    handle = str(runner.run(python_app(TWO_ATTEMPTS, name="twice"), "managed", {"targets": ["local_cwd"]}))
+    cfg = {"targets": ["local_cwd"], "controller": "local"}
+    handle = str(runner.run(python_app(TWO_ATTEMPTS, name="twice"), "managed", cfg))
     status = runner.wait(handle, wait_interval=0.2, timeout=120)
     assert status is not None and status.state.name == "SUCCEEDED", status
     assert len(runner.describe_app(handle).metadata["attempts"]) == 2
