@@ -18,8 +18,6 @@ from torchx.specs import AppState
 
 pytestmark = pytest.mark.torch
 
-pytest.importorskip("torchx_sched_local", reason="needs torchx-sched-local (the local_cwd scheduler)")
-
 ALLREDUCE = """
 import os
 import torch
@@ -37,11 +35,15 @@ LINE = re.compile(r"RANK=(\d+) WORLD_SIZE=(\d+) SUM=(\S+) ARG=(.*)$")
 
 @pytest.fixture(autouse=True)
 def require_torch() -> None:
-    if importlib.util.find_spec("torch") is None:
-        message = "torch is not installed (pip install torch==2.13.0)"
-        if os.environ.get("TORCHX_REQUIRE_LIVE") == "1":
-            pytest.fail(f"{message} and TORCHX_REQUIRE_LIVE=1")
-        pytest.skip(message)
+    """torch and local_cwd (the nox session ``ddp`` installs both): a live test's backend."""
+    for module, message in (
+        ("torch", "torch is not installed (pip install torch==2.13.0)"),
+        ("torchx_sched_local", "the local_cwd scheduler is not installed (pip install torchx-sched-local)"),
+    ):
+        if importlib.util.find_spec(module) is None:
+            if os.environ.get("TORCHX_REQUIRE_LIVE") == "1":
+                pytest.fail(f"{message} and TORCHX_REQUIRE_LIVE=1")
+            pytest.skip(message)
 
 
 @pytest.fixture

@@ -4,9 +4,10 @@ tracker, components) with torchx-core alone, no scheduler distribution installed
 Each replica is a real process in a session of its own, started through a small Python
 wrapper that records its exit status; a job is a directory of files (``job.json``, one
 ``<role>-<k>.log`` and ``<role>-<k>.exit`` per replica, ``cancelled``), so every process of
-the test (the CLI, a detached driver) sees the same jobs. It is for tests only: replicas
-get the job's environment and working directory and nothing else (no restarts, no
-resources, no separate log streams).
+the test (the CLI, a detached driver) sees the same jobs. As on ``local_cwd``, replicas run in
+the submitter's working directory, which is also ``${img_root}``. It is for tests only:
+replicas get the role's environment and nothing else (no restarts, no resources, no separate
+log streams).
 
     def test_x(tmp_path, monkeypatch):
         name = use_procs(tmp_path, monkeypatch)  # "procs", registered for this test and its subprocesses
@@ -109,14 +110,15 @@ class ProcsScheduler(Scheduler[Mapping[str, CfgVal], AppDef, dict[str, Any]]):
 
     def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[dict[str, Any]]:
         app_id = f"{app.name}-{time.time_ns():x}"
+        cwd = os.getcwd()
         replicas = []
         for role in app.roles:
             for k in range(role.num_replicas):
-                filled = macros.Values(img_root=role.image, app_id=app_id, replica_id=str(k)).apply(role)
+                filled = macros.Values(img_root=cwd, app_id=app_id, replica_id=str(k)).apply(role)
                 replicas.append(
                     {"role": role.name, "k": k, "argv": [filled.entrypoint, *filled.args], "env": dict(filled.env)}
                 )
-        request = {"app_id": app_id, "name": app.name, "replicas": replicas}
+        request = {"app_id": app_id, "name": app.name, "cwd": cwd, "replicas": replicas}
         return AppDryRunInfo(request, lambda r: json.dumps(r, indent=2))
 
     def schedule(self, dryrun_info: AppDryRunInfo[dict[str, Any]]) -> str:
@@ -128,7 +130,7 @@ class ProcsScheduler(Scheduler[Mapping[str, CfgVal], AppDef, dict[str, Any]]):
         for r in request["replicas"]:
             base = job / f"{r['role']}-{r['k']}"
             cmd = [sys.executable, "-c", _WRAPPER, f"{base}.log", f"{base}.exit", *r["argv"]]
-            proc = subprocess.Popen(cmd, env={**os.environ, **r["env"]}, start_new_session=True)
+            proc = subprocess.Popen(cmd, cwd=request["cwd"], env={**os.environ, **r["env"]}, start_new_session=True)
             _started.append(proc)
             pids.append(proc.pid)
         job_info = {"name": request["name"], "replicas": request["replicas"], "pids": pids, "submitted": time.time()}

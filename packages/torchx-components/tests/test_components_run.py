@@ -1,4 +1,5 @@
-"""Builtins run for real on the local_cwd scheduler (skipped when torchx-sched-local is not installed)."""
+"""Builtins run for real, as processes of core's test scheduler (``procs``: replicas run in the
+submitter's directory, as on local_cwd), so no scheduler distribution is needed."""
 
 from __future__ import annotations
 
@@ -11,19 +12,21 @@ import pytest
 from torchx.runner import Runner, get_runner
 from torchx.specs import AppState
 from torchx.testing import PASSTHROUGH_ARGS, hostile_value
+from torchx.testing.procs import use_procs
 
-pytest.importorskip("torchx_sched_local", reason="needs torchx-sched-local (the local_cwd scheduler)")
+SCHED = "procs"
 
 
 @pytest.fixture
-def runner() -> Iterator[Runner]:
+def runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Runner]:
+    use_procs(tmp_path, monkeypatch)
     with get_runner("components-test") as r:
         yield r
 
 
 def run(runner: Runner, component: str, args: list[str], role: str) -> tuple[AppState, str]:
-    """Runs a component on local_cwd, waits for it; returns its final state and replica 0's log."""
-    handle = runner.run_component(component, args, scheduler="local_cwd")
+    """Runs a component, waits for it; returns its final state and replica 0's log."""
+    handle = runner.run_component(component, args, scheduler=SCHED)
     status = runner.wait(handle, wait_interval=0.2, timeout=120)
     assert status is not None, f"{handle}: no status"
     return status.state, "".join(runner.log_lines(handle, role, 0))
@@ -37,7 +40,7 @@ def test_echo(runner: Runner) -> None:
 
 
 def test_echo_replicas(runner: Runner) -> None:
-    handle = runner.run_component("utils.echo", ["--msg", "hi", "--num_replicas", "2"], scheduler="local_cwd")
+    handle = runner.run_component("utils.echo", ["--msg", "hi", "--num_replicas", "2"], scheduler=SCHED)
     status = runner.wait(handle, wait_interval=0.2, timeout=120)
     assert status is not None
     assert status.state == AppState.SUCCEEDED
@@ -88,8 +91,8 @@ def test_booth_and_copy(runner: Runner, isolated: Path) -> None:
     assert (isolated / "copied.json").read_text() == (isolated / "r" / "0.json").read_text()
 
 
-def test_dryrun_on_local_cwd(runner: Runner) -> None:
-    info = runner.dryrun_component("dist.ddp", ["-j", "2x1", "--script", "t.py"], scheduler="local_cwd")
+def test_dryrun_names_torchrun(runner: Runner) -> None:
+    info = runner.dryrun_component("dist.ddp", ["-j", "2x1", "--script", "t.py"], scheduler=SCHED)
     assert "torchrun" in str(info)
 
 
@@ -111,7 +114,7 @@ def test_macros_from_a_hostile_working_directory_run_nothing(
         fake.chmod(0o755)
         monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
         args, role = ["--script", "t.py", "--", *words], "t"
-    handle = runner.run_component(component, args, scheduler="local_cwd")
+    handle = runner.run_component(component, args, scheduler=SCHED)
     status = runner.wait(handle, wait_interval=0.2, timeout=120)
     assert status is not None, status
     assert status.state == AppState.SUCCEEDED, status

@@ -1,5 +1,6 @@
-"""End to end on ``local_cwd`` (needs torchx-sched-local): ``torchx run --parent_run_id`` a
-2-replica job that records into the fsspec tracker, then ``torchx tracker list ...``.
+"""End to end with real processes (core's test scheduler ``procs``, so no scheduler
+distribution is needed): ``torchx run --parent_run_id`` a 2-replica job that records into the
+fsspec tracker, then ``torchx tracker list ...``.
 
 Everything runs as subprocesses in a temporary cwd holding ``.torchxconfig``, with HOME
 set to a temporary directory so the user's own config is never read.
@@ -15,8 +16,7 @@ from typing import Any
 
 import pytest
 from torchx.testing import run_cli
-
-pytest.importorskip("torchx_sched_local", reason="the local_cwd scheduler (torchx-sched-local) is not installed")
+from torchx.testing.procs import use_procs
 
 pytestmark = pytest.mark.slow
 
@@ -44,6 +44,12 @@ COMPONENT = textwrap.dedent(
 )
 
 
+@pytest.fixture(autouse=True)
+def procs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The scheduler the jobs run on."""
+    return use_procs(tmp_path, monkeypatch)
+
+
 def run_tracked_job(cwd: Path) -> str:
     """Runs the job to completion with ``--parent_run_id`` (the tracker of ``cwd``'s
     ``.torchxconfig``); returns its app handle."""
@@ -51,7 +57,8 @@ def run_tracked_job(cwd: Path) -> str:
     proc = run_cli(
         "run",
         "-s",
-        "local_cwd",
+        "procs",
+        "--wait",
         "--parent_run_id",
         PARENT,
         "tracked_component.py:tracked",
@@ -62,7 +69,7 @@ def run_tracked_job(cwd: Path) -> str:
     )
     assert proc.returncode == 0, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
     handle = proc.stdout.splitlines()[0].strip()
-    assert handle.startswith("local_cwd://torchx/"), proc.stdout
+    assert handle.startswith("procs://torchx/"), proc.stdout
     return handle
 
 
