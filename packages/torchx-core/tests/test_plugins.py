@@ -320,18 +320,18 @@ def test_event_hook_manager_is_built_once(make_dist, fake_scheduler, monkeypatch
     """Event hooks go through one pluggy manager per registry: discovery's when it ran in this
     process, else one built on the first event (from the cached registry)."""
     make_dist("counted", {"torchx": {"counted": "counted_policy"}}, {"counted_policy.py": PRE_SUBMIT_COUNTER})
-    from torchx.plugins import discovery
+    from torchx.plugins import hookspecs
     from torchx.runner import get_runner
     from torchx.specs import AppDef, Role, resource
 
     built: list[object] = []
-    original = discovery.new_plugin_manager
+    original = hookspecs.new_plugin_manager
 
     def counting() -> object:
         built.append(original())
         return built[-1]
 
-    monkeypatch.setattr(discovery, "new_plugin_manager", counting)
+    monkeypatch.setattr(hookspecs, "new_plugin_manager", counting)
     app = AppDef("app", roles=[Role("r", "i", entrypoint="echo", resource=resource(cpu=1))])
     for fresh in (True, False):  # discovery in this process, then the disk cache
         torchx.plugins.reset()

@@ -1,5 +1,5 @@
-"""The plugin registry loaded from several threads at once, and a plugin that looks plugins up
-while discovery imports it."""
+"""The plugin registry loaded from several threads at once, and a plugin module that looks plugins
+up while discovery imports it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import torchx.plugins
-from torchx.plugins import REENTRANT_LOOKUP, get_registry
+from torchx.plugins import get_registry
 
 SLOW_PLUGIN = """
 import time
@@ -35,9 +35,16 @@ def torchx_named_resources():
 """
 
 LOOKS_UP_AT_IMPORT = """
-from torchx.plugins import get_registry, hookimpl
+from torchx.plugins import get_registry, hookimpl, SchedulerPlugin
+from torchx.specs import get_named_resources
 
-get_registry()
+SEEN = sorted(get_registry().schedulers)  # what is registered so far: every entry point's
+CPUS = get_named_resources("early_big").cpu
+
+
+@hookimpl
+def torchx_schedulers():
+    yield SchedulerPlugin("eager", "eager_plugin:create", "registered after it looked")
 """
 
 
@@ -83,12 +90,28 @@ def test_named_resources_looked_up_from_threads_during_discovery_are_found() -> 
     assert len(cpus) == 4 and sorted(cpus)[-2:] == [64, 64]
 
 
-def test_a_plugin_that_looks_plugins_up_when_imported_gets_a_clear_error(
+def test_a_plugin_module_that_looks_plugins_up_when_imported_sees_the_entry_points(
     make_dist: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """No reentrancy guard: discovery reads every entry point before it imports a plugin
+    module, and such a module's lookups see that registry (named resources included, looked up
+    again once discovery is complete)."""
+    import sys
+
     monkeypatch.setenv("TORCHX_NO_PLUGIN_CACHE", "1")
+    make_dist(
+        "early-dist",
+        {"torchx.plugins": {"scheduler.early": "early:create", "named_resource.early_big": "early:big"}},
+        {"early.py": "from torchx.specs import Resource\ndef big():\n    return Resource(cpu=32, gpu=0, memMB=1)\n"},
+    )
     make_dist("eager-dist", {"torchx": {"eager": "eager_plugin"}}, {"eager_plugin.py": LOOKS_UP_AT_IMPORT})
     registry = get_registry()
     (eager,) = [p for p in registry.plugins if p.name == "eager"]
-    assert any(REENTRANT_LOOKUP in e for e in eager.errors), eager.errors  # its own thread: refused, not waited for
+    assert eager.errors == []
+    assert "early" in sys.modules["eager_plugin"].SEEN and "eager" not in sys.modules["eager_plugin"].SEEN
+    assert sys.modules["eager_plugin"].CPUS == 32
+    assert "eager" in registry.schedulers and registry.complete
+    from torchx.specs import get_named_resources
+
+    assert get_named_resources("early_big").cpu == 32  # the table filled during discovery is filled again
     torchx.plugins.reset()

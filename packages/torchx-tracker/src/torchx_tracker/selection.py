@@ -38,14 +38,14 @@ def create_tracker(name: str, config: str | None) -> TrackerBase:
     Raises:
         ValueError: no installed plugin provides ``name``
     """
-    from torchx.plugins import get_registry, load_attr
+    from torchx.plugins import Ref, get_registry
 
     registered = get_registry().trackers
     record = registered.get(name)
     if record is None and ":" not in name:
         installed = ", ".join(sorted(registered)) or "none"
         raise ValueError(f"unknown tracker {name!r}; installed: {installed} (or give module:factory)")
-    tracker = load_attr(record.factory if record else name)(config)
+    tracker = Ref(record.factory if record else name)(config)
     if not isinstance(tracker, TrackerBase):
         raise TypeError(f"tracker {name!r} factory returned {type(tracker).__name__}, not a TrackerBase")
     return tracker

@@ -41,14 +41,15 @@ class CmdPlugins(SubCommand):
             )
             return 0
         for p in registry.plugins:
+            entry = f" {p.name} = {p.value}" if p.name else ""  # a distribution's torchx.plugins entries: none
             if p.incompatible:  # one line: nothing was loaded from it
-                print(f"{p.dist} {p.version}  [{p.group}] {p.name} = {p.value}  ({p.errors[0]})")
+                print(f"{p.dist} {p.version}  [{p.group}]{entry}  ({p.errors[0]})")
                 continue
             status = "ERROR" if p.errors else "ok"
-            print(f"{p.dist} {p.version}  [{p.group}] {p.name} = {p.value}  ({status})")
+            print(f"{p.dist} {p.version}  [{p.group}]{entry}  ({status})")
             for kind, names in p.registers.items():
                 print(f"    {kind}: {', '.join(names)}")
-            for hook in p.event_hooks:
+            for hook in p.event_hooks or [f"hooks in {m}" for m in p.hook_modules]:
                 print(f"    hook: {hook}")
             for error in p.errors:
                 print(f"    error: {error}")

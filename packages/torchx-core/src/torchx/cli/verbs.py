@@ -46,9 +46,9 @@ def commands() -> tuple[dict[str, tuple[str, str]], str | None]:
 def load_command(path: str) -> Any:
     """An instance of the ``SubCommand`` class ``path`` (``"module:Class"``) names."""
     from torchx.cli.cmd_base import SubCommand
-    from torchx.plugins import load_attr
+    from torchx.plugins import Ref
 
-    cls = load_attr(path)
+    cls = Ref(path).load()
     command = cls()
     if not isinstance(command, SubCommand):
         raise TypeError(f"{path} is not a torchx SubCommand")

@@ -33,37 +33,39 @@ they hide nothing, and legacy entries hide none of them except the builtins. The
 
 from __future__ import annotations
 
-from torchx.plugins.registrations import (
-    CliCommand,
-    ComponentSource,
-    NamedResourcePlugin,
-    SchedulerPlugin,
-    TrackerPlugin,
-)
+from torchx.plugins.registrations import KINDS
+from torchx.plugins.registry import PluginInfo, Registry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-LEGACY_GROUPS: tuple[str, ...] = (
-    "torchx.schedulers",
-    "torchx.named_resources",
-    "torchx.components",
-    "torchx.tracker",
-    "torchx.cli.cmds",
-)
+#: upstream's entry-point group -> the kind of registration its entries are
+LEGACY_KINDS: dict[str, str] = {
+    "torchx.schedulers": "schedulers",
+    "torchx.named_resources": "named_resources",
+    "torchx.components": "components",
+    "torchx.tracker": "trackers",
+    "torchx.cli.cmds": "cli_commands",
+}
+
+LEGACY_GROUPS: tuple[str, ...] = tuple(LEGACY_KINDS)
 
 
 def legacy_record(group: str, name: str, value: str) -> Any:
     """The record a legacy entry point ``name = value`` in ``group`` stands for."""
-    if group == "torchx.schedulers":
-        return SchedulerPlugin(name, value, "")
-    if group == "torchx.named_resources":
-        return NamedResourcePlugin(name, value)
-    if group == "torchx.components":
-        return ComponentSource("" if name.startswith("_") else name, value)
-    if group == "torchx.tracker":
-        return TrackerPlugin(name, value)
-    if group == "torchx.cli.cmds":
-        return CliCommand(name, value, "")
-    raise ValueError(f"not a legacy torchx entry-point group: {group}")
+    kind = LEGACY_KINDS.get(group)
+    if kind is None:
+        raise ValueError(f"not a legacy torchx entry-point group: {group}")
+    if kind == "components":
+        name = "" if name.startswith("_") else name
+    return KINDS[kind].make(name, value)
+
+
+def add_legacy(registry: Registry, eps: list[tuple[Any, str, str, list[str]]]) -> None:
+    """Adds every legacy-group entry point (one :class:`PluginInfo` each); nothing is imported."""
+    for ep, dist, version, _ in eps:
+        if ep.group in LEGACY_KINDS:
+            info = PluginInfo(name=ep.name, dist=dist, version=version, group=ep.group, value=ep.value)
+            registry.plugins.append(info)
+            registry.add(info, legacy_record(ep.group, ep.name, ep.value))

@@ -22,7 +22,6 @@ plugin is looked up until such an import happens):
 from __future__ import annotations
 
 import sys
-from _thread import get_ident
 
 from torchx.util.distributions import LEGACY_MODULE_DISTRIBUTIONS
 
@@ -72,9 +71,6 @@ class LegacyModuleFinder:
         tail: True for the finder placed after the regular ones
     """
 
-    #: threads that are building the registry (a plugin module they import must not start it again)
-    _resolving: set[int] = set()
-
     def __init__(self, tail: bool) -> None:
         self.tail = tail
 
@@ -92,22 +88,22 @@ class LegacyModuleFinder:
         from importlib.machinery import ModuleSpec
 
         registry = _registry()
-        resolved = registry.legacy_target(fullname) if registry is not None else None
+        resolved = registry.legacy_target(fullname)
         if resolved is not None:
             return ModuleSpec(fullname, _AliasLoader(resolved))  # type: ignore[arg-type]  # a Loader by protocol
         if dist is not None:
             raise ModuleNotFoundError(_missing(fullname, dist, registry), name=fullname)
         below = fullname + "."
-        registered = registry.legacy_modules if registry is not None else {}
+        registered = registry.legacy_modules
         if any(name.startswith(below) for name in [*LEGACY_MODULE_DISTRIBUTIONS, *registered]):
             return ModuleSpec(fullname, None, is_package=True)  # an empty parent package upstream has
         return None
 
 
-def _missing(fullname: str, dist: str, registry: Registry | None) -> str:
+def _missing(fullname: str, dist: str, registry: Registry) -> str:
     """Why ``fullname`` cannot be imported: its distribution is not installed, or it is and failed."""
     name = dist.partition("[")[0]
-    broken = [e for p in (registry.plugins if registry is not None else []) if p.dist == name for e in p.errors]
+    broken = [e for p in registry.plugins if p.dist == name for e in p.errors]
     if broken:
         return f"{fullname} is provided by {name}, which is installed but failed to load: {broken[0]} (see `torchx plugins`)"
     from torchx.util.distributions import pip_install
@@ -115,22 +111,12 @@ def _missing(fullname: str, dist: str, registry: Registry | None) -> str:
     return f"{fullname} is provided by {name}: {pip_install(dist)}"
 
 
-def _registry() -> Registry | None:
-    """The plugin registry; while it is being built, what the entry points registered (None
-    while they are read: a plugin's hook module importing a legacy path must not start
-    discovery again)."""
-    from torchx.plugins import discovering, get_registry, partial_registry
+def _registry() -> Registry:
+    """The plugin registry (while discovery fills it, for a plugin module it imports: what is
+    registered so far, every entry point's upstream module paths included)."""
+    from torchx.plugins import get_registry
 
-    if discovering():  # a plugin module imported by discovery: what the entry points registered
-        return partial_registry()
-    me = get_ident()
-    if me in LegacyModuleFinder._resolving:
-        return None
-    LegacyModuleFinder._resolving.add(me)
-    try:
-        return get_registry()
-    finally:
-        LegacyModuleFinder._resolving.discard(me)
+    return get_registry()
 
 
 def install() -> None:

@@ -28,7 +28,7 @@ import sys
 from typing import Any
 
 from torchx.compat.authoring import PluginType
-from torchx.plugins.import_errors import describe_error, import_failure_files
+from torchx.compat.import_errors import describe_error, import_failure_files
 from torchx.plugins.registrations import NamedResourcePlugin, SchedulerPlugin, TrackerPlugin
 from torchx.plugins.registry import PluginInfo, Registry
 

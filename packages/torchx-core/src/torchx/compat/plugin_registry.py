@@ -23,6 +23,7 @@ from typing import Any
 
 from torchx.compat.authoring import PluginType
 from torchx.compat.namespace import KIND_OF, NAMESPACE_GROUPS, plugin_sources
+from torchx.plugins.registrations import Ref
 from torchx.plugins.registry import Registry
 
 #: registry kind -> the plugin type it is
@@ -44,28 +45,6 @@ class RegistrationError:
     error: str
     name: str | None = None
     plugin_type: str | None = None
-
-
-class _Factory:
-    """A registered factory, imported on its first call."""
-
-    def __init__(self, target: str, ptype: PluginType, name: str) -> None:
-        self._target = target
-        self._loaded: Any = None
-        self.__module__ = target.partition(":")[0]
-        self.__name__ = self.__qualname__ = name
-        self._plugin_type = ptype
-        self._plugin_name = name
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self._loaded is None:
-            from torchx.plugins import load_attr
-
-            self._loaded = load_attr(self._target)
-        return self._loaded(*args, **kwargs)
-
-    def __repr__(self) -> str:
-        return f"<{self._plugin_type.name.lower()} {self._plugin_name!r} from {self._target}>"
 
 
 def _type_of_group(group: str) -> PluginType | None:
@@ -94,10 +73,11 @@ class PluginRegistry:
         return get_registry()
 
     def get(self, plugin_type: PluginType) -> dict[str, Any]:
-        """Name -> factory of every plugin of ``plugin_type`` (empty dict if none)."""
+        """Name -> factory of every plugin of ``plugin_type`` (empty dict if none), each a
+        :class:`~torchx.plugins.Ref` that imports the factory on its first call."""
         self._asked.add(plugin_type)
         kind = KIND_OF[plugin_type][0]
-        return {name: _Factory(record.factory, plugin_type, name) for name, record in self._reg().table(kind).items()}
+        return {name: Ref(record.factory) for name, record in getattr(self._reg(), kind).items()}
 
     def info(self, plugin_type: PluginType | None = None) -> Any:
         """:meth:`get` of ``plugin_type``, or of every type (``{PluginType: {name: factory}}``)."""
@@ -156,7 +136,7 @@ class PluginRegistry:
         """Plain data: per plugin type, ``[{name, module, aliases?, fractionals?}]``, and ``errors``."""
         data: dict[str, Any] = {}
         for ptype in PluginType:
-            records = self._reg().table(KIND_OF[ptype][0])
+            records = getattr(self._reg(), KIND_OF[ptype][0])
             data[ptype.name.lower()] = [
                 {"name": name, "module": record.factory.partition(":")[0]} for name, record in records.items()
             ]

@@ -1,13 +1,13 @@
-"""torchx plugins: pluggy hooks that register schedulers, named resources, components,
-trackers, workspaces, CLI commands and upstream module paths (``LegacyModule``), plus submit-time event hooks.
+"""torchx plugins: what installed distributions register (schedulers, named resources,
+components, trackers, workspaces, CLI commands, upstream module paths, event hooks).
 
-Plugin authors need only::
-
-    from torchx.plugins import hookimpl, SchedulerPlugin, ComponentSource  # ...
-
-See :mod:`torchx.plugins.hookspecs` for every hook with an example. Importing this
-package is cheap: pluggy is loaded only when a hook module asks for ``hookimpl`` or when
-plugins must be (re)discovered.
+A distribution registers each as one entry point of the group ``torchx.plugins``,
+``<kind>.<name> = "module:attr"``, read from its metadata without importing it
+(:mod:`torchx.plugins.discovery`); each ``"module:attr"`` is a :class:`Ref`, imported when
+used. :func:`get_registry` returns the one :class:`Registry`; event hooks
+(:mod:`torchx.plugins.hookspecs`) are pluggy hook implementations (``hookimpl``). Importing
+this package is cheap: pluggy is loaded only when a hook module asks for ``hookimpl`` or on
+the first event.
 
 Upstream TorchX's plugin API is here too (each name imported on first use): ``register``
 (``@register.scheduler()``, ``@register.tracker()``, ``@register.named_resource(...)``) for
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         ComponentSource,
         LegacyModule,
         NamedResourcePlugin,
+        Ref,
         SchedulerPlugin,
         TrackerPlugin,
         WorkspacePlugin,
@@ -67,6 +68,7 @@ _LAZY: dict[str, str] = {
             "ComponentSource",
             "LegacyModule",
             "NamedResourcePlugin",
+            "Ref",
             "SchedulerPlugin",
             "TrackerPlugin",
             "WorkspacePlugin",
@@ -115,32 +117,24 @@ __all__ = [
     "PLUGIN_API_LEVEL",
     "PluginInfo",
     "PluginLoadError",
+    "Ref",
     "Registry",
     "SchedulerPlugin",
     "SubmissionRejected",
     "TrackerPlugin",
     "WorkspacePlugin",
-    "discovering",
     "get_registry",
     "hookimpl",
     "hookspec",
-    "load_attr",
     "reset",
 ]
 
 _registry: Registry | None = None
-#: the thread whose discovery is importing plugin modules (None: none is)
-_discoverer: int | None = None
+#: the registry discovery is filling (None: none is); only the discovering thread can see it,
+#: through the re-entrant lock the others wait on
+_building: Registry | None = None
 #: held while the registry is loaded: other threads wait for it instead of loading it again
 _loading = _thread.RLock()
-#: while discovery imports namespace modules: what the entry points registered (their upstream
-#: module paths resolve, so a plugin module may import ``torchx.schedulers.local_scheduler``)
-_partial: Registry | None = None
-
-REENTRANT_LOOKUP = (
-    "torchx plugins are being discovered: a plugin module must not look plugins up (named resources,"
-    " schedulers, trackers) when it is imported; look them up inside a function"
-)
 
 
 class SubmissionRejected(Exception):
@@ -174,45 +168,39 @@ def __getattr__(name: str) -> Any:
 
 
 def get_registry(refresh: bool = False) -> Registry:
-    """Everything the installed plugins register (cached in memory and on disk).
+    """The one registry of everything the installed plugins register (cached in memory and on disk).
+
+    A plugin module that discovery imports (a hook module, a namespace module) may look plugins
+    up: it gets the registry being filled, with everything registered so far (every entry point's).
 
     Args:
         refresh: ignore the caches and discover again
     """
-    global _registry, _discoverer
+    global _registry, _building
     if _registry is not None and not refresh:
         return _registry
-    if discovering():
-        raise RuntimeError(REENTRANT_LOOKUP)
     with _loading:  # a thread that comes while another loads it waits, then takes that one's
+        if _building is not None:  # this thread's discovery imported a module that asks
+            return _building
         if _registry is not None and not refresh:
             return _registry
         from torchx.plugins import cache
+        from torchx.plugins.registry import Registry
 
-        registry = None if refresh else cache.load()
-        if registry is None:
-            from torchx.plugins.discovery import discover
+        _building = Registry()
+        try:
+            registry = None if refresh else cache.load()
+            if registry is None:
+                from torchx.plugins.discovery import discover
 
-            _discoverer = _thread.get_ident()
-            try:
-                registry = discover()
-            finally:
-                _discoverer = None
-            cache.store(registry)
+                registry = _building
+                discover(registry)
+                cache.store(registry)
+        finally:
+            _building = None
+        registry.complete = True
         _registry = registry
         return registry
-
-
-def partial_registry() -> Registry | None:
-    """During discovery, in the discovering thread, what the entry points registered once they
-    are all read (None before, and outside discovery): upstream module paths resolve against it."""
-    return _partial if discovering() else None
-
-
-def discovering() -> bool:
-    """True while this thread's discovery imports plugin modules (a lookup then would see half
-    the plugins)."""
-    return _discoverer is not None and _discoverer == _thread.get_ident()
 
 
 def reset() -> None:
@@ -229,26 +217,3 @@ def reset() -> None:
     named = sys.modules.get("torchx.specs.named_resources")
     if named is not None:
         named._named_resource_factories.forget_discovered()
-
-
-def load_attr(path: str) -> Any:
-    """Imports ``"module:attr"`` (or ``"module"``) and returns the attribute (or module).
-
-    Raises:
-        PluginLoadError: the module cannot be imported or lacks the attribute
-    """
-    import importlib
-
-    module_name, _, attr = path.partition(":")
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except Exception as e:
-        raise PluginLoadError(f"cannot import {module_name!r} (from {path!r}): {type(e).__name__}: {e}") from e
-    if attr and attr in vars(obj):  # a generated name may hold dots (``register.named_resource``)
-        return vars(obj)[attr]
-    for part in attr.split(".") if attr else []:
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise PluginLoadError(f"{module_name!r} has no attribute {attr!r} (from {path!r})") from None
-    return obj

@@ -7,12 +7,13 @@ plugin says what it was written for in two places:
 * its distribution's dependency on ``torchx-core`` (``dependencies = ["torchx-core>=0.1,<0.3"]``),
   which pip resolves at install time and core checks again at discovery (a later upgrade or
   downgrade of torchx-core may have broken it);
-* its hook module's ``TORCHX_PLUGIN_API = (lowest, highest)``: the levels it works with
-  (a plugin that declares nothing is taken as written for level 1).
+* the levels it works with: an entry point ``api = "1-2"`` in the group ``torchx.plugins``
+  (a hook module of the older ``torchx`` group: ``TORCHX_PLUGIN_API = (1, 2)``); a plugin that
+  declares nothing is taken as written for level 1.
 
 A plugin outside the range is *incompatible*: core imports nothing from it (the dependency
-is checked before the module is imported; the declared range before any hook is
-registered), and ``torchx plugins`` shows it in one line naming the package to upgrade. The
+and the declared range are read from its metadata; a hook module's range before any of
+its hooks is registered), and ``torchx plugins`` shows it in one line naming the package to upgrade. The
 policy (what may change in a minor release, how a hook is deprecated, for how long the old
 form works) is in ``docs/writing-a-plugin.md``.
 """
@@ -44,13 +45,18 @@ def _upgrade(dist: str) -> str:
     return f"upgrade {dist} (`{pip_install(dist, upgrade=True)}`)"
 
 
-def declared_levels(module: object) -> tuple[int, int]:
-    """The ``(lowest, highest)`` levels ``module`` declares.
+def parse_levels(value: object) -> tuple[int, int]:
+    """``(lowest, highest)`` from a declaration: ``(1, 2)`` or ``1`` (a hook module's
+    ``TORCHX_PLUGIN_API``), ``"1-2"`` or ``"1"`` (an ``api`` entry point); None: :data:`UNDECLARED`.
 
     Raises:
         ValueError: the declaration is not two whole numbers, lowest first
     """
-    value = getattr(module, DECLARATION, UNDECLARED)
+    if value is None:
+        return UNDECLARED
+    if isinstance(value, str) and value.replace("-", "").strip().isdigit() and value.count("-") < 2:
+        value = tuple(int(v) for v in value.split("-"))
+        value = value * 2 if len(value) == 1 else value
     if isinstance(value, int) and not isinstance(value, bool):
         value = (value, value)
     if (

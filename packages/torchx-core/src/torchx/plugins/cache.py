@@ -1,10 +1,11 @@
 """Keeps the discovered :class:`Registry` on disk until the installed packages change.
 
-The cache is keyed by the interpreter and ``sys.path``; it is valid while every plugin
-module file has the modification time it had when the cache was written (fixing a plugin
-that failed to import changes a file its import went through, see ``PluginInfo.watch``) and
-every ``sys.path`` directory holds the same distributions and plugin packages (installing or
-removing a distribution changes its site-packages directory). A ``sys.path`` directory whose
+The cache is keyed by the interpreter and ``sys.path``; it is valid while every ``sys.path``
+directory holds the same distributions and plugin packages (installing or removing a
+distribution changes its site-packages directory): registrations are read from metadata, so
+that is all there is to watch. The compatibility sources that import plugin modules (hook
+modules, namespace packages) add the files those went through (``PluginInfo.watch``: editing
+one, or fixing a module that failed to import, is noticed). A ``sys.path`` directory whose
 modification time changed is listed once to tell: the script's directory or the current one
 (``python -m torchx``) changes whenever a file is written there, which must not cost a new
 discovery each time; the cache is then rewritten with the new time. ``TORCHX_NO_PLUGIN_CACHE=1`` turns it off; the directory is
@@ -24,7 +25,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-_FORMAT = 9
+_FORMAT = 10
 
 #: names in a ``sys.path`` directory that can change what discovery finds
 _PLUGIN_NAME_ENDS = (".dist-info", ".egg-info", ".egg-link", ".egg", ".pth")

@@ -1,11 +1,12 @@
 """Calls the event hooks (``torchx_pre_submit``, ``torchx_post_submit``) through pluggy.
 
-One :class:`pluggy.PluginManager` per registry holds the plugins that implement an event
-hook (the one discovery built when it ran in this process, else one built on first use).
-Each plugin's implementation (pluggy's ``HookImpl``) is called with the arguments its
-``argnames`` declare, as pluggy's hook caller does, so ``def torchx_pre_submit(app)`` works; torchx
-calls them one at a time to chain amendments, name the plugin that rejected an app, and keep
-calling after a post-submit hook failed. Order: distribution names, ``tryfirst``/``trylast`` moving one to an end.
+One :class:`pluggy.PluginManager` per registry holds the plugins' modules of event hooks
+(``hooks.<name>`` entry points; hook modules of the ``torchx`` group), imported and
+registered on the first event (discovery's manager when it ran in this process). Each
+implementation (pluggy's ``HookImpl``) is called with the arguments its ``argnames`` declare,
+as pluggy's hook caller does, so ``def torchx_pre_submit(app)`` works; torchx calls them one at
+a time to chain amendments, name the plugin that rejected an app, and keep calling after a
+post-submit hook failed. Order: distribution names, ``tryfirst``/``trylast`` moving one to an end.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
     from torchx.specs.roles import AppDef
 
-#: (registry, hook name -> [(plugin ident, that plugin's implementation)] in call order)
+#: (registry, hook name -> [(plugin name, that plugin's implementation)] in call order)
 _built: tuple[Registry, dict[str, list[tuple[str, Any]]]] | None = None
 
 
@@ -34,36 +35,55 @@ def forget() -> None:
     _built = None
 
 
-def _manager(registry: Registry) -> pluggy.PluginManager:
-    pm: pluggy.PluginManager | None = registry.plugin_manager
-    if pm is None:
-        from torchx.plugins.discovery import new_plugin_manager
+def _warn(message: str, *args: object) -> None:
+    import logging  # only when something is wrong: not free on the dry-run path
 
-        pm = new_plugin_manager()
-        for info in registry.event_hook_plugins():
-            pm.register(importlib.import_module(info.value), name=info.ident)
-        registry.plugin_manager = pm
-    return pm
+    logging.getLogger(__name__).warning(message, *args)
+
+
+def _register(registry: Registry) -> tuple[pluggy.PluginManager, dict[str, int]]:
+    """The registry's manager with every module of event hooks registered; plugin name -> its position."""
+    from torchx.plugins import hookspecs  # pluggy: only when a plugin has event hooks
+
+    pm: pluggy.PluginManager = registry.plugin_manager or hookspecs.new_plugin_manager()
+    registry.plugin_manager = pm
+    position: dict[str, int] = {}
+    for info in registry.event_hook_plugins():
+        for module in info.hook_modules:
+            name = info.ident if module == info.value else f"{info.dist}:{module}"
+            if pm.get_plugin(name) is None:
+                try:
+                    pm.register(importlib.import_module(module), name=name)
+                except Exception as e:
+                    _warn("plugin %s: cannot load event hooks %r: %s", name, module, e)
+                    continue
+            position[name] = len(position)
+    return pm, position
 
 
 def callers(hook_name: str) -> list[tuple[str, Any]]:
-    """(plugin ident, ``pluggy.HookImpl``) of every plugin implementing ``hook_name``, in call order."""
+    """(plugin name, ``pluggy.HookImpl``) of every plugin implementing ``hook_name``, in call order."""
     global _built
     registry = get_registry()
     if _built is None or _built[0] is not registry:
-        # distribution-name order (the registry's), tryfirst ones first and trylast ones last
-        plugins = registry.event_hook_plugins()
         table: dict[str, list[tuple[str, Any]]] = {hook: [] for hook in EVENT_HOOKS}
-        if plugins:
-            pm = _manager(registry)
+        if registry.event_hook_plugins():
+            pm, position = _register(registry)
             for hook in EVENT_HOOKS:
-                # a plugin lists only the hooks discovery accepted (never a wrapper)
-                position = {p.ident: i for i, p in enumerate(plugins) if hook in p.event_hooks}
                 impls = [i for i in getattr(pm.hook, hook).get_hookimpls() if i.plugin_name in position]
+                for impl in [i for i in impls if i.hookwrapper or getattr(i, "wrapper", False)]:
+                    if hook not in _refused(registry, impl.plugin_name):
+                        _warn("plugin %s: %s is a wrapper; torchx never calls it", impl.plugin_name, hook)
+                    impls.remove(impl)
                 impls.sort(key=lambda i: (0 if i.tryfirst else 2 if i.trylast else 1, position[i.plugin_name]))
                 table[hook].extend((impl.plugin_name, impl) for impl in impls)
         _built = (registry, table)
     return _built[1][hook_name]
+
+
+def _refused(registry: Registry, name: str) -> str:
+    """The errors discovery already recorded for the plugin named ``name`` (a wrapper is one)."""
+    return " ".join(e for p in registry.plugins if p.ident == name for e in p.errors)
 
 
 def run_pre_submit(app: AppDef, scheduler: str, cfg: Any) -> AppDef:
@@ -88,9 +108,7 @@ def run_post_submit(app_handle: str, app: AppDef, scheduler: str, cfg: Any) -> N
         try:
             _call(impl, app_handle=app_handle, app=app, scheduler=scheduler, cfg=cfg)
         except Exception as e:
-            import logging  # only when a hook failed: not free on the dry-run path
-
-            logging.getLogger(__name__).warning("plugin %s: torchx_post_submit failed: %s", ident, e)
+            _warn("plugin %s: torchx_post_submit failed: %s", ident, e)
 
 
 def _call(impl: pluggy.HookImpl, **kwargs: Any) -> Any:

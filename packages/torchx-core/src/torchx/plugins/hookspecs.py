@@ -1,49 +1,42 @@
-"""The hooks a torchx plugin can implement. This module is the plugin author's reference.
+"""The event hooks a torchx plugin can implement, called through pluggy. This module is their reference.
 
-A plugin is one small module registered under the entry-point group ``torchx``::
+A module of event hooks is registered like any other registration, as an entry point of the
+group ``torchx.plugins`` (``hooks.<name> = "module"``); it is imported on the first event
+(never by discovery) and registered with pluggy::
 
     # pyproject.toml
-    [project.entry-points.torchx]
-    my_plugin = "my_pkg.torchx_plugin"
+    [project.entry-points."torchx.plugins"]
+    hooks.site-policy = "my_pkg.policy"
 
-    # my_pkg/torchx_plugin.py  -- import nothing heavy here
-    from torchx.plugins import hookimpl, SchedulerPlugin
+    # my_pkg/policy.py
+    from torchx.plugins import SubmissionRejected, hookimpl
 
     @hookimpl
-    def torchx_schedulers():
-        yield SchedulerPlugin("my_sched", "my_pkg.scheduler:create_scheduler", "my cluster")
+    def torchx_pre_submit(app, scheduler):
+        if scheduler == "slurm" and sum(r.num_replicas for r in app.roles) > 64:
+            raise SubmissionRejected("at most 64 replicas on slurm: lower --replicas")
 
-Registration hooks (``torchx_schedulers`` ... ``torchx_cli_commands``) describe what the
-plugin provides; their results are cached until the installed packages change, so they
-must not depend on the environment. Event hooks run when the event happens.
-
-How event hooks (``torchx_pre_submit``, ``torchx_post_submit``) are called:
+How event hooks are called:
 
 - An implementation may declare any subset of the spec's arguments, by name
-  (``def torchx_pre_submit(app)`` is fine); it receives only those.
+  (``def torchx_pre_submit(app)`` is fine); it receives only those (pluggy's ``argnames``).
 - Implementations run one after another in the order of their distributions' names;
   ``@hookimpl(tryfirst=True)`` / ``(trylast=True)`` moves one to the front / the back.
-- Wrappers (``hookwrapper=True`` / ``wrapper=True``) are not supported for event hooks:
-  discovery records a plugin error (shown by ``torchx plugins``) and never calls them.
+- Wrappers (``hookwrapper=True`` / ``wrapper=True``) are not supported for event hooks: they
+  are never called (a plugin error, or a warning when found at the first event).
 - What a return value and a raise mean is given per hook below.
+
+(The registration hooks of hook modules, ``torchx_schedulers`` ..., are the older way to
+register: :mod:`torchx.compat.hook_modules`.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pluggy
-
-from torchx.plugins.registrations import (
-    CliCommand,
-    ComponentSource,
-    LegacyModule,
-    NamedResourcePlugin,
-    SchedulerPlugin,
-    TrackerPlugin,
-    WorkspacePlugin,
-)
 
 if TYPE_CHECKING:
     from torchx.specs import AppDef
@@ -51,94 +44,11 @@ if TYPE_CHECKING:
 hookspec = pluggy.HookspecMarker("torchx")
 
 
-@hookspec
-def torchx_schedulers() -> Iterable[SchedulerPlugin]:
-    """Schedulers this plugin provides.
-
-    Example::
-
-        @hookimpl
-        def torchx_schedulers():
-            yield SchedulerPlugin("slurm", "torchx_sched_slurm.scheduler:create_scheduler", "Slurm via sbatch")
-    """
-
-
-@hookspec
-def torchx_named_resources() -> Iterable[NamedResourcePlugin]:
-    """Named resources this plugin provides.
-
-    Example::
-
-        @hookimpl
-        def torchx_named_resources():
-            yield NamedResourcePlugin("gpu_x2", "my_pkg.resources:gpu_x2")
-    """
-
-
-@hookspec
-def torchx_components() -> Iterable[ComponentSource]:
-    """Packages of component functions this plugin provides.
-
-    Example::
-
-        @hookimpl
-        def torchx_components():
-            yield ComponentSource(prefix="", module="torchx_components")   # utils.echo, dist.ddp ...
-    """
-
-
-@hookspec
-def torchx_trackers() -> Iterable[TrackerPlugin]:
-    """Experiment-tracker backends this plugin provides.
-
-    Example::
-
-        @hookimpl
-        def torchx_trackers():
-            yield TrackerPlugin("fsspec", "torchx_tracker.fsspec_backend:create")
-    """
-
-
-@hookspec
-def torchx_workspaces() -> Iterable[WorkspacePlugin]:
-    """Workspace builders this plugin provides.
-
-    Example::
-
-        @hookimpl
-        def torchx_workspaces():
-            yield WorkspacePlugin("docker", "my_pkg.workspace:DockerWorkspaceMixin", "patch a docker image")
-    """
-
-
-@hookspec
-def torchx_cli_commands() -> Iterable[CliCommand]:
-    """``torchx`` sub-commands this plugin provides.
-
-    Example::
-
-        @hookimpl
-        def torchx_cli_commands():
-            yield CliCommand("tracker", "my_pkg.cli:CmdTracker", "query experiment trackers")
-    """
-
-
-@hookspec
-def torchx_legacy_modules() -> Iterable[LegacyModule]:
-    """Upstream TorchX module paths this plugin provides, so code written for TorchX imports unchanged.
-
-    ``name`` is the upstream path, ``target`` the plugin's module that holds upstream's public
-    names (usually a small module of re-exports). Core resolves ``import name`` to ``target``
-    lazily, with an import hook: nothing is imported until the user imports ``name``. When no
-    installed plugin provides a path core knows (see ``torchx.compat.legacy_import``), the
-    import fails with the distribution to install.
-
-    Example::
-
-        @hookimpl
-        def torchx_legacy_modules():
-            yield LegacyModule("torchx.schedulers.slurm_scheduler", "torchx_sched_slurm.compat_slurm")
-    """
+def new_plugin_manager() -> pluggy.PluginManager:
+    """A pluggy manager with the torchx event hookspecs."""
+    pm = pluggy.PluginManager("torchx")
+    pm.add_hookspecs(sys.modules[__name__])
+    return pm
 
 
 @hookspec

@@ -1,15 +1,20 @@
-"""Registrations: what a plugin says it provides, naming implementations lazily.
+"""Registrations: what a plugin provides, each naming its implementation lazily.
 
 Every registration is a frozen :func:`~torchx.util.record.record` of strings, made
 positionally or by keyword (``SchedulerPlugin("name", "module:attr", "summary")``) and
-unpackable in field order. An implementation is named as ``"module:attr"`` and imported
-only when it is used, so discovering installed plugins imports none of their backends.
-(The plugin itself, one installed entry point, is :class:`torchx.plugins.registry.PluginInfo`.)
+unpackable in field order: a name, a ``"module:attr"`` reference (:class:`Ref`, imported only
+when used), and for some kinds one line of help. A distribution declares them as entry points
+of the group ``torchx.plugins``, ``<kind>.<name> = "module:attr"`` (:func:`from_entry_point`),
+so discovering installed plugins imports none of their code.
 """
 
 from __future__ import annotations
 
-from torchx.util.record import record
+from torchx.util.record import fields_of, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @record(frozen=True)
@@ -119,17 +124,19 @@ class LegacyModule:
 
 @record(frozen=True)
 class Kind:
-    """One kind of registration: the hook that yields it and how two of them clash.
+    """One kind of registration: its entry-point name, its record type and how two of them clash.
 
     Args:
-        hook: the registration hook (``torchx_<kind>``)
-        rtype: the record type the hook yields
+        hook: ``torchx_<kind>``, the name of the kind (and of its registration hook in hook modules)
+        rtype: the record type
+        entry: the entry-point name prefix (``scheduler`` in ``scheduler.slurm = "mod:attr"``)
         clash: the field that names a registration (two records with the same value clash,
             see :mod:`torchx.plugins.registry`); ``""`` for additive kinds that never clash
     """
 
     hook: str
     rtype: type
+    entry: str
     clash: str = "name"
 
     @property
@@ -137,25 +144,34 @@ class Kind:
         """The kind's name: the hook's name without ``torchx_`` (``schedulers``)."""
         return self.hook[len("torchx_") :]
 
+    def make(self, name: str, target: str, text: str = "") -> Any:
+        """The record of this kind naming ``name`` -> ``target`` (``text``: its help line, if it has one)."""
+        return self.rtype(name, target, text) if len(fields_of(self.rtype)) == 3 else self.rtype(name, target)
 
-#: every kind of registration; a new kind is one entry here (plus its hookspec, which documents it)
+
+#: every kind of registration; a new kind is one entry here (plus its documentation)
 KINDS: dict[str, Kind] = {
     k.name: k
     for k in (
-        Kind("torchx_schedulers", SchedulerPlugin),
-        Kind("torchx_named_resources", NamedResourcePlugin),
-        Kind("torchx_components", ComponentSource, clash=""),
-        Kind("torchx_trackers", TrackerPlugin),
-        Kind("torchx_workspaces", WorkspacePlugin),
-        Kind("torchx_cli_commands", CliCommand),
-        Kind("torchx_legacy_modules", LegacyModule),
+        Kind("torchx_schedulers", SchedulerPlugin, "scheduler"),
+        Kind("torchx_named_resources", NamedResourcePlugin, "named_resource"),
+        Kind("torchx_components", ComponentSource, "component", clash=""),
+        Kind("torchx_trackers", TrackerPlugin, "tracker"),
+        Kind("torchx_workspaces", WorkspacePlugin, "workspace"),
+        Kind("torchx_cli_commands", CliCommand, "cli_command"),
+        Kind("torchx_legacy_modules", LegacyModule, "legacy_module"),
     )
 }
 
-#: registration hook name -> registration type it yields
-REGISTRATION_TYPES: dict[str, type] = {k.hook: k.rtype for k in KINDS.values()}
+#: entry-point name prefix -> kind
+ENTRY_KINDS: dict[str, Kind] = {k.entry: k for k in KINDS.values()}
 
-#: hooks called on events (they need the plugin module imported)
+#: the entry-point name prefix of a module of event hooks (``hooks.<name> = "module"``)
+HOOKS = "hooks"
+#: the entry-point name of a distribution's plugin API levels (``api = "1-2"``)
+API = "api"
+
+#: hooks called on events (their modules are imported on the first event)
 EVENT_HOOKS: tuple[str, ...] = ("torchx_pre_submit", "torchx_post_submit")
 
 
@@ -169,3 +185,78 @@ def kind_of(registration: object) -> Kind:
         if type(registration) is kind.rtype:
             return kind
     raise TypeError(f"{type(registration).__name__} is not a torchx registration record")
+
+
+def from_entry_point(name: str, value: str) -> Any:
+    """The record an entry point ``<kind>.<name> = "module:attr  # help"`` of ``torchx.plugins`` declares.
+
+    ``component`` alone (no name) is a component source without a prefix; the text after ``#``
+    is the record's help line (schedulers, workspaces, CLI commands).
+
+    Raises:
+        ValueError: the kind is unknown or the reference is empty
+    """
+    prefix, _, rest = name.partition(".")
+    kind = ENTRY_KINDS.get(prefix)
+    target, _, text = value.partition("#")
+    if kind is None or not target.strip() or (not rest and kind.entry != "component"):
+        known = ", ".join([*ENTRY_KINDS, HOOKS, API])
+        raise ValueError(f'entry point {name} = {value!r}: write <kind>.<name> = "module:attr" (kinds: {known})')
+    return kind.make(rest, target.strip(), text.strip())
+
+
+class Ref:
+    """A lazy reference to ``"module:attr"`` (or ``"module"``): imported on first use, then kept.
+
+    Calling it calls what it names, so a ``Ref`` stands in for a scheduler factory, a named
+    resource or a tracker factory without importing it.
+    """
+
+    __slots__ = ("_obj", "path")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._obj: Any = None
+
+    def load(self) -> Any:
+        """The attribute (or module) named.
+
+        Raises:
+            PluginLoadError: the module cannot be imported or lacks the attribute
+        """
+        if self._obj is None:
+            import importlib
+
+            from torchx.plugins import PluginLoadError
+
+            module_name, _, attr = self.path.partition(":")
+            try:
+                obj: Any = importlib.import_module(module_name)
+            except Exception as e:
+                raise PluginLoadError(
+                    f"cannot import {module_name!r} (from {self.path!r}): {type(e).__name__}: {e}"
+                ) from e
+            if attr in vars(obj):  # a generated name may hold dots (``register.named_resource``)
+                obj = vars(obj)[attr]
+            else:
+                for part in attr.split(".") if attr else []:
+                    try:
+                        obj = getattr(obj, part)
+                    except AttributeError:
+                        raise PluginLoadError(
+                            f"{module_name!r} has no attribute {attr!r} (from {self.path!r})"
+                        ) from None
+            self._obj = obj
+        return self._obj
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.load()(*args, **kwargs)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Ref) and other.path == self.path
+
+    def __hash__(self) -> int:
+        return hash(self.path)
+
+    def __repr__(self) -> str:
+        return f"<{self.path}>"

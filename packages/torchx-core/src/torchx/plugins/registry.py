@@ -1,13 +1,17 @@
-"""The registry of everything installed plugins provide, and the one rule for name clashes.
+"""The registry: everything installed plugins provide, one table per kind, read as
+``get_registry().schedulers`` (``.named_resources``, ``.components``, ``.trackers``,
+``.workspaces``, ``.cli_commands``, ``.legacy_modules``), and the one rule for name clashes.
 
-Discovery (:mod:`torchx.plugins.discovery`) hands every registration to :meth:`Registry.add`
-with the plugin it comes from; the registry alone decides which one is used.
+Every source of registrations (:mod:`torchx.plugins.discovery`, the adapters of
+:mod:`torchx.compat`) hands each one to :meth:`Registry.add` with the plugin it comes from;
+the registry alone decides which one is used.
 
 Clash rule (documented in the README): when two registrations of the same kind share a
 name, the one from the higher-ranked source wins (:data:`SOURCE_RANKS`). A legacy-group
 entry point (``torchx.schedulers`` ...; the user's explicit registration, as in upstream
-TorchX) beats a ``torchx``-group plugin; between two of the same rank, the first added wins
-(discovery adds distributions in name order). Every shadowed registration is kept in
+TorchX) beats a ``torchx.plugins`` (or ``torchx`` hook module) registration; between two of
+the same rank, the one from the distribution whose name sorts first wins (namespace modules,
+rank 0: the first one found). Every shadowed registration is kept in
 :attr:`Registry.conflicts` and shown by ``torchx plugins``. Components never clash (each
 source adds names), except that legacy ``torchx.components`` entries hide the builtin
 components (see :mod:`torchx.compat.legacy`), applied by :meth:`Registry.finish`.
@@ -22,7 +26,6 @@ from __future__ import annotations
 import sys
 from types import ModuleType
 
-from torchx.compat.legacy import LEGACY_GROUPS
 from torchx.plugins.registrations import (
     KINDS,
     CliCommand,
@@ -40,12 +43,18 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-#: the entry-point group of torchx plugins
-GROUP = "torchx"
+#: the entry-point group of native registrations
+GROUP = "torchx.plugins"
 
-#: source of registrations (``PluginInfo.group``) -> its rank in a name clash (higher wins);
-#: a source not listed ranks 0
-SOURCE_RANKS: dict[str, int] = {GROUP: 1, **dict.fromkeys(LEGACY_GROUPS, 2)}
+#: source of registrations (``PluginInfo.group``) -> its rank in a name clash (higher wins):
+#: upstream's entry-point groups (:mod:`torchx.compat.legacy`) 2, ``torchx.plugins`` and hook
+#: modules (group ``torchx``) 1; a source not listed (the namespace packages) 0
+SOURCE_RANKS: dict[str, int] = {
+    GROUP: 1,
+    "torchx": 1,
+    **dict.fromkeys(("torchx.schedulers", "torchx.named_resources", "torchx.components", "torchx.tracker"), 2),
+    "torchx.cli.cmds": 2,
+}
 
 #: the legacy group whose entries replace the builtin components instead of adding to them
 _REPLACING_COMPONENTS_GROUP = "torchx.components"
@@ -53,16 +62,18 @@ _REPLACING_COMPONENTS_GROUP = "torchx.components"
 
 @record
 class PluginInfo:
-    """One installed plugin (an entry point of the ``torchx`` group or of a legacy group).
+    """One installed plugin: a distribution's ``torchx.plugins`` entry points, or one entry point
+    of another group (a hook module, a legacy entry), or one namespace module.
 
     Attributes:
-        name: the entry point's name
+        name: the entry point's name (``""`` for a distribution's ``torchx.plugins`` entries)
         dist: the distribution that installs it
         version: that distribution's version
-        group: the entry-point group
+        group: the entry-point group (or namespace package)
         value: the entry point's value (module, or ``module:attr`` for legacy entries)
         registers: registration kind -> names it registers
-        event_hooks: event hooks its module implements
+        event_hooks: event hooks its hook module implements (known once it was imported)
+        hook_modules: modules of event hooks, imported and registered with pluggy on the first event
         errors: what went wrong loading it or calling its hooks
         incompatible: True if it was written for a plugin API this core does not implement
             (see :mod:`torchx.plugins.api_level`; nothing was loaded from it, ``errors`` says
@@ -79,14 +90,15 @@ class PluginInfo:
     value: str
     registers: dict[str, list[str]] = field(default_factory=dict)
     event_hooks: list[str] = field(default_factory=list)
+    hook_modules: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     incompatible: bool = False
     watch: list[str] = field(default_factory=list)
 
     @property
     def ident(self) -> str:
-        """``dist:entry-point-name``."""
-        return f"{self.dist}:{self.name}"
+        """``dist:entry-point-name`` (``dist`` for its ``torchx.plugins`` entries)."""
+        return f"{self.dist}:{self.name}" if self.name else self.dist
 
     def __repr__(self) -> str:
         return f"PluginInfo({self.ident}, group={self.group!r}, errors={self.errors!r})"
@@ -135,7 +147,9 @@ class Registry:
         #: the pluggy manager holding the plugins' hook modules (set by discovery, or by
         #: :mod:`torchx.plugins.events` on first use; never cached to disk)
         self.plugin_manager: Any = None
-        self._ranks: dict[str, int] = {}
+        #: False while discovery fills it (a plugin module it imports sees it so far)
+        self.complete = False
+        self._ranks: dict[str, tuple[int, str]] = {}
         self._replacing_components: list[tuple[PluginInfo, ComponentSource]] = []
 
     # typed views of the tables (``table(kind)`` serves every kind)
@@ -169,14 +183,10 @@ class Registry:
         """Upstream module path (``torchx.schedulers.slurm_scheduler``) -> the plugin module providing it."""
         return self.tables["legacy_modules"]
 
-    def table(self, kind: str) -> dict[str, Any]:
-        """The name -> record table of ``kind``."""
-        return self.tables[kind]
-
     def add(self, plugin: PluginInfo, registration: Any) -> None:
         """Adds ``registration`` from ``plugin``, resolving a name clash by the rule above."""
         kind = kind_of(registration)
-        self._ranks.setdefault(plugin.ident, SOURCE_RANKS.get(plugin.group, 0))
+        self._ranks.setdefault(plugin.ident, (SOURCE_RANKS.get(plugin.group, 0), plugin.dist.lower()))
         if kind.clash == "" and plugin.group == _REPLACING_COMPONENTS_GROUP:
             self._replacing_components.append((plugin, registration))
             return
@@ -189,7 +199,8 @@ class Registry:
             self.origin[(kind.name, name)] = plugin.ident
             return
         owner = self.origin[(kind.name, name)]
-        if self._ranks[plugin.ident] > self._ranks.get(owner, 0):
+        (rank, dist), (owner_rank, owner_dist) = self._ranks[plugin.ident], self._ranks.get(owner, (0, ""))
+        if rank > owner_rank or (rank == owner_rank > 0 and dist < owner_dist):
             self.conflicts.append(
                 Conflict(kind.name, name, plugin.ident, owner, _target(registration), _target(current))
             )
@@ -267,8 +278,8 @@ class Registry:
         return named or [p for p in failed if not p.registers]
 
     def event_hook_plugins(self) -> list[PluginInfo]:
-        """Plugins whose module implements an event hook."""
-        return [p for p in self.plugins if p.event_hooks]
+        """Plugins with modules of event hooks."""
+        return [p for p in self.plugins if p.hook_modules]
 
     def to_data(self) -> dict[str, Any]:
         """Plain data (for the cache and ``torchx plugins --json``)."""

@@ -12,8 +12,6 @@ from torchx.util.distributions import SCHEDULER_DISTRIBUTIONS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from torchx.schedulers.factory import SchedulerFactory
 
 __all__ = [
@@ -32,22 +30,6 @@ __all__ = [
 KNOWN_SCHEDULER_PACKAGES: dict[str, str] = SCHEDULER_DISTRIBUTIONS
 
 
-class _LazyFactory:
-    """Imports the factory named ``module:attr`` on first call."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def __call__(self, session_name: str, **kwargs: Any) -> Scheduler[Any, Any, Any]:
-        from torchx.plugins import load_attr
-
-        factory = load_attr(self.path)
-        return factory(session_name, **kwargs)  # type: ignore[no-any-return]
-
-    def __repr__(self) -> str:
-        return f"<scheduler factory {self.path}>"
-
-
 def get_scheduler_factories(
     group: str = "torchx.schedulers", skip_defaults: bool = False
 ) -> dict[str, SchedulerFactory]:
@@ -56,9 +38,9 @@ def get_scheduler_factories(
     ``group`` and ``skip_defaults`` are accepted for compatibility and ignored: installed
     plugins and legacy entry points are always merged.
     """
-    from torchx.plugins import get_registry
+    from torchx.plugins import Ref, get_registry
 
-    return {name: _LazyFactory(rec.factory) for name, rec in sorted(get_registry().schedulers.items())}
+    return {name: Ref(rec.factory) for name, rec in sorted(get_registry().schedulers.items())}
 
 
 def get_default_scheduler_name() -> str:

@@ -1,8 +1,8 @@
 """Named resources: look up a :class:`Resource` by name (``resource(h="gpu.small")``).
 
 Sources, later ones winning a clash: the generic sizes (``gpu.*``, ``cpu.*``), the AWS
-instance types (``aws_*``), then plugins (``torchx_named_resources`` hook and the legacy
-``torchx.named_resources`` entry points). Factories are called only when looked up.
+instance types (``aws_*``), then plugins (``named_resource.<name>`` entry points of
+``torchx.plugins`` and every compatible source: see :mod:`torchx.plugins`). Factories are called only when looked up.
 """
 
 from __future__ import annotations
@@ -12,6 +12,10 @@ from collections.abc import Callable, Iterator, Mapping
 
 from torchx.specs.roles import NULL_RESOURCE, Resource
 from torchx.util.suggest import did_you_mean
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from torchx.plugins.registry import Registry
 
 
 class _Factories(dict):  # type: ignore[type-arg]
@@ -26,23 +30,21 @@ class _Factories(dict):  # type: ignore[type-arg]
     _filler: int | None = None
 
     def load(self) -> None:
-        from torchx.plugins import REENTRANT_LOOKUP, discovering
-
-        if discovering():  # a plugin module looks a resource up while discovery imports it
-            raise RuntimeError(REENTRANT_LOOKUP)
         if self._loaded:
             return
+        registry = _plugin_registry()  # first: a thread waiting for discovery holds no lock of ours
         with _filling:  # another thread's lookup waits until the table is full
             if self._loaded or self._filler == _thread.get_ident():
                 return  # full; or this thread is filling it (a factory module looked a resource up)
             self._filler = _thread.get_ident()
             try:
-                self._fill()
+                self._fill(registry)
             finally:
                 self._filler = None
-            self._loaded = True
+            # a lookup by a plugin module that discovery imports sees the plugins found so far
+            self._loaded = registry is None or registry.complete
 
-    def _fill(self) -> None:
+    def _fill(self, registry: Registry | None) -> None:
         self._discovered = set()
         from torchx.specs import named_resources_aws, named_resources_generic
 
@@ -52,15 +54,11 @@ class _Factories(dict):  # type: ignore[type-arg]
         }
         discovered.update(named_resources_generic.NAMED_RESOURCES)
         discovered.update(named_resources_aws.NAMED_RESOURCES)
-        try:
-            from torchx.plugins import get_registry, load_attr
+        if registry is not None:
+            from torchx.plugins import Ref
 
-            for name, record in get_registry().named_resources.items():
-                discovered[name] = _lazy(load_attr, record.factory)
-        except Exception as e:  # plugin discovery must never break resource lookup
-            import logging
-
-            logging.getLogger(__name__).warning("could not load named resources from plugins: %s", e)
+            for name, record in registry.named_resources.items():
+                discovered[name] = Ref(record.factory)
         for name, factory in discovered.items():
             if name not in self:
                 self[name] = factory
@@ -74,11 +72,17 @@ class _Factories(dict):  # type: ignore[type-arg]
         self._loaded = False
 
 
-def _lazy(load: Callable[[str], Callable[[], Resource]], path: str) -> Callable[[], Resource]:
-    def factory() -> Resource:
-        return load(path)()
+def _plugin_registry() -> Registry | None:
+    """The plugin registry, or None when discovery failed (logged: it must never break resource lookup)."""
+    try:
+        from torchx.plugins import get_registry
 
-    return factory
+        return get_registry()
+    except Exception as e:
+        import logging
+
+        logging.getLogger(__name__).warning("could not load named resources from plugins: %s", e)
+        return None
 
 
 #: held while the table is filled (re-entrant: the filling thread's own lookups go through)

@@ -183,7 +183,7 @@ def build_trackers(entrypoint_and_config: Mapping[str, str | None]) -> Iterable[
     A name is looked up among installed tracker plugins, then imported as ``module:attr``.
     A tracker that cannot be created is logged and skipped.
     """
-    from torchx.plugins import get_registry, load_attr
+    from torchx.plugins import Ref, get_registry
 
     registered = get_registry().trackers
     trackers = []
@@ -197,7 +197,7 @@ def build_trackers(entrypoint_and_config: Mapping[str, str | None]) -> Iterable[
             _warn("unknown tracker %r: no installed plugin provides it (%s?)", name, pip_install(distributions.TRACKER))
             continue
         try:
-            trackers.append(load_attr(path)(config))
+            trackers.append(Ref(path)(config))
         except Exception as e:
             _warn("cannot create tracker %r: %s", name, e)
     return trackers

@@ -97,7 +97,7 @@ def get_workspace_mixin(name: str) -> type[WorkspaceMixin[Any]]:
     Raises:
         LookupError: no installed plugin provides it (the message names the package to install)
     """
-    from torchx.plugins import get_registry, load_attr
+    from torchx.plugins import Ref, get_registry
 
     record = get_registry().workspaces.get(name)
     if record is None:
@@ -106,7 +106,7 @@ def get_workspace_mixin(name: str) -> type[WorkspaceMixin[Any]]:
 
         hint = f" ({pip_install(distributions.LOCAL_DOCKER)})" if name == "docker" else ""
         raise LookupError(f"no workspace plugin {name!r} is installed{hint}")
-    cls: type[WorkspaceMixin[Any]] = load_attr(record.mixin)
+    cls: type[WorkspaceMixin[Any]] = Ref(record.mixin).load()
     return cls
 
 

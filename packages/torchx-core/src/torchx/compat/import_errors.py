@@ -23,6 +23,6 @@ def import_failure_files(module: str, error: BaseException) -> list[str]:
     package = sys.modules.get(module.rpartition(".")[0])
     folders = list(getattr(package, "__path__", []) or [])
     stdlib = os.path.dirname(os.__file__)
-    here = os.path.dirname(__file__)  # discovery's own frames
+    here = os.path.dirname(__file__)  # the frames of the compat sources that import plugin modules
     found = [f for f in files if os.path.isabs(f) and os.path.dirname(f) != here and not f.startswith(stdlib)]
     return sorted({*found, *(os.path.dirname(f) for f in found), *folders})
