@@ -92,6 +92,9 @@ def test_a_target_whose_dry_run_fails_is_skipped_with_a_warning(no_docker: dict[
     attempts = status(handle, no_docker)["attempts"]
     assert isinstance(attempts, list)
     assert [(a["scheduler"], a["state"]) for a in attempts] == [("local_cwd", "SUCCEEDED")]
+    described = run_cli("describe", "--json", handle, env=no_docker)
+    skipped = json.loads(described.stdout)["metadata"]["skipped"]
+    assert list(skipped) == ["local_docker"] and skipped["local_docker"].startswith("role"), skipped
     job_id = handle.rsplit("/", 1)[1]
     eventually(lambda: processes_naming(job_id) == [], timeout=30, what="no process of the job is left")
 

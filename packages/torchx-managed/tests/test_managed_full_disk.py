@@ -127,6 +127,13 @@ def test_an_end_that_cannot_be_recorded_is_told_and_acted_on_once_space_is_back(
     drivers = [p for p in processes_naming(job_id) if "torchx_managed.driver" in cmdline(p)]
     assert drivers == [second_driver]
     assert len(store.load(job_id).attempts) == 1  # nothing was started that the journal does not show
+    assert [(a.app_handle, a.state) for a in runner.list("managed")] == [(handle, AppState.UNKNOWN)]
+    run = run_cli("cancel", handle)  # a cancel that cannot be journaled cancels nothing, and says so
+    assert run.returncode != 0 and run.stderr.strip().splitlines() == [
+        f"torchx: error: cannot record the cancel of managed job {job_id}: no space left on device"
+        f" ({job / 'events.jsonl'})"
+    ], run.stderr
+    assert alive(second_driver) and not store.load(job_id).cancelled
 
     filler.unlink()  # space is back: the end is recorded and acted on
     status = runner.wait(handle, wait_interval=0.1, timeout=60)

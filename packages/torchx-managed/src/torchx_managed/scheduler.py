@@ -399,6 +399,7 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
                 "targets": list(state.options.targets),
                 **_controller_metadata(state.spec, locate(app_id, self.store.root)[0]),
                 **({"problem": problem} if problem else {}),
+                **({"skipped": state.spec["skipped"]} if state.spec.get("skipped") else {}),
                 "driver": "running"
                 if self.store.driver_pid(app_id) is not None
                 else "finished"
@@ -439,7 +440,10 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
             except (UnknownJobError, ValueError, KeyError) as e:
                 logger.warning("torchx: warning: skipped managed job %s: %s", job_id, e)
                 continue
-            app_state = AppState[state.final] if state.final else AppState.RUNNING
+            if state.final:
+                app_state = AppState[state.final]
+            else:  # a job whose driver cannot go on (a full disk) is not said to run: `status` says why
+                app_state = AppState.UNKNOWN if store.problem(name) else AppState.RUNNING
             out.append(ListAppResponse(job_id, app_state, name=str(state.spec.get("name", ""))))
         return out
 
