@@ -149,3 +149,22 @@ def test_an_ordinary_job_has_no_attempts(sched: LocalScheduler) -> None:
     assert sched.recovery_attempts("no-such-job") is None
     assert not os.path.exists(os.path.join(sched.store.job_dir(app_id), "attempts"))
     assert store.read_json(os.path.join(sched.store.job_dir(app_id), store.APP_FILE)).get("recovery") is None
+
+
+def test_an_attempt_ends_when_its_last_replica_stopped_and_the_backoff_counts_from_there(
+    sched: LocalScheduler,
+) -> None:
+    # attempt 0: replica 1 fails at once, replica 0 takes 0.6 s to stop after the supervisor's SIGTERM
+    script = (
+        'if [ "$TORCHX_ATTEMPT" = 0 ]; then'
+        ' if [ "$TORCHX_REPLICA_IDX" = 1 ]; then sleep 0.2; exit 3; fi;'
+        " trap 'sleep 0.6; exit 0' TERM; sleep 30 & wait; fi"
+    )
+    app_id = _submit(sched, _app(script, 2), max_restarts=1, restart_backoff=0.3)
+    desc = sched.wait(app_id, timeout=30)
+    assert desc is not None and desc.state == AppState.SUCCEEDED, desc
+    log = sched.recovery_attempts(app_id)
+    assert log is not None
+    first, second = log.attempts
+    assert first.ended - first.started >= 0.2 + 0.6  # type: ignore[operator]
+    assert 0.3 <= second.started - first.ended < 0.3 + 0.5  # type: ignore[operator]

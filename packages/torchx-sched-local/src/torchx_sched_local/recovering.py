@@ -53,8 +53,8 @@ class Recovery:
         self.errors = 0
         self.recoveries = 0
         self.errors_in_a_row = 0
-        #: the log records the job's end
-        self.ended = False
+        #: the failed running attempt's replica exit code and cause, until its replicas all stopped
+        self.pending: tuple[int, str] | None = None
 
     def cause(self, code: int) -> str:
         """The attempt log's cause for a replica that ended with ``code`` (non-zero; negative: a
@@ -66,10 +66,12 @@ class Recovery:
         return "KILLED" if signum in self.killed_signals else "APP_ERROR"
 
     def failed(self, code: int) -> tuple[float | None, str]:
-        """Records that the attempt failed with a replica's ``code``; returns the seconds to wait
-        before the next attempt, or None when a budget is used up, and why."""
+        """Counts the running attempt's failure with a replica's ``code`` against its budget;
+        returns the seconds to wait before the next attempt once this one's replicas all
+        stopped, or None when a budget is used up, and why. The attempt's end is written by
+        :meth:`stopped` (or :meth:`end`), when its last replica stopped."""
         cause = self.cause(code)
-        self._note("end", self.attempt, code, cause)
+        self.pending = (code, cause)
         if cause == "APP_ERROR":
             self.errors += 1
             self.errors_in_a_row += 1
@@ -81,34 +83,37 @@ class Recovery:
                 self.recoveries += 1
                 if self.recoveries > self.max_recoveries:
                     return None, f"max_recoveries={self.max_recoveries} used up"
-        wait = 0.0
         if self.errors_in_a_row and self.backoff > 0:
-            wait = min(self.backoff * 2 ** (self.errors_in_a_row - 1), self.max_backoff)
+            return min(self.backoff * 2 ** (self.errors_in_a_row - 1), self.max_backoff), "restarting"
+        return 0.0, "restarting"
+
+    def stopped(self, wait: float = 0.0) -> None:
+        """Every replica of the failed attempt stopped: records its end (and the back-off of
+        ``wait`` seconds before the next one, if any); the next attempt is :attr:`attempt` + 1."""
+        if self.pending is None:
+            return
+        code, cause = self.pending
+        self.pending = None
+        self._note("end", self.attempt, code, cause)
         self.attempt += 1
         if wait > 0:
             self._note("backoff", self.attempt, f"{wait:g}")
-        return wait, "restarting"
 
     def started(self) -> None:
         """Records that attempt :attr:`attempt` starts."""
         self._note("start", self.attempt, 0)
 
-    def end(self, state: str, code: int | None = None) -> None:
-        """Records the job's end (``SUCCEEDED`` or ``FAILED``); a success or a failure that is not
-        an attempt's (a replica that could not start) also ends the running attempt."""
-        if self.ended:
-            return
-        if state == "SUCCEEDED":
+    def end(self, state: str) -> None:
+        """Records the job's end (``SUCCEEDED`` or ``FAILED``): the running attempt's end too (a
+        failure :meth:`failed` counted, or a success); a job that failed otherwise (a replica that
+        could not start) leaves it to the job's state."""
+        if self.pending is not None:
+            code, cause = self.pending
+            self.pending = None
+            self._note("end", self.attempt, code, cause)
+        elif state == "SUCCEEDED":
             self._note("end", self.attempt, 0, "SUCCEEDED")
-        elif code is not None:
-            self._note("end", self.attempt, code, self.cause(code))
         self._note("final", state)
-        self.ended = True
-
-    def used_up(self, state: str) -> None:
-        """Records the job's end after :meth:`failed` found a budget used up."""
-        self._note("final", state)
-        self.ended = True
 
     def _note(self, *words: object) -> None:
         """Appends one line to the attempt log; a failure to write (a full disk) is passed over:
@@ -126,10 +131,10 @@ class Recovery:
             os.close(fd)
 
     def snapshot(self) -> list[int]:
-        """What a supervisor handing over to a fresh interpreter carries (see :mod:`.handover`)."""
-        return [self.attempt, self.errors, self.recoveries, self.errors_in_a_row, int(self.ended)]
+        """What a supervisor handing over to a fresh interpreter carries (see :mod:`.handover`;
+        it hands over only between failures, so nothing is :attr:`pending`)."""
+        return [self.attempt, self.errors, self.recoveries, self.errors_in_a_row]
 
     def restore(self, saved: list[int]) -> None:
         """Back to where :meth:`snapshot` left it."""
-        self.attempt, self.errors, self.recoveries, self.errors_in_a_row, ended = saved
-        self.ended = bool(ended)
+        self.attempt, self.errors, self.recoveries, self.errors_in_a_row = saved

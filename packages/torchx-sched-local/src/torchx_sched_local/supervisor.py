@@ -226,8 +226,10 @@ class Supervisor:
         self.not_started = False
         self.failed: Replica | None = None
         self.pending_restart: set[Replica] = set()
-        #: when the next attempt of a recovering job starts (its back-off; monotonic)
+        #: when the next attempt of a recovering job starts (its back-off; monotonic), and that
+        #: back-off in seconds, counted from when the failed attempt's last replica stopped
         self.restart_at: float | None = None
+        self.backoff = 0.0
         #: the budgets and attempt log of a job that recovers by itself (managed's native recovery)
         self.recovery: Recovery | None = None
         if app.get("recovery"):
@@ -554,11 +556,10 @@ class Supervisor:
         code = r.exit_code if r.exit_code is not None else -signal.SIGKILL
         wait, why = self.recovery.failed(code)
         if wait is None:
-            self.recovery.used_up("FAILED")
             self._fail(r, f"{r.name} {r.msg}; {why}")
             return
         self.num_restarts += 1
-        self.restart_at = time.monotonic() + wait
+        self.backoff = wait
         for x in self.replicas:
             x.respawn = True
             x.restarts += 1
@@ -570,12 +571,14 @@ class Supervisor:
     def _restart_ready(self) -> None:
         if any(x.running for x in self.pending_restart):
             return
-        if self.restart_at is not None:
-            if time.monotonic() < self.restart_at:
+        if self.recovery is not None:
+            if self.recovery.pending is not None:  # the failed attempt's replicas all stopped
+                self.recovery.stopped(self.backoff)
+                self.restart_at = time.monotonic() + self.backoff
+            if self.restart_at is not None and time.monotonic() < self.restart_at:
                 return  # the back-off: the loop's timeout wakes it
             self.restart_at = None
-            if self.recovery is not None:
-                self.recovery.started()
+            self.recovery.started()
         group, self.pending_restart = self.pending_restart, set()
         for x in sorted(group, key=self.replicas.index):
             x.final = False
@@ -830,9 +833,11 @@ class Supervisor:
 
     def _finish(self) -> None:
         self._stop_leftovers()
-        if self.recovery is not None and not self.cancelling:
-            code = None if self.failed is None else self.failed.exit_code
-            self.recovery.end(self._final_state(), code)
+        if self.recovery is not None:
+            if self.cancelling:  # a failed attempt stopped by the cancel still ended: no next one
+                self.recovery.stopped()
+            else:
+                self.recovery.end(self._final_state())
         t = time.time_ns()
         for r in self.replicas:
             for w in r.writers.values():
