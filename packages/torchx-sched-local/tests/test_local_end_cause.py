@@ -11,7 +11,9 @@ import pytest
 from torchx.schedulers.causes import AttemptEnd, EndCause
 from torchx.specs import AppState
 from torchx.testing import command_app, eventually, python_app
+from torchx_sched_local import store
 from torchx_sched_local.local_scheduler import LocalScheduler
+from torchx_sched_local.sessions import alive
 
 READY = "echo ready; exec sleep 300"
 
@@ -101,6 +103,44 @@ def test_the_supervisor_sigkilled_is_a_node_failure(sched: LocalScheduler, after
     # what cancel does after the loss (kills what the watchdog did not) keeps the cause
     sched.cancel(app_id)
     assert sched.end_cause(app_id) == AttemptEnd(EndCause.NODE_FAILURE, None, sched.describe(app_id).msg)  # type: ignore[union-attr]
+
+
+def _watchdog_of(supervisor: int) -> int:
+    with open(f"/proc/{supervisor}/task/{supervisor}/children") as f:
+        children = [int(p) for p in f.read().split()]
+    for pid in children:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            if b"torchx-watchdog" in f.read():
+                return pid
+    raise AssertionError(f"the supervisor {supervisor} has no watchdog among its children {children}")
+
+
+def test_a_lost_supervisor_never_reads_running_again_while_its_watchdog_records_the_end(
+    sched: LocalScheduler,
+) -> None:
+    """Between the supervisor's death and the final state its watchdog records, the job holds
+    its lock again (the watchdog's): a status read then must not go back to RUNNING."""
+    app_id = sched.submit(command_app("sh", "-c", READY), {})
+    st = _running(sched, app_id)
+    supervisor = st["pid"]
+    assert isinstance(supervisor, int)
+    watchdog = _watchdog_of(supervisor)
+    os.kill(watchdog, signal.SIGSTOP)  # hold the watchdog before it notices
+    try:
+        os.kill(supervisor, signal.SIGKILL)
+        eventually(lambda: not alive(supervisor))
+        lost = sched.describe(app_id)
+        assert lost is not None and lost.state == AppState.FAILED, lost
+        with store.take_lock(sched.store.job_dir(app_id)):  # as the watchdog does to record the end
+            held = sched.describe(app_id)
+            assert held is not None and held.state == AppState.FAILED, held
+            assert f"supervisor (pid {supervisor}) died" in held.msg
+    finally:
+        os.kill(watchdog, signal.SIGCONT)
+    end = _ended(sched, app_id)
+    assert end.cause == EndCause.NODE_FAILURE
+    replica = st["replicas"][0]["pid"]  # type: ignore[index]
+    eventually(lambda: not alive(replica))  # the watchdog, let go, stopped the replica
 
 
 def test_a_signal_to_the_supervisor_from_outside_is_killed(sched: LocalScheduler) -> None:

@@ -402,8 +402,13 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             return _name_left_running(st)
         if store.lock_is_held(self.store.job_dir(app_id)):
             # no answer from the holder: it may have stored the final state since ``st`` was read
-            return self._held_outcome(app_id) or self._written_state(app_id)
-        st = self._read(self.store.state, app_id)  # the supervisor writes its last state before letting go
+            st = self._held_outcome(app_id) or self._written_state(app_id)
+            if st is None or st["state"] in FINAL_STATES or not _supervisor_gone(st):
+                return st
+            # the holder is not the supervisor but its watchdog (or a cancel) recording the end
+            # of a job whose supervisor died: that job reads as it did before they took the lock
+        else:
+            st = self._read(self.store.state, app_id)  # the supervisor writes its last state before letting go
         if st is not None and st["state"] not in FINAL_STATES:
             live = self._survivors(app_id, st)
             st["state"] = "FAILED"
@@ -913,6 +918,14 @@ def _name_left_running(st: dict[str, Any] | None) -> dict[str, Any] | None:
         )
         st["msg"] = f"{st['msg']}; {note}" if st.get("msg") else note
     return st
+
+
+def _supervisor_gone(st: dict[str, Any]) -> bool:
+    """True if the supervisor ``st`` names has exited (a pid not yet recorded: False)."""
+    from torchx_sched_local.sessions import alive
+
+    pid = st.get("pid")
+    return isinstance(pid, int) and not alive(pid)
 
 
 def _supervisor_died(st: dict[str, Any]) -> str:
