@@ -310,3 +310,18 @@ def test_docker_cancel_from_another_machine_stops_it_for_good(tmp_path: Path, do
     assert not (shared / "ckpt" / "pid-1").exists()
     assert _container_of(handle).status == "exited"
     other.torchx("delete", handle)
+
+
+def test_docker_native_refuses_several_replicas_in_one_line(tmp_path: Path) -> None:
+    pytest.importorskip("torchx_components", reason="needs torchx-components")
+    client = Machine(tmp_path, "laptop")
+    proc = client.torchx(
+        "run", "-s", "managed", "-cfg", "targets=local_docker,controller=native", "utils.echo", "--num_replicas", "2",
+        check=False,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines() == [
+        "torchx: error: local_docker recovers an app of one replica by itself (a restart loop in its container);"
+        " an app of several replicas needs controller=local"
+    ], proc.stderr
+    assert not proc.stdout.strip() and not list(client.home.rglob("spec.json"))
