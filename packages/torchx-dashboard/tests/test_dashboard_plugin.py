@@ -15,7 +15,7 @@ try:
 except SystemExit:
     pass
 print("LOADED", sorted(m for m in sys.modules if m.split(".")[0] in ("starlette", "uvicorn", "anyio", "h11")
-      or m.startswith("torchx_dashboard.") and m != "torchx_dashboard.plugin"), file=sys.stderr)
+      or m.startswith("torchx_dashboard.")), file=sys.stderr)
 """
 
 

@@ -42,9 +42,9 @@ def test_plugin_registers_both_schedulers() -> None:
     assert schedulers["kubernetes_mcad"].factory == "torchx_sched_k8s.scheduler:create_mcad_scheduler"
 
 
-def test_plugin_and_dry_run_with_a_mode_never_import_the_kubernetes_client() -> None:
+def test_discovery_and_dry_run_with_a_mode_never_import_the_kubernetes_client() -> None:
     code = (
-        "import sys, torchx_sched_k8s.plugin\n"
+        "import sys; from torchx.plugins import get_registry; get_registry(refresh=True)\n"
         "from torchx import specs\n"
         "from torchx_sched_k8s.scheduler import create_scheduler\n"
         "s = create_scheduler('t')\n"
