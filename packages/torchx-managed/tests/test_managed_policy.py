@@ -160,6 +160,20 @@ def test_journal_survives_a_torn_line_and_notifications_follow_it(tmp_path: Path
     assert keys == ["attempt_started:0", "attempt_ended:0", "job:SUCCEEDED"]
 
 
+def test_a_first_submission_that_failed_over_notifies_running_with_the_attempt_that_started() -> None:
+    st = JobState({"options": ManagedOptions(["local_docker", "local_cwd"]).as_json()})
+    for ev in (
+        {"ev": "submitting", "n": 0, "target": "local_docker", "name": "j-0", "t": 1.0},
+        {"ev": "ended", "n": 0, "state": "FAILED", "cause": "NO_CAPACITY", "reason": "submission failed: x", "t": 1.0},
+        {"ev": "submitting", "n": 1, "target": "local_cwd", "name": "j-1", "t": 1.5},
+        {"ev": "started", "n": 1, "handle": "local_cwd://s/j-1", "t": 1.5},
+    ):
+        st.apply(ev)
+    out = pending(st, "managed://s/j")
+    assert [key for key, _ in out] == ["job:RUNNING", "attempt_ended:0", "attempt_started:1"]
+    assert out[0][1]["time"] == 1.5 and out[1][1]["reason"] == "submission failed: x"
+
+
 def test_job_files_are_private_and_a_writable_spec_is_not_resumed(tmp_path: Path) -> None:
     import os
 

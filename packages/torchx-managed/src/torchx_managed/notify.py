@@ -40,8 +40,9 @@ def pending(state: JobState, handle: str) -> list[tuple[str, dict[str, Any]]]:
         if key not in state.notified:
             out.append((key, {"job": handle, **payload}))
 
-    if state.attempts and state.attempts[0].handle is not None:
-        add("job:RUNNING", event="job_state", state="RUNNING", time=state.attempts[0].started)
+    first = next((a for a in state.attempts if a.handle is not None), None)  # a failed submission never ran
+    if first is not None:
+        add("job:RUNNING", event="job_state", state="RUNNING", time=first.started)
     for a in state.attempts:
         base = {"attempt": a.n, "scheduler": a.target, "handle": a.handle}
         if a.handle is not None:
