@@ -115,6 +115,7 @@ def test_an_end_that_cannot_be_recorded_is_told_and_acted_on_once_space_is_back(
     assert alive(first_driver)  # it waits for space; it did not die
 
     # the case: the driver is gone, and each look starts one on the full disk
+    told_at = (job / PROBLEM).stat().st_mtime_ns
     os.kill(first_driver, signal.SIGKILL)
     eventually(lambda: store.driver_pid(job_id) is None, timeout=10, what="the lock is let go")
     data = status_json(handle)  # starts a driver again
@@ -122,7 +123,11 @@ def test_an_end_that_cannot_be_recorded_is_told_and_acted_on_once_space_is_back(
     eventually(lambda: (store.driver_pid(job_id) or 0) > 0, timeout=30, what="the new driver writes its pid")
     second_driver = store.driver_pid(job_id) or 0
     assert second_driver != first_driver and alive(second_driver)
-    eventually(lambda: said in status_json(handle)["msg"], timeout=30, what="the new driver says it too")
+    eventually(  # it blanks the last driver's problem when it starts, and records its own
+        lambda: (job / PROBLEM).stat().st_mtime_ns != told_at and said in status_json(handle)["msg"],
+        timeout=30,
+        what="the new driver says it too",
+    )
     assert alive(second_driver)
     drivers = [p for p in processes_naming(job_id) if "torchx_managed.driver" in cmdline(p)]
     assert drivers == [second_driver]
