@@ -179,7 +179,9 @@ def test_no_import_cycles(package: Path) -> None:
 #: they import only the standard library at module level. The supervisor starts its watchdog
 #: before its first replica, so the watchdog sits below it.
 LOCAL_LAYERS: dict[str, int] = {
-    # 0 processes: finding, signalling and waiting for a job's processes in /proc
+    # 0 processes: finding, signalling and waiting for a job's processes in /proc; private,
+    # atomic, durable files (a copy of core's torchx.util.files)
+    "torchx_sched_local._files": 0,
     "torchx_sched_local.sessions": 0,
     "torchx_sched_local.orphans": 0,
     # 1 the job directory: its files, journal, logs, the outcome socket, the supervisor's command line

@@ -110,3 +110,35 @@ def test_the_supervisors_no_error_marker_is_specs_none() -> None:
     from torchx_sched_local.supervisor import NO_ERROR
 
     assert NO_ERROR == NONE
+
+
+def test_the_supervisors_file_primitives_are_cores() -> None:
+    """The store's private/atomic/durable file primitives are core's ``torchx.util.files``
+    (what the sweep and managed drivers use), carried as a copy because the supervisor cannot
+    import torchx: the copy must stay the same text."""
+    import torchx.util.files
+    from torchx_sched_local import _files
+
+    assert Path(_files.__file__).read_text() == Path(torchx.util.files.__file__).read_text()
+
+
+def test_the_state_dir_and_an_atomic_write_are_cores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from torchx.util import durable
+
+    monkeypatch.delenv(store.STATE_DIR_ENV, raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    assert (
+        store.default_state_dir()
+        == durable.state_root("local", store.STATE_DIR_ENV)
+        == str(tmp_path / "xdg/torchx/local")
+    )
+    old = os.umask(0o000)
+    try:
+        store.write_json(str(tmp_path / "a.json"), {"k": "v"})
+        durable.write_atomic(str(tmp_path / "b.json"), '{"k":"v"}')
+    finally:
+        os.umask(old)
+    assert [(p.name, p.stat().st_mode & 0o777, p.read_text()) for p in sorted(tmp_path.glob("*.json"))] == [
+        ("a.json", 0o600, '{"k":"v"}'),
+        ("b.json", 0o600, '{"k":"v"}'),
+    ]

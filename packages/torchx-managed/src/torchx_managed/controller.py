@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from torchx.specs.roles import AppDef, Resource, Role
 from torchx.specs.status import is_terminal
 from torchx.util.durable import write_atomic
-from torchx.util.locks import lock_held
+from torchx.util.files import lock_held
 
 from torchx_managed.journal import ManagedStore
 

@@ -276,10 +276,9 @@ class Driver:
         if state.cancelled:
             self._cancel(attempt.handle)
         fd: int | None = None
-        end_fd = getattr(sched, "end_fd", None)
-        if end_fd is not None:
+        if sched.capabilities.end_fd:
             try:
-                fd = end_fd(parsed.app_id)
+                fd = sched.end_fd(parsed.app_id)
             except Exception as e:
                 logger.warning("cannot watch %s for its end (polling it): %s", attempt.handle, e)
         interval = FIRST_POLL

@@ -31,6 +31,7 @@ from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, is_terminal
 from torchx.util.record import field, record
 
 from torchx_sched_local import logfiles, store
+from torchx_sched_local._files import private_dir
 from torchx_sched_local.codec import role_from_dict, role_to_dict
 from torchx_sched_local.gpus import assign_gpus, count_gpus
 from torchx_sched_local.limits import check_replica_count
@@ -333,12 +334,12 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                 if os.path.exists(parent) and not os.path.isdir(parent):
                     raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), parent)
                 os.makedirs(parent, exist_ok=True)
-                store.make_private_dir(req.log_root)  # fails if it exists: never write into someone else's tree
+                private_dir(req.log_root)  # fails if it exists: never write into someone else's tree
                 made_logs = True
                 _make_log_dirs(req, req.log_root)
             else:
                 logs = os.path.join(staging, "logs")
-                store.make_private_dir(logs)
+                private_dir(logs)
                 _make_log_dirs(req, logs)
             job_dir = self.store.publish(staging, req.app_id)
             staging = ""

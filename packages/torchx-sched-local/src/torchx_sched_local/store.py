@@ -38,7 +38,10 @@ survive a machine crash is forced to disk, what the crash makes moot is not.
 A file that cannot be read (truncated, empty, not JSON, wrong shape) raises
 :class:`UnreadableJobError` for that job only.
 
-This module imports only the standard library: the supervisor uses it too.
+Its files are made with the primitives core's ``torchx.util.durable`` uses (private, atomic,
+durable: :mod:`._files`, a copy of core's ``torchx.util.files`` kept identical by a test).
+This module imports only the standard library: the supervisor (``python -I -S``, no torchx)
+uses it too.
 """
 
 from __future__ import annotations
@@ -52,6 +55,15 @@ import stat
 import time
 from collections.abc import Iterator
 
+from torchx_sched_local._files import (
+    fsync_dir,
+    fsync_path,
+    lock_held,
+    private_dir,
+    private_fd,
+    state_root,
+    write_atomic,
+)
 from torchx_sched_local.journal import JOURNAL_DIR, Journal, boot_id, earlier_journals, records
 
 TYPE_CHECKING = False
@@ -79,11 +91,7 @@ class InvalidAppIdError(ValueError):
 
 def default_state_dir() -> str:
     """``$TORCHX_LOCAL_STATE_DIR``, else ``$XDG_STATE_HOME/torchx/local``, else ``~/.local/state/torchx/local``."""
-    explicit = os.environ.get(STATE_DIR_ENV)
-    if explicit:
-        return os.path.abspath(explicit)
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return os.path.join(os.path.abspath(base), "torchx", "local")
+    return state_root("local", STATE_DIR_ENV)
 
 
 def is_valid_app_id(app_id: str) -> bool:
@@ -125,26 +133,6 @@ class UnreadableJobError(ValueError):
     def __str__(self) -> str:
         hint = f"; `torchx delete {self.handle}` removes the job" if self.handle else ""
         return f"unreadable local job file {self.path}: {self.reason}{hint}"
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def fsync_dir(path: str) -> None:
-    """Makes the entries of directory ``path`` (a rename into it) durable."""
-    fsync_path(path, os.O_DIRECTORY)
-
-
-def fsync_path(path: str, flags: int = 0) -> None:
-    """Forces the file (or, with ``os.O_DIRECTORY``, the directory) ``path`` to disk."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | flags)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def proc_field(path: str, key: bytes) -> bytes | None:
@@ -204,22 +192,8 @@ def write_json(path: str, data: Any, sync_dir: bool = True, durable: bool = True
     text = json.dumps(data, separators=(",", ":"), default=str).encode()  # one C-speed call, then one write
     if reserve:
         text = text.ljust(reserved_size(len(text), reserve) - 1) + b"\n"
-    directory, name = os.path.split(path)
-    tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-        try:
-            os.fchmod(fd, 0o600)
-            _write_all(fd, text)
-            if durable:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except OSError as e:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise OSError(e.errno, e.strerror, path) from None
+    write_atomic(path, text, durable=durable)
+    directory = os.path.dirname(path)
     if sync_dir and durable:
         try:
             fsync_dir(directory)
@@ -271,11 +245,7 @@ def _make_durable(journal: Journal | None, record: dict[str, Any], files: list[s
 
 def touch_private(path: str) -> None:
     """Creates the empty file ``path`` (a marker), mode 0600 whatever the umask, never through a symlink."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-    finally:
-        os.close(fd)
+    os.close(private_fd(path, os.O_WRONLY))
 
 
 def rewrite_in_place(path: str, text: bytes) -> None:
@@ -391,20 +361,8 @@ def check_app(data: Any, path: str) -> dict[str, Any]:
 
 
 def lock_is_held(job_dir: str) -> bool:
-    """True while some process (the job's supervisor) holds the job's lock. (Core's
-    ``torchx.util.locks.lock_held`` does the same, but this module runs in the supervisor,
-    started as ``python -I -S``, which cannot import torchx.)"""
-    try:
-        fd = os.open(os.path.join(job_dir, LOCK_FILE), os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    """True while some process (the job's supervisor) holds the job's lock."""
+    return lock_held(os.path.join(job_dir, LOCK_FILE))
 
 
 @contextlib.contextmanager
@@ -430,16 +388,6 @@ STAGING_PREFIX = ".new-"
 TRASH_PREFIX = ".deleted-"
 #: a staging directory whose creator is gone is swept after this many seconds
 STALE_STAGING = 60.0
-
-
-def make_private_dir(path: str) -> None:
-    """Creates directory ``path`` with mode 0700 whatever the umask.
-
-    Raises:
-        FileExistsError: it exists
-    """
-    os.mkdir(path, 0o700)
-    restrict_to_owner([path])
 
 
 def restrict_to_owner(paths: list[str]) -> None:
@@ -492,10 +440,10 @@ class JobStore:
         if not os.path.isdir(self.root):
             os.makedirs(os.path.dirname(self.root), exist_ok=True)
             with contextlib.suppress(FileExistsError):
-                make_private_dir(self.root)
+                private_dir(self.root)
         path = os.path.join(self.root, f"{STAGING_PREFIX}{app_id}-{os.getpid()}")
         try:
-            make_private_dir(path)
+            private_dir(path)
         except OSError as e:
             raise OSError(e.errno, e.strerror, self.root) from None  # the directory users know
         return path
@@ -592,7 +540,7 @@ class JobStore:
             if staged is not None:
                 os.rename(staged, path)  # the crash lost the rename, not the files
             elif app is not None:
-                make_private_dir(path)
+                private_dir(path)
             else:
                 return  # deleted by hand since
         if lock_is_held(path):

@@ -33,11 +33,8 @@ from torchx.util.durable import (
     UnknownJobError,
     UnsafeJobError,
     check_private,
-    private_dir,
-    private_fd,
-    state_root,
-    write_atomic,
 )
+from torchx.util.files import private_dir, private_fd, state_root, write_atomic
 
 __all__ = [
     "EVENTS",

@@ -27,7 +27,9 @@ and ``driver.problem`` are fixed-size slots written in place, allocated when the
 created, so a driver can still say who it is and why it cannot record
 (:meth:`DurableStore.report_problem`), and a look at the job can tell the user.
 
-This module imports only the standard library and is not on the CLI's start-up path.
+Its files are made with the primitives of :mod:`torchx.util.files` (private, atomic,
+durable), the ones local_cwd's job store uses too. This module imports only the standard
+library and is not on the CLI's start-up path.
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from torchx.util.files import fsync_dir, naming, private_dir, private_fd
+from torchx.util.files import state_root as state_root  # re-exported: managed's drivers import them from here
+from torchx.util.files import write_atomic as write_atomic
+
 SPEC = "spec.json"
 EVENTS = "events.jsonl"
 LOCK = "driver.lock"
@@ -51,44 +57,6 @@ PROBLEM = "driver.problem"
 PID_WIDTH = 20
 #: bytes of the ``driver.problem`` slot (space-padded UTF-8, written in place)
 PROBLEM_SIZE = 1024
-
-
-def state_root(kind: str, env_var: str) -> str:
-    """Where jobs of one ``kind`` are kept: ``$<env_var>``, else ``$XDG_STATE_HOME/torchx/<kind>``,
-    else ``~/.local/state/torchx/<kind>``."""
-    explicit = os.environ.get(env_var)
-    if explicit:
-        return os.path.abspath(explicit)
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return os.path.join(base, "torchx", kind)
-
-
-def private_fd(path: str, flags: int, create: bool = True) -> int:
-    """Opens (creating, unless not ``create``) ``path`` mode 0600 whatever the umask, never
-    through a symlink: a job's files hold what it runs and its environment."""
-    fd = os.open(path, flags | (os.O_CREAT if create else 0) | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-    try:
-        if os.fstat(fd).st_mode & 0o777 != 0o600:
-            os.fchmod(fd, 0o600)
-    except OSError:
-        os.close(fd)
-        raise
-    return fd
-
-
-def private_dir(path: str, exist_ok: bool = False) -> None:
-    """Creates directory ``path`` (and missing parents) mode 0700 whatever the umask."""
-    parent = os.path.dirname(path)
-    if parent and not os.path.isdir(parent):
-        private_dir(parent, exist_ok=True)
-    try:
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        if not exist_ok:
-            raise
-        return
-    if os.stat(path).st_mode & 0o777 != 0o700:
-        os.chmod(path, 0o700)
 
 
 class UnsafeJobError(PermissionError):
@@ -109,39 +77,6 @@ def check_private(path: str, error: type[UnsafeJobError] = UnsafeJobError) -> No
             f"{path} can be written by other users (mode {st.st_mode & 0o777:04o}); refusing to run what it says:"
             f" check it, then `chmod go-w {path}`"
         )
-
-
-def write_atomic(path: str, text: str) -> None:
-    """Writes ``text`` to ``path`` (mode 0600) so readers see the old file or the new one, never a part.
-
-    Raises:
-        OSError: it could not be written (a full disk); its ``filename`` is ``path``, and no
-            temporary file is left behind
-    """
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        fd = private_fd(tmp, os.O_WRONLY | os.O_TRUNC)
-        try:
-            with open(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-    except OSError as e:
-        raise _naming(e, path) from None
-
-
-def _naming(e: OSError, path: str) -> OSError:
-    """``e`` with ``path`` as its file name (``os.write`` errors name none)."""
-    if e.filename == path:
-        return e
-    return type(e)(e.errno, e.strerror or str(e), path) if e.errno is not None else e
 
 
 def record_error(what: str, e: OSError) -> str:
@@ -169,14 +104,6 @@ def _slot(fd: int, text: str, size: int) -> None:
     bytes the file already has, so no space is needed on a full disk."""
     data = text.encode()[:size].decode(errors="ignore").encode()
     os.pwrite(fd, data + b" " * (size - len(data)), 0)
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _same_file(fd: int, path: str) -> bool:
@@ -252,10 +179,10 @@ class DurableStore:
                     if size:
                         os.write(fd, b" " * size)
                 except OSError as e:
-                    raise _naming(e, file) from None
+                    raise naming(e, file) from None
                 finally:
                     os.close(fd)
-            _fsync_dir(path)
+            fsync_dir(path)
         except BaseException:
             import shutil  # here: not on the path of every look at a job
 
@@ -321,7 +248,7 @@ class DurableStore:
             if sync:
                 os.fdatasync(fd)
         except OSError as e:
-            raise _naming(e, path) from None
+            raise naming(e, path) from None
         finally:
             os.close(fd)
 
