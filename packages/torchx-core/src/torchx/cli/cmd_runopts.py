@@ -65,11 +65,12 @@ def _described(names: list[str], strict: bool) -> dict[str, dict[str, Any]]:
     import binascii
     import sys
 
-    from torchx.plugins import cache, get_registry
+    from torchx.plugins import get_registry
+    from torchx.util import disk_cache
 
     registry = get_registry()
     cache_name = f"runopts-{binascii.crc32(chr(0).join([sys.executable, *sys.path]).encode()):08x}.marshal"
-    stored = cache.read_cache(cache_name, _CACHE_FORMAT) or {}
+    stored = disk_cache.read_cache(cache_name, _CACHE_FORMAT) or {}
     out: dict[str, dict[str, Any]] = {}
     runner = None
     changed = False
@@ -100,7 +101,7 @@ def _described(names: list[str], strict: bool) -> dict[str, dict[str, Any]]:
         if runner is not None:
             runner.close()
     if changed:
-        cache.write_cache(cache_name, _CACHE_FORMAT, stored)
+        disk_cache.write_cache(cache_name, _CACHE_FORMAT, stored)
     return out
 
 

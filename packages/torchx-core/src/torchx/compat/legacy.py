@@ -33,8 +33,8 @@ they hide nothing, and legacy entries hide none of them except the builtins. The
 
 from __future__ import annotations
 
-from torchx.plugins.registrations import KINDS
-from torchx.plugins.registry import PluginInfo, Registry
+from torchx.plugins.registrations import KINDS, ComponentSource
+from torchx.plugins.registry import Conflict, PluginInfo, Registry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -62,10 +62,65 @@ def legacy_record(group: str, name: str, value: str) -> Any:
     return KINDS[kind].make(name, value)
 
 
-def add_legacy(registry: Registry, eps: list[tuple[Any, str, str, list[str]]]) -> None:
-    """Adds every legacy-group entry point (one :class:`PluginInfo` each); nothing is imported."""
+def legacy_target(registry: Registry, module: str) -> str | None:
+    """The module that provides the upstream module path ``module``, or None.
+
+    A registered package path covers its submodules: with ``torchx.components`` ->
+    ``torchx_components``, ``torchx.components.dist`` resolves to ``torchx_components.dist``.
+    """
+    name = module
+    while "." in name:
+        found = registry.legacy_modules.get(name)
+        if found is not None:
+            return found.target + module[len(name) :]
+        name = name.rpartition(".")[0]
+    return None
+
+
+#: a ``torchx.components`` entry point and the plugin it is
+ComponentEntry = tuple[PluginInfo, ComponentSource]
+
+
+def add_legacy(registry: Registry, eps: list[tuple[Any, str, str, list[str]]]) -> list[ComponentEntry]:
+    """Adds every legacy-group entry point (one :class:`PluginInfo` each; nothing is imported),
+    but the ``torchx.components`` ones, returned for :func:`replace_components`."""
+    components: list[ComponentEntry] = []
     for ep, dist, version, _ in eps:
         if ep.group in LEGACY_KINDS:
             info = PluginInfo(name=ep.name, dist=dist, version=version, group=ep.group, value=ep.value)
             registry.plugins.append(info)
-            registry.add(info, legacy_record(ep.group, ep.name, ep.value))
+            record = legacy_record(ep.group, ep.name, ep.value)
+            if isinstance(record, ComponentSource):
+                components.append((info, record))
+            else:
+                registry.add(info, record)
+    return components
+
+
+def replace_components(registry: Registry, entries: list[ComponentEntry]) -> None:
+    """Once every source was read: ``torchx.components`` entries hide the builtin components
+    unless an entry names their package, and each entry is a prefixed source of its own,
+    searched before the plugins' sources (the rule above)."""
+    if not entries:
+        return
+    table = registry.tables["components"]
+    builtin = legacy_target(registry, "torchx.components")
+    for key, source in list(table.items()):
+        if builtin is not None and source.module == builtin:
+            del table[key]
+            owner = registry.origin.pop(("components", key), "?")
+            by = entries[0][0].ident
+            registry.conflicts.append(
+                Conflict("components", builtin, by, owner, "torchx.components entry points", builtin)
+            )
+    plugin_sources = dict(table)
+    table.clear()
+    for plugin, entry in entries:
+        resolved = ComponentSource(entry.prefix, legacy_target(registry, entry.module) or entry.module)
+        key = f"{resolved.prefix}|{resolved.module}"  # how the registry keys a component source
+        plugin.registers.setdefault("components", []).append(resolved.prefix or resolved.module)
+        if key not in table:
+            table[key] = resolved
+            registry.origin[("components", key)] = plugin.ident
+    for key, source in plugin_sources.items():
+        table.setdefault(key, source)

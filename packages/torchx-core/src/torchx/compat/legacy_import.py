@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import sys
 
+from torchx.compat.legacy import legacy_target
 from torchx.util.distributions import LEGACY_MODULE_DISTRIBUTIONS
 
 TYPE_CHECKING = False
@@ -88,7 +89,7 @@ class LegacyModuleFinder:
         from importlib.machinery import ModuleSpec
 
         registry = _registry()
-        resolved = registry.legacy_target(fullname)
+        resolved = legacy_target(registry, fullname)
         if resolved is not None:
             return ModuleSpec(fullname, _AliasLoader(resolved))  # type: ignore[arg-type]  # a Loader by protocol
         if dist is not None:

@@ -9,14 +9,9 @@ used. :func:`get_registry` returns the one :class:`Registry`; event hooks
 this package is cheap: pluggy is loaded only when a hook module asks for ``hookimpl`` or on
 the first event.
 
-Upstream TorchX's plugin API is here too (each name imported on first use): ``register``
-(``@register.scheduler()``, ``@register.tracker()``, ``@register.named_resource(...)``) for
-modules of the ``torchx_plugins.*`` namespace packages, ``powers_of_two_gpus``,
-``halve_mem_down_to``, ``WHOLE``/``HALF``/``QUARTER``/``EIGHTH``/``SIXTEENTH``,
-``resource_tags``, and the registry view ``registry()`` / ``PluginRegistry`` / ``PluginType`` /
-``RegistrationError`` (:mod:`torchx.compat.authoring`, :mod:`torchx.compat.namespace`,
-:mod:`torchx.compat.plugin_registry`). ``torchx.plugins.registry`` is both our registry module
-and, called, upstream's ``registry()``.
+Upstream TorchX's plugin API is here too, each name imported on first use from
+:mod:`torchx.compat` (``register``, ``registry()``, ``PluginRegistry``, ``PluginType``, ...):
+the older ways to register are adapters feeding the same registry.
 """
 
 from __future__ import annotations
@@ -58,75 +53,53 @@ if TYPE_CHECKING:
     hookimpl: pluggy.HookimplMarker
     hookspec: pluggy.HookspecMarker
 
-#: re-exported name -> the submodule that defines it (imported on first use: ``import torchx``
-#: loads this package for its import hook, and must stay cheap)
-_LAZY: dict[str, str] = {
-    **dict.fromkeys(("OLDEST_PLUGIN_API_LEVEL", "PLUGIN_API_LEVEL"), "torchx.plugins.api_level"),
-    **dict.fromkeys(
-        (
-            "CliCommand",
-            "ComponentSource",
-            "LegacyModule",
-            "NamedResourcePlugin",
-            "Ref",
-            "SchedulerPlugin",
-            "TrackerPlugin",
-            "WorkspacePlugin",
-        ),
-        "torchx.plugins.registrations",
-    ),
-    **dict.fromkeys(("PluginInfo", "Registry"), "torchx.plugins.registry"),
+#: submodule -> the names it defines that this package re-exports (each imported on first use:
+#: ``import torchx`` loads this package for its import hook, and must stay cheap)
+_EXPORTS: dict[str, str] = {
+    "torchx.plugins.api_level": "OLDEST_PLUGIN_API_LEVEL PLUGIN_API_LEVEL",
+    "torchx.plugins.registrations": "CliCommand ComponentSource LegacyModule NamedResourcePlugin Ref SchedulerPlugin"
+    " TrackerPlugin WorkspacePlugin",
+    "torchx.plugins.registry": "PluginInfo Registry",
     # upstream TorchX's names (the nightly's plugin API)
-    **dict.fromkeys(
-        (
-            "EIGHTH",
-            "HALF",
-            "QUARTER",
-            "SIXTEENTH",
-            "WHOLE",
-            "PluginType",
-            "halve_mem_down_to",
-            "powers_of_two_gpus",
-            "register",
-            "resource_tags",
-        ),
-        "torchx.compat.authoring",
-    ),
-    **dict.fromkeys(("PluginRegistry", "RegistrationError"), "torchx.compat.plugin_registry"),
+    "torchx.compat.authoring": "EIGHTH HALF QUARTER SIXTEENTH WHOLE PluginType halve_mem_down_to powers_of_two_gpus"
+    " register resource_tags",
+    "torchx.compat.plugin_registry": "PluginRegistry RegistrationError",
 }
+#: re-exported name -> the submodule that defines it
+_LAZY: dict[str, str] = {name: module for module, names in _EXPORTS.items() for name in names.split()}
 
 __all__ = [
-    "EIGHTH",
-    "HALF",
-    "QUARTER",
-    "SIXTEENTH",
-    "WHOLE",
-    "PluginRegistry",
-    "PluginType",
-    "RegistrationError",
-    "halve_mem_down_to",
-    "powers_of_two_gpus",
-    "register",
-    "registry",
-    "resource_tags",
     "CliCommand",
     "ComponentSource",
+    "EIGHTH",
+    "HALF",
     "LegacyModule",
     "NamedResourcePlugin",
     "OLDEST_PLUGIN_API_LEVEL",
     "PLUGIN_API_LEVEL",
     "PluginInfo",
     "PluginLoadError",
+    "PluginRegistry",
+    "PluginType",
+    "QUARTER",
     "Ref",
+    "RegistrationError",
     "Registry",
+    "SIXTEENTH",
     "SchedulerPlugin",
     "SubmissionRejected",
     "TrackerPlugin",
+    "WHOLE",
     "WorkspacePlugin",
     "get_registry",
+    "halve_mem_down_to",
     "hookimpl",
     "hookspec",
+    "powers_of_two_gpus",
+    "register",
+    "registry",
     "reset",
+    "resource_tags",
 ]
 
 _registry: Registry | None = None
@@ -146,25 +119,20 @@ class PluginLoadError(Exception):
 
 
 def __getattr__(name: str) -> Any:
-    if name == "registry":  # the submodule, callable as upstream's ``registry()``
-        import importlib
+    import importlib
 
+    if name == "registry":  # the submodule, callable as upstream's ``registry()``
         return importlib.import_module(f"{__name__}.registry")
     if name in _LAZY:
-        import importlib
-
         value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    if name in ("hookimpl", "hookspec"):
+    elif name in ("hookimpl", "hookspec"):
         import pluggy
 
-        marker: pluggy.HookimplMarker | pluggy.HookspecMarker = (
-            pluggy.HookimplMarker("torchx") if name == "hookimpl" else pluggy.HookspecMarker("torchx")
-        )
-        globals()[name] = marker
-        return marker
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = (pluggy.HookimplMarker if name == "hookimpl" else pluggy.HookspecMarker)("torchx")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
 
 def get_registry(refresh: bool = False) -> Registry:

@@ -54,6 +54,8 @@ def parse_levels(value: object) -> tuple[int, int]:
     """
     if value is None:
         return UNDECLARED
+    if isinstance(value, str):
+        value = value.replace(" ", "")
     if isinstance(value, str) and value.replace("-", "").strip().isdigit() and value.count("-") < 2:
         value = tuple(int(v) for v in value.split("-"))
         value = value * 2 if len(value) == 1 else value
@@ -65,7 +67,7 @@ def parse_levels(value: object) -> tuple[int, int]:
         or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)
         or value[0] > value[1]
     ):
-        raise ValueError(f"{DECLARATION} = {value!r}: give (lowest, highest) plugin API levels, e.g. (1, 1)")
+        raise ValueError(f'plugin API levels {value!r}: give lowest-highest (api = "1-2"; {DECLARATION} = (1, 2))')
     return value[0], value[1]
 
 

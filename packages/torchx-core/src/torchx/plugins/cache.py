@@ -8,18 +8,18 @@ modules, namespace packages) add the files those went through (``PluginInfo.watc
 one, or fixing a module that failed to import, is noticed). A ``sys.path`` directory whose
 modification time changed is listed once to tell: the script's directory or the current one
 (``python -m torchx``) changes whenever a file is written there, which must not cost a new
-discovery each time; the cache is then rewritten with the new time. ``TORCHX_NO_PLUGIN_CACHE=1`` turns it off; the directory is
-``$TORCHX_CACHE_DIR`` or ``$XDG_CACHE_HOME/torchx`` (default ``~/.cache/torchx``).
+discovery each time; the cache is then rewritten with the new time. Where and when it is
+kept: :mod:`torchx.util.disk_cache`.
 """
 
 from __future__ import annotations
 
 import binascii
-import marshal
 import os
 import sys
 
 from torchx.plugins.registry import Registry
+from torchx.util.disk_cache import cache_dir, caching_enabled, read_cache, write_cache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,48 +30,6 @@ _FORMAT = 10
 #: names in a ``sys.path`` directory that can change what discovery finds
 _PLUGIN_NAME_ENDS = (".dist-info", ".egg-info", ".egg-link", ".egg", ".pth")
 _NAMESPACE = "torchx_plugins"
-
-
-def caching_enabled() -> bool:
-    """False when ``TORCHX_NO_PLUGIN_CACHE`` is set (it turns off every torchx cache)."""
-    return not os.environ.get("TORCHX_NO_PLUGIN_CACHE")
-
-
-def cache_dir() -> str:
-    """Where torchx keeps caches."""
-    explicit = os.environ.get("TORCHX_CACHE_DIR")
-    if explicit:
-        return explicit
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "torchx")
-
-
-def read_cache(name: str, version: int) -> Any:
-    """What :func:`write_cache` stored as ``name`` with this ``version``, or None (no such file,
-    unreadable, another version, or caching turned off)."""
-    if not caching_enabled():
-        return None
-    try:
-        with open(os.path.join(cache_dir(), name), "rb") as f:
-            data = marshal.loads(f.read())  # one read: marshal.load(f) reads the file piece by piece
-    except (OSError, ValueError, EOFError, TypeError):
-        return None
-    return data.get("data") if isinstance(data, dict) and data.get("format") == version else None
-
-
-def write_cache(name: str, version: int, data: Any) -> None:
-    """Stores ``data`` (marshal-able) as cache file ``name``, atomically; silently does nothing if it cannot."""
-    if not caching_enabled():
-        return
-    path = os.path.join(cache_dir(), name)
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as f:
-            marshal.dump({"format": version, "data": data}, f)
-        os.replace(tmp, path)
-    except (OSError, ValueError):
-        pass
 
 
 def _cache_name() -> str:

@@ -3,12 +3,11 @@
 The native registrations are entry points of the group ``torchx.plugins``, one per record
 (``scheduler.slurm = "torchx_sched_slurm.scheduler:create_scheduler  # Slurm via sbatch"``, see
 :func:`torchx.plugins.registrations.from_entry_point`): reading them imports no plugin code.
-Then the compatibility sources of :mod:`torchx.compat` add theirs to the same registry, in
-this order: upstream's entry-point groups (metadata too), hook modules of the ``torchx`` group
-and the ``torchx_plugins.*`` namespace packages (these two import the plugins' modules; such
-a module may import any torchx module and look plugins up: it sees what is registered so far).
-
-:mod:`torchx.plugins.cache` keeps the result until the installed packages change.
+Then the compatibility sources of :mod:`torchx.compat` add theirs to the same registry:
+upstream's entry-point groups (metadata too), ``torchx``-group hook modules and the
+``torchx_plugins.*`` namespace packages (these import plugin modules, which may import any
+torchx module and look plugins up: they see what is registered so far). :mod:`torchx.plugins.cache`
+keeps the result until the installed packages change.
 """
 
 from __future__ import annotations
@@ -86,8 +85,8 @@ def discover(registry: Registry) -> None:
     groups = {GROUP, hook_modules.GROUP, *(legacy.LEGACY_GROUPS if read & namespace.SOURCE_ENTRY_POINTS else ())}
     eps = entry_points(groups)
     add_native(registry, eps)
-    legacy.add_legacy(registry, eps)
+    legacy_components = legacy.add_legacy(registry, eps)
     hook_modules.add_hook_modules(registry, eps)
     if read & namespace.SOURCE_NAMESPACE:
         namespace.discover_namespaces(registry)
-    registry.finish()
+    legacy.replace_components(registry, legacy_components)

@@ -1,12 +1,10 @@
 """Calls the event hooks (``torchx_pre_submit``, ``torchx_post_submit``) through pluggy.
 
 One :class:`pluggy.PluginManager` per registry holds the plugins' modules of event hooks
-(``hooks.<name>`` entry points; hook modules of the ``torchx`` group), imported and
-registered on the first event (discovery's manager when it ran in this process). Each
-implementation (pluggy's ``HookImpl``) is called with the arguments its ``argnames`` declare,
-as pluggy's hook caller does, so ``def torchx_pre_submit(app)`` works; torchx calls them one at
-a time to chain amendments, name the plugin that rejected an app, and keep calling after a
-post-submit hook failed. Order: distribution names, ``tryfirst``/``trylast`` moving one to an end.
+(``hooks.<name>`` entry points, ``torchx``-group hook modules), imported on the first event.
+Each ``HookImpl`` is called with the arguments its ``argnames`` declare, as pluggy's hook
+caller does, one at a time: to chain amendments, name the plugin that rejected an app, and
+keep calling after a post-submit hook failed. Order: distribution names, then ``tryfirst``/``trylast``.
 """
 
 from __future__ import annotations
@@ -72,18 +70,12 @@ def callers(hook_name: str) -> list[tuple[str, Any]]:
             for hook in EVENT_HOOKS:
                 impls = [i for i in getattr(pm.hook, hook).get_hookimpls() if i.plugin_name in position]
                 for impl in [i for i in impls if i.hookwrapper or getattr(i, "wrapper", False)]:
-                    if hook not in _refused(registry, impl.plugin_name):
-                        _warn("plugin %s: %s is a wrapper; torchx never calls it", impl.plugin_name, hook)
+                    _warn("plugin %s: %s is a wrapper (hookwrapper/wrapper=True): never called", impl.plugin_name, hook)
                     impls.remove(impl)
                 impls.sort(key=lambda i: (0 if i.tryfirst else 2 if i.trylast else 1, position[i.plugin_name]))
                 table[hook].extend((impl.plugin_name, impl) for impl in impls)
         _built = (registry, table)
     return _built[1][hook_name]
-
-
-def _refused(registry: Registry, name: str) -> str:
-    """The errors discovery already recorded for the plugin named ``name`` (a wrapper is one)."""
-    return " ".join(e for p in registry.plugins if p.ident == name for e in p.errors)
 
 
 def run_pre_submit(app: AppDef, scheduler: str, cfg: Any) -> AppDef:

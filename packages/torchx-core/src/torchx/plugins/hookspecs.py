@@ -1,20 +1,9 @@
 """The event hooks a torchx plugin can implement, called through pluggy. This module is their reference.
 
-A module of event hooks is registered like any other registration, as an entry point of the
-group ``torchx.plugins`` (``hooks.<name> = "module"``); it is imported on the first event
-(never by discovery) and registered with pluggy::
-
-    # pyproject.toml
-    [project.entry-points."torchx.plugins"]
-    hooks.site-policy = "my_pkg.policy"
-
-    # my_pkg/policy.py
-    from torchx.plugins import SubmissionRejected, hookimpl
-
-    @hookimpl
-    def torchx_pre_submit(app, scheduler):
-        if scheduler == "slurm" and sum(r.num_replicas for r in app.roles) > 64:
-            raise SubmissionRejected("at most 64 replicas on slurm: lower --replicas")
+A module of event hooks (functions marked ``@torchx.plugins.hookimpl``, named after the hooks
+below) is registered like any registration, as an entry point of the group ``torchx.plugins``:
+``"hooks.site-policy" = "my_pkg.policy"``. It is imported on the first event (never by
+discovery) and registered with pluggy.
 
 How event hooks are called:
 
@@ -26,8 +15,7 @@ How event hooks are called:
   are never called (a plugin error, or a warning when found at the first event).
 - What a return value and a raise mean is given per hook below.
 
-(The registration hooks of hook modules, ``torchx_schedulers`` ..., are the older way to
-register: :mod:`torchx.compat.hook_modules`.)
+(Registration hooks, ``torchx_schedulers`` ..., are the older way: :mod:`torchx.compat.hook_modules`.)
 """
 
 from __future__ import annotations

@@ -106,12 +106,8 @@ class CliCommand:
 
 @record(frozen=True)
 class LegacyModule:
-    """An upstream TorchX module path this plugin provides (``import torchx.schedulers.slurm_scheduler``).
-
-    Core installs an import hook that resolves ``name`` to the module ``target`` on import
-    (the same module object, nothing is copied), so code written for upstream TorchX imports
-    unchanged. A ``name`` that is a package aliases its submodules too: ``torchx.components``
-    -> ``torchx_components`` makes ``torchx.components.dist`` load ``torchx_components.dist``.
+    """An upstream TorchX module path this plugin provides (``import torchx.schedulers.slurm_scheduler``
+    is the module ``target`` itself; a package's submodules too: see :mod:`torchx.compat.legacy_import`).
 
     Args:
         name: the upstream module path, under ``torchx.``
@@ -165,11 +161,11 @@ KINDS: dict[str, Kind] = {
 
 #: entry-point name prefix -> kind
 ENTRY_KINDS: dict[str, Kind] = {k.entry: k for k in KINDS.values()}
+#: record type -> kind
+_BY_TYPE: dict[type, Kind] = {k.rtype: k for k in KINDS.values()}
 
-#: the entry-point name prefix of a module of event hooks (``hooks.<name> = "module"``)
-HOOKS = "hooks"
-#: the entry-point name of a distribution's plugin API levels (``api = "1-2"``)
-API = "api"
+#: the entry-point names of a module of event hooks (``hooks.<name> = "module"``) and of plugin API levels
+HOOKS, API = "hooks", "api"
 
 #: hooks called on events (their modules are imported on the first event)
 EVENT_HOOKS: tuple[str, ...] = ("torchx_pre_submit", "torchx_post_submit")
@@ -181,10 +177,10 @@ def kind_of(registration: object) -> Kind:
     Raises:
         TypeError: ``registration`` is not a registration record
     """
-    for kind in KINDS.values():
-        if type(registration) is kind.rtype:
-            return kind
-    raise TypeError(f"{type(registration).__name__} is not a torchx registration record")
+    kind = _BY_TYPE.get(type(registration))
+    if kind is None:
+        raise TypeError(f"{type(registration).__name__} is not a torchx registration record")
+    return kind
 
 
 def from_entry_point(name: str, value: str) -> Any:
@@ -251,12 +247,6 @@ class Ref:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.load()(*args, **kwargs)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Ref) and other.path == self.path
-
-    def __hash__(self) -> int:
-        return hash(self.path)
 
     def __repr__(self) -> str:
         return f"<{self.path}>"

@@ -14,18 +14,15 @@ the same rank, the one from the distribution whose name sorts first wins (namesp
 rank 0: the first one found). Every shadowed registration is kept in
 :attr:`Registry.conflicts` and shown by ``torchx plugins``. Components never clash (each
 source adds names), except that legacy ``torchx.components`` entries hide the builtin
-components (see :mod:`torchx.compat.legacy`), applied by :meth:`Registry.finish`.
-
-Another source of registrations (another entry-point group, records made by a decorator)
-is one :data:`SOURCE_RANKS` entry: give its registrations a :class:`PluginInfo` whose
-``group`` names the source and pass them to :meth:`Registry.add`.
+components (:func:`torchx.compat.legacy.replace_components`). Another source of
+registrations is one :data:`SOURCE_RANKS` entry (its :class:`PluginInfo` ``group``).
 """
 
 from __future__ import annotations
 
 import sys
-from types import ModuleType
 
+from torchx.compat.registry_module import CallableRegistryModule
 from torchx.plugins.registrations import (
     KINDS,
     CliCommand,
@@ -46,18 +43,17 @@ if TYPE_CHECKING:
 #: the entry-point group of native registrations
 GROUP = "torchx.plugins"
 
-#: source of registrations (``PluginInfo.group``) -> its rank in a name clash (higher wins):
-#: upstream's entry-point groups (:mod:`torchx.compat.legacy`) 2, ``torchx.plugins`` and hook
-#: modules (group ``torchx``) 1; a source not listed (the namespace packages) 0
-SOURCE_RANKS: dict[str, int] = {
-    GROUP: 1,
-    "torchx": 1,
-    **dict.fromkeys(("torchx.schedulers", "torchx.named_resources", "torchx.components", "torchx.tracker"), 2),
-    "torchx.cli.cmds": 2,
-}
-
-#: the legacy group whose entries replace the builtin components instead of adding to them
-_REPLACING_COMPONENTS_GROUP = "torchx.components"
+#: upstream TorchX's entry-point groups (read by :mod:`torchx.compat.legacy`)
+UPSTREAM_GROUPS = (
+    "torchx.schedulers",
+    "torchx.named_resources",
+    "torchx.components",
+    "torchx.tracker",
+    "torchx.cli.cmds",
+)
+#: source of registrations (``PluginInfo.group``) -> its rank in a name clash (higher wins): upstream's
+#: groups 2, ``torchx.plugins`` and hook modules (group ``torchx``) 1, any other (namespace packages) 0
+SOURCE_RANKS: dict[str, int] = {GROUP: 1, "torchx": 1, **dict.fromkeys(UPSTREAM_GROUPS, 2)}
 
 
 @record
@@ -78,9 +74,8 @@ class PluginInfo:
         incompatible: True if it was written for a plugin API this core does not implement
             (see :mod:`torchx.plugins.api_level`; nothing was loaded from it, ``errors`` says
             why and which package to upgrade)
-        watch: files and folders whose change may change what the plugin registers (its
-            module; for a plugin that failed to import, every file its import went through):
-            the plugin cache is stale once one of them changes
+        watch: files and folders whose change may change what a plugin module registers (compat
+            sources that import one): the plugin cache is stale once one of them changes
     """
 
     name: str
@@ -129,11 +124,6 @@ def _key(registration: Any) -> str:
     return "|".join(str(v) for v in registration)
 
 
-def _label(source: ComponentSource) -> str:
-    """How ``torchx plugins`` names a component source: its prefix, or its module without one."""
-    return source.prefix or source.module
-
-
 class Registry:
     """Everything installed plugins register, clashes resolved."""
 
@@ -150,9 +140,8 @@ class Registry:
         #: False while discovery fills it (a plugin module it imports sees it so far)
         self.complete = False
         self._ranks: dict[str, tuple[int, str]] = {}
-        self._replacing_components: list[tuple[PluginInfo, ComponentSource]] = []
 
-    # typed views of the tables (``table(kind)`` serves every kind)
+    # the read API: one typed table per kind
     @property
     def schedulers(self) -> dict[str, SchedulerPlugin]:
         return self.tables["schedulers"]
@@ -187,16 +176,18 @@ class Registry:
         """Adds ``registration`` from ``plugin``, resolving a name clash by the rule above."""
         kind = kind_of(registration)
         self._ranks.setdefault(plugin.ident, (SOURCE_RANKS.get(plugin.group, 0), plugin.dist.lower()))
-        if kind.clash == "" and plugin.group == _REPLACING_COMPONENTS_GROUP:
-            self._replacing_components.append((plugin, registration))
-            return
         name = _key(registration)
-        plugin.registers.setdefault(kind.name, []).append(name if kind.clash else _label(registration))
+        # a component source is listed by its prefix, or its module without one
+        plugin.registers.setdefault(kind.name, []).append(name if kind.clash else registration[0] or registration[1])
         table = self.tables[kind.name]
         current = table.get(name)
         if current is None:
             table[name] = registration
             self.origin[(kind.name, name)] = plugin.ident
+            if not kind.clash:  # component sources are searched in distribution order, whatever source
+                self.tables[kind.name] = dict(
+                    sorted(table.items(), key=lambda i: self._ranks[self.origin[(kind.name, i[0])]][1])
+                )
             return
         owner = self.origin[(kind.name, name)]
         (rank, dist), (owner_rank, owner_dist) = self._ranks[plugin.ident], self._ranks.get(owner, (0, ""))
@@ -211,51 +202,6 @@ class Registry:
                 Conflict(kind.name, name, owner, plugin.ident, _target(current), _target(registration))
             )
 
-    def finish(self) -> None:
-        """Applies what needs every registration first: legacy ``torchx.components`` entries (as
-        upstream TorchX does) hide the builtin components unless an entry names their package,
-        and each entry is a prefixed source of its own, searched before the plugins' sources."""
-        entries, self._replacing_components = self._replacing_components, []
-        if not entries:
-            return
-        table = self.tables["components"]
-        builtin = self.legacy_target("torchx.components")
-        for key, source in list(table.items()):
-            if builtin is not None and source.module == builtin:
-                del table[key]
-                owner = self.origin.pop(("components", key), "?")
-                self.conflicts.append(
-                    Conflict(
-                        "components", builtin, entries[0][0].ident, owner, "torchx.components entry points", builtin
-                    )
-                )
-        plugin_sources = dict(table)
-        table.clear()
-        for plugin, entry in entries:
-            module = self.legacy_target(entry.module) or entry.module
-            resolved = ComponentSource(entry.prefix, module)
-            key = _key(resolved)
-            plugin.registers.setdefault("components", []).append(_label(resolved))
-            if key not in table:
-                table[key] = resolved
-                self.origin[("components", key)] = plugin.ident
-        for key, source in plugin_sources.items():
-            table.setdefault(key, source)
-
-    def legacy_target(self, module: str) -> str | None:
-        """The module that provides the upstream module path ``module``, or None.
-
-        A registered package path covers its submodules: with ``torchx.components`` ->
-        ``torchx_components``, ``torchx.components.dist`` resolves to ``torchx_components.dist``.
-        """
-        name = module
-        while "." in name:
-            found = self.legacy_modules.get(name)
-            if found is not None:
-                return found.target + module[len(name) :]
-            name = name.rpartition(".")[0]
-        return None
-
     @property
     def errors(self) -> list[tuple[str, str]]:
         """(plugin ident, error) for every plugin that failed in part or whole."""
@@ -266,7 +212,7 @@ class Registry:
         failed = [p for p in self.plugins if p.errors]
         if not failed:
             return None
-        parts = [f"{p.dist} {p.version} ({p.name}): {p.errors[0]}" for p in failed[:3]]
+        parts = [f"{p.dist} {p.version}{f' ({p.name})' if p.name else ''}: {p.errors[0]}" for p in failed[:3]]
         more = f" and {len(failed) - 3} more" if len(failed) > 3 else ""
         return f"plugin error in {'; '.join(parts)}{more}; see `torchx plugins`"
 
@@ -302,29 +248,4 @@ class Registry:
         return reg
 
 
-class _CallableModule(ModuleType):
-    """This module, callable as upstream TorchX's ``torchx.plugins.registry()``.
-
-    Upstream's function and this module share the name ``torchx.plugins.registry``; whichever
-    of the two a user reaches, ``registry()`` and ``registry.cache_clear()`` work.
-    """
-
-    # upstream's function lives in plugin_registry, a layer above this module (it views the
-    # registry): it is looked up by name when called, so this module imports nothing above it
-
-    def __call__(self) -> Any:
-        """Upstream's registry view: :func:`torchx.compat.plugin_registry.registry`."""
-        return _upstream_registry()()
-
-    def cache_clear(self) -> None:
-        """Forgets upstream's registry view (the next call makes a new one)."""
-        _upstream_registry().cache_clear()
-
-
-def _upstream_registry() -> Any:
-    import importlib
-
-    return importlib.import_module("torchx.compat.plugin_registry").registry
-
-
-sys.modules[__name__].__class__ = _CallableModule
+sys.modules[__name__].__class__ = CallableRegistryModule  # upstream's ``torchx.plugins.registry()``

@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 
-from torchx.plugins.cache import read_cache, write_cache
+from torchx.util.disk_cache import read_cache, write_cache
 from torchx.util.record import field, record
 from torchx.util.suggest import did_you_mean
 
@@ -209,6 +209,9 @@ def _file_component(name: str) -> _Component:
         ]
         listed = f" Its functions: {', '.join(funcs)}." if funcs else " It defines no public function."
         raise ComponentNotFoundException(f"{path} has no function {fn_name!r}.{did_you_mean(fn_name, funcs)}{listed}")
+    for found_fn, _, errors in _scan_files([path])[path]:
+        if found_fn == fn_name and errors:
+            raise ComponentValidationException(f"component {name!r} is invalid: " + "; ".join(errors))
     from torchx.specs.file_linter import parse_docstring
 
     summary = parse_docstring(fn.__doc__).short_description
