@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from torchx.cli.stop_signals import CHECK_INTERVAL, StopSignals, remember_interrupts
+from torchx.cli.stop_signals import CHECK_INTERVAL, StopSignals, interrupted_before_start
 
 _PYTHON_DEFAULTS: dict[int, Any] = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
 
@@ -23,7 +23,7 @@ def python_handlers() -> Iterator[None]:
     """Python's own SIGINT handler and the default SIGTERM one around each test; what the CLI
     does first (nothing received yet, Ctrl-C remembered)."""
     saved = {sig: signal.signal(sig, handler) for sig, handler in _PYTHON_DEFAULTS.items()}
-    remember_interrupts()
+    interrupted_before_start()
     yield
     for sig, handler in saved.items():
         signal.signal(sig, handler)
@@ -90,7 +90,7 @@ def test_handlers_are_restored_and_an_ignored_signal_left_alone() -> None:
         stop.catch(signal.SIGINT, signal.SIGTERM)
         assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
         assert signal.getsignal(signal.SIGINT) != signal.default_int_handler
-    assert signal.getsignal(signal.SIGINT) is not stop._record  # back to what remember_interrupts set
+    assert signal.getsignal(signal.SIGINT) is not stop._record  # back to what interrupted_before_start set
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
 
 
@@ -110,3 +110,41 @@ def test_python_handler_is_kept_but_remembers() -> None:
         signal.raise_signal(signal.SIGINT)
     with StopSignals() as stop:
         assert stop.received == signal.SIGINT
+
+
+_DROPPED_AT_START = """
+import os, signal, sys
+import torchx.cli  # what the console script imports first
+
+
+class SignalsWhenFinalized:
+    def __del__(self):
+        signal.raise_signal(signal.SIGINT)
+
+
+SignalsWhenFinalized()  # Ctrl-C lands in a finalizer while the CLI starts: Python drops it
+from torchx.cli.main import main
+
+main(["run", "-s", "local_cwd", "utils.sh", "touch", sys.argv[1]])
+"""
+
+
+def test_a_ctrl_c_python_dropped_while_the_cli_started_stops_the_command(tmp_path: Any) -> None:
+    """The ``Exception ignored in`` case during the CLI's own imports (2 of 40 Ctrl-Cs at start-up
+    under load): the command must not go on to submit the job."""
+    import subprocess
+
+    marker, state = tmp_path / "ran", tmp_path / "state"
+    env = {**os.environ, "TORCHX_LOCAL_STATE_DIR": str(state)}
+    proc = subprocess.run(
+        [sys.executable, "-c", _DROPPED_AT_START, str(marker)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert "KeyboardInterrupt" in proc.stderr  # Python's "Exception ignored in ... KeyboardInterrupt"
+    assert proc.returncode == 130, proc.stderr
+    assert not marker.exists()
+    assert not state.exists() or not [p for p in state.iterdir() if not p.name.startswith(".")], list(state.iterdir())

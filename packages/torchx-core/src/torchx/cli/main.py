@@ -175,12 +175,16 @@ def _quick_exit_allowed(argv: list[str]) -> bool:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``torchx`` command."""
-    from torchx.cli.stop_signals import remember_interrupts
+    from torchx.cli.stop_signals import interrupted_before_start
 
-    remember_interrupts()  # a Ctrl-C Python drops (in a finalizer) still stops a later submission or wait
+    # a Ctrl-C Python dropped while the CLI was starting stops the command here; one it drops
+    # later (in a finalizer) still stops a later submission or wait
+    started = not interrupted_before_start()
     argv = sys.argv[1:] if argv is None else argv
     debug = _debug_enabled(argv)
     try:
+        if not started:
+            raise KeyboardInterrupt
         code = run_cli(argv)
     except KeyboardInterrupt:
         code = 130

@@ -10,8 +10,10 @@ which loses it for a command that must act on it, in two ways (both seen under l
   cancels it on Ctrl-C not entered yet), it escapes the code that handles it: the job runs on
   and its handle is never printed.
 
-So the CLI remembers every Ctrl-C from its start (:func:`remember_interrupts`: it still raises
-KeyboardInterrupt, and a dropped one is seen later), and where it submits or waits,
+So the CLI remembers every Ctrl-C from its start (:func:`remember_interrupts`, called as soon as
+:mod:`torchx.cli` is imported: it still raises KeyboardInterrupt, and a dropped one is seen
+later; one dropped while the CLI's own modules were being imported stops the command before it
+does anything, :func:`interrupted_before_start`), and where it submits or waits,
 :class:`StopSignals` only records stop signals; the command checks for them at points of its
 choosing (:meth:`StopSignals.check`), and :meth:`StopSignals.wait` runs a blocking call in a
 helper thread so that the main thread notices the signal at once.
@@ -39,12 +41,21 @@ _received: list[int] = []
 
 
 def remember_interrupts() -> None:
-    """Called first by the CLI, for each command: Ctrl-C raises KeyboardInterrupt as Python's own
-    handler does, and is remembered too, so that one Python dropped still stops a later
-    :meth:`StopSignals.check`. Leaves a SIGINT handler other than Python's alone."""
-    _received.clear()
+    """From now on Ctrl-C raises KeyboardInterrupt as Python's own handler does, and is
+    remembered too, so that one Python dropped still stops a later :meth:`StopSignals.check`.
+    Leaves a SIGINT handler other than Python's alone."""
     if _signal.getsignal(_signal.SIGINT) in (_signal.default_int_handler, _remember_and_raise):
         _signal.signal(_signal.SIGINT, _remember_and_raise)
+
+
+def interrupted_before_start() -> bool:
+    """Called first by the CLI, for each command: True if a Ctrl-C arrived since the last command
+    (or since :mod:`torchx.cli` was imported) and Python dropped it, so the command must not
+    run; starts the command's record afresh."""
+    remember_interrupts()
+    dropped = bool(_received)
+    _received.clear()
+    return dropped
 
 
 def _remember_and_raise(signum: int, frame: FrameType | None) -> None:
