@@ -38,6 +38,8 @@ from torchx.plugins.registry import PluginInfo, Registry
 
 #: the entry-point group of hook modules
 GROUP = "torchx"
+#: the hook-module attribute a plugin declares its plugin API levels in
+DECLARATION = "TORCHX_PLUGIN_API"
 
 _spec = pluggy.HookspecMarker("torchx")
 
@@ -93,7 +95,7 @@ def _load(pm: pluggy.PluginManager, info: PluginInfo, requires: list[str]) -> bo
             raise
         info.watch = [getattr(module, "__file__", "") or ""]
         try:
-            levels = api_level.parse_levels(getattr(module, api_level.DECLARATION, None))
+            levels = api_level.parse_levels(getattr(module, DECLARATION, None))
         except ValueError as e:
             info.errors.append(str(e))
             return False

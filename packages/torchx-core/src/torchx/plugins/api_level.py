@@ -32,9 +32,6 @@ PLUGIN_API_LEVEL = 1
 #: the oldest level whose plugins still load
 OLDEST_PLUGIN_API_LEVEL = 1
 
-#: the hook-module attribute a plugin declares its levels in
-DECLARATION = "TORCHX_PLUGIN_API"
-
 #: what a plugin that declares nothing is taken to be written for
 UNDECLARED = (1, 1)
 
@@ -67,7 +64,7 @@ def parse_levels(value: object) -> tuple[int, int]:
         or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)
         or value[0] > value[1]
     ):
-        raise ValueError(f'plugin API levels {value!r}: give lowest-highest (api = "1-2"; {DECLARATION} = (1, 2))')
+        raise ValueError(f'plugin API levels {value!r}: give lowest-highest (api = "1-2"; TORCHX_PLUGIN_API = (1, 2))')
     return value[0], value[1]
 
 
