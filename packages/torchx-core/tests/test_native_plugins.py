@@ -1,0 +1,144 @@
+"""The native registration format: entry points of ``torchx.plugins`` (``<kind>.<name> = "module:attr  # help"``),
+read from metadata without importing any plugin code; event hooks as ``hooks.<name>`` modules."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torchx.plugins
+from torchx.plugins import PluginLoadError, Ref, SubmissionRejected, cache, get_registry
+from torchx.specs import AppDef, Role, resource
+
+RAISES = "raise RuntimeError('discovery must not import this module')\n"
+
+NATIVE = {
+    "scheduler.beta": "beta_impl:create_scheduler  # beta cluster: one line of help",
+    "named_resource.beta.big": "beta_impl:big",
+    "component": "beta_comps",
+    "component.extra": "beta_comps",
+    "tracker.beta": "beta_impl:tracker",
+    "workspace.beta": "beta_impl:Mixin  # beta workspace",
+    "cli_command.beta-hello": "beta_impl:Hello  # say hello",
+    "legacy_module.torchx.schedulers.beta_scheduler": "beta_impl",
+    "hooks.policy": "beta_policy",
+}
+
+POLICY = """
+import dataclasses
+from torchx.plugins import SubmissionRejected, hookimpl
+
+@hookimpl
+def torchx_pre_submit(app):
+    if app.name == "forbidden":
+        raise SubmissionRejected("not here")
+    return dataclasses.replace(app, name=app.name + "-checked")
+
+@hookimpl(wrapper=True)
+def torchx_post_submit(app_handle):
+    raise AssertionError("a wrapper is never called")
+    yield
+"""
+
+
+@pytest.fixture
+def beta(make_dist: Callable[..., Path]) -> Path:
+    return make_dist(
+        "torchx-beta",
+        {"torchx.plugins": NATIVE},
+        {"beta_impl.py": RAISES, "beta_policy.py": POLICY, "beta_comps/__init__.py": RAISES},
+        version="0.4",
+    )
+
+
+def test_every_kind_is_read_from_metadata_and_nothing_is_imported(beta: Path) -> None:
+    reg = get_registry()
+    assert reg.schedulers["beta"] == ("beta", "beta_impl:create_scheduler", "beta cluster: one line of help")
+    assert reg.named_resources["beta.big"].factory == "beta_impl:big"
+    assert [(c.prefix, c.module) for c in reg.components if c.module == "beta_comps"] == [
+        ("", "beta_comps"),
+        ("extra", "beta_comps"),
+    ]
+    assert reg.trackers["beta"].factory == "beta_impl:tracker"
+    assert reg.workspaces["beta"].summary == "beta workspace"
+    assert reg.cli_commands["beta-hello"].help == "say hello"
+    assert reg.legacy_modules["torchx.schedulers.beta_scheduler"].target == "beta_impl"
+    (info,) = [p for p in reg.plugins if p.dist == "torchx-beta"]
+    assert (info.group, info.ident, info.version, info.errors) == ("torchx.plugins", "torchx-beta", "0.4", [])
+    assert info.hook_modules == ["beta_policy"]
+    assert info.watch == []  # the cache watches sys.path only
+    assert not {"beta_impl", "beta_policy", "beta_comps"} & set(sys.modules)
+
+
+def test_the_cache_needs_no_file_of_a_native_plugin(beta: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = get_registry()
+    torchx.plugins.reset()
+    (beta / "beta_impl.py").write_text("x = 1\n")  # editing a plugin's code changes nothing it registers
+    import torchx.plugins.discovery as discovery
+
+    with monkeypatch.context() as m:
+        m.setattr(discovery, "discover", lambda registry: pytest.fail("the cache should have been used"))
+        assert get_registry().schedulers == first.schedulers
+
+
+def test_event_hooks_are_imported_on_the_first_event(beta: Path, fake_scheduler: str) -> None:
+    from torchx.runner import get_runner
+
+    get_registry()
+    assert "beta_policy" not in sys.modules
+    app = AppDef("app", roles=[Role("r", "i", entrypoint="echo", resource=resource(cpu=1))])
+    with get_runner() as runner:
+        info = runner.dryrun(app, fake_scheduler)
+        assert info.app is not None and info.app.name == "app-checked"
+        runner.schedule(info)  # the wrapper post-submit hook is skipped, not called
+        with pytest.raises(SubmissionRejected, match="rejected by plugin torchx-beta:beta_policy: not here"):
+            runner.dryrun(AppDef("forbidden", roles=app.roles), fake_scheduler)
+
+
+def test_a_malformed_entry_is_a_plugin_error_and_the_rest_loads(make_dist: Callable[..., Path]) -> None:
+    make_dist("torchx-odd", {"torchx.plugins": {"schedular.typo": "m:f", "scheduler": "m:f", "scheduler.ok": "m:f"}})
+    reg = get_registry()
+    (info,) = [p for p in reg.plugins if p.dist == "torchx-odd"]
+    assert len(info.errors) == 2
+    assert all("write <kind>.<name>" in e and "kinds: scheduler, named_resource" in e for e in info.errors)
+    assert info.registers == {"schedulers": ["ok"]}
+
+
+@pytest.mark.parametrize(("levels", "upgrade"), [("2-3", "torchx-core"), ("0", "torchx-old")])
+def test_an_api_range_outside_cores_registers_nothing(
+    make_dist: Callable[..., Path], levels: str, upgrade: str
+) -> None:
+    make_dist("torchx-old", {"torchx.plugins": {"api": levels, "scheduler.old": "m:f"}})
+    reg = get_registry()
+    (info,) = [p for p in reg.plugins if p.dist == "torchx-old"]
+    assert info.incompatible and "old" not in reg.schedulers
+    assert f"written for plugin API level {levels}" in info.errors[0] and f"upgrade {upgrade}" in info.errors[0]
+
+
+def test_a_clash_of_equal_rank_goes_to_the_distribution_named_first(make_dist: Callable[..., Path]) -> None:
+    """Native entries are read before hook modules are imported; the clash rule is the same."""
+    hook = "from torchx.plugins import hookimpl, SchedulerPlugin\n@hookimpl\ndef torchx_schedulers():\n    yield SchedulerPlugin('x', 'a:f')\n"
+    make_dist("a-hooks", {"torchx": {"a": "a_plugin"}}, {"a_plugin.py": hook})
+    make_dist("b-native", {"torchx.plugins": {"scheduler.x": "b:f", "scheduler.y": "b:g"}})
+    make_dist("c-legacy", {"torchx.schedulers": {"y": "c:g"}})
+    reg = get_registry()
+    assert reg.schedulers["x"].factory == "a:f"
+    assert reg.schedulers["y"].factory == "c:g"  # upstream's groups rank higher
+    assert {(c.name, c.winner, c.loser) for c in reg.conflicts} == {
+        ("x", "a-hooks:a", "b-native"),
+        ("y", "c-legacy:y", "b-native"),
+    }
+
+
+def test_a_ref_imports_on_first_use_and_says_what_is_missing(make_dist: Callable[..., Path]) -> None:
+    make_dist("ref-dist", {}, {"ref_mod.py": "LOADS = []\ndef make(x):\n    return x * 2\n"})
+    ref = Ref("ref_mod:make")
+    assert "ref_mod" not in sys.modules and repr(ref) == "<ref_mod:make>"
+    assert ref(21) == 42 and ref.load() is sys.modules["ref_mod"].make
+    with pytest.raises(PluginLoadError, match="'ref_mod' has no attribute 'nope'"):
+        Ref("ref_mod:nope").load()
+    with pytest.raises(PluginLoadError, match="cannot import 'no_such_mod_xyz'"):
+        Ref("no_such_mod_xyz:f")()
+    cache.clear()
