@@ -34,10 +34,37 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_doc_holds_a_whole_distribution() -> None:
     files = doc_files()
-    assert {"pyproject.toml", "src/torchx_sched_bg/plugin.py", "src/torchx_sched_bg/scheduler.py"} <= set(files)
+    assert {"pyproject.toml", "src/torchx_sched_bg/scheduler.py", "src/torchx_sched_bg/policy.py"} <= set(files)
+    assert '[project.entry-points."torchx.plugins"]' in files["pyproject.toml"]
+    assert not any(path.endswith("plugin.py") for path in files)  # the native way needs no hook module
     scheduler_lines = files["src/torchx_sched_bg/scheduler.py"].splitlines()
     assert len(scheduler_lines) <= 60, f"the minimal scheduler has {len(scheduler_lines)} lines"
     assert "## The scheduler (60 lines)" in DOC.read_text()
+
+
+def test_the_native_way_is_taught_first_in_at_most_six_concepts() -> None:
+    text = DOC.read_text()
+    intro = text[: text.index("## Layout")]
+    concepts = re.findall(r"^(\d)\. [^\n]*\*\*", intro, re.M)
+    assert concepts == [str(i) for i in range(1, len(concepts) + 1)] and 0 < len(concepts) <= 6
+    assert "torchx.plugins" in intro and text.index("torchx.plugins") < text.index("torchx_plugins")
+
+
+def test_discovering_the_docs_plugin_imports_none_of_it(installed: Path) -> None:
+    """What the page claims: registrations are read from the metadata, nothing is imported."""
+    probe = (
+        "import sys\n"
+        "from torchx.plugins import get_registry\n"
+        "reg = get_registry(refresh=True)\n"
+        "print(reg.schedulers['bg'].summary, reg.schedulers['bg_nice'].factory, [c.prefix for c in reg.components])\n"
+        "print([m for m in sys.modules if m.startswith('torchx_sched_bg')])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(installed)}
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    first, second = proc.stdout.splitlines()
+    assert first.startswith("background processes here torchx_sched_bg.nice:create_scheduler") and "'bg'" in first
+    assert second == "[]"
 
 
 def test_the_docs_own_tests_pass(installed: Path, tmp_path: Path) -> None:

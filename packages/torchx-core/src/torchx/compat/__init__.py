@@ -5,7 +5,9 @@ through its one clash rule (``SOURCE_RANKS``), and upstream TorchX's plugin API:
 * :mod:`torchx.compat.namespace`: the ``torchx_plugins.*`` namespace packages;
 * :mod:`torchx.compat.authoring` and :mod:`torchx.compat.plugin_registry`: ``@register``,
   ``registry()``, ``PluginRegistry``, ``PluginType`` (re-exported by :mod:`torchx.plugins`);
-* :mod:`torchx.compat.legacy_import`: upstream module paths (``torchx.schedulers.slurm_scheduler``).
+* :mod:`torchx.compat.legacy_import`: upstream module paths (``torchx.schedulers.slurm_scheduler``);
+* :mod:`torchx.compat.hook_modules`: hook modules of the entry-point group ``torchx``.
 
-The native way to write a plugin is :mod:`torchx.plugins` (entry point ``torchx``, hookimpls).
+The native way to register is :mod:`torchx.plugins` (entry points of ``torchx.plugins``, read
+from metadata).
 """
