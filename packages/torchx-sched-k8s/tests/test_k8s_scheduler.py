@@ -195,12 +195,17 @@ def test_dict_bodies_reach_the_server_unchanged() -> None:
             kube.create(obj)
         kube.create(req.objects[1], dry_run=True)
         kube.patch_job("ns1", "j", {"spec": {"parallelism": 0}})
+        # an app of one object (a Volcano Job) is created without a dry run first: one request
+        sched = create_scheduler("t", api_client=client.ApiClient(cfg))
+        one = sched.submit_dryrun(app(n=1), {"mode": "volcano", "namespace": "ns1"})
+        assert len(one.request.objects) == 1
+        sched.schedule(one)
     finally:
         kube.close()
         server.shutdown()
         server.server_close()
         thread.join()
-    assert [s[1] for s in sent] == [
+    assert [s[1] for s in sent[:5]] == [
         "/api/v1/namespaces/ns1/services",
         "/apis/batch/v1/namespaces/ns1/jobs",
         "/apis/batch/v1/namespaces/ns1/jobs",
@@ -208,7 +213,9 @@ def test_dict_bodies_reach_the_server_unchanged() -> None:
         "/apis/batch/v1/namespaces/ns1/jobs/j",
     ]
     assert [s[3] for s in sent[:3]] == json.loads(json.dumps(req.objects))
-    assert sent[-1][:1] == ("PATCH",) and sent[-1][2] == "application/merge-patch+json"
+    assert sent[-2][:1] == ("PATCH",) and sent[-2][2] == "application/merge-patch+json"
+    assert [s[:2] for s in sent[4:]] == [("PATCH", "/apis/batch/v1/namespaces/ns1/jobs/j"),
+                                         ("POST", "/apis/batch.volcano.sh/v1alpha1/namespaces/ns1/jobs")]  # fmt: skip
 
 
 def test_unreachable_server_is_one_clear_line() -> None:

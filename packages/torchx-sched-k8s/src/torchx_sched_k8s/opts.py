@@ -49,7 +49,8 @@ class KubernetesOpts(PodOpts):
     queue: str | None = None
     """volcano: the Volcano queue (default: default); jobs: the Kueue LocalQueue (label kueue.x-k8s.io/queue-name)."""
     validate_spec: bool = True
-    """Server-side dry run of each role's first object before anything is created."""
+    """Server-side dry run of each role's first object before anything is created (an app of one
+    object needs none: its creation is all or nothing)."""
 
 
 @dataclass

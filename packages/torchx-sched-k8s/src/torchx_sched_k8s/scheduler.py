@@ -260,7 +260,9 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal], AppDef, KubernetesRequ
         if request.images_to_push and isinstance(self, WorkspaceMixin):
             self.push_images(request.images_to_push)
         custom = self.customs.get(request.kind)
-        if dryrun_info.cfg.get("validate_spec", True):
+        # an app of one object (a Volcano Job, an AppWrapper, one Job) is validated by its own
+        # creation, which is all or nothing: a dry run would only add a round trip
+        if dryrun_info.cfg.get("validate_spec", True) and len(request.objects) > 1:
             self._validate_objects(request, custom)
         try:
             self._create_all(request.objects, custom)
