@@ -2,8 +2,8 @@
 
 Two flavours, each a tiny hatchling project:
 
-* ``ours``: registers a scheduler, a named resource and a component source through the
-  ``torchx`` entry-point group with a small pluggy hook module (our plugin API);
+* ``ours``: registers a scheduler, a named resource and a component source as entry points
+  of the ``torchx.plugins`` group (our plugin API: read from metadata, nothing imported);
 * ``legacy``: registers a scheduler and a named resource through upstream TorchX's
   ``torchx.schedulers`` / ``torchx.named_resources`` entry-point groups;
 * ``namespace``: one module of the ``torchx_plugins.schedulers`` namespace package (no entry
@@ -19,7 +19,7 @@ import shutil
 from pathlib import Path
 
 #: bump when the generated files change (it is part of the venv stamps)
-FORMAT = 1
+FORMAT = 2
 
 _PYPROJECT = """\
 [build-system]
@@ -38,30 +38,11 @@ packages = ["src/{module}"]
 """
 
 _OURS_ENTRY_POINTS = """\
-[project.entry-points.torchx]
-bench_dummy_{index} = "{module}.plugin"
+[project.entry-points."torchx.plugins"]
+"scheduler.bench_dummy_{index}" = "{module}.impl:create_scheduler  # benchmark dummy"
+"named_resource.bench_dummy_{index}" = "{module}.impl:resource"
+"component.bench_dummy_{index}" = "{module}.components"
 """
-
-_OURS_PLUGIN = '''\
-"""Benchmark dummy plugin {index}: registers one scheduler, named resource and component source."""
-
-from torchx.plugins import ComponentSource, NamedResourcePlugin, SchedulerPlugin, hookimpl
-
-
-@hookimpl
-def torchx_schedulers():
-    yield SchedulerPlugin("bench_dummy_{index}", "{module}.impl:create_scheduler", "benchmark dummy")
-
-
-@hookimpl
-def torchx_named_resources():
-    yield NamedResourcePlugin("bench_dummy_{index}", "{module}.impl:resource")
-
-
-@hookimpl
-def torchx_components():
-    yield ComponentSource("bench_dummy_{index}", "{module}.components")
-'''
 
 _OURS_COMPONENTS = '''\
 """Benchmark dummy components."""
@@ -175,7 +156,6 @@ def generate(root: Path, flavour: str, count: int) -> list[Path]:
         (pkg / "__init__.py").write_text("")
         (pkg / "impl.py").write_text(_IMPL)
         if flavour == "ours":
-            (pkg / "plugin.py").write_text(_OURS_PLUGIN.format(**fields))
             (pkg / "components.py").write_text(_OURS_COMPONENTS)
         projects.append(project)
     return projects
