@@ -139,6 +139,8 @@ def _collect(pm: pluggy.PluginManager, info: PluginInfo, registry: Registry) -> 
 
 def add_hook_modules(registry: Registry, eps: list[tuple[Any, str, str, list[str]]]) -> None:
     """Imports every ``torchx``-group hook module and adds what its hooks register."""
+    if not any(ep.group == GROUP for ep, *_ in eps):
+        return
     pm = registry.plugin_manager = registry.plugin_manager or hookspecs.new_plugin_manager()
     pm.add_hookspecs(sys.modules[__name__])
     for ep, dist, version, requires in eps:

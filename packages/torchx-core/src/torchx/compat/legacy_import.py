@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import sys
 
-from torchx.compat.legacy import legacy_target
 from torchx.util.distributions import LEGACY_MODULE_DISTRIBUTIONS
 
 TYPE_CHECKING = False
@@ -87,6 +86,8 @@ class LegacyModuleFinder:
         if (dist is None) != self.tail:
             return None
         from importlib.machinery import ModuleSpec
+
+        from torchx.compat.legacy import legacy_target  # not at import: ``import torchx`` loads this module
 
         registry = _registry()
         resolved = legacy_target(registry, fullname)
