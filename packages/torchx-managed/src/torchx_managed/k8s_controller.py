@@ -153,36 +153,48 @@ def objects(opts: ManagedOptions, root: str, namespace: str, api: KubeApi) -> li
 
 def ensure(opts: ManagedOptions, root: str, api: KubeApi | None = None) -> str:
     """Makes the controller of journal ``root`` run: creates its objects the first time, scales
-    its Deployment back to 1 when it scaled itself to 0; returns :func:`handle_of` it.
+    its Deployment back to 1 when it scaled itself to 0; returns :func:`handle_of` it. Once a
+    controller was made, a look from a machine that cannot reach the API server (it reads the
+    shared journal only) is a warning, not an error.
 
     Raises:
-        KubernetesError: the API server refused (one line: e.g. no right to create Roles)
+        KubernetesError: the API server refused or is not reachable, and no controller was made
+            for ``root`` yet (one line: e.g. no right to create Roles)
     """
-    own = api is None
-    kube = api or KubeApi()
-    namespace, name = namespace_of(opts), resource_name(root)
-    try:
-        found = kube.get_deployment(namespace, name)
-        if found is None:
-            for obj in objects(opts, root, namespace, kube):
-                try:
-                    kube.create(obj)
-                except KubernetesError as e:
-                    if e.status != 409:  # kept from an earlier controller of this journal
-                        raise
-            logger.info("created the controller deployment %s/%s for %s", namespace, name, root)
-        elif not (found.get("spec") or {}).get("replicas"):
-            kube.patch_deployment(namespace, name, {"spec": {"replicas": 1}})
-            logger.info("scaled the controller deployment %s/%s back to 1", namespace, name)
-    finally:
-        if own:
-            kube.close()
-    handle = handle_of(namespace, name)
     from torchx_managed.controller import CONTROLLER_FILE, controller_handle
 
+    namespace, name = namespace_of(opts), resource_name(root)
+    handle = handle_of(namespace, name)
+    kube = api or KubeApi()
+    try:
+        _ensure(kube, opts, root, namespace, name)
+    except Exception as e:
+        if controller_handle(root) != handle:
+            raise
+        logger.warning("cannot check the controller %s of %s (%s); it goes on as it is", handle, root, e)
+        return handle
+    finally:
+        if api is None:
+            kube.close()
     if controller_handle(root) != handle:
         write_atomic(os.path.join(root, CONTROLLER_FILE), json.dumps({"handle": handle, "submitted": time.time()}))
     return handle
+
+
+def _ensure(kube: KubeApi, opts: ManagedOptions, root: str, namespace: str, name: str) -> None:
+    """Creates the controller's objects, or scales its Deployment back to 1."""
+    found = kube.get_deployment(namespace, name)
+    if found is None:
+        for obj in objects(opts, root, namespace, kube):
+            try:
+                kube.create(obj)
+            except KubernetesError as e:
+                if e.status != 409:  # kept from an earlier controller of this journal
+                    raise
+        logger.info("created the controller deployment %s/%s for %s", namespace, name, root)
+    elif not (found.get("spec") or {}).get("replicas"):
+        kube.patch_deployment(namespace, name, {"spec": {"replicas": 1}})
+        logger.info("scaled the controller deployment %s/%s back to 1", namespace, name)
 
 
 def set_replicas(api: KubeApi, namespace: str, name: str, replicas: int) -> None:

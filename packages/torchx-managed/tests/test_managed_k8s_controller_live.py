@@ -1,0 +1,301 @@
+"""A managed job driven by a controller that runs as a Kubernetes Deployment
+(``controller=kubernetes``) on the live API server and its real kubelet on Docker, with its
+journal on a directory the node mounts into the controller's pod (a hostPath).
+
+The test cluster's image holds no torchx: the controller's pod mounts this machine's dev
+virtualenv, its Python and the repository at the same paths (``controller_mounts``) and runs
+that Python (``controller_python``), as the README describes for such a cluster.
+
+Each test submits from a client in its own PID namespace (torn down when ``torchx run
+--detach`` returns), moves its HOME away, and reads the job from a second client with a fresh
+HOME. Run by ``nox -s integration-managed``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from torchx.testing import live_backend_env, unavailable
+from torchx.testing.machines import Machine
+from torchx.testing.processes import eventually
+
+#: steps of the counter and seconds per step: attempt 0 outlives a controller pod's replacement
+STEPS, STEP_SECONDS = 80, 0.25
+COMPONENT = """
+from torchx import specs
+
+
+def counter(shared: str, image: str, plan: str, steps: int = {steps}) -> specs.AppDef:
+    role = specs.Role(
+        "counter",
+        image=image,
+        entrypoint="python3",
+        args=[shared + "/counter.py", str(steps), "{step}", plan],
+        resource=specs.Resource(cpu=1, gpu=0, memMB=128),
+        mounts=[specs.BindMount(src_path=shared, dst_path=shared)],
+    )
+    return specs.AppDef("counter", [role])
+"""
+CONTROLLER_LABEL = "torchx.pytorch.org/managed-controller"
+
+
+@pytest.fixture
+def k8s() -> Iterator[dict[str, Any]]:
+    """A fresh namespace on the live cluster: its name, the core/apps/authorization APIs, the image."""
+    env = live_backend_env("TORCHX_TEST_K8S", "k8s")
+    pytest.importorskip("torchx_sched_k8s", reason="needs torchx-sched-k8s")
+    if env.get("TORCHX_TEST_K8S_KUBELET") != "docker":
+        unavailable("needs the real kubelet on Docker: the controller runs as a pod, attempts are killed with docker")
+    if os.environ.get("KUBECONFIG") != env["KUBECONFIG"]:
+        pytest.fail(f"export KUBECONFIG={env['KUBECONFIG']}: the clients find the API server through it")
+    from kubernetes import client, config
+
+    api = client.ApiClient(config.new_client_from_config(env["KUBECONFIG"]).configuration)
+    core = client.CoreV1Api(api)
+    namespace = f"torchx-ctl-{os.getpid()}-{int(time.time()) % 100000}"
+    core.create_namespace({"metadata": {"name": namespace}})
+    eventually(lambda: bool(core.list_namespaced_service_account(namespace).items), 30, 0.2, "the default SA")
+    try:
+        yield {
+            "namespace": namespace,
+            "core": core,
+            "auth": client.AuthorizationV1Api(api),
+            "batch": client.BatchV1Api(api),
+            "image": env.get("TORCHX_TEST_K8S_IMAGE", "localhost/torchx-python:bookworm"),
+        }
+    finally:
+        core.delete_namespace(namespace)
+        api.close()
+
+
+def _python_mounts() -> list[str]:
+    """What the controller's pod mounts to run this interpreter's torchx: the virtualenv, the
+    Python it was made from, and the repository its editable installs point into."""
+    venv = Path(sys.prefix)
+    base = Path(os.path.realpath(sys.base_prefix))
+    repo = Path(__file__).resolve().parents[3]
+    return [str(venv), str(base), str(repo)]
+
+
+def _submit(client: Machine, shared: Path, k8s: dict[str, Any], plan: str, *cfg: str, steps: int = STEPS) -> str:
+    component = shared / "component.py"
+    component.write_text(COMPONENT.format(steps=steps, step=STEP_SECONDS))
+    opts = ",".join(
+        [
+            "targets=kubernetes",
+            f"namespace={k8s['namespace']}",
+            "mode=jobs",
+            "image_pull_policy=IfNotPresent",
+            "termination_grace_period=1",
+            "controller=kubernetes",
+            f"journal={shared}/journal",
+            f"controller_image={k8s['image']}",
+            f"controller_python={sys.executable}",
+            "controller_mounts=" + ";".join([*_python_mounts(), str(shared)]),
+            f"checkpoint_dir={shared}/ckpt",
+            *cfg,
+        ]
+    )
+    proc = client.torchx(
+        "run", "--detach", "--workspace", "", "-s", "managed", "-cfg", opts, f"{component}:counter",
+        "--shared", str(shared), "--image", str(k8s["image"]), "--plan", plan,
+        isolated=True,
+    )  # fmt: skip
+    handle = proc.stdout.strip().splitlines()[-1]
+    assert handle.startswith("managed://") and "@" in handle, proc.stdout + proc.stderr
+    return handle
+
+
+def _pods(k8s: dict[str, Any], controller: bool) -> list[Any]:
+    """The namespace's live (not deleted) pods of the controller, or of the attempts."""
+    pods = k8s["core"].list_namespaced_pod(k8s["namespace"]).items
+    return [
+        p
+        for p in pods
+        if not p.metadata.deletion_timestamp and (CONTROLLER_LABEL in (p.metadata.labels or {})) == controller
+    ]
+
+
+def _controller_pod(k8s: dict[str, Any], other_than: str = "") -> str:
+    """The name of the controller's running pod (not ``other_than``) once it drives a job."""
+    found: list[str] = []
+
+    def driving() -> bool:
+        found[:] = [
+            p.metadata.name for p in _pods(k8s, True) if p.status.phase == "Running" and p.metadata.name != other_than
+        ]
+        return len(found) == 1 and "driving job" in _log(k8s, found[0])
+
+    eventually(driving, 120, 0.5, "the controller's pod to drive the job")
+    return found[0]
+
+
+def _log(k8s: dict[str, Any], pod: str) -> str:
+    try:
+        return str(k8s["core"].read_namespaced_pod_log(pod, k8s["namespace"]))
+    except Exception as e:  # not started yet
+        return f"<no log: {e}>"
+
+
+def _count(shared: Path) -> int:
+    path = shared / "ckpt" / "count"
+    return int(path.read_text()) if path.exists() else 0
+
+
+def _allowed(k8s: dict[str, Any], verb: str, resource: str, group: str = "") -> bool:
+    """Whether the controller's ServiceAccount may ``verb`` ``resource`` in the namespace."""
+    sa = next(p.spec.service_account_name for p in _pods(k8s, True))
+    review = k8s["auth"].create_subject_access_review(
+        {
+            "spec": {
+                "user": f"system:serviceaccount:{k8s['namespace']}:{sa}",
+                "resourceAttributes": {
+                    "namespace": k8s["namespace"],
+                    "verb": verb,
+                    "resource": resource,
+                    "group": group,
+                },
+            }
+        }
+    )
+    return bool(review.status.allowed)
+
+
+@pytest.mark.k8s
+def test_controller_pod_deleted_then_attempt_killed_recovers_with_no_client_left(
+    tmp_path: Path, k8s: dict[str, Any], shared: Path
+) -> None:
+    submitter, other = Machine(tmp_path, "laptop"), Machine(tmp_path, "other")
+    handle = _submit(submitter, shared, k8s, "0", "max_recoveries=2")
+    submitter.gone()
+    first = _controller_pod(k8s)
+    eventually(lambda: _count(shared) >= 2, 120, 0.3, "attempt 0 to checkpoint")
+
+    # the controller's pod is lost: its Deployment starts another, which takes the Lease and resumes
+    k8s["core"].delete_namespaced_pod(first, k8s["namespace"])
+    second = _controller_pod(k8s, other_than=first)
+    assert _count(shared) < STEPS, "attempt 0 ended before the controller was replaced: nothing was tested"
+
+    # then the attempt's container is killed on the node: the new controller starts attempt 1
+    attempt = [p.metadata.name for p in _pods(k8s, False) if p.status.phase == "Running"]
+    assert len(attempt) == 1, attempt
+    ids = subprocess.run(
+        ["docker", "ps", "-q", "--filter", f"name=k8s_counter_{attempt[0]}_"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert ids, f"no container of pod {attempt[0]} on the node"
+    subprocess.run(["docker", "kill", *ids], check=True, capture_output=True)
+
+    status = other.ended(handle, 240)
+    assert status["state"] == "SUCCEEDED", (status, _log(k8s, second))
+    assert [(a["attempt"], a["state"], a["cause"]) for a in status["attempts"]] == [
+        (0, "FAILED", "KILLED"),
+        (1, "SUCCEEDED", None),
+    ], status["attempts"]
+    assert _count(shared) == STEPS
+    lines = (shared / "ckpt" / "steps").read_text().split()
+    assert [int(c) for c in lines[1::2]] == list(range(1, STEPS + 1)), "a step was lost or counted twice"
+    assert "took Lease" in _log(k8s, second) and "attempt 0: FAILED" in _log(k8s, second), _log(k8s, second)
+    controller = json.loads((shared / "journal" / "controller.json").read_text())["handle"]
+    assert controller.startswith(f"deployment {k8s['namespace']}/torchx-controller-"), controller
+    # the controller's ServiceAccount may drive Jobs and read pods' logs there, and nothing else
+    assert _allowed(k8s, "create", "jobs", "batch") and _allowed(k8s, "get", "pods/log")
+    assert not _allowed(k8s, "list", "secrets") and not _allowed(k8s, "create", "deployments", "apps")
+    assert not _allowed(k8s, "create", "roles", "rbac.authorization.k8s.io")
+
+
+@pytest.mark.k8s
+def test_cancel_from_another_machine_reaches_the_kubernetes_controller(
+    tmp_path: Path, k8s: dict[str, Any], shared: Path
+) -> None:
+    submitter, other = Machine(tmp_path, "laptop"), Machine(tmp_path, "other")
+    handle = _submit(submitter, shared, k8s, "0", "max_restarts=3", "max_recoveries=3", steps=400)
+    submitter.gone()
+    pod = _controller_pod(k8s)
+    eventually(lambda: _count(shared) >= 1, 120, 0.3, "the attempt to run")
+    other.torchx("cancel", handle)
+    eventually(lambda: other.status(handle)["state"] == "CANCELLED", 60, 0.3, "the job to read CANCELLED")
+
+    def stopped() -> bool:  # deleted pods included: their containers may still run
+        pods = k8s["core"].list_namespaced_pod(k8s["namespace"]).items
+        return not [
+            p for p in pods if p.status.phase == "Running" and CONTROLLER_LABEL not in (p.metadata.labels or {})
+        ]
+
+    try:
+        eventually(stopped, 60, 0.3, "the attempt's pod to stop")
+    except AssertionError as e:
+        jobs = [(j.metadata.name, j.spec.parallelism) for j in k8s["batch"].list_namespaced_job(k8s["namespace"]).items]
+        raise AssertionError(f"{e}; Jobs {jobs}; the controller's log:\n{_log(k8s, pod)}") from None
+    reached = _count(shared)
+    time.sleep(3)
+    assert _count(shared) == reached, "the attempt kept counting after the cancel"
+    status = other.status(handle)
+    assert [(a["state"], a["cause"]) for a in status["attempts"]] == [("CANCELLED", "CANCELLED")], status
+
+
+@pytest.mark.k8s
+def test_a_frozen_controller_loses_its_lease_and_stops_when_it_wakes(
+    tmp_path: Path, k8s: dict[str, Any], shared: Path
+) -> None:
+    """Fencing across nodes: a controller process frozen past its Lease (a partitioned node)
+    loses it to another, and stops as soon as it runs again, without taking it back."""
+    from torchx_managed.lease import LEASE_DURATION, Lease
+    from torchx_sched_k8s.kubeapi import KubeApi
+
+    journal = shared / "journal"
+    journal.mkdir()
+    name = "torchx-controller-fencing"
+    api = KubeApi()
+    from torchx_managed.lease import lease_object
+
+    api.create(lease_object(k8s["namespace"], name))
+    log = open(tmp_path / "holder.log", "w")  # noqa: SIM115 (the process writes it)
+    holder = subprocess.Popen(
+        [sys.executable, "-m", "torchx_managed.controller", str(journal), "--lease", f"{k8s['namespace']}/{name}"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        eventually(
+            lambda: "controlling the managed jobs" in (tmp_path / "holder.log").read_text(), 30, 0.2, "the holder"
+        )
+        contender = Lease(api, k8s["namespace"], name, "contender")
+        assert not contender.try_acquire(), "took a Lease its holder renews"
+        holder.send_signal(signal.SIGSTOP)  # frozen: it renews nothing
+        frozen = time.monotonic()
+        stop = threading.Event()
+        threading.Timer(LEASE_DURATION + 30, stop.set).start()
+        assert contender.acquire(stop), "the contender never got the Lease of a frozen holder"
+        waited = time.monotonic() - frozen
+        assert LEASE_DURATION - 1 <= waited <= LEASE_DURATION + 10, waited
+        contender.keep(lambda: None)
+        holder.send_signal(signal.SIGCONT)
+        assert holder.wait(timeout=20) == 1, "the holder went on after it lost its Lease"
+        text = (tmp_path / "holder.log").read_text()
+        assert "lost Lease" in text, text
+        current = api.get_lease(k8s["namespace"], name)
+        assert current is not None and current["spec"]["holderIdentity"] == "contender", current
+        stop.set()
+        contender.release()
+        released = api.get_lease(k8s["namespace"], name)
+        assert released is not None and not released["spec"].get("holderIdentity"), released
+    finally:
+        if holder.poll() is None:
+            holder.send_signal(signal.SIGCONT)
+            holder.kill()
+            holder.wait()
+        log.close()
+        api.close()
