@@ -1,4 +1,6 @@
-"""Isolation (own HOME, cwd, local and sweep state), real local jobs, and dashboard servers run as ``torchx dashboard``."""
+"""Isolation (own HOME, cwd, local and sweep state), real jobs (processes of core's test
+scheduler ``procs``, so no scheduler distribution is needed), and dashboard servers run as
+``torchx dashboard``."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import Any
 
 import pytest
 from torchx.testing import isolate, python_app
+from torchx.testing.procs import use_procs
 
 #: prints one numbered line every 0.2 s for a minute (tests cancel it)
 TICKER = "import itertools, time\nfor i in itertools.count():\n    print(f'tick {i}', flush=True)\n    time.sleep(0.2)"
@@ -60,13 +63,13 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def local() -> None:
-    """Skips unless ``torchx-sched-local`` is installed (the dashboard alone has no scheduler)."""
-    pytest.importorskip("torchx_sched_local")
+def sched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The scheduler the test jobs run on (registered for this test and the dashboards it starts)."""
+    return use_procs(tmp_path, monkeypatch)
 
 
 @pytest.fixture
-def runner(local: None) -> Iterator[Any]:
+def runner(sched: str) -> Iterator[Any]:
     """A Runner of session ``torchx``."""
     from torchx.runner import get_runner
 
@@ -75,8 +78,8 @@ def runner(local: None) -> Iterator[Any]:
 
 
 @pytest.fixture
-def booth_sweep(runner: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """A finished 3x2 sweep of ``utils.booth`` on local_cwd whose trials record ``booth_eval`` in an
+def booth_sweep(runner: Any, sched: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A finished 3x2 sweep of ``utils.booth`` whose trials record ``booth_eval`` in an
     fsspec tracker (needs torchx-sweep, torchx-components and torchx-tracker)."""
     for module in ("torchx_sweep", "torchx_components", "torchx_tracker"):
         pytest.importorskip(module)
@@ -87,7 +90,7 @@ def booth_sweep(runner: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     Path(".torchxconfig").write_text(
         f"[torchx:tracker]\nfsspec =\n\n[tracker:fsspec]\nconfig = {tmp_path / 'tracker'}\n"
     )
-    sweep = run_sweep(runner, "utils.booth", [], {"x1": ["0", "1", "2"], "x2": ["2", "3"]}, "local_cwd", max_parallel=3)
+    sweep = run_sweep(runner, "utils.booth", [], {"x1": ["0", "1", "2"], "x2": ["2", "3"]}, sched, max_parallel=3)
     assert sweep.wait(timeout=180)["state"] == "SUCCEEDED"
     return sweep
 
@@ -101,7 +104,8 @@ def managed_job(runner: Any) -> str:
     """A finished ``managed`` job on local_cwd that took two attempts (needs torchx-managed), kept
     by managed's local driver (``controller=local``: its attempts are jobs of their own, nested
     under it; one local_cwd target otherwise recovers in its supervisor as one local_cwd job)."""
-    pytest.importorskip("torchx_managed")
+    for module in ("torchx_managed", "torchx_sched_local"):
+        pytest.importorskip(module)
     cfg = {"targets": ["local_cwd"], "controller": "local"}
     handle = str(runner.run(python_app(TWO_ATTEMPTS, name="twice"), "managed", cfg))
     status = runner.wait(handle, wait_interval=0.2, timeout=120)
@@ -117,15 +121,15 @@ def script() -> str:
 
 
 @pytest.fixture
-def jobs(runner: Any) -> Iterator[dict[str, str]]:
-    """Local jobs (name -> handle) that succeeded printing a ``<script>`` line (``ok``), failed
+def jobs(runner: Any, sched: str) -> Iterator[dict[str, str]]:
+    """Jobs (name -> handle) that succeeded printing a ``<script>`` line (``ok``), failed
     (``bad``), still run printing ``tick N`` lines (``live``), and one named ``<script>`` (``script``).
     Running ones are cancelled afterwards."""
     made: dict[str, str] = {}
-    made["ok"] = runner.run(python_app(f"print('hello'); print({SCRIPT!r})", name="ok"), "local_cwd")
-    made["bad"] = runner.run(python_app("import sys; print('oops'); sys.exit(3)", name="bad"), "local_cwd")
-    made["script"] = runner.run(python_app("print('x')", name=SCRIPT), "local_cwd")
-    made["live"] = runner.run(python_app(TICKER, name="live"), "local_cwd")
+    made["ok"] = runner.run(python_app(f"print('hello'); print({SCRIPT!r})", name="ok"), sched)
+    made["bad"] = runner.run(python_app("import sys; print('oops'); sys.exit(3)", name="bad"), sched)
+    made["script"] = runner.run(python_app("print('x')", name=SCRIPT), sched)
+    made["live"] = runner.run(python_app(TICKER, name="live"), sched)
     for name in ("ok", "bad", "script"):
         runner.wait(made[name], wait_interval=0.1, timeout=60)
     wait_for_line(runner, made["live"], "tick 1")

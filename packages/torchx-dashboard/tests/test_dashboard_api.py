@@ -1,5 +1,5 @@
-"""The JSON API over real local_cwd jobs (in-process through Starlette's TestClient, and the log
-stream against a real ``torchx dashboard``)."""
+"""The JSON API over real jobs (processes of core's test scheduler ``procs``; in-process through
+Starlette's TestClient, and the log stream against a real ``torchx dashboard``)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ import pytest
 from starlette.testclient import TestClient
 from torchx.runner import Runner
 from torchx.testing import python_app
+from torchx.testing.procs import NAME as SCHED
+from torchx.testing.procs import create_scheduler
 from torchx_dashboard.app import create_app
 from torchx_dashboard.jobs import JobService
 
@@ -32,7 +34,7 @@ def client_for(runner: Runner, schedulers: list[str] | None = None, read_only: b
 
 @pytest.fixture
 def client(runner: Runner) -> Iterator[TestClient]:
-    with client_for(runner, ["local_cwd"]) as c:
+    with client_for(runner, [SCHED]) as c:
         yield c
 
 
@@ -47,10 +49,10 @@ def test_lists_jobs_with_their_states(client: TestClient, jobs: dict[str, str], 
     assert {j["name"] for j in body["jobs"]} == {"ok", "bad", "live", script}
     assert body["total"] == 4
     assert body["errors"] == []
-    assert body["schedulers"] == ["local_cwd"]
+    assert body["schedulers"] == [SCHED]
     by_handle = {j["handle"]: j for j in body["jobs"]}
     done, live = by_handle[jobs["ok"]], by_handle[jobs["live"]]
-    assert done["submitted"] <= done["started"] <= done["ended"]  # local_cwd knows all three
+    assert done["submitted"] <= done["started"] <= done["ended"]  # the scheduler knows all three
     assert live["started"] is not None and live["ended"] is None  # still running
 
 
@@ -72,7 +74,7 @@ def test_filters_sorts_and_pages_on_the_server(client: TestClient, jobs: dict[st
     assert by_name["total"] == 4
     rest = client.get("/api/jobs", params={"sort": "-name", "limit": 2, "offset": 2}).json()
     assert [j["name"] for j in rest["jobs"]] == ["bad", script]
-    only = client.get("/api/jobs", params={"scheduler": "local_cwd", "state": "SUCCEEDED"}).json()
+    only = client.get("/api/jobs", params={"scheduler": SCHED, "state": "SUCCEEDED"}).json()
     assert {j["handle"] for j in only["jobs"]} == {jobs["ok"], jobs["script"]}
 
 
@@ -95,15 +97,13 @@ def test_a_bad_listing_parameter_is_400(client: TestClient, params: dict[str, st
 def test_a_scheduler_that_fails_is_reported_while_the_others_list(
     runner: Runner, jobs: dict[str, str], tmp_path: Path
 ) -> None:
-    from torchx_sched_local.local_scheduler import create_scheduler
-
     not_a_dir = tmp_path / "state-is-a-file"
     not_a_dir.write_text("")  # the broken scheduler's state directory is a file: its listing fails for real
     broken = Runner(
         "torchx",
         {
-            "local_cwd": create_scheduler,
-            "broken": lambda session, **kw: create_scheduler(session, state_dir=str(not_a_dir)),
+            SCHED: create_scheduler,
+            "broken": lambda session, **kw: create_scheduler(session, root=str(not_a_dir)),
         },
     )
     with client_for(broken) as c:
@@ -117,16 +117,15 @@ def test_a_scheduler_that_hangs_is_reported_after_the_timeout(
     runner: Runner, jobs: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import torchx_dashboard.jobs
-    from torchx_sched_local.local_scheduler import create_scheduler
 
     monkeypatch.setattr(torchx_dashboard.jobs, "LIST_TIMEOUT", 1.0)
     hung = tmp_path / "hung-state"
     (hung / "stuck").mkdir(parents=True)
-    fifo = hung / "stuck" / "state.json"
+    fifo = hung / "stuck" / "job.json"
     os.mkfifo(fifo)  # reading this job's state blocks until someone writes: a listing that hangs for real
     both = Runner(
         "torchx",
-        {"local_cwd": create_scheduler, "hung": lambda session, **kw: create_scheduler(session, state_dir=str(hung))},
+        {SCHED: create_scheduler, "hung": lambda session, **kw: create_scheduler(session, root=str(hung))},
     )
     started = time.monotonic()
     try:
@@ -148,7 +147,7 @@ def test_job_detail_has_roles_replicas_and_the_request(client: TestClient, jobs:
     assert response.status_code == 200
     job = response.json()
     assert job["state"] == "FAILED"
-    assert job["scheduler"] == "local_cwd"
+    assert job["scheduler"] == SCHED
     [role] = job["roles"]
     assert role["name"] == "r"
     assert [r["state"] for r in role["replicas"]] == ["FAILED"]
@@ -159,16 +158,16 @@ def test_job_detail_has_roles_replicas_and_the_request(client: TestClient, jobs:
     assert refresh["request"] is None and refresh["state"] == "FAILED"
 
 
-def test_unknown_handle_is_404_and_malformed_400(client: TestClient, local: None) -> None:
-    unknown = client.get(f"/api/jobs/{enc('local_cwd://torchx/no-such-job')}")
+def test_unknown_handle_is_404_and_malformed_400(client: TestClient) -> None:
+    unknown = client.get(f"/api/jobs/{enc(f'{SCHED}://torchx/no-such-job')}")
     assert unknown.status_code == 404
-    assert unknown.json() == {"error": "unknown job local_cwd://torchx/no-such-job"}
+    assert unknown.json() == {"error": f"unknown job {SCHED}://torchx/no-such-job"}
     assert client.get(f"/api/jobs/{enc('slurmish://x/1')}").status_code == 404  # a scheduler not shown
     malformed = client.get("/api/jobs/not-a-handle")
     assert malformed.status_code == 400
     assert "malformed app handle" in malformed.json()["error"]
-    assert client.post(f"/api/jobs/{enc('local_cwd://torchx/nope')}/cancel").status_code == 404
-    assert client.get(f"/api/jobs/{enc('local_cwd://torchx/nope')}/frobnicate").status_code == 404
+    assert client.post(f"/api/jobs/{enc(f'{SCHED}://torchx/nope')}/cancel").status_code == 404
+    assert client.get(f"/api/jobs/{enc(f'{SCHED}://torchx/nope')}/frobnicate").status_code == 404
 
 
 def test_attempts_in_the_description_are_passed_on(runner: Runner, client: TestClient) -> None:
@@ -178,7 +177,7 @@ def test_attempts_in_the_description_are_passed_on(runner: Runner, client: TestC
     ]
     app = python_app("pass", name="managed-like")
     app.metadata = {"attempts": attempts, "team": "x"}  # type: ignore[dict-item]
-    handle = runner.run(app, "local_cwd")
+    handle = runner.run(app, SCHED)
     job = client.get(f"/api/jobs/{enc(handle)}").json()
     assert job["attempts"] == attempts
     assert job["metadata"] == {"team": "x"}
@@ -221,7 +220,7 @@ def test_cancel_then_delete(client: TestClient, runner: Runner, jobs: dict[str, 
 
 
 def test_read_only_refuses_cancel_and_delete(runner: Runner, jobs: dict[str, str]) -> None:
-    with client_for(runner, ["local_cwd"], read_only=True) as c:
+    with client_for(runner, [SCHED], read_only=True) as c:
         job = c.get(f"/api/jobs/{enc(jobs['live'])}").json()
         assert not job["can_cancel"] and not job["can_delete"]
         cancel = c.post(f"/api/jobs/{enc(jobs['live'])}/cancel")
@@ -244,7 +243,7 @@ def _events(response: httpx.Response) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def test_follow_streams_new_lines_then_the_end_state(dashboard: Any, runner: Runner, jobs: dict[str, str]) -> None:
-    server = dashboard("-s", "local_cwd")
+    server = dashboard("-s", SCHED)
     url = f"{server.base}api/jobs/{enc(jobs['live'])}/logs"
     seen: list[str] = []
     with httpx.stream("GET", url, params={"follow": "1", "regex": "tick"}, timeout=30) as response:
@@ -263,11 +262,11 @@ def test_follow_streams_new_lines_then_the_end_state(dashboard: Any, runner: Run
 
 
 def test_sweeps_list_and_trials_with_their_metric(runner: Runner, booth_sweep: Any) -> None:
-    with client_for(runner, ["local_cwd"]) as c:
+    with client_for(runner, [SCHED]) as c:
         listed = c.get("/api/sweeps").json()["sweeps"]
         one = c.get(f"/api/sweeps/{enc(booth_sweep.handle)}").json()
         missing = c.get("/api/sweeps/no-such-sweep")
-        not_a_sweep = c.get(f"/api/sweeps/{enc('local_cwd://torchx/x')}")
+        not_a_sweep = c.get(f"/api/sweeps/{enc(f'{SCHED}://torchx/x')}")
     assert [(s["handle"], s["state"], s["trials"]) for s in listed] == [(booth_sweep.handle, "SUCCEEDED", 6)]
     assert one["params"] == ["x1", "x2"]
     assert one["metric_names"] == ["booth_eval"]
@@ -303,13 +302,13 @@ def test_a_managed_job_shows_its_request_and_nests_its_attempts(runner: Runner, 
 
 
 def test_a_sweeps_trials_are_nested_under_it(runner: Runner, booth_sweep: Any, jobs: dict[str, str]) -> None:
-    with client_for(runner, ["local_cwd"]) as c:
+    with client_for(runner, [SCHED]) as c:
         listed = c.get("/api/jobs").json()
         sweeps = c.get("/api/sweeps").json()["sweeps"]
     rows = {j["handle"]: j for j in listed["jobs"]}
     assert set(rows) == {booth_sweep.handle, *jobs.values()}  # 6 trials fold into one row
     sweep = rows[booth_sweep.handle]
-    assert (sweep["kind"], sweep["scheduler"], sweep["state"]) == ("sweep", "local_cwd", "SUCCEEDED")
+    assert (sweep["kind"], sweep["scheduler"], sweep["state"]) == ("sweep", SCHED, "SUCCEEDED")
     assert len(sweep["children"]) == 6 and {t["state"] for t in sweep["children"]} == {"SUCCEEDED"}
     assert [t["name"].rsplit("-", 1)[1] for t in sweep["children"]] == ["0", "1", "2", "3", "4", "5"]  # trial order
     assert sweep["submitted"] <= sweep["started"] <= sweep["ended"]
@@ -322,7 +321,7 @@ def test_sweep_metrics_come_from_the_tracker_the_sweep_recorded(
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)  # no .torchxconfig here: only the sweep's record names the tracker
-    with client_for(runner, ["local_cwd"]) as c:
+    with client_for(runner, [SCHED]) as c:
         one = c.get(f"/api/sweeps/{enc(booth_sweep.handle)}").json()
     assert one["metric_names"] == ["booth_eval"]
     assert sorted(t["metrics"]["booth_eval"] for t in one["trials"])[0] == 0.0

@@ -23,6 +23,7 @@ import httpx2 as httpx
 import pytest
 from torchx.specs import Resource
 from torchx.testing import command_app, live_backend_env, python_app, require_answer, unavailable
+from torchx.testing.procs import NAME as SCHED
 
 pytestmark = pytest.mark.browser
 playwright = pytest.importorskip("playwright.sync_api")
@@ -66,7 +67,7 @@ def row(page: Any, handle: str) -> Any:
 def test_job_table_shows_states_and_filters(
     page: Any, dashboard: Any, jobs: dict[str, str], script: str, shots: Path
 ) -> None:
-    server = dashboard("-s", "local_cwd")
+    server = dashboard("-s", SCHED)
     page.goto(server.url)
     expected = {"ok": "SUCCEEDED", "bad": "FAILED", "live": "RUNNING", "script": "SUCCEEDED"}
     for name, state in expected.items():
@@ -100,7 +101,7 @@ def test_a_running_jobs_new_lines_appear_and_cancel_makes_it_cancelled(
     page: Any, dashboard: Any, runner: Any, jobs: dict[str, str], shots: Path
 ) -> None:
     handle = jobs["live"]
-    server = dashboard("-s", "local_cwd")
+    server = dashboard("-s", SCHED)
     page.goto(job_url(server, handle))
     expect(page.locator("#log")).to_contain_text("tick 1")
     printed = [line for line in runner.log_lines(handle, "r", 0) if line.startswith("tick")]
@@ -129,7 +130,7 @@ def test_a_running_jobs_new_lines_appear_and_cancel_makes_it_cancelled(
 def test_dismissing_the_confirmation_cancels_nothing(
     page: Any, dashboard: Any, runner: Any, jobs: dict[str, str]
 ) -> None:
-    server = dashboard("-s", "local_cwd")
+    server = dashboard("-s", SCHED)
     page.goto(job_url(server, jobs["live"]))
     page.wait_for_selector("#cancel")
     page.once("dialog", lambda d: d.dismiss())
@@ -141,7 +142,7 @@ def test_dismissing_the_confirmation_cancels_nothing(
 def test_read_only_has_no_buttons_and_the_api_refuses(
     page: Any, dashboard: Any, runner: Any, jobs: dict[str, str]
 ) -> None:
-    server = dashboard("-s", "local_cwd", "--read-only")
+    server = dashboard("-s", SCHED, "--read-only")
     page.goto(job_url(server, jobs["live"]))
     expect(page.locator("#log")).to_contain_text("tick")
     assert page.locator("#job-title .state").inner_text() == "RUNNING"
@@ -157,7 +158,7 @@ def test_read_only_has_no_buttons_and_the_api_refuses(
 
 
 def test_a_script_line_in_a_log_renders_as_text(page: Any, dashboard: Any, jobs: dict[str, str], script: str) -> None:
-    server = dashboard("-s", "local_cwd")
+    server = dashboard("-s", SCHED)
     page.goto(job_url(server, jobs["ok"]))
     expect(page.locator("#log")).to_contain_text("hello")
     assert page.locator("#log").inner_text().splitlines() == ["hello", script]
@@ -168,7 +169,7 @@ def test_a_script_line_in_a_log_renders_as_text(page: Any, dashboard: Any, jobs:
 
 
 def test_the_failed_job_page(page: Any, dashboard: Any, jobs: dict[str, str]) -> None:
-    server = dashboard("-s", "local_cwd")
+    server = dashboard("-s", SCHED)
     page.goto(job_url(server, jobs["bad"]))
     expect(page.locator("#log")).to_contain_text("oops")
     assert page.locator("#job-title .state").inner_text() == "FAILED"
@@ -178,16 +179,16 @@ def test_the_failed_job_page(page: Any, dashboard: Any, jobs: dict[str, str]) ->
 
 
 def test_attempts_in_a_description_are_a_table_linking_each_attempt(page: Any, dashboard: Any, runner: Any) -> None:
-    first = runner.run(python_app("import sys; sys.exit(1)", name="attempt"), "local_cwd")
+    first = runner.run(python_app("import sys; sys.exit(1)", name="attempt"), SCHED)
     app = python_app("pass", name="managed-like")
     app.metadata = {  # the shape torchx-managed's describe gives
         "attempts": [
-            {"handle": first, "scheduler": "local_cwd", "state": "FAILED", "cause": "APP_ERROR", "exit_code": 1},
+            {"handle": first, "scheduler": SCHED, "state": "FAILED", "cause": "APP_ERROR", "exit_code": 1},
             {"handle": "local_cwd://torchx/second", "state": "SUCCEEDED", "zone": "<i>b</i>"},
         ]
     }
-    handle = runner.run(app, "local_cwd")
-    server = dashboard("-s", "local_cwd")
+    handle = runner.run(app, SCHED)
+    server = dashboard("-s", SCHED)
     page.goto(job_url(server, handle))
     rows = page.locator("#attempts tbody tr")
     expect(rows).to_have_count(2)
@@ -225,7 +226,7 @@ def test_the_managed_job_page_shows_its_request_and_attempts_at_local_times(
 def test_attempts_and_trials_fold_under_their_managed_job_and_sweep(
     page: Any, dashboard: Any, managed_job: str, booth_sweep: Any, shots: Path
 ) -> None:
-    server = dashboard("-s", "local_cwd", "-s", "managed")
+    server = dashboard("-s", "local_cwd", "-s", SCHED, "-s", "managed")
     page.goto(server.url)
     managed, sweep = row(page, managed_job), row(page, booth_sweep.handle)
     expect(managed.locator(".state")).to_have_text("SUCCEEDED")
@@ -253,7 +254,7 @@ def test_attempts_and_trials_fold_under_their_managed_job_and_sweep(
 def test_the_sweep_page_plots_the_metric_against_each_parameter(
     page: Any, dashboard: Any, booth_sweep: Any, shots: Path
 ) -> None:
-    server = dashboard("-s", "local_cwd")
+    server = dashboard("-s", SCHED)
     page.goto(server.url + "#/sweeps")
     page.click(f"#sweeps a:text-is('{booth_sweep.handle.rsplit('/', 1)[1]}')")
     page.wait_for_selector("#trials tbody tr")
@@ -300,7 +301,7 @@ def test_a_job_on_the_live_slurm_cluster_shows_beside_local_ones(
     status = runner.wait(handle, wait_interval=1, timeout=180)
     assert status is not None and status.state.name == "SUCCEEDED"
 
-    server = dashboard("-s", "local_cwd", "-s", "slurm")
+    server = dashboard("-s", SCHED, "-s", "slurm")
     page.goto(server.url + "#/?scheduler=slurm&q=" + quote(handle, safe=""))  # slurm lists apps by role name
     assert row(page, handle).locator(".state").inner_text() == "SUCCEEDED"
     page.goto(server.url)

@@ -29,11 +29,13 @@ from typing import TYPE_CHECKING, Any
 
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
 from torchx.schedulers.capabilities import SchedulerCapabilities
+from torchx.schedulers.ids import make_unique, sanitize_name
+from torchx.schedulers.streams import follow
 from torchx.specs.dryrun import AppDryRunInfo
 from torchx.specs.macros import macros
 from torchx.specs.roles import AppDef, Role
 from torchx.specs.runopts import CfgVal, runopts
-from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, aggregate_states
+from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, aggregate_states, is_terminal
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -45,15 +47,29 @@ if TYPE_CHECKING:
 NAME = "procs"
 #: the directory holding the jobs (set by :func:`use_procs`)
 DIR_ENV = "TORCHX_TEST_PROCS_DIR"
-#: runs ``argv[3:]`` with its output appended to ``argv[1]`` and writes its exit status to ``argv[2]``
-_WRAPPER = (
-    "import os, subprocess, sys\n"
-    "with open(sys.argv[1], 'ab') as out:\n"
-    "    code = subprocess.call(sys.argv[3:], stdout=out, stderr=subprocess.STDOUT)\n"
-    "with open(sys.argv[2] + '.tmp', 'w') as f:\n"
-    "    f.write(str(code))\n"
-    "os.replace(sys.argv[2] + '.tmp', sys.argv[2])\n"
-)
+#: runs ``argv[3:]`` with its output appended to ``argv[1]`` (and when each line came, one time a
+#: line, to ``argv[1].times``), then writes its exit status to ``argv[2]``
+_WRAPPER = """
+import os, subprocess, sys, time
+log, status, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
+with open(log, "ab") as out, open(log + ".times", "a") as times:
+    try:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    except OSError as e:
+        times.write(f"{time.time()}\\n")
+        out.write(f"{e}\\n".encode())
+        code = 127
+    else:
+        for line in proc.stdout:
+            times.write(f"{time.time()}\\n")
+            times.flush()
+            out.write(line)
+            out.flush()
+        code = proc.wait()
+with open(status + ".tmp", "w") as f:
+    f.write(str(code))
+os.replace(status + ".tmp", status)
+"""
 _started: list[subprocess.Popen[bytes]] = []
 
 
@@ -75,9 +91,10 @@ def use_procs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return NAME
 
 
-def create_scheduler(session_name: str, **kwargs: Any) -> ProcsScheduler:
-    """The scheduler factory the entry point names."""
-    return ProcsScheduler(session_name)
+def create_scheduler(session_name: str, root: str | None = None, **kwargs: Any) -> ProcsScheduler:
+    """The scheduler factory the entry point names (``root``: where its jobs are; default
+    ``$TORCHX_TEST_PROCS_DIR``)."""
+    return ProcsScheduler(session_name, root)
 
 
 def _reap() -> None:
@@ -96,11 +113,11 @@ def _alive(pid: int) -> bool:
 class ProcsScheduler(Scheduler[Mapping[str, CfgVal], AppDef, dict[str, Any]]):
     """See the module."""
 
-    capabilities = SchedulerCapabilities(log_since_until=False, log_streams=frozenset({"combined"}), end_fd=True)
+    capabilities = SchedulerCapabilities(log_since_until=True, log_streams=frozenset({"combined"}), end_fd=True)
 
-    def __init__(self, session_name: str) -> None:
+    def __init__(self, session_name: str, root: str | None = None) -> None:
         super().__init__(NAME, session_name)
-        root = os.environ.get(DIR_ENV)
+        root = root or os.environ.get(DIR_ENV)
         if not root:
             raise RuntimeError(f"the {NAME} scheduler is for tests: call torchx.testing.procs.use_procs first")
         self.root = Path(root)
@@ -108,8 +125,11 @@ class ProcsScheduler(Scheduler[Mapping[str, CfgVal], AppDef, dict[str, Any]]):
     def _run_opts(self) -> runopts:
         return runopts()
 
+    def _validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal] | None = None) -> None:
+        """Any app: replicas get no resources (as on ``local_cwd``), so none need be set."""
+
     def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[dict[str, Any]]:
-        app_id = f"{app.name}-{time.time_ns():x}"
+        app_id = make_unique(sanitize_name(app.name, max_length=60, allowed=r"a-z0-9_\-"))
         cwd = os.getcwd()
         replicas = []
         for role in app.roles:
@@ -118,7 +138,18 @@ class ProcsScheduler(Scheduler[Mapping[str, CfgVal], AppDef, dict[str, Any]]):
                 replicas.append(
                     {"role": role.name, "k": k, "argv": [filled.entrypoint, *filled.args], "env": dict(filled.env)}
                 )
-        request = {"app_id": app_id, "name": app.name, "cwd": cwd, "replicas": replicas}
+        roles = [
+            {k: getattr(r, k) for k in ("name", "image", "entrypoint", "args", "env", "num_replicas")}
+            for r in app.roles
+        ]
+        request = {
+            "app_id": app_id,
+            "name": app.name,
+            "cwd": cwd,
+            "replicas": replicas,
+            "roles": roles,
+            "metadata": dict(app.metadata),
+        }
         return AppDryRunInfo(request, lambda r: json.dumps(r, indent=2))
 
     def schedule(self, dryrun_info: AppDryRunInfo[dict[str, Any]]) -> str:
@@ -133,8 +164,10 @@ class ProcsScheduler(Scheduler[Mapping[str, CfgVal], AppDef, dict[str, Any]]):
             proc = subprocess.Popen(cmd, cwd=request["cwd"], env={**os.environ, **r["env"]}, start_new_session=True)
             _started.append(proc)
             pids.append(proc.pid)
-        job_info = {"name": request["name"], "replicas": request["replicas"], "pids": pids, "submitted": time.time()}
-        (job / "job.json").write_text(json.dumps(job_info))
+        keep = ("name", "replicas", "roles", "metadata")
+        job_info = {**{k: request[k] for k in keep}, "pids": pids, "submitted": time.time()}
+        (job / "job.json.tmp").write_text(json.dumps(job_info, default=str))
+        os.replace(job / "job.json.tmp", job / "job.json")  # readers in other processes see all of it or nothing
         return str(request["app_id"])
 
     def _job(self, app_id: str) -> dict[str, Any] | None:
@@ -170,20 +203,39 @@ class ProcsScheduler(Scheduler[Mapping[str, CfgVal], AppDef, dict[str, Any]]):
             app_id=app_id,
             state=aggregate_states(states),
             num_restarts=0,
-            roles=[Role(name=name, image="") for name in roles],
+            roles=[Role(**role) for role in job["roles"]],
             roles_statuses=[RoleStatus(name, replicas) for name, replicas in roles.items()],
+            metadata=dict(job["metadata"]),
         )
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         _reap()
+        try:
+            app_ids = sorted(os.listdir(self.root))
+        except FileNotFoundError:  # nothing submitted yet
+            return []
         found = []
-        for path in sorted(self.root.glob("*/job.json")):
-            app_id = path.parent.name
+        for app_id in app_ids:
             job = self._job(app_id)
             if job is not None:
                 state = aggregate_states(self._states(app_id, job))
-                found.append(ListAppResponse(app_id=app_id, state=state, name=job["name"], submitted=job["submitted"]))
+                ended = self._ended(app_id) if is_terminal(state) else None
+                found.append(
+                    ListAppResponse(
+                        app_id=app_id,
+                        state=state,
+                        name=job["name"],
+                        submitted=job["submitted"],
+                        started=job["submitted"],  # replicas start as the job is submitted
+                        ended=ended,
+                    )
+                )
         return found
+
+    def _ended(self, app_id: str) -> float | None:
+        """When the last replica's exit (or the cancel) was recorded."""
+        marks = [*(self.root / app_id).glob("*.exit"), self.root / app_id / "cancelled"]
+        return max((m.stat().st_mtime for m in marks if m.exists()), default=None)
 
     def _cancel_existing(self, app_id: str) -> None:
         (self.root / app_id / "cancelled").touch()
@@ -222,11 +274,47 @@ class ProcsScheduler(Scheduler[Mapping[str, CfgVal], AppDef, dict[str, Any]]):
         should_tail: bool = False,
         streams: Stream | None = None,
     ) -> Iterable[str]:
-        if should_tail:
-            while (desc := self.describe(app_id)) is not None and desc.state == AppState.RUNNING:
-                time.sleep(0.05)
-        try:
-            text = (self.root / app_id / f"{role_name}-{k}.log").read_text()
-        except FileNotFoundError:
-            return []
-        return [line for line in text.splitlines(keepends=True) if regex is None or re.search(regex, line)]
+        path = self.root / app_id / f"{role_name}-{k}.log"
+        offset, partial, done, count = 0, b"", False, 0
+        bounds = (since.timestamp() if since else float("-inf"), until.timestamp() if until else float("inf"))
+
+        def read() -> list[str]:
+            nonlocal offset, partial, count
+            try:
+                with open(path, "rb") as f:
+                    f.seek(offset)
+                    data = f.read()
+            except FileNotFoundError:
+                data = b""
+            offset += len(data)
+            *lines, partial = (partial + data).split(b"\n")
+            got = [line + b"\n" for line in lines] + ([partial] if done and partial else [])
+            partial = b"" if done else partial
+            first, count = count, count + len(got)
+            if since or until:
+                try:
+                    with open(f"{path}.times") as f:
+                        times = [float(t) for t in f.read().split()]
+                except FileNotFoundError:
+                    times = []
+                now = time.time()  # a line's time is written before the line: a missing one is not older
+                got = [
+                    g
+                    for i, g in enumerate(got, first)
+                    if bounds[0] <= (times[i] if i < len(times) else now) < bounds[1]
+                ]
+            return [line.decode(errors="replace") for line in got]
+
+        def ended() -> bool:
+            nonlocal done
+            desc = self.describe(app_id)
+            done = desc is None or is_terminal(desc.state)
+            return done
+
+        def pause() -> None:
+            time.sleep(0.05)
+
+        if not should_tail:
+            done = True
+        lines = follow(read, should_tail, ended, pause)
+        return (line for line in lines if regex is None or re.search(regex, line))
