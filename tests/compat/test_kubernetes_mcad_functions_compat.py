@@ -60,9 +60,9 @@ def test_appwrapper_status_and_tasks() -> None:
     assert get_appwrapper_status({"metadata": {}}) == AppState.PENDING
     assert get_appwrapper_status({"status": {"state": "Running"}}) == AppState.RUNNING
     assert get_appwrapper_status({"status": {"state": "Failed"}}) == AppState.FAILED
-    assert get_tasks_status_description({"running": 2, "pending": 1, "state": "Running"}) == {
+    assert get_tasks_status_description({"running": 2, "pending": "1", "state": "Running"}) == {
         "running": 2,
-        "pending": 1,
+        "pending": "1",
     }
 
 
@@ -93,7 +93,10 @@ def test_small_helpers() -> None:
     assert len(name) <= 63 and name == cleanup_str(name)
     spec: dict[str, object] = {}
     enable_retry(spec, 3, 4)
-    assert spec["schedulingSpec"] == {"minAvailable": 4, "requeuing": {"maxNumRequeuings": 3}}
+    assert spec["schedulingSpec"] == {
+        "minAvailable": 4,
+        "requeuing": {"timeInSeconds": 300, "maxTimeInSeconds": 0, "growthType": "exponential", "maxNumRequeuings": 3},
+    }
     svc = mcad_svc(app(), "trainer-abc", "team", "29500")
     assert svc["kind"] == "Service" and svc["spec"]["clusterIP"] == "None"
     assert svc["spec"]["ports"][0]["port"] == 29500
@@ -103,8 +106,16 @@ def test_role_to_pod_and_object_labels() -> None:
     from torchx.schedulers.kubernetes_mcad_scheduler import object_labels, role_to_pod
 
     role = app().roles[0]
-    pod = role_to_pod(
-        "worker-0", role, "sa", image_secret="regcred", coscheduler_name="cs", priority_class_name="hi", network="n1"
+    pod = role_to_pod(  # TorchX's signature
+        "worker-0",
+        "trainer-abc",
+        "team",
+        role,
+        service_account="sa",
+        image_secret="regcred",
+        coscheduler_name="cs",
+        priority_class_name="hi",
+        network="n1",
     )
     assert pod["kind"] == "Pod"
     spec = pod["spec"]
@@ -113,6 +124,9 @@ def test_role_to_pod_and_object_labels() -> None:
     assert spec["schedulerName"] == "cs" and spec["priorityClassName"] == "hi"
     assert pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] == "n1"
     assert spec["containers"][0]["image"] == "img:1"
+    assert {"name": "TORCHX_MCAD_WORKER_0_HOSTS", "value": "trainer-abc-0.trainer-abc"} in spec["containers"][0]["env"]
+    bare = role_to_pod("worker-0", "trainer-abc", "team", role, None, None, None, None, None)
+    assert "imagePullSecrets" not in bare["spec"] and "schedulerName" not in bare["spec"]
     labels = object_labels(app(), "trainer-abc")
     assert labels and all(isinstance(v, str) for v in labels.values())
 

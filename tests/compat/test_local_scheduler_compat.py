@@ -59,11 +59,11 @@ def test_local_directory_image_provider(isolated: Path) -> None:
     role = specs.Role("r", image=str(image), entrypoint="bin/run.sh")
     assert provider.fetch(str(image)) == str(image)
     assert provider.get_cwd(str(image)) == str(image)
-    assert provider.get_entrypoint(str(image), role) == os.path.join(str(image), "bin/run.sh")
+    assert provider.get_entrypoint(str(image), role) == "bin/run.sh"  # as TorchX: relative to the cwd below
     with pytest.raises(ValueError):
         provider.fetch(str(isolated / "missing"))
     param = provider.get_replica_param(str(image), role, stdout="/tmp/o")
-    assert param.args[0] == os.path.join(str(image), "bin/run.sh")
+    assert param.args[0] == "bin/run.sh"
     assert param.cwd == str(image)
 
 
@@ -81,6 +81,23 @@ def test_scheduler_runs_from_the_local_directory_image(isolated: Path) -> None:
         time.sleep(0.1)
     assert desc is not None and desc.state == specs.AppState.SUCCEEDED, desc
     assert (image / "where.txt").read_text().strip() == str(image)
+
+
+def test_a_bare_entrypoint_in_the_local_directory_image_is_found_there(isolated: Path) -> None:
+    """A bare name is looked up on PATH, which ends with the image directory (as in TorchX)."""
+    image = isolated / "img"
+    image.mkdir()
+    script = image / "torchx-compat-only-here.sh"
+    script.write_text("#!/bin/sh\necho found > found.txt\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    sched = LocalScheduler("s", LocalDirectoryImageProvider)
+    app_id = sched.submit(echo_app(str(image), script.name), {})
+    deadline = time.monotonic() + 60
+    while (desc := sched.describe(app_id)) is not None and not specs.is_terminal(desc.state):
+        assert time.monotonic() < deadline, desc
+        time.sleep(0.1)
+    assert desc is not None and desc.state == specs.AppState.SUCCEEDED, desc
+    assert (image / "found.txt").read_text() == "found\n"
 
 
 def test_signal_exception() -> None:

@@ -18,18 +18,49 @@ def role() -> specs.Role:
 
 
 def test_replica_request_from_role_and_materialize() -> None:
-    req = SlurmReplicaRequest.from_role("trainer-0", role(), {"partition": "debug", "time": "1:00:00"}, nomem=False)
+    """The options TorchX 0.7 gives a replica, in its order: requeue, the group options of cfg,
+    one task per node, then cpus/mem (MB, no unit)/gpus per task; srun's log files, wait and
+    kill-on-bad-exit; every srun word shell-quoted."""
+    req = SlurmReplicaRequest.from_role(
+        "trainer-0", role(), {"partition": "debug", "time": "1:00:00", "comment": "job-level"}, nomem=False
+    )
     sbatch, srun = req.materialize()
-    assert sbatch[0] == "--job-name=trainer-0"
-    assert "--partition=debug" in sbatch and "--time=1:00:00" in sbatch
-    assert "--cpus-per-task=4" in sbatch
-    assert any(a.startswith("--mem=") for a in sbatch)
-    assert "--requeue" in sbatch
-    assert srun[-4:] == ["python", "train.py", "--lr", "0.1"]
-    assert "--export=ALL,A=1" in srun
-    assert any(a.startswith("--output=") for a in srun) and any(a.startswith("--error=") for a in srun)
+    assert sbatch == [
+        "--job-name=trainer-0",
+        "--requeue",
+        "--partition=debug",
+        "--time=1:00:00",
+        "--ntasks-per-node=1",
+        "--cpus-per-task=4",
+        "--mem=8192",
+        "--gpus-per-task=2",
+    ]
+    assert srun == [
+        '--output=slurm-"$SLURM_JOB_ID"-trainer-0.out',
+        '--error=slurm-"$SLURM_JOB_ID"-trainer-0.err',
+        "--wait=60",
+        "--kill-on-bad-exit=1",
+        "--export=ALL,A=1",
+        "python",
+        "train.py",
+        "--lr",
+        "0.1",
+    ]
     sbatch, _ = SlurmReplicaRequest.from_role("trainer-0", role(), {}, nomem=True).materialize()
-    assert not any(a.startswith("--mem") for a in sbatch)
+    assert sbatch == [
+        "--job-name=trainer-0",
+        "--requeue",
+        "--ntasks-per-node=1",
+        "--cpus-per-task=4",
+        "--gpus-per-task=2",
+    ]
+
+
+def test_replica_request_of_a_role_without_resource_and_with_the_app_id_macro() -> None:
+    bare = specs.Role("r", image="/tmp", entrypoint="echo", args=[f"run {specs.macros.app_id}", "it's"])
+    sbatch, srun = SlurmReplicaRequest.from_role("r-0", bare, {}, nomem=False).materialize()
+    assert sbatch == ["--job-name=r-0", "--requeue", "--ntasks-per-node=1"]
+    assert srun[-3:] == ["echo", "'run '\"$SLURM_JOB_ID\"''", "'it'\"'\"'s'"]
 
 
 def test_batch_request_materialize_is_the_sbatch_script() -> None:

@@ -78,11 +78,46 @@ def test_every_path_runs_the_policy_once_and_checks_the_app(policy: Any, submit:
             submit(runner, AppDef("bad", roles=[Role("r", "i")]))
         with pytest.raises(UnsupportedFeatureError, match="does not support retry_policy REPLICA"):
             submit(runner, _app(max_retries=1, retry_policy=RetryPolicy.REPLICA))
-        with pytest.raises(ValueError, match="has no resource"):  # the scheduler's own _validate
-            submit(runner, AppDef("nores", roles=[Role("r", "i", entrypoint="echo")]))
+        nores = AppDef("nores", roles=[Role("r", "i", entrypoint="echo")])
+        if submit in (_runner_run, _runner_dryrun_schedule):
+            with pytest.raises(ValueError, match="has no resource"):  # the base Scheduler._validate
+                submit(runner, nores)
+        else:  # as TorchX, a scheduler called directly does not apply the base _validate
+            submit(runner, nores)
     assert len(policy.PRE) == 4  # the malformed app never reached the hooks
-    assert len(policy.POST) == 1
+    assert len(policy.POST) == (1 if submit in (_runner_run, _runner_dryrun_schedule) else 2)
     assert app.roles[0].env == {}  # the caller's app is never changed
+
+
+def test_a_wrong_option_is_reported_before_a_wrong_app(fake_scheduler: str) -> None:
+    """As TorchX: ``submit``/``submit_dryrun`` resolve the run options first."""
+    from torchx.specs.runopts import InvalidRunConfigException
+
+    with get_runner() as runner:
+        sched = runner.get_scheduler("fake")
+        for call in (sched.submit_dryrun, sched.submit):
+            with pytest.raises(InvalidRunConfigException):
+                call(AppDef("bad", roles=[]), {"cluster": 1})
+
+
+def test_a_scheduler_that_validates_resources_itself_is_asked_on_every_path(fake_scheduler: str) -> None:
+    """Only the base ``Scheduler._validate`` is left out of the direct paths: a scheduler's own
+    ``_validate`` (which may call the base one) runs on every path."""
+    __import__("fake_sched.scheduler")
+    from torchx.runner import Runner
+
+    base = type(sys.modules["fake_sched.scheduler"].FakeScheduler("s"))
+
+    class Strict(base):  # type: ignore[misc, valid-type]
+        def _validate(self, app: AppDef, scheduler: str, cfg: Any = None) -> None:
+            super()._validate(app, scheduler, cfg)
+
+    nores = AppDef("nores", roles=[Role("r", "i", entrypoint="echo")])
+    with (
+        Runner("s", {"fake": lambda session, **kw: Strict(session)}) as runner,
+        pytest.raises(ValueError, match="no resource"),
+    ):
+        runner.get_scheduler("fake").submit_dryrun(nores, {})
 
 
 def test_scheduler_dryrun_fields_are_those_of_the_runner(policy: Any) -> None:

@@ -45,7 +45,7 @@ def test_upstream_local_image_providers_and_records(tmp_path: Path) -> None:
     local = LocalDirectoryImageProvider()
     d = str(tmp_path)
     assert local.fetch(d) == d == local.get_cwd(d)
-    assert local.get_entrypoint(d, role) == os.path.join(d, "run.sh")
+    assert local.get_entrypoint(d, role) == "run.sh"
     with pytest.raises(ValueError):
         local.fetch(os.path.join(d, "missing"))
 

@@ -78,8 +78,15 @@ def get_unique_truncated_appid(app: AppDef) -> str:
 
 def enable_retry(job_spec: dict[str, Any], appwrapper_retries: int, total_pods: int) -> None:
     """Sets ``job_spec["schedulingSpec"]``: dispatch when ``total_pods`` fit, requeue a failed
-    wrapper up to ``appwrapper_retries`` times."""
-    job_spec["schedulingSpec"] = {"minAvailable": total_pods, "requeuing": {"maxNumRequeuings": appwrapper_retries}}
+    wrapper up to ``appwrapper_retries`` times, with TorchX's back-off (300 s, growing
+    exponentially, no upper limit)."""
+    requeuing = {
+        "timeInSeconds": 300,
+        "maxTimeInSeconds": 0,
+        "growthType": "exponential",
+        "maxNumRequeuings": appwrapper_retries,
+    }
+    job_spec["schedulingSpec"] = {"minAvailable": total_pods, "requeuing": requeuing}
 
 
 def create_pod_group(app: AppDef, role: Role, role_idx: int, namespace: str, app_id: str) -> dict[str, Any]:
@@ -101,19 +108,27 @@ def mcad_svc(app: AppDef, svc_name: str, namespace: str, service_port: str | Non
 
 def role_to_pod(
     name: str,
+    unique_app_id: str,
+    namespace: str,
     role: Role,
-    service_account: str | None,
+    service_account: str | None = None,
     image_secret: str | None = None,
     coscheduler_name: str | None = None,
     priority_class_name: str | None = None,
     network: str | None = None,
 ) -> dict[str, Any]:
-    """The ``v1`` Pod manifest of one replica of ``role`` (a plain dict), with the MCAD pod
-    options: pull secret, co-scheduler, priority class and multus network."""
+    """The ``v1`` Pod manifest of one replica of ``role`` (a plain dict) in the app named
+    ``unique_app_id``, with the MCAD pod options: pull secret, co-scheduler, priority class and
+    multus network; its container also gets ``TORCHX_MCAD_<ROLE>_0_HOSTS``, the host of the
+    role's replica 0 (``<unique_app_id>-0.<unique_app_id>``), as TorchX's. ``namespace`` is
+    TorchX's parameter; the pod takes it from the AppWrapper it is created in."""
     from torchx_sched_k8s.compat_kubernetes import role_to_pod as plain_pod
 
     pod = plain_pod(name, role, service_account)
     spec = pod["spec"]
+    hosts = f"TORCHX_MCAD_{cleanup_str(role.name)}_0_HOSTS".upper().replace("-", "")
+    container = spec["containers"][0]
+    container["env"] = [*container.get("env", []), {"name": hosts, "value": f"{unique_app_id}-0.{unique_app_id}"}]
     if image_secret:
         spec["imagePullSecrets"] = [{"name": image_secret}]
     if coscheduler_name:
@@ -163,10 +178,10 @@ def get_appwrapper_status(app: Mapping[str, Any]) -> AppState:
     return JOB_STATE.get(str(state), AppState.UNKNOWN)
 
 
-def get_tasks_status_description(status: Mapping[str, Any]) -> dict[str, int]:
+def get_tasks_status_description(status: Mapping[str, Any]) -> dict[str, Any]:
     """The task counts of an AppWrapper's ``status``: ``running``, ``pending``, ``failed`` and
-    ``Succeeded`` (MCAD's spelling), those present only."""
-    return {key: int(status[key]) for key in ("running", "pending", "failed", "Succeeded") if key in status}
+    ``Succeeded`` (MCAD's spelling), those present only, as the status holds them (as TorchX)."""
+    return {key: status[key] for key in ("running", "pending", "failed", "Succeeded") if key in status}
 
 
 def _memory_mb(quantity: str) -> int:

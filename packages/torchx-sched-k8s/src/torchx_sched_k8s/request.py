@@ -70,6 +70,16 @@ class KubernetesRequest:
         """``<namespace>:<name>``."""
         return f"{self.namespace}:{self.name}"
 
+    @property
+    def resource(self) -> dict[str, Any] | None:
+        """The app's own custom object, TorchX's ``KubernetesJob.resource``: the Volcano Job
+        (``volcano``) or the AppWrapper (``mcad``); None in ``jobs`` mode, which creates one
+        ``batch/v1`` Job per replica (all in :attr:`objects`)."""
+        groups = {KIND_VOLCANO: VOLCANO_GROUP, KIND_MCAD: MCAD_GROUP}
+        group = groups.get(self.kind)
+        found = [o for o in self.objects if group and str(o.get("apiVersion", "")).startswith(group + "/")]
+        return found[0] if found else None
+
     def to_yaml(self) -> str:
         """The objects as a multi-document YAML stream (``kubectl apply -f`` ready)."""
         return dump_all(self.objects)

@@ -89,7 +89,7 @@ class ImageProvider(abc.ABC):
 
 
 class LocalDirectoryImageProvider(ImageProvider):
-    """The image is an existing local directory; entrypoints are relative to it."""
+    """The image is an existing local directory; replicas run in it."""
 
     def fetch(self, image: str) -> str:
         """Returns ``image``; raises ValueError when it is not a directory."""
@@ -102,8 +102,9 @@ class LocalDirectoryImageProvider(ImageProvider):
         return image
 
     def get_entrypoint(self, img_root: str, role: Role) -> str:
-        """``role.entrypoint`` joined onto ``img_root``."""
-        return os.path.join(img_root, role.entrypoint)
+        """``role.entrypoint`` as it is, as in TorchX: replicas run in ``img_root``, so a relative
+        path (``bin/run.sh``) is found there, and a bare name on ``PATH``, which ends with it."""
+        return role.entrypoint
 
 
 class CWDImageProvider(ImageProvider):

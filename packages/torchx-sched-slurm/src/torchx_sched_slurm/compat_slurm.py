@@ -5,17 +5,18 @@ Code written for TorchX imports from here (through core's import hook) unchanged
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from torchx.schedulers.structured_opts import typed_dict
-from torchx.specs.roles import Role
+from torchx.specs import macros
+from torchx.specs.roles import NULL_RESOURCE, Role
 from torchx.specs.runopts import CfgVal
 
 from torchx_sched_slurm.opts import SlurmOpts as _SlurmOpts
 from torchx_sched_slurm.scheduler import SlurmScheduler, create_scheduler
 from torchx_sched_slurm.script import SbatchRequest as SlurmBatchRequest
-from torchx_sched_slurm.script import log_file, resource_opts
 from torchx_sched_slurm.states import SLURM_STATES
 
 
@@ -33,24 +34,28 @@ class SlurmReplicaRequest:
 
     @classmethod
     def from_role(cls, name: str, role: Role, cfg: Mapping[str, CfgVal], nomem: bool) -> SlurmReplicaRequest:
-        """The request of replica ``name`` of ``role`` under the run options ``cfg``: the sizing
-        options our scheduler writes (``nomem`` leaves out ``--mem``), the partition/time/...
-        options given in ``cfg``, and output files named as our scheduler names them."""
-        opts = _SlurmOpts.from_cfg({**cfg, "nomem": nomem})
-        sbatch: dict[str, str | None] = dict(resource_opts(role, opts))
-        for key in ("partition", "time", "constraint", "qos", "account"):
-            value = getattr(opts, key)
-            if value is not None:
-                sbatch[key] = str(value)
-        if opts.exclusive:
-            sbatch["exclusive"] = None
-        if role.max_retries > 0:
-            sbatch["requeue"] = None
-        role_name, _, replica = name.rpartition("-")
-        replica_id = int(replica) if replica.isdigit() else 0
+        """The request of replica ``name`` of ``role`` with the options TorchX 0.7 gives it:
+        ``--requeue``, the ``partition``/``time``/``constraint`` of ``cfg``, one task per node,
+        and from the resource (when set) ``--cpus-per-task``, ``--mem`` (MB; not with ``nomem``)
+        and ``--gpus-per-task``; srun writes ``slurm-<job id>-<name>.out``/``.err``, waits 60 s
+        for the other tasks after the first ends and kills them when one fails."""
+        sbatch: dict[str, str | None] = {"requeue": None}
+        sbatch.update({key: str(cfg[key]) for key in _GROUP_OPTIONS if cfg.get(key) is not None})
+        sbatch["ntasks-per-node"] = "1"
+        res = role.resource
+        if res != NULL_RESOURCE:
+            for key, amount, wanted in (
+                ("cpus-per-task", res.cpu, True),
+                ("mem", res.memMB, not nomem),
+                ("gpus-per-task", res.gpu, True),
+            ):
+                if wanted and amount > 0:
+                    sbatch.setdefault(key, str(amount))
         srun = {
-            "output": log_file("%j", role_name or name, replica_id, "out"),
-            "error": log_file("%j", role_name or name, replica_id, "err"),
+            "output": f"slurm-{macros.app_id}-{name}.out",
+            "error": f"slurm-{macros.app_id}-{name}.err",
+            "wait": "60",
+            "kill-on-bad-exit": "1",
         }
         return cls(name, role.entrypoint, list(role.args), srun, sbatch, dict(role.env))
 
@@ -60,12 +65,22 @@ class SlurmReplicaRequest:
 
     def materialize(self) -> tuple[list[str], list[str]]:
         """``(sbatch arguments, srun arguments + command)`` of this replica; replicas of one job
-        are joined with ``:`` (Slurm's heterogeneous-job syntax)."""
+        are joined with ``:`` (Slurm's heterogeneous-job syntax). Each srun word is shell-quoted,
+        and ``${app_id}`` in it becomes ``"$SLURM_JOB_ID"``."""
         sbatch = [f"--job-name={self.name}", *self._flags(self.sbatch_opts)]
         srun = self._flags(self.srun_opts)
         if self.env:
             srun.append("--export=ALL," + ",".join(f"{k}={v}" for k, v in self.env.items()))
-        return sbatch, [*srun, self.entrypoint, *self.args]
+        return sbatch, [_with_job_id(word) for word in (*srun, self.entrypoint, *self.args)]
+
+
+def _with_job_id(word: str) -> str:
+    """``word`` quoted for the shell, with each ``${app_id}`` expanding to the Slurm job id."""
+    return '"$SLURM_JOB_ID"'.join(shlex.quote(part) for part in word.split(macros.app_id))
+
+
+#: the run options TorchX puts on each replica's ``#SBATCH`` group
+_GROUP_OPTIONS = ("partition", "time", "constraint")
 
 
 #: the run options as TorchX declares them: a TypedDict (``Opts({"k": v})`` or ``Opts(k=v)``)

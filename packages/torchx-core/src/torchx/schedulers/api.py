@@ -129,7 +129,7 @@ class Scheduler(abc.ABC, Generic[T, A, D]):
         through the submit pipeline (:mod:`torchx.schedulers.submission`), as ``Runner.run`` does."""
         from torchx.schedulers import submission
 
-        info = submission.dryrun(self, app, cfg, workspace=workspace)  # type: ignore[arg-type]
+        info = submission.dryrun(self, app, cfg, workspace=workspace, direct=True)  # type: ignore[arg-type]
         return submission.schedule(self, info, self.session_name)
 
     @abc.abstractmethod
@@ -142,7 +142,7 @@ class Scheduler(abc.ABC, Generic[T, A, D]):
         :mod:`torchx.schedulers.submission`)."""
         from torchx.schedulers import submission
 
-        return submission.dryrun(self, app, cfg)  # type: ignore[arg-type]
+        return submission.dryrun(self, app, cfg, direct=True)  # type: ignore[arg-type]
 
     @abc.abstractmethod
     def _submit_dryrun(self, app: AppDef, cfg: T) -> AppDryRunInfo[D]:

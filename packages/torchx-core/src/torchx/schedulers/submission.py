@@ -7,20 +7,22 @@ recovers inside its scheduler through :func:`recovery_dryrun` of such a dry run)
 site policy installed as a ``torchx_pre_submit`` hook cannot be bypassed by calling the
 scheduler directly. In order, :func:`dryrun`:
 
-1. checks the app's shape (:func:`torchx.specs.validation.validate_app`);
-2. works on a deep copy from here on (the caller's AppDef is never changed) and lets the
+1. resolves ``cfg`` against ``scheduler.run_opts()`` (a wrong option is reported first, as in TorchX);
+2. checks the app's shape (:func:`torchx.specs.validation.validate_app`);
+3. works on a deep copy from here on (the caller's AppDef is never changed) and lets the
    caller amend the copy (the Runner adds its environment variables);
-3. calls the ``torchx_pre_submit`` hooks, once per submission; they may amend or reject the
+4. calls the ``torchx_pre_submit`` hooks, once per submission; they may amend or reject the
    app, and an amended app is checked again;
-4. refuses what ``scheduler.capabilities`` does not declare (:func:`check_capabilities`);
-5. resolves ``cfg`` against ``scheduler.run_opts()``;
+5. refuses what ``scheduler.capabilities`` does not declare (:func:`check_capabilities`);
 6. the workspace rule: a ``workspace`` argument goes to the first role, unless that role has
    a workspace of its own; when the scheduler builds workspaces (``WorkspaceMixin``),
    ``_pre_build_validate`` runs, then every role's workspace is built; a scheduler that
    builds none ignores workspaces. A dry run asked not to build (``build=False``: ``torchx run
    --dryrun``) describes the builds instead (:meth:`~torchx.workspace.api.WorkspaceMixin.describe_workspaces`,
    kept in :attr:`AppDryRunInfo.workspace_builds`); such a dry run cannot be scheduled;
-7. ``scheduler._validate(app, scheduler_name, cfg)``;
+7. ``scheduler._validate(app, scheduler_name, cfg)`` (through ``Scheduler.submit``/``submit_dryrun``
+   only a scheduler's own ``_validate``: TorchX calls none there, and the base one only checks
+   that every role has a resource);
 8. ``scheduler._submit_dryrun(app, cfg)``, then each role's ``pre_proc``;
 9. fills the :class:`AppDryRunInfo` (``app``, ``cfg``, ``scheduler``, parent run id): here only.
 
@@ -83,6 +85,13 @@ def check_capabilities(app: AppDef, scheduler: Scheduler[Any, Any, Any]) -> None
             )
 
 
+def _base_validate(scheduler: Scheduler[Any, Any, Any]) -> bool:
+    """True when ``scheduler`` keeps the base ``Scheduler._validate`` (the resource check)."""
+    from torchx.schedulers.api import Scheduler
+
+    return getattr(type(scheduler), "_validate", None) is Scheduler._validate
+
+
 def _stamp(
     info: AppDryRunInfo[Any],
     app: AppDef | None,
@@ -110,6 +119,7 @@ def dryrun(
     parent_run_id: str | None = None,
     amend: Callable[[AppDef], None] | None = None,
     build: bool = True,
+    direct: bool = False,
 ) -> AppDryRunInfo[Any]:
     """The request ``scheduler`` would submit for ``app``, through every step above.
 
@@ -122,6 +132,9 @@ def dryrun(
         parent_run_id: the tracker parent run id recorded in the result
         amend: called with the copy of ``app`` before the hooks (the Runner adds env vars)
         build: build the workspaces (False: describe what would be built; nothing is built)
+        direct: called through ``Scheduler.submit``/``submit_dryrun``, not the Runner: as in
+            TorchX, the base ``Scheduler._validate`` (every role has a resource) is not applied
+            there; a scheduler's own ``_validate`` is
 
     Raises:
         AppDefError: the app is malformed
@@ -132,6 +145,7 @@ def dryrun(
     from torchx.plugins.events import run_pre_submit
 
     name = scheduler_name or scheduler.backend
+    resolved = scheduler.run_opts().resolve(cfg or {})  # first, as TorchX: a wrong option before a wrong app
     validate_app(app)
     app = deep_copy(app)
     if amend is not None:
@@ -139,7 +153,6 @@ def dryrun(
     app = run_pre_submit(app, name, cfg or {})
     validate_app(app)
     check_capabilities(app, scheduler)
-    resolved = scheduler.run_opts().resolve(cfg or {})
     builder = workspace_of(scheduler)
     builds: list[str] = []
     if builder is not None:
@@ -150,7 +163,8 @@ def dryrun(
             builder.build_workspaces(app.roles, resolved)
         else:
             builds = builder.describe_workspaces(app.roles, resolved)
-    call_declared(scheduler._validate, app, name, resolved)
+    if not (direct and _base_validate(scheduler)):
+        call_declared(scheduler._validate, app, name, resolved)
     info = scheduler._submit_dryrun(app, resolved)
     for role in app.roles:
         info = role.pre_proc(scheduler.backend, info)

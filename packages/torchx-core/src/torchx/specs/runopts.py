@@ -210,12 +210,18 @@ class runopts:
     ) -> None:
         """Adds an option.
 
+        An empty list or dict is the empty default of a ``List[str]`` or ``Dict[str, str]``
+        option alike (as in TorchX), stored as the option's own type.
+
         Raises:
             ValueError: a required option has a default, or the default is not of ``type_``
         """
         if required and default is not None:
             raise ValueError(f"required option {cfg_key!r} must not have a default (got {default!r})")
-        if default is not None and not runopts.is_type(default, type_):
+        if default in ([], {}) and (_is_list_type(type_) or _is_dict_type(type_)):
+            # TorchX accepts either empty container as the default of either container option
+            default = [] if _is_list_type(type_) else {}
+        elif default is not None and not runopts.is_type(default, type_):
             raise TypeError(f"option {cfg_key!r}: default {default!r} is not of type {get_type_name(type_)}")
         self._opts[cfg_key] = runopt(default, type_, required, help, list(aliases or []))
 
