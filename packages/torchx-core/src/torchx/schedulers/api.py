@@ -129,7 +129,7 @@ class Scheduler(abc.ABC, Generic[T, A, D]):
         through the submit pipeline (:mod:`torchx.schedulers.submission`), as ``Runner.run`` does."""
         from torchx.schedulers import submission
 
-        info = submission.dryrun(self, app, cfg, workspace=workspace, direct=True)  # type: ignore[arg-type]
+        info = submission.dryrun(self, app, cfg, workspace=workspace, validate=self._own_validate())  # type: ignore[arg-type]
         return submission.schedule(self, info, self.session_name)
 
     @abc.abstractmethod
@@ -142,7 +142,13 @@ class Scheduler(abc.ABC, Generic[T, A, D]):
         :mod:`torchx.schedulers.submission`)."""
         from torchx.schedulers import submission
 
-        return submission.dryrun(self, app, cfg, direct=True)  # type: ignore[arg-type]
+        return submission.dryrun(self, app, cfg, validate=self._own_validate())  # type: ignore[arg-type]
+
+    def _own_validate(self) -> bool:
+        """Whether this scheduler has a ``_validate`` of its own. ``submit``/``submit_dryrun`` call
+        only such one: TorchX calls none there, and the base one only checks that every role
+        has a resource (the Runner's paths still do)."""
+        return type(self)._validate is not Scheduler._validate
 
     @abc.abstractmethod
     def _submit_dryrun(self, app: AppDef, cfg: T) -> AppDryRunInfo[D]:

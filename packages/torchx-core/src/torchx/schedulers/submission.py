@@ -85,13 +85,6 @@ def check_capabilities(app: AppDef, scheduler: Scheduler[Any, Any, Any]) -> None
             )
 
 
-def _base_validate(scheduler: Scheduler[Any, Any, Any]) -> bool:
-    """True when ``scheduler`` keeps the base ``Scheduler._validate`` (the resource check)."""
-    from torchx.schedulers.api import Scheduler
-
-    return getattr(type(scheduler), "_validate", None) is Scheduler._validate
-
-
 def _stamp(
     info: AppDryRunInfo[Any],
     app: AppDef | None,
@@ -119,7 +112,7 @@ def dryrun(
     parent_run_id: str | None = None,
     amend: Callable[[AppDef], None] | None = None,
     build: bool = True,
-    direct: bool = False,
+    validate: bool = True,
 ) -> AppDryRunInfo[Any]:
     """The request ``scheduler`` would submit for ``app``, through every step above.
 
@@ -132,9 +125,8 @@ def dryrun(
         parent_run_id: the tracker parent run id recorded in the result
         amend: called with the copy of ``app`` before the hooks (the Runner adds env vars)
         build: build the workspaces (False: describe what would be built; nothing is built)
-        direct: called through ``Scheduler.submit``/``submit_dryrun``, not the Runner: as in
-            TorchX, the base ``Scheduler._validate`` (every role has a resource) is not applied
-            there; a scheduler's own ``_validate`` is
+        validate: call ``scheduler._validate`` (``Scheduler.submit``/``submit_dryrun`` pass
+            False for a scheduler that keeps the base one: TorchX calls none there)
 
     Raises:
         AppDefError: the app is malformed
@@ -163,7 +155,7 @@ def dryrun(
             builder.build_workspaces(app.roles, resolved)
         else:
             builds = builder.describe_workspaces(app.roles, resolved)
-    if not (direct and _base_validate(scheduler)):
+    if validate:
         call_declared(scheduler._validate, app, name, resolved)
     info = scheduler._submit_dryrun(app, resolved)
     for role in app.roles:
