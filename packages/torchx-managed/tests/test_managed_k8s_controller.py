@@ -149,3 +149,23 @@ def test_cli_a_url_journal_is_one_line_and_submits_nothing(tmp_path: Any) -> Non
     assert code != 0 and "a journal on a URL is not supported" in err, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1 and not out.strip(), err
     assert not (tmp_path / "managed").exists() or not any((tmp_path / "managed").iterdir())
+
+
+def test_cli_an_unreachable_api_server_is_one_line_and_submits_nothing(tmp_path: Any) -> None:
+    pytest.importorskip("torchx_sched_k8s", reason="needs torchx-sched-k8s")
+    pytest.importorskip("torchx_components", reason="needs torchx-components")
+    kubeconfig = tmp_path / "kubeconfig"  # nothing listens on port 9 of this machine
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:9', insecure-skip-tls-verify: true}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    journal = tmp_path / "journal"
+    cfg = f"targets=kubernetes,mode=jobs,controller=kubernetes,journal={journal},controller_image={IMAGE}"
+    code, out, err = run_cli(
+        "run", "--workspace", "", "-s", "managed", "-cfg", cfg, "utils.sh", "--image", IMAGE, "true",
+        env={"KUBECONFIG": str(kubeconfig), "TORCHX_MANAGED_STATE_DIR": str(tmp_path / "managed")},
+    )  # fmt: skip
+    assert code != 0 and "cannot reach the Kubernetes API server at https://127.0.0.1:9" in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1 and not out.strip(), err
+    assert journal.is_dir() and not any(journal.iterdir()), "the job was recorded"
