@@ -19,7 +19,6 @@ Run as ``python -m torchx_managed.controller ROOT`` (submitted by :func:`ensure`
 from __future__ import annotations
 
 import fcntl
-import json
 import logging
 import os
 import signal
@@ -31,9 +30,9 @@ from typing import TYPE_CHECKING
 
 from torchx.specs.roles import AppDef, Resource, Role
 from torchx.specs.status import is_terminal
-from torchx.util.durable import write_atomic
 from torchx.util.files import lock_held
 
+from torchx_managed.controller_record import controller_handle, record_controller
 from torchx_managed.journal import ManagedStore
 
 if TYPE_CHECKING:
@@ -48,8 +47,6 @@ logger: logging.Logger = logging.getLogger("torchx_managed.controller")
 SCAN_INTERVAL = 1.0
 #: seconds with no unfinished job after which the controller job ends
 IDLE_EXIT = 120.0
-#: the controller job's record, in the journal directory
-CONTROLLER_FILE = "controller.json"
 #: the lock a controller holds for its whole life, in the journal directory
 CONTROLLER_LOCK = "controller.lock"
 
@@ -66,16 +63,6 @@ def controller_app(root: str) -> AppDef:
         resource=Resource(cpu=1, gpu=0, memMB=256),
     )
     return AppDef("torchx-managed-controller", [role])
-
-
-def controller_handle(root: str) -> str | None:
-    """The handle of the last controller job submitted for ``root`` (None: none was)."""
-    try:
-        with open(os.path.join(root, CONTROLLER_FILE), encoding="utf-8") as f:
-            handle = json.load(f).get("handle")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return handle if isinstance(handle, str) else None
 
 
 def running(root: str) -> bool:
@@ -104,7 +91,7 @@ def ensure(runner: Runner, scheduler: str, root: str, opts: ManagedOptions) -> s
         return handle or ""
     cfg = {"job_dir": root} if runner.scheduler_run_opts(scheduler).get("job_dir") is not None else {}
     handle = runner.run(controller_app(root), scheduler, cfg or None)
-    write_atomic(os.path.join(root, CONTROLLER_FILE), json.dumps({"handle": handle, "submitted": time.time()}))
+    record_controller(root, handle)
     logger.info("submitted controller %s for %s", handle, root)
     return handle
 

@@ -18,17 +18,14 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
-import json
 import logging
-import os
-import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from torchx.util.durable import write_atomic
 from torchx_sched_k8s.errors import KubernetesError
 from torchx_sched_k8s.kubeapi import KubeApi
 
+from torchx_managed.controller_record import controller_handle, record_controller
 from torchx_managed.lease import lease_object
 from torchx_managed.options import ManagedOptions, controller_volume
 
@@ -161,8 +158,6 @@ def ensure(opts: ManagedOptions, root: str, api: KubeApi | None = None) -> str:
         KubernetesError: the API server refused or is not reachable, and no controller was made
             for ``root`` yet (one line: e.g. no right to create Roles)
     """
-    from torchx_managed.controller import CONTROLLER_FILE, controller_handle
-
     namespace, name = namespace_of(opts), resource_name(root)
     handle = handle_of(namespace, name)
     kube = api or KubeApi()
@@ -177,7 +172,7 @@ def ensure(opts: ManagedOptions, root: str, api: KubeApi | None = None) -> str:
         if api is None:
             kube.close()
     if controller_handle(root) != handle:
-        write_atomic(os.path.join(root, CONTROLLER_FILE), json.dumps({"handle": handle, "submitted": time.time()}))
+        record_controller(root, handle)
     return handle
 
 

@@ -35,7 +35,7 @@ from torchx.specs.runopts import CfgVal, InvalidRunConfigException, runopts
 from torchx.specs.status import AppState, is_terminal
 from torchx.util.durable import RecordError, UnknownJobError, UnsafeJobError, record_error
 
-from torchx_managed import controller, native, options
+from torchx_managed import controller, controller_record, native, options
 from torchx_managed.attempts import attempt_name, dryrun_attempt, dump_app, load_app
 from torchx_managed.journal import Attempt, JobState, ManagedStore, locate, located_id, restart_at
 
@@ -603,7 +603,7 @@ def _controller_metadata(spec: Mapping[str, Any], root: str) -> dict[str, Any]:
     """``{"controller": HANDLE}`` for a job driven by a controller job, else nothing."""
     if _cluster_controller(spec) is None:
         return {}
-    return {"controller": controller.controller_handle(root), "journal": root}
+    return {"controller": controller_record.controller_handle(root), "journal": root}
 
 
 def _backoff_msg(state: JobState) -> str:
