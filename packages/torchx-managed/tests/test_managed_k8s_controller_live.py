@@ -247,6 +247,33 @@ def test_cancel_from_another_machine_reaches_the_kubernetes_controller(
 
 
 @pytest.mark.k8s
+def test_an_idle_controller_scales_to_zero_and_the_next_job_scales_it_back(
+    tmp_path: Path, k8s: dict[str, Any], shared: Path
+) -> None:
+    from kubernetes import client
+    from torchx_managed.controller import IDLE_EXIT
+
+    apps = client.AppsV1Api(k8s["core"].api_client)
+    first, second = Machine(tmp_path, "laptop"), Machine(tmp_path, "other")
+    handle = _submit(first, shared, k8s, "0", steps=4)
+    assert first.ended(handle, 180)["state"] == "SUCCEEDED"
+    (deployment,) = apps.list_namespaced_deployment(k8s["namespace"]).items
+    name = deployment.metadata.name
+
+    def replicas() -> int:
+        return int(apps.read_namespaced_deployment(name, k8s["namespace"]).spec.replicas or 0)
+
+    eventually(
+        lambda: replicas() == 0 and not _pods(k8s, True), IDLE_EXIT + 90, 1.0, "the idle controller to scale to 0"
+    )
+    (shared / "ckpt" / "count").unlink()
+    handle = _submit(second, shared, k8s, "0", steps=4)
+    assert replicas() == 1, "the submission did not scale the controller back"
+    assert second.ended(handle, 180)["state"] == "SUCCEEDED"
+    assert _count(shared) == 4
+
+
+@pytest.mark.k8s
 def test_a_frozen_controller_loses_its_lease_and_stops_when_it_wakes(
     tmp_path: Path, k8s: dict[str, Any], shared: Path
 ) -> None:
