@@ -218,8 +218,9 @@ def integration_managed(session: nox.Session) -> None:
     Kubernetes node, a pod evicted, a Batch job ended by a lost host (moto); jobs that recover
     inside Slurm, LSF, Kubernetes, Batch, Ray, local_cwd's supervisor and a local_docker
     container with their submitting client torn down (test_managed_native*_live.py); controller
-    jobs on Slurm and LSF (failover, cancel from another machine); a frozen slurmctld read as
-    unknown, never as a failure."""
+    jobs on Slurm and LSF (failover, cancel from another machine); a controller Deployment on
+    Kubernetes (its pod deleted, an attempt killed, cancel, idle scale to 0, a frozen holder
+    losing its Lease); a frozen slurmctld read as unknown, never as a failure."""
     live(
         session,
         [
