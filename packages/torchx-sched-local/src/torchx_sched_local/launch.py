@@ -31,6 +31,25 @@ from torchx_sched_local.entry import LOCK_FD, SUPERVISOR_LOG, supervisor_argv
 
 _DEFAULT_SIGNALS = frozenset(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}
 _children: set[int] = set()
+#: this process's end pipe (read end, write end; -1: not made yet): every supervisor it forks
+#: writes a byte once its job's final state is stored, which wakes a :func:`wait_ended` before
+#: the supervisor's exit (slow for a copy of a large launcher) does
+_end_pipe = [-1, -1]
+
+
+def end_fd() -> int:
+    """The read end of this process's end pipe (-1 if it forked no supervisor): readable once
+    one of them stored its job's final state; :func:`drain_end` empties it."""
+    return _end_pipe[0]
+
+
+def drain_end() -> None:
+    """Empties the end pipe (the caller then reads the states of the jobs it waits for)."""
+    try:
+        while os.read(_end_pipe[0], 4096):
+            pass
+    except OSError:  # empty (non-blocking)
+        pass
 
 
 def reap_children() -> None:
@@ -82,6 +101,10 @@ def _fork(job_dir: str, lock_fd: int) -> int:
 
     from torchx_sched_local.supervisor import supervise_forked  # imported here, once, not in every child
 
+    if _end_pipe[0] < 0:
+        _end_pipe[:] = os.pipe()
+        os.set_blocking(_end_pipe[0], False)
+        os.set_blocking(_end_pipe[1], False)
     old_mask = _signal.pthread_sigmask(signal.SIG_BLOCK, _DEFAULT_SIGNALS)
     try:
         pid = os.fork()
@@ -90,7 +113,7 @@ def _fork(job_dir: str, lock_fd: int) -> int:
                 os.setsid()
                 for sig in _signal.sigpending():
                     _signal.sigwait({sig})
-                supervise_forked(job_dir, lock_fd)  # unblocks once its handlers are set
+                supervise_forked(job_dir, lock_fd, _end_pipe[1])  # unblocks once its handlers are set
             finally:
                 os._exit(1)
     finally:

@@ -679,8 +679,14 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             return
         try:
             if store.lock_is_held(self.store.job_dir(app_id)):  # so the pid is still the supervisor's
+                # the supervisors this process forked say when their job ended, before they exit
+                launch = sys.modules.get("torchx_sched_local.launch")
+                ended = launch.end_fd() if launch is not None else -1
                 # woken at least every second: an ended job whose state cannot be stored has a live supervisor
-                select.select([fd], [], [], _LIVENESS_CHECK if timeout is None else min(timeout, _LIVENESS_CHECK))
+                wait = _LIVENESS_CHECK if timeout is None else min(timeout, _LIVENESS_CHECK)
+                ready, _, _ = select.select([fd] if ended < 0 else [fd, ended], [], [], wait)
+                if ended in ready:
+                    launch.drain_end()  # type: ignore[union-attr]
         finally:
             os.close(fd)
 

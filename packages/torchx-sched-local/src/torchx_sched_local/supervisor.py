@@ -848,6 +848,7 @@ class Supervisor:
         # no .done markers needed now: log followers stop when the supervisor lets go of the lock
         self._write_state(final=True)
         self.watchdog.end()  # type: ignore[union-attr]
+        _announce_end()
 
     def _stop_leftovers(self) -> None:
         """Kills what the job's replicas left running in their sessions (in process groups of their
@@ -953,10 +954,36 @@ def _record_crash(job_dir: str, text: str) -> None:
         pass
 
 
-def _detach(lock_fd: int) -> None:
-    """Cuts a freshly forked supervisor loose from the launcher: the lock on fd 3, stdio on /dev/null
-    (stderr goes to ``supervisor.log`` at the handover), every other inherited fd closed, no
-    launcher handler."""
+#: where a forked supervisor tells its launcher that the job ended (see :func:`_announce_end`)
+END_FD = LOCK_FD + 1
+_end_fd = -1
+
+
+def _announce_end() -> None:
+    """The job's final state is stored: lets go of the job's lock and, in a fork, writes a byte
+    to the launcher's end pipe (:mod:`.launch`), before the exit. Exiting takes a while for a
+    copy of a large launcher (its memory is unmapped first), and a launcher waiting for the job
+    is woken by the byte instead, and finds the lock free."""
+    global _end_fd
+    try:
+        os.close(LOCK_FD)
+    except OSError:
+        pass
+    if _end_fd >= 0:
+        try:
+            os.write(_end_fd, b"e")  # non-blocking: a full pipe already wakes the launcher
+        except OSError:  # full, or the launcher closed it
+            pass
+        os.close(_end_fd)
+        _end_fd = -1
+
+
+def _detach(lock_fd: int, end_fd: int = -1) -> None:
+    """Cuts a freshly forked supervisor loose from the launcher: the lock on fd 3, the launcher's
+    end pipe ``end_fd`` (if any) on fd 4, stdio on /dev/null (stderr goes to ``supervisor.log``
+    at the handover), every other inherited fd closed, no launcher handler."""
+    global _end_fd
+    import fcntl
     import gc
 
     gc.freeze()  # objects of the launcher must never be finalized here
@@ -968,19 +995,24 @@ def _detach(lock_fd: int) -> None:
             continue
         if callable(handler):
             _signal.signal(sig, _signal.SIG_DFL)
+    if end_fd >= 0:  # above the numbers taken below
+        end_fd = fcntl.fcntl(end_fd, fcntl.F_DUPFD_CLOEXEC, END_FD + 1)
     if lock_fd != LOCK_FD:
         os.dup2(lock_fd, LOCK_FD, inheritable=False)
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
-    os.closerange(LOCK_FD + 1, 1 << 20)  # devnull too (>= 4 when 0-3 are taken)
+    if end_fd >= 0:  # close-on-exec: a supervisor that hands over no longer says when it ends
+        _end_fd = os.dup2(end_fd, END_FD, inheritable=False)
+    os.closerange(END_FD + 1 if end_fd >= 0 else LOCK_FD + 1, 1 << 20)  # devnull too (>= 4 when 0-3 are taken)
 
 
-def supervise_forked(job_dir: str, lock_fd: int) -> None:
-    """Runs the job in ``job_dir`` in a fork of the launcher holding the lock ``lock_fd``; never returns."""
+def supervise_forked(job_dir: str, lock_fd: int, end_fd: int = -1) -> None:
+    """Runs the job in ``job_dir`` in a fork of the launcher holding the lock ``lock_fd``, ``end_fd``
+    the write end of the launcher's end pipe (-1: none); never returns."""
     code = 0
     try:
-        _detach(lock_fd)
+        _detach(lock_fd, end_fd)
         _run(job_dir, forked=True)
     except BaseException:
         import traceback
