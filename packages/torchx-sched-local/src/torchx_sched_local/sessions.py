@@ -52,29 +52,33 @@ def scan(
     escaped: list[int] = []
     if not sessions and not needle:
         return members, escaped
-    sessions = _still_ours(sessions)
     me = os.getpid()
     try:
         entries = os.listdir("/proc")
     except OSError:
         return members, escaped
+    seen: dict[int, list[bytes]] = {}
     for entry in entries:
-        if not entry.isdigit() or int(entry) == me or int(entry) <= above:
-            continue
-        fields = _stat(entry)
-        if fields is None or fields[0] in (b"Z", b"X"):
+        if entry.isdigit() and (pid := int(entry)) > above:
+            fields = _stat(entry)
+            if fields is not None:
+                seen[pid] = fields
+    # the session leaders' pids were read above unless they are at or below ``above``
+    sessions = _still_ours(sessions, {pid: int(f[19]) for pid, f in seen.items()}, above)
+    for pid, fields in seen.items():
+        if pid == me or fields[0] in (b"Z", b"X"):
             continue
         sid, started = int(fields[3]), int(fields[19])
         if sid in sessions and started >= sessions[sid]:
-            members.append(int(entry))
+            members.append(pid)
         elif needle and started >= since and (not orphans_only or int(fields[1]) in (1, me)):
             try:
-                with open(f"/proc/{entry}/environ", "rb") as f:
+                with open(f"/proc/{pid}/environ", "rb") as f:
                     environ = f.read()
             except OSError:
                 continue
             if needle in environ:
-                escaped.append(int(entry))
+                escaped.append(pid)
     return sorted(members), sorted(escaped)
 
 
@@ -91,14 +95,15 @@ def newer_pids_above(first: int) -> int:
     return first - 1 if last >= first else 0
 
 
-def _still_ours(sessions: Mapping[int, int]) -> dict[int, int]:
+def _still_ours(sessions: Mapping[int, int], started_at: Mapping[int, int], above: int) -> dict[int, int]:
     """The ``sessions`` whose id still names the replica's session. The kernel gives a pid out
     again only once no process uses it as a session (or group) id, so a live process with
     that pid and another start time means the replica's session is gone and the id now names
-    someone else's (another job's supervisor, after ``setsid``): it must not be touched."""
+    someone else's (another job's supervisor, after ``setsid``): it must not be touched.
+    ``started_at``: the start times of the processes above pid ``above`` (one pass over ``/proc``)."""
     ours = {}
     for sid, started in sessions.items():
-        leader = start_time(sid)
+        leader = started_at.get(sid) if sid > above else start_time(sid)
         if leader is None or not started or leader == started:
             ours[sid] = started
     return ours
