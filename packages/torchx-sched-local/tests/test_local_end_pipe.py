@@ -51,4 +51,3 @@ def test_wait_returns_when_the_final_state_is_stored_not_when_the_supervisor_is_
     assert out["fds"] == ["0\n", "1\n", "2\n", "3\n"], out["fds"]  # stdio and ls's own: no end pipe
     # the launcher exited before its supervisor: init reaps it once it is gone
     eventually(lambda: not alive(out["pid"]), timeout=10)
-
