@@ -33,7 +33,7 @@ from torchx.specs.handles import make_app_handle, parse_app_handle
 from torchx.specs.roles import AppDef, RetryPolicy
 from torchx.specs.runopts import CfgVal, InvalidRunConfigException, runopts
 from torchx.specs.status import AppState, is_terminal
-from torchx.util.durable import RecordError, UnknownJobError, UnsafeJobError, record_error
+from torchx.util.durable import DriverStartError, RecordError, UnknownJobError, UnsafeJobError, record_error
 
 from torchx_managed import controller, controller_record, native, options
 from torchx_managed.attempts import attempt_name, dryrun_attempt, dump_app, load_app
@@ -343,6 +343,8 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
             raise
         except OSError as e:  # nothing drives the job: the look says why
             self._no_driver[job_id] = f"nothing drives the job: its driver cannot be started: {e}"
+        except DriverStartError as e:  # it started and died before taking the lock (an import error, ...)
+            self._no_driver[job_id] = str(e)
         else:
             self._no_driver.pop(job_id, None)
         return state

@@ -57,6 +57,12 @@ PROBLEM = "driver.problem"
 PID_WIDTH = 20
 #: bytes of the ``driver.problem`` slot (space-padded UTF-8, written in place)
 PROBLEM_SIZE = 1024
+#: seconds a driver started again by :meth:`DurableStore.resume` has to take its job's lock (it
+#: takes it within a second of starting, a few under heavy load) before it counts as not starting
+DRIVER_START_TIMEOUT = 10.0
+#: ``-P``: the driver runs in the job's working directory without it on ``sys.path``, so a
+#: user's ``json.py`` or ``logging.py`` there cannot shadow what the driver imports (Python 3.11+)
+_SAFE_PATH = ("-P",) if sys.version_info >= (3, 11) else ()
 
 
 class UnsafeJobError(PermissionError):
@@ -87,6 +93,11 @@ def record_error(what: str, e: OSError) -> str:
     return f"cannot record {what}: {why} ({e.filename})" if e.filename else f"cannot record {what}: {why}"
 
 
+class DriverStartError(RuntimeError):
+    """A driver started again died, or hung, before taking its job's lock: nothing drives the job.
+    The message says how it ended, its last words and where its log is."""
+
+
 class RecordError(OSError):
     """A job's state could not be written (a full disk): an :class:`OSError` (same ``errno`` and
     ``filename``) whose message is :func:`record_error`'s one line."""
@@ -104,6 +115,30 @@ def _slot(fd: int, text: str, size: int) -> None:
     bytes the file already has, so no space is needed on a full disk."""
     data = text.encode()[:size].decode(errors="ignore").encode()
     os.pwrite(fd, data + b" " * (size - len(data)), 0)
+
+
+def _how_it_ended(code: int) -> str:
+    """``exited with code 1`` / ``was killed by SIGKILL`` (a Popen return code)."""
+    if code < 0:
+        import signal
+
+        try:
+            return f"was killed by {signal.Signals(-code).name} before taking the lock"
+        except ValueError:
+            return f"was killed by signal {-code} before taking the lock"
+    return f"exited with code {code} before taking the lock"
+
+
+def _last_words(log: str, start: int) -> str:
+    """``: ModuleNotFoundError: ...``: the last line a dead driver wrote to its log after
+    offset ``start`` (its error), or ""."""
+    try:
+        with open(log, "rb") as f:
+            f.seek(max(start, os.path.getsize(log) - 8192))
+            lines = [line.strip() for line in f.read().decode(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return ""
+    return f": {lines[-1][:300]}" if lines else ""
 
 
 def _same_file(fd: int, path: str) -> bool:
@@ -303,6 +338,14 @@ class DurableStore:
         finally:
             os.close(fd)
 
+    def _lock_names(self, job_id: str, pid: int) -> bool:
+        """True if the lock's pid slot names ``pid`` (it took the lock once; read without locking)."""
+        try:
+            with open(os.path.join(self.job_dir(job_id), LOCK), "rb") as f:
+                return f.read(PID_WIDTH).strip() == str(pid).encode()
+        except OSError:
+            return False
+
     def take_driver_lock(self, job_id: str, own: bool = True) -> int | None:
         """Takes the job's driver lock; returns its file descriptor (closing it lets go), or None
         if another process holds it. Pass the descriptor to :meth:`spawn` to hand the lock over,
@@ -352,13 +395,20 @@ class DurableStore:
     def spawn(self, job_id: str, argv: Sequence[str], cwd: str | None = None, lock_fd: int | None = None) -> int:
         """Starts ``python ARGV...`` as the job's detached driver: its own session (it outlives the
         caller and its terminal), stdin from /dev/null, output appended to ``driver.log``; returns its pid.
+        It runs in ``cwd`` (the job's, so its configuration resolves as at submit) but does not
+        import from there (``-P``).
 
         ``lock_fd`` (from :meth:`take_driver_lock`) is inherited by the driver under the same
         number, so the lock passes to it with no moment where nobody holds it (the caller then
         closes its copy); the driver adopts it with ``driver_lock(job_id, fd=lock_fd)``."""
+        return self._start(job_id, argv, cwd, lock_fd).pid
+
+    def _start(
+        self, job_id: str, argv: Sequence[str], cwd: str | None = None, lock_fd: int | None = None
+    ) -> subprocess.Popen[bytes]:
         with open(private_fd(os.path.join(self.job_dir(job_id), LOG), os.O_WRONLY | os.O_APPEND), "ab") as log:
-            proc = subprocess.Popen(
-                [sys.executable, *argv],
+            return subprocess.Popen(
+                [sys.executable, *_SAFE_PATH, *argv],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
@@ -367,7 +417,6 @@ class DurableStore:
                 close_fds=True,
                 pass_fds=() if lock_fd is None else (lock_fd,),
             )
-        return proc.pid
 
     # ------------------------------------------------------------------ problems
     def report_problem(self, job_id: str, text: str) -> bool:
@@ -417,14 +466,49 @@ class DurableStore:
         """Starts the job's driver again if it is not ``finished`` and no driver runs; True if started.
 
         Safe against races: two callers may both start one, the second exits at once (the lock).
+        Waits until the driver holds the job's lock (or exits: another driver won the race), so
+        that a driver that cannot start (an import error, a broken interpreter) is told, not
+        taken for one that runs.
 
         Raises:
             UnsafeJobError: another user can write the job's spec, journal or directory
+            DriverStartError: the driver exited with an error, or did not take the lock within
+                :data:`DRIVER_START_TIMEOUT`, before holding the lock (also recorded as the job's
+                problem, which the next driver to start blanks)
         """
         if finished or self.driver_pid(job_id) is not None:
             return False
         self.check_private(job_id)  # the spec says what runs
         if cwd is not None and not os.path.isdir(cwd):
             cwd = None
-        self.spawn(job_id, argv, cwd)
+        log = os.path.join(self.job_dir(job_id), LOG)
+        try:
+            start = os.path.getsize(log)
+        except OSError:
+            start = 0
+        proc = self._start(job_id, argv, cwd)
+        why = self._await_lock(job_id, proc)
+        if why:
+            why = f"nothing drives the {self.kind}: its driver {why}{_last_words(log, start)} (see {log})"
+            self.report_problem(job_id, why)
+            raise DriverStartError(why)
         return True
+
+    def _await_lock(self, job_id: str, proc: subprocess.Popen[bytes]) -> str:
+        """Waits until a driver holds the job's lock; "" then, else how ``proc`` failed to."""
+        import time  # here: only a driver started again waits
+
+        deadline = time.monotonic() + DRIVER_START_TIMEOUT
+        delay = 0.005
+        while True:
+            code = proc.poll()
+            if code is None and self.driver_pid(job_id) is not None:
+                return ""
+            if code is not None:  # 0: it found the lock taken (another look started one) or the job gone
+                if code == 0 or self.driver_pid(job_id) is not None or self._lock_names(job_id, proc.pid):
+                    return ""  # it held the lock and stopped on its own error: drive() recorded why
+                return _how_it_ended(code)
+            if time.monotonic() >= deadline:
+                return f"(pid {proc.pid}) has not taken the {self.kind}'s lock {DRIVER_START_TIMEOUT:.0f}s after it started"
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
