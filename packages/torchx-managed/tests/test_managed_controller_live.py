@@ -132,10 +132,12 @@ def test_cancel_from_another_machine_reaches_the_controller(
     partition = live_backend_env("TORCHX_TEST_SLURM", "slurm").get("TORCHX_TEST_SLURM_PARTITION", "debug")
     ticks = shared / "ticks"
     handle = _submit(submitter, shared, partition, clusters["image"], f"while :; do echo x >> {ticks}; sleep 0.2; done")
-    submitter.gone()
-    _until(lambda: ticks.exists(), 120, "the attempt to run")
-    _until(lambda: other.status(handle)["attempts"][-1]["state"] == "RUNNING", 60, "the attempt to read RUNNING")
-    other.torchx("cancel", handle)
+    try:
+        submitter.gone()
+        _until(lambda: ticks.exists(), 120, "the attempt to run")
+        _until(lambda: other.status(handle)["attempts"][-1]["state"] == "RUNNING", 60, "the attempt to read RUNNING")
+    finally:  # never leave the endless attempt running on the cluster
+        other.torchx("cancel", handle)
     _until(lambda: other.status(handle)["state"] == "CANCELLED", 90, "the job to read CANCELLED")
     size = ticks.stat().st_size
     time.sleep(2)

@@ -64,8 +64,10 @@ class Machine:
         return self.status(handle)
 
     def gone(self) -> None:
-        """The machine is lost: its HOME moves away, and no process of it may be left running."""
-        left = processes_with_home(self.home)
+        """The machine is lost: its HOME moves away, and no process of it may be left running
+        (a process a cluster's daemon started carries the submitter's environment, HOME
+        included, on Slurm and LSF: it is the cluster's, not the client's)."""
+        left = [pid for pid in processes_with_home(self.home) if not started_by_a_backend(pid)]
         if left:
             raise AssertionError(f"processes of the torn-down client still run: {left}")
         self.home.rename(self.home.with_name(self.home.name + "-gone"))
@@ -83,3 +85,23 @@ def processes_with_home(home: Path) -> list[int]:
         if want in environ:
             found.append(int(pid))
     return found
+
+
+#: daemons that start a job's processes on a cluster node (``comm`` names, 15 characters at most)
+BACKEND_DAEMONS = frozenset({"slurmstepd", "slurmd", "sbatchd", "res", "containerd-shim", "raylet", "kubelet"})
+
+
+def started_by_a_backend(pid: int) -> bool:
+    """True if one of ``pid``'s ancestors is a cluster daemon (:data:`BACKEND_DAEMONS`)."""
+    seen = 0
+    while pid > 1 and seen < 64:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+        if comm in BACKEND_DAEMONS:
+            return True
+        pid = int(stat[stat.rindex(")") + 2 :].split()[1])
+        seen += 1
+    return False
