@@ -174,6 +174,39 @@ def test_no_import_cycles(package: Path) -> None:
     assert not cycles, "\n".join(" <-> ".join(c) for c in cycles)
 
 
+#: imports of one distribution's package by another's (design: only through ``torchx``), each
+#: optional (the importing module works, or is not reached, without the other distribution)
+CROSS_DISTRIBUTION: dict[tuple[str, str], str] = {
+    ("torchx_dashboard.sweeps", "torchx_sweep"): "sweeps are shown when torchx-sweep is installed (find_spec first)",
+    ("torchx_managed.controller", "torchx_sched_k8s"): "controller=kubernetes only: its API client",
+    ("torchx_managed.k8s_controller", "torchx_sched_k8s"): "controller=kubernetes only: its API client",
+    ("torchx_managed.lease", "torchx_sched_k8s"): "controller=kubernetes only: its API client",
+}
+
+
+def _top_packages(tree: ast.AST) -> set[str]:
+    """Top-level names of every absolute import in a module (lazy and TYPE_CHECKING ones too)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            found.add(str(node.module).split(".")[0])
+    return found
+
+
+def test_distributions_import_each_other_only_through_torchx() -> None:
+    packages = {p.name for p in _import_packages()}
+    found = {
+        (_module_name(path, package), other)
+        for package in _import_packages()
+        for path in package.rglob("*.py")
+        for other in _top_packages(ast.parse(path.read_text())) & packages - {package.name, "torchx"}
+    }
+    assert found - set(CROSS_DISTRIBUTION) == set()
+    assert set(CROSS_DISTRIBUTION) - found == set(), "an allowed import is gone: drop it from CROSS_DISTRIBUTION"
+
+
 #: torchx-sched-local's layers, lowest first (a module not named here is of the scheduler's layer,
 #: 5). Layers 0-3 are the supervisor's side: it runs as ``python -I -S`` (no site-packages), so
 #: they import only the standard library at module level. The supervisor starts its watchdog
