@@ -142,3 +142,22 @@ def test_the_state_dir_and_an_atomic_write_are_cores(tmp_path: Path, monkeypatch
         ("a.json", 0o600, '{"k":"v"}'),
         ("b.json", 0o600, '{"k":"v"}'),
     ]
+
+
+def test_a_staged_file_is_created_in_place_private_padded_and_never_over_another(tmp_path: Path) -> None:
+    (tmp_path / "staged").mkdir()
+    path = tmp_path / "staged" / "state.json"
+    old = os.umask(0o000)
+    try:
+        store.create_json(str(path), {"state": "SUBMITTED"}, reserve=store.state_reserve(1))
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o600
+    text = path.read_bytes()
+    assert len(text) == 4096 and text.startswith(b'{"state":"SUBMITTED"} ') and text.endswith(b"\n")
+    assert store.read_json(str(path)) == {"state": "SUBMITTED"}
+    assert os.listdir(tmp_path / "staged") == ["state.json"]  # no temporary file, no rename
+    with pytest.raises(FileExistsError) as e:
+        store.create_json(str(path), {"state": "FAILED"})
+    assert e.value.filename == str(path)
+    assert store.read_json(str(path)) == {"state": "SUBMITTED"}

@@ -322,11 +322,12 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
             created = time.time()
             app = {"created": created, **vars(req), "replicas": [vars(r) for r in req.replicas]}
-            store.write_json(os.path.join(staging, store.APP_FILE), app, durable=False)  # commit() makes it durable
-            store.write_json(
+            # written in place: the directory is published whole; commit() makes app.json durable, and
+            # a crash makes state.json moot (see store's "Durability")
+            store.create_json(os.path.join(staging, store.APP_FILE), app)
+            store.create_json(
                 os.path.join(staging, store.STATE_FILE),
                 {"app_id": req.app_id, "name": req.name, "created": created, "state": "SUBMITTED", "msg": ""},
-                durable=False,  # a crash makes it moot: see store's "Durability"
                 reserve=store.state_reserve(len(req.replicas)),  # room for the final state on a full disk
             )
             if external_logs:

@@ -12,8 +12,9 @@ Layout of ``<state dir>/<app_id>/``:
 
 A job directory is assembled under a hidden name (``.new-<app_id>-<pid>``) and renamed
 into place when complete, so a visible job always has both files and a failed submission
-leaves nothing. Every file is replaced atomically (temporary file, ``rename``), mode 0600;
-directories are 0700 whatever the umask.
+leaves nothing. The files of a job being assembled are written in place (nobody reads them
+before the rename); every later change replaces a file atomically (temporary file, ``rename``).
+Files are mode 0600, directories 0700, whatever the umask.
 
 Durability, with as few ``fsync`` calls as it needs (each one waits for the disk): what must
 survive a machine crash is forced to disk, what the crash makes moot is not.
@@ -59,9 +60,11 @@ from torchx_sched_local._files import (
     fsync_dir,
     fsync_path,
     lock_held,
+    naming,
     private_dir,
     private_fd,
     state_root,
+    write_all,
     write_atomic,
 )
 from torchx_sched_local.journal import JOURNAL_DIR, Journal, boot_id, earlier_journals, records
@@ -187,12 +190,7 @@ def write_json(path: str, data: Any, sync_dir: bool = True, durable: bool = True
     Raises:
         OSError: the file cannot be written (the error names ``path``)
     """
-    import json
-
-    text = json.dumps(data, separators=(",", ":"), default=str).encode()  # one C-speed call, then one write
-    if reserve:
-        text = text.ljust(reserved_size(len(text), reserve) - 1) + b"\n"
-    write_atomic(path, text, durable=durable)
+    write_atomic(path, encode_json(data, reserve), durable=durable)
     directory = os.path.dirname(path)
     if sync_dir and durable:
         try:
@@ -201,6 +199,36 @@ def write_json(path: str, data: Any, sync_dir: bool = True, durable: bool = True
             if e.errno in (errno.EMFILE, errno.ENFILE):
                 return  # out of descriptors: the file is whole and in place; the next journal commit persists it
             raise OSError(e.errno, e.strerror, directory) from None
+
+
+def encode_json(data: Any, reserve: int = 0) -> bytes:
+    """``data`` as compact JSON, padded with blanks to ``reserved_size(len, reserve)`` bytes (see
+    :func:`write_json`)."""
+    import json
+
+    text = json.dumps(data, separators=(",", ":"), default=str).encode()  # one C-speed call, then one write
+    if reserve:
+        text = text.ljust(reserved_size(len(text), reserve) - 1) + b"\n"
+    return text
+
+
+def create_json(path: str, data: Any, reserve: int = 0) -> None:
+    """Writes ``data`` as JSON (see :func:`write_json`) to the new file ``path``, mode 0600, nothing
+    forced to disk: for a job directory being assembled under its staging name, which nobody reads
+    before it is published whole (a crash before then leaves a staging directory that
+    :meth:`JobStore.recover` mends from the journal), so no temporary file and rename are needed.
+
+    Raises:
+        OSError: the file exists or cannot be written (the error names ``path``)
+    """
+    text = encode_json(data, reserve)
+    fd = private_fd(path, os.O_WRONLY | os.O_EXCL)
+    try:
+        write_all(fd, text)
+    except OSError as e:
+        raise naming(e, path) from None
+    finally:
+        os.close(fd)
 
 
 def write_final_state(path: str, data: dict[str, Any], reserve: int = 0) -> None:
