@@ -21,13 +21,26 @@ def replica_limit(user_processes: bool = True) -> tuple[int, str]:
         nproc = resource.getrlimit(resource.RLIMIT_NPROC)[0]
         if nproc != resource.RLIM_INFINITY:
             limits.append((nproc, f"the process limit `ulimit -u` {nproc}"))
-    try:
-        with open("/proc/sys/kernel/pid_max", "rb") as f:
-            pid_max = int(f.read())
+    pid_max = _pid_max()
+    if pid_max is not None:
         limits.append((pid_max, f"kernel.pid_max {pid_max}"))
-    except (OSError, ValueError):
-        pass
     return min(limits)
+
+
+_pid_max_read: list[int | None] = []
+
+
+def _pid_max() -> int | None:
+    """``kernel.pid_max`` (Linux; None where there is none), read once per process (9 syscalls of
+    Python's ``open`` per dry run otherwise): only an administrator's ``sysctl`` changes it, and
+    a launcher that outlives that change keeps the bound it read, a sanity cap either way."""
+    if not _pid_max_read:
+        try:
+            with open("/proc/sys/kernel/pid_max", "rb") as f:
+                _pid_max_read.append(int(f.read()))
+        except (OSError, ValueError):
+            _pid_max_read.append(None)
+    return _pid_max_read[0]
 
 
 def check_replica_count(app: AppDef, backend: str, user_processes: bool = True) -> None:
