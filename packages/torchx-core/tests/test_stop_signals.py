@@ -148,3 +148,16 @@ def test_a_ctrl_c_python_dropped_while_the_cli_started_stops_the_command(tmp_pat
     assert proc.returncode == 130, proc.stderr
     assert not marker.exists()
     assert not state.exists() or not [p for p in state.iterdir() if not p.name.startswith(".")], list(state.iterdir())
+
+
+def test_importing_the_cli_in_a_worker_thread_works() -> None:
+    """A server (the dashboard) imports torchx.cli modules from a worker thread, where no signal
+    handler can be set: the import must not fail."""
+    import subprocess
+
+    code = (
+        "import threading\nt = threading.Thread(target=lambda: __import__('torchx.cli.output'))\nt.start(); t.join()\n"
+    )
+    code += "import sys; sys.exit(0 if 'torchx.cli.output' in sys.modules else 1)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr

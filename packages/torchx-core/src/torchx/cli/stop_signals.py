@@ -43,9 +43,13 @@ _received: list[int] = []
 def remember_interrupts() -> None:
     """From now on Ctrl-C raises KeyboardInterrupt as Python's own handler does, and is
     remembered too, so that one Python dropped still stops a later :meth:`StopSignals.check`.
-    Leaves a SIGINT handler other than Python's alone."""
+    Leaves a SIGINT handler other than Python's alone, and does nothing outside the main thread
+    (where handlers cannot be set: :mod:`torchx.cli` imported by a server's worker thread)."""
     if _signal.getsignal(_signal.SIGINT) in (_signal.default_int_handler, _remember_and_raise):
-        _signal.signal(_signal.SIGINT, _remember_and_raise)
+        try:
+            _signal.signal(_signal.SIGINT, _remember_and_raise)
+        except ValueError:  # not the main thread
+            pass
 
 
 def interrupted_before_start() -> bool:
