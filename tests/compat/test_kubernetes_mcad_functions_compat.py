@@ -97,9 +97,10 @@ def test_small_helpers() -> None:
         "minAvailable": 4,
         "requeuing": {"timeInSeconds": 300, "maxTimeInSeconds": 0, "growthType": "exponential", "maxNumRequeuings": 3},
     }
-    svc = mcad_svc(app(), "trainer-abc", "team", "29500")
-    assert svc["kind"] == "Service" and svc["spec"]["clusterIP"] == "None"
-    assert svc["spec"]["ports"][0]["port"] == 29500
+    svc = mcad_svc(app(), "trainer-abc", "team", "29500")  # a kubernetes.client V1Service, as upstream
+    assert type(svc).__name__ == "V1Service" and svc.kind == "Service" and svc.spec.cluster_ip == "None"
+    assert (svc.metadata.name, svc.metadata.namespace) == ("trainer-abc", "team")
+    assert [(p.port, p.target_port) for p in svc.spec.ports] == [(29500, 29500)]
 
 
 def test_role_to_pod_and_object_labels() -> None:
@@ -117,16 +118,17 @@ def test_role_to_pod_and_object_labels() -> None:
         priority_class_name="hi",
         network="n1",
     )
-    assert pod["kind"] == "Pod"
-    spec = pod["spec"]
-    assert spec["serviceAccountName"] == "sa"
-    assert spec["imagePullSecrets"] == [{"name": "regcred"}]
-    assert spec["schedulerName"] == "cs" and spec["priorityClassName"] == "hi"
-    assert pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] == "n1"
-    assert spec["containers"][0]["image"] == "img:1"
-    assert {"name": "TORCHX_MCAD_WORKER_0_HOSTS", "value": "trainer-abc-0.trainer-abc"} in spec["containers"][0]["env"]
+    assert type(pod).__name__ == "V1Pod" and pod.kind == "Pod"  # a kubernetes.client model, as upstream
+    spec = pod.spec
+    assert spec.service_account_name == "sa"
+    assert [s.name for s in spec.image_pull_secrets] == ["regcred"]
+    assert spec.scheduler_name == "cs" and spec.priority_class_name == "hi"
+    assert pod.metadata.annotations["k8s.v1.cni.cncf.io/networks"] == "n1"
+    assert spec.containers[0].image == "img:1"
+    env = {(e.name, e.value) for e in spec.containers[0].env}
+    assert ("TORCHX_MCAD_WORKER_0_HOSTS", "trainer-abc-0.trainer-abc") in env
     bare = role_to_pod("worker-0", "trainer-abc", "team", role, None, None, None, None, None)
-    assert "imagePullSecrets" not in bare["spec"] and "schedulerName" not in bare["spec"]
+    assert bare.spec.image_pull_secrets is None and bare.spec.scheduler_name is None
     labels = object_labels(app(), "trainer-abc")
     assert labels and all(isinstance(v, str) for v in labels.values())
 

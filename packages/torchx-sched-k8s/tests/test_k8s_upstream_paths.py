@@ -36,14 +36,17 @@ def test_upstream_kubernetes_request_builders() -> None:
     assert len(job["spec"]["tasks"]) == 2
     assert job["spec"]["tasks"][0]["template"]["spec"]["serviceAccountName"] == "sa"
 
-    pod = role_to_pod("trainer-0", role, "sa", efa_device_count=2)
-    assert pod["kind"] == "Pod"
-    (container,) = pod["spec"]["containers"]
-    assert (container["name"], container["image"], container["command"]) == ("trainer-0", "img", ["python"])
-    assert container["resources"]["limits"]["cpu"] == "2000m"
-    assert container["resources"]["requests"]["cpu"] == f"{2000 - RESERVED_MILLICPU}m"
-    assert container["resources"]["requests"]["memory"] == f"{4096 - RESERVED_MEMMB}Mi"
-    assert container["resources"]["limits"]["vpc.amazonaws.com/efa"] == "2"
+    pod = role_to_pod("trainer-0", role, "sa", efa_device_count=2)  # a kubernetes.client V1Pod, as upstream
+    assert type(pod).__name__ == "V1Pod" and pod.kind == "Pod"
+    (container,) = pod.spec.containers
+    assert (container.name, container.image, container.command) == ("trainer-0", "img", ["python"])
+    assert container.args == ["-c", "1"] and pod.spec.service_account_name == "sa"
+    assert container.resources.limits["cpu"] == "2000m"
+    assert container.resources.requests["cpu"] == f"{2000 - RESERVED_MILLICPU}m"
+    assert container.resources.requests["memory"] == f"{4096 - RESERVED_MEMMB}Mi"
+    assert container.resources.limits["vpc.amazonaws.com/efa"] == "2"
+    assert container.security_context is not None and not container.security_context.privileged
+    assert pod.spec.node_selector == {}
 
     labels = pod_labels(app, 0, role, 1, "default:app-x")
     assert labels[LABEL_REPLICA_ID] == "1"

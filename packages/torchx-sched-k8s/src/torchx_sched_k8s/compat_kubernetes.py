@@ -6,7 +6,7 @@ Code written for TorchX imports from here (through core's import hook) unchanged
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from torchx.schedulers.structured_opts import typed_dict
 from torchx.specs.roles import AppDef, Role
@@ -18,6 +18,9 @@ from torchx_sched_k8s.pods import PodFactory, rank0_host
 from torchx_sched_k8s.request import KubernetesRequest as KubernetesJob
 from torchx_sched_k8s.request import _factories, build_volcano
 from torchx_sched_k8s.scheduler import KubernetesScheduler, create_scheduler
+
+if TYPE_CHECKING:
+    from kubernetes.client import V1Pod
 
 #: CPU (millicores) and memory (MB) pods request below their limit by default
 RESERVED_MILLICPU: int = PodOpts.reserved_millicpu
@@ -52,16 +55,34 @@ def role_to_pod(
     reserved_millicpu: int = RESERVED_MILLICPU,
     reserved_memmb: int = RESERVED_MEMMB,
     efa_device_count: int | None = None,
-) -> dict[str, Any]:
-    """The ``v1`` Pod manifest running one replica (replica 0) of ``role``; its container is ``name``.
+) -> V1Pod:
+    """The ``kubernetes.client`` ``V1Pod`` running one replica (replica 0) of ``role``; its
+    container is ``name``.
 
     ``reserved_*`` is how much the pod requests below its CPU/memory limits;
     ``efa_device_count`` (when not None) sets the role's ``vpc.amazonaws.com/efa`` devices.
+    As upstream, the container always has a security context and the pod a node selector
+    (empty when nothing is set).
 
-    Difference from upstream: returns a plain dict (a manifest), not a ``kubernetes.client``
-    ``V1Pod``, and, like our scheduler, fills in the role's macros (``img_root`` empty,
-    ``app_id`` = ``default:<name>``) and adds the torchx env (role name, replica index, rank-0 host).
+    Difference from upstream: the pod is our scheduler's (see :func:`pod_manifest`): memory in
+    ``Mi``, the role's macros filled in (``img_root`` empty, ``app_id`` = ``default:<name>``),
+    the torchx env (role name, replica index, rank-0 host), hostname/subdomain and annotations.
     """
+    from torchx_sched_k8s.compat_models import to_model
+
+    manifest = pod_manifest(name, role, service_account, reserved_millicpu, reserved_memmb, efa_device_count)
+    return cast("V1Pod", to_model(manifest, "V1Pod"))
+
+
+def pod_manifest(
+    name: str,
+    role: Role,
+    service_account: str | None,
+    reserved_millicpu: int = RESERVED_MILLICPU,
+    reserved_memmb: int = RESERVED_MEMMB,
+    efa_device_count: int | None = None,
+) -> dict[str, Any]:
+    """:func:`role_to_pod`'s pod as a plain ``v1`` Pod manifest (what ``kubectl`` reads)."""
     if efa_device_count is not None:
         devices = {**role.resource.devices, EFA_DEVICE: efa_device_count}
         role = dataclasses.replace(role, resource=dataclasses.replace(role.resource, devices=devices))
@@ -69,11 +90,15 @@ def role_to_pod(
     factory = PodFactory(
         role, name, f"{opts.namespace}:{name}", name, name, rank0_host(name, name, opts.namespace), opts
     )
+    spec = factory.pod_spec(0)
+    spec.setdefault("nodeSelector", {})
+    for container in spec["containers"]:
+        container.setdefault("securityContext", {})
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"annotations": factory.annotations, "labels": {}},
-        "spec": factory.pod_spec(0),
+        "spec": spec,
     }
 
 
@@ -105,5 +130,6 @@ __all__ = [
     "app_to_resource",
     "create_scheduler",
     "pod_labels",
+    "pod_manifest",
     "role_to_pod",
 ]

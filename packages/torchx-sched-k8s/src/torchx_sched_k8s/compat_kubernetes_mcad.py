@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from torchx.schedulers.structured_opts import typed_dict
 from torchx.specs.roles import AppDef, Resource, Role
@@ -31,6 +31,9 @@ from torchx_sched_k8s.request import KubernetesRequest as KubernetesMCADJob
 from torchx_sched_k8s.scheduler import KubernetesMCADScheduler
 from torchx_sched_k8s.scheduler import create_mcad_scheduler as create_scheduler
 from torchx_sched_k8s.status import MCAD_STATES
+
+if TYPE_CHECKING:
+    from kubernetes.client import V1Pod, V1Service
 
 #: AppWrapper ``status.state`` -> AppState (a copy of the scheduler's table)
 JOB_STATE: dict[str, AppState] = dict(MCAD_STATES)
@@ -96,9 +99,17 @@ def create_pod_group(app: AppDef, role: Role, role_idx: int, namespace: str, app
     return {"replicas": 1, "generictemplate": pod_group(pod_group_name(app_id, role_idx), namespace, factory)}
 
 
-def mcad_svc(app: AppDef, svc_name: str, namespace: str, service_port: str | None = None) -> dict[str, Any]:
+def mcad_svc(app: AppDef, svc_name: str, namespace: str, service_port: str | None = None) -> V1Service:
     """The headless Service of the app's pods (``<hostname>.<svc_name>`` resolves each replica),
-    with the roles' ports, or ``service_port`` alone when given."""
+    with the roles' ports, or ``service_port`` alone when given, as a ``kubernetes.client``
+    ``V1Service`` (upstream's return type; :func:`svc_manifest` gives the plain manifest)."""
+    from torchx_sched_k8s.compat_models import to_model
+
+    return cast("V1Service", to_model(svc_manifest(app, svc_name, namespace, service_port), "V1Service"))
+
+
+def svc_manifest(app: AppDef, svc_name: str, namespace: str, service_port: str | None = None) -> dict[str, Any]:
+    """:func:`mcad_svc`'s Service as a plain ``v1`` manifest."""
     service = _service(svc_name, namespace, _factories(app, svc_name, MCADOpts(namespace=namespace), "Never"))
     if service_port is not None:
         port = int(service_port)
@@ -116,15 +127,17 @@ def role_to_pod(
     coscheduler_name: str | None = None,
     priority_class_name: str | None = None,
     network: str | None = None,
-) -> dict[str, Any]:
-    """The ``v1`` Pod manifest of one replica of ``role`` (a plain dict) in the app named
+) -> V1Pod:
+    """The ``kubernetes.client`` ``V1Pod`` of one replica of ``role`` in the app named
     ``unique_app_id``, with the MCAD pod options: pull secret, co-scheduler, priority class and
     multus network; its container also gets ``TORCHX_MCAD_<ROLE>_0_HOSTS``, the host of the
     role's replica 0 (``<unique_app_id>-0.<unique_app_id>``), as TorchX's. ``namespace`` is
-    TorchX's parameter; the pod takes it from the AppWrapper it is created in."""
-    from torchx_sched_k8s.compat_kubernetes import role_to_pod as plain_pod
+    TorchX's parameter; the pod takes it from the AppWrapper it is created in. The pod is the
+    one :func:`torchx_sched_k8s.compat_kubernetes.role_to_pod` describes, with these options."""
+    from torchx_sched_k8s.compat_kubernetes import pod_manifest
+    from torchx_sched_k8s.compat_models import to_model
 
-    pod = plain_pod(name, role, service_account)
+    pod = pod_manifest(name, role, service_account)
     spec = pod["spec"]
     hosts = f"TORCHX_MCAD_{cleanup_str(role.name)}_0_HOSTS".upper().replace("-", "")
     container = spec["containers"][0]
@@ -137,7 +150,7 @@ def role_to_pod(
         spec["priorityClassName"] = priority_class_name
     if network:
         pod["metadata"]["annotations"] = {**pod["metadata"]["annotations"], MULTUS_NETWORKS: network}
-    return pod
+    return cast("V1Pod", to_model(pod, "V1Pod"))
 
 
 def object_labels(app: AppDef, app_id: str) -> dict[str, str]:
@@ -247,6 +260,7 @@ __all__ = [
     "object_labels",
     "pod_labels",
     "role_to_pod",
+    "svc_manifest",
     "create_scheduler",
     "get_appwrapper_status",
     "get_port_for_service",
