@@ -220,7 +220,8 @@ def integration_managed(session: nox.Session) -> None:
     container with their submitting client torn down (test_managed_native*_live.py); controller
     jobs on Slurm and LSF (failover, cancel from another machine); a controller Deployment on
     Kubernetes (its pod deleted, an attempt killed, cancel, idle scale to 0, a frozen holder
-    losing its Lease); a frozen slurmctld read as unknown, never as a failure."""
+    losing its Lease); a frozen slurmctld read as unknown, never as a failure; native jobs listed
+    by ``torchx list -s managed -cfg targets=slurm|lsf`` from another machine."""
     live(
         session,
         [
@@ -249,6 +250,7 @@ def integration_managed(session: nox.Session) -> None:
         "packages/torchx-managed/tests/test_managed_controller_live.py",
         "packages/torchx-managed/tests/test_managed_k8s_controller_live.py",
         "packages/torchx-managed/tests/test_managed_unreachable_live.py",
+        "packages/torchx-managed/tests/test_managed_list_native.py",
         extra=["boto3", "kubernetes"],
     )
 
@@ -280,12 +282,16 @@ def integration_sweep(session: nox.Session) -> None:
 @nox.session
 def dashboard(session: nox.Session) -> None:
     """torchx dashboard: its API tests and the browser tests (Playwright driving the system's
-    chromium, `apt-get install chromium`) over local_cwd jobs, a sweep, and a job on the live Slurm cluster."""
+    chromium, `apt-get install chromium`) over local_cwd jobs, a sweep, a managed job, and a job
+    on the live Slurm cluster."""
     live(
         session,
         [
             pkg("torchx-dashboard"),
-            *(pkg(p, "") for p in ("torchx-sched-local", "torchx-components", "torchx-sweep", "torchx-tracker")),
+            *(
+                pkg(p, "")
+                for p in ("torchx-sched-local", "torchx-components", "torchx-sweep", "torchx-tracker", "torchx-managed")
+            ),
             pkg("torchx-sched-slurm", ""),
         ],
         "not (lsf or docker or k8s or aws or ray or torch)",
