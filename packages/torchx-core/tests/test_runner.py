@@ -197,3 +197,47 @@ def test_bad_torchxconfig_values_name_the_file_and_line(
     with pytest.raises(ConfigError, match=r"\.torchxconfig:7 \[fake\] retries = many: expected int"):
         apply("fake", cfg)  # type: ignore[arg-type]
     assert ".torchxconfig:5 is not a run option of scheduler `fake`. Did you mean 'cluster'?" in caplog.text
+
+
+def test_runner_calls_log_usage_events_when_someone_listens(fake_scheduler: str) -> None:
+    import json
+    import logging
+
+    from torchx.runner.events import TorchxEvent
+
+    seen: list[TorchxEvent] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(TorchxEvent.deserialize(record.getMessage()))
+
+    logger = logging.getLogger("torchx.runner.events")
+    handler = Collect()
+    logger.addHandler(handler)
+    try:
+        with get_runner() as runner:
+            handle = runner.run(app(), fake_scheduler)  # nothing listens at INFO yet: no event
+            assert seen == []
+            logger.setLevel(logging.INFO)
+            handle = runner.run(app(), fake_scheduler)
+            runner.status(handle)
+            list(runner.log_lines(handle, "trainer"))
+            runner.cancel(handle)
+            with pytest.raises(UnknownAppException):
+                runner.log_lines(handle.replace("/job-", "/nope-"), "trainer")
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(logging.NOTSET)
+    app_id = handle.rpartition("/")[2]
+    assert [(e.api, e.scheduler) for e in seen] == [
+        ("dryrun", "fake"),
+        ("schedule", "fake"),
+        ("status", "fake"),
+        ("log_lines", "fake"),
+        ("cancel", "fake"),
+        ("log_lines", "fake"),
+    ]
+    assert [e.app_id for e in seen[1:5]] == [app_id] * 4
+    assert all(e.wall_time_usec is not None and e.wall_time_usec >= 0 for e in seen)
+    assert seen[-1].raw_exception is not None and seen[-1].raw_exception.startswith("UnknownAppException")
+    assert json.loads(seen[0].serialize())["source"] == "UNKNOWN"

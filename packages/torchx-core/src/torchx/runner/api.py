@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from torchx.runner.events import log_event
 from torchx.schedulers import get_scheduler_factories
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
 from torchx.schedulers.calls import call_declared
@@ -253,25 +254,26 @@ class Runner:
         from torchx.runner import config
         from torchx.schedulers import submission
 
-        sched = self.get_scheduler(scheduler)
-        merged_cfg: dict[str, CfgVal] = dict(cfg or {})
-        config.apply_files(scheduler, sched.run_opts(), merged_cfg)
-        env = {ENV_JOB_ID: make_app_handle(scheduler, self._name, "${app_id}"), **_tracker_env(parent_run_id)}
+        with log_event("dryrun", scheduler, workspace=None if workspace is None else str(workspace)):
+            sched = self.get_scheduler(scheduler)
+            merged_cfg: dict[str, CfgVal] = dict(cfg or {})
+            config.apply_files(scheduler, sched.run_opts(), merged_cfg)
+            env = {ENV_JOB_ID: make_app_handle(scheduler, self._name, "${app_id}"), **_tracker_env(parent_run_id)}
 
-        def add_env(copy: AppDef) -> None:
-            for role in copy.roles:
-                role.env = {ENV_SESSION_ID: self._name, **role.env, **env}
+            def add_env(copy: AppDef) -> None:
+                for role in copy.roles:
+                    role.env = {ENV_SESSION_ID: self._name, **role.env, **env}
 
-        return submission.dryrun(
-            sched,
-            app,
-            merged_cfg,
-            scheduler_name=scheduler,
-            workspace=workspace,
-            parent_run_id=parent_run_id,
-            amend=add_env,
-            build=build_workspace,
-        )
+            return submission.dryrun(
+                sched,
+                app,
+                merged_cfg,
+                scheduler_name=scheduler,
+                workspace=workspace,
+                parent_run_id=parent_run_id,
+                amend=add_env,
+                build=build_workspace,
+            )
 
     def schedule(self, dryrun_info: AppDryRunInfo[Any]) -> AppHandle:
         """Submits the request of a dry run; returns the app handle."""
@@ -280,7 +282,9 @@ class Runner:
         scheduler = dryrun_info.scheduler
         if scheduler is None:
             raise ValueError("this AppDryRunInfo did not come from a dry run: it names no scheduler")
-        app_id = submission.schedule(self.get_scheduler(scheduler), dryrun_info, self._name)
+        with log_event("schedule", scheduler) as event:
+            app_id = submission.schedule(self.get_scheduler(scheduler), dryrun_info, self._name)
+            event.event.app_id = app_id
         handle = make_app_handle(scheduler, self._name, app_id)
         if dryrun_info.app is not None:
             self._apps[handle] = dryrun_info.app
@@ -304,7 +308,9 @@ class Runner:
 
     def status(self, app_handle: AppHandle) -> AppStatus | None:
         """The app's status, or None if the scheduler does not know it."""
-        desc = self.describe_app(app_handle)
+        scheduler, app_id = self.resolve(app_handle)
+        with log_event("status", scheduler.backend, app_id):
+            desc = scheduler.describe(app_id)
         return None if desc is None else _to_status(desc)
 
     def wait(self, app_handle: AppHandle, wait_interval: float = 10, timeout: float | None = None) -> AppStatus | None:
@@ -314,7 +320,8 @@ class Runner:
         ``wait_interval`` seconds apart.
         """
         scheduler, app_id = self.resolve(app_handle)
-        desc = scheduler.wait(app_id, timeout=timeout, poll_interval=wait_interval)
+        with log_event("wait", scheduler.backend, app_id):
+            desc = scheduler.wait(app_id, timeout=timeout, poll_interval=wait_interval)
         return None if desc is None else _to_status(desc)
 
     def cancel(self, app_handle: AppHandle) -> None:
@@ -322,7 +329,8 @@ class Runner:
         scheduler, app_id = self.resolve(app_handle)
         if not scheduler.capabilities.cancel:
             raise UnsupportedFeatureError(f"scheduler {scheduler.backend!r} cannot cancel apps")
-        scheduler.cancel(app_id)
+        with log_event("cancel", scheduler.backend, app_id):
+            scheduler.cancel(app_id)
 
     def stop(self, app_handle: AppHandle) -> None:
         """Deprecated: use :meth:`cancel`."""
@@ -341,7 +349,9 @@ class Runner:
         """The app's definition: as submitted if this runner submitted it, else as reconstructed."""
         if app_handle in self._apps:
             return self._apps[app_handle]
-        desc = self.describe_app(app_handle)
+        scheduler, app_id = self.resolve(app_handle)
+        with log_event("describe", scheduler.backend, app_id):
+            desc = scheduler.describe(app_id)
         if desc is None:
             return None
         return AppDef(name=desc.app_id, roles=list(desc.roles), metadata=dict(desc.metadata))
@@ -351,7 +361,8 @@ class Runner:
         sched = self.get_scheduler(scheduler)
         if not sched.capabilities.list:
             raise UnsupportedFeatureError(f"scheduler {scheduler!r} cannot list apps")
-        apps = call_declared(sched.list, cfg) if cfg is not None else sched.list()
+        with log_event("list", scheduler):
+            apps = call_declared(sched.list, cfg) if cfg is not None else sched.list()
         for app in apps:
             app.app_handle = make_app_handle(scheduler, self._name, app.app_id)
         return apps
@@ -393,9 +404,10 @@ class Runner:
                 f"scheduler {scheduler.backend!r} has no {Stream(streams).value} stream"
                 f" (it has: {', '.join(sorted(caps.log_streams))})"
             )
-        if scheduler.describe(app_id) is None:
-            raise UnknownAppException(app_handle)
-        return scheduler.log_iter(app_id, role_name, k, regex, since, until, should_tail, streams=streams)
+        with log_event("log_lines", scheduler.backend, app_id):
+            if scheduler.describe(app_id) is None:
+                raise UnknownAppException(app_handle)
+            return scheduler.log_iter(app_id, role_name, k, regex, since, until, should_tail, streams=streams)
 
 
 def _warn_unknown_component_keys(component: str, fn: Any, values: Mapping[str, str]) -> None:

@@ -1,16 +1,19 @@
 """Upstream TorchX's ``torchx.runner.events``: usage events of the runner API.
 
 ``with log_event("run", "local_cwd") as ctx: ...`` times the block and, when it ends, logs a
-:class:`TorchxEvent` (JSON) to the ``torchx.runner.events`` logger; the exception that left
-the block, if any, is recorded in it. The logger has no handler unless you attach one, so
-events cost a few microseconds and go nowhere by default.
+:class:`TorchxEvent` (JSON) at INFO to the ``torchx.runner.events`` logger; the exception that
+left the block, if any, is recorded in it. The :class:`~torchx.runner.api.Runner` records one
+event per call of ``dryrun``, ``schedule``, ``status``, ``wait``, ``cancel``, ``describe``,
+``list`` and ``log_lines``. To receive them, attach a handler to that logger and let INFO
+through (``logging.getLogger("torchx.runner.events").setLevel(logging.INFO)``). While nothing
+listens (the default), an event is neither timed nor serialized, and this module does not even
+import :mod:`logging` (the CLI starts faster without it).
 """
 
 from __future__ import annotations
 
 import enum
-import json
-import logging
+import sys
 import time
 
 # `record` below is upstream's event logger: the data-class decorator goes by another name here
@@ -19,12 +22,20 @@ from torchx.util.record import to_dict
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import logging
     from types import TracebackType
 
 __all__ = ["SourceType", "TorchxEvent", "log_event", "record"]
 
-logger: logging.Logger = logging.getLogger(__name__)
-logger.addHandler(logging.NullHandler())
+
+def _listener() -> logging.Logger | None:
+    """The events logger if an INFO record may reach a handler, else None (no ``logging``
+    imported yet means no handler can exist)."""
+    logging = sys.modules.get("logging")
+    if logging is None:
+        return None
+    logger = logging.getLogger(__name__)
+    return logger if logger.isEnabledFor(logging.INFO) else None
 
 
 class SourceType(str, enum.Enum):
@@ -53,6 +64,8 @@ class TorchxEvent:
 
     def serialize(self) -> str:
         """The event as a JSON object."""
+        import json  # only when an event is recorded: ``json`` imports ``re``
+
         return json.dumps({k: (v.value if isinstance(v, SourceType) else v) for k, v in to_dict(self).items()})
 
     @staticmethod
@@ -60,6 +73,8 @@ class TorchxEvent:
         """Inverse of :meth:`serialize` (an event is returned as is)."""
         if isinstance(data, TorchxEvent):
             return data
+        import json
+
         fields = json.loads(data)
         fields["source"] = SourceType(fields.get("source", "UNKNOWN"))
         return TorchxEvent(**fields)
@@ -70,7 +85,9 @@ class TorchxEvent:
 
 def record(event: TorchxEvent, destination: str = "null") -> None:
     """Logs ``event`` (``destination`` is accepted as upstream's; the logger's handlers decide)."""
-    logger.info(event.serialize())
+    logger = _listener()
+    if logger is not None:
+        logger.info(event.serialize())
 
 
 class log_event:
@@ -96,8 +113,17 @@ class log_event:
         )
         self._start_cpu = 0.0
         self._start_wall = 0.0
+        self._listened = False
+
+    @property
+    def event(self) -> TorchxEvent:
+        """The event being recorded (fill in what the block learns, such as ``app_id``)."""
+        return self._torchx_event
 
     def __enter__(self) -> log_event:
+        self._listened = _listener() is not None
+        if not self._listened:
+            return self
         self._start_cpu = time.process_time()
         self._start_wall = time.perf_counter()
         self._torchx_event.start_epoch_time_usec = int(time.time() * 1e6)
@@ -106,6 +132,8 @@ class log_event:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
+        if not self._listened:
+            return None
         event = self._torchx_event
         event.cpu_time_usec = int((time.process_time() - self._start_cpu) * 1e6)
         event.wall_time_usec = int((time.perf_counter() - self._start_wall) * 1e6)
