@@ -42,6 +42,10 @@ MODULES = {
     "torchx.runtime.tracking": ("torchx_tracker", "ResultTracker FsspecResultTracker"),
     "torchx.components.component_test_base": ("torchx_components", "ComponentTestCase"),
     "torchx.runner.events": ("torchx", "log_event record TorchxEvent SourceType"),
+    "torchx.specs.builders": (
+        "torchx",
+        "materialize_appdef make_app_handle parse_mounts BindMount VolumeMount DeviceMount",
+    ),
     "torchx.schedulers.ids": ("torchx", "make_unique random_id random_uint64 get_len_random_id"),
     "torchx.schedulers.streams": ("torchx", "Stream Tee"),
     "torchx.schedulers.devices": ("torchx", "get_device_mounts to_devicemounts DEVICES"),

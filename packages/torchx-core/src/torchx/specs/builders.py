@@ -24,6 +24,11 @@ import argparse
 import types
 from collections.abc import Callable
 
+from torchx.specs.handles import make_app_handle as make_app_handle  # upstream's module path of these
+from torchx.specs.mounts import BindMount as BindMount
+from torchx.specs.mounts import DeviceMount as DeviceMount
+from torchx.specs.mounts import VolumeMount as VolumeMount
+from torchx.specs.mounts import parse_mounts as parse_mounts
 from torchx.specs.roles import AppDef
 from torchx.util.annotations import type_hints, without_none
 from torchx.util.help_format import HelpFormatter
