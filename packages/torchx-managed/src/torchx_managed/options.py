@@ -204,7 +204,8 @@ class ManagedOptions:
         return cls(**dict(data))
 
 
-def _as_list(value: CfgVal) -> list[str]:
+def list_option(value: CfgVal) -> list[str]:
+    """A list option's items, from a list or a ``;``/``,``-separated string (``-cfg``)."""
     if value is None:
         return []
     if isinstance(value, list):
@@ -233,7 +234,7 @@ def check(
         InvalidRunConfigException: one line saying what is wrong and how to fix it
     """
     own = run_opts()
-    targets = [str(t).strip() for t in _as_list(cfg.get("targets")) if str(t).strip()]
+    targets = [str(t).strip() for t in list_option(cfg.get("targets")) if str(t).strip()]
     if not targets:
         raise _bad("targets is empty: give the schedulers to run on, e.g. -cfg targets=slurm;local_cwd", "targets")
     for t in targets:
@@ -255,7 +256,7 @@ def check(
             raise _bad(f"{key}={value}: must be 0 or more", key)
         budgets[key] = value
     codes = []
-    for code in _as_list(cfg.get("recover_on_exit_codes")):
+    for code in list_option(cfg.get("recover_on_exit_codes")):
         try:
             codes.append(int(str(code)))
         except ValueError:
@@ -356,7 +357,7 @@ def _pod_options(cfg: Mapping[str, CfgVal], controller: str, journal: str | None
     """The checked options of a ``controller=kubernetes`` pod (:data:`POD_OPTIONS`)."""
     image = str(cfg.get("controller_image") or "").strip()
     python = str(cfg.get("controller_python") or "python3").strip()
-    mounts = [m for m in _as_list(cfg.get("controller_mounts")) if m]
+    mounts = [m for m in list_option(cfg.get("controller_mounts")) if m]
     if controller != "kubernetes":
         given = [k for k in POD_OPTIONS if k != "controller_python" and cfg.get(k)]
         if given or python != "python3":

@@ -281,8 +281,8 @@ class LsfScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal],
         """The attempts the job's script logged next to its output (the job's working
         directory, which this host shares with the execution hosts), each lost one named by
         ``bhist -l``'s record of the rerun (see :func:`causes.requeue_causes`); None for an
-        unknown job."""
-        from torchx.schedulers.recovery import AttemptLog, read_attempt_log
+        unknown job or one that does not recover in LSF (no attempt log: :meth:`schedule` makes it)."""
+        from torchx.schedulers.recovery import read_attempt_log
 
         from torchx_sched_lsf import causes
 
@@ -290,12 +290,12 @@ class LsfScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal],
         if not jobs or jobs[0].job_id != app_id:
             return None
         if not jobs[0].cwd:
-            return AttemptLog()
+            return None
         try:
             with open(os.path.join(jobs[0].cwd, script.attempt_log(app_id)), encoding="utf-8", errors="replace") as f:
                 log = read_attempt_log(f.read())
         except FileNotFoundError:
-            return AttemptLog()
+            return None
         if log.lost:
             proc = commands.run(["bhist", "-l", app_id], check=False)
             if proc.returncode == 0:
@@ -332,6 +332,9 @@ class LsfScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal],
         m = _SUBMITTED.search(proc.stdout)
         if not m:
             raise CommandError(["bsub", *req.args[:2]], 0, f"unexpected output {proc.stdout.strip()!r}")
+        if req.recovering:  # marks it as one (recovery_attempts), also while it is pending
+            with open(os.path.join(req.workdir or os.getcwd(), script.attempt_log(m.group(1))), "a"):
+                pass
         return m.group(1)
 
     # ------------------------------------------------------------------ state

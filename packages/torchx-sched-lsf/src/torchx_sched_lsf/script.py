@@ -137,6 +137,8 @@ class BsubRequest:
     args: list[str]
     script: str
     workdir: str | None
+    #: the job recovers in LSF (:func:`build_request` with a policy): its attempt log is made at submit
+    recovering: bool = False
 
     def command(self) -> list[str]:
         """The ``bsub`` command line (the script goes to its stdin)."""
@@ -345,7 +347,7 @@ def build_request(
     args = bsub_args(app, opts, replicas, gpu_flag)
     if policy is not None:
         args.append("-r")
-    return BsubRequest(args=args, script="\n".join(lines) + "\n", workdir=workdir)
+    return BsubRequest(args=args, script="\n".join(lines) + "\n", workdir=workdir, recovering=policy is not None)
 
 
 def _common_name(apps: Sequence[AppDef]) -> str:

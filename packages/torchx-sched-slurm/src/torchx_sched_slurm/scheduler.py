@@ -294,8 +294,9 @@ class SlurmScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal
     def recovery_attempts(self, app_id: str) -> AttemptLog | None:
         """The attempts the job's batch script logged next to its output (the job's working
         directory, which this host shares with the nodes), each lost one named by ``sacct -D``'s
-        record of the requeue (NODE_FAIL, PREEMPTED, ...); None for an unknown job."""
-        from torchx.schedulers.recovery import AttemptLog, read_attempt_log
+        record of the requeue (NODE_FAIL, PREEMPTED, ...); None for an unknown job or one that
+        does not recover in Slurm (no attempt log: :meth:`schedule` makes it)."""
+        from torchx.schedulers.recovery import read_attempt_log
 
         from torchx_sched_slurm import causes
 
@@ -307,7 +308,7 @@ class SlurmScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal
             with open(os.path.join(workdir, script.attempt_log(app_id)), encoding="utf-8", errors="replace") as f:
                 log = read_attempt_log(f.read())
         except FileNotFoundError:
-            return AttemptLog()
+            return None
         if log.lost:
             proc = commands.run(["sacct", *causes.sacct_args(app_id)], check=False)
             if proc.returncode == 0:
@@ -327,6 +328,9 @@ class SlurmScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal
         job_id = out.split(";", 1)[0]
         if not _JOB_ID.fullmatch(job_id):
             raise CommandError(["sbatch", "--parsable"], 0, f"unexpected output {out!r}")
+        if req.recovering:  # marks it as one (recovery_attempts), also while it is pending
+            with open(os.path.join(req.workdir or os.getcwd(), script.attempt_log(job_id)), "a"):
+                pass
         return job_id
 
     # ------------------------------------------------------------------ state

@@ -76,6 +76,8 @@ class SbatchRequest:
 
     script: str
     workdir: str | None
+    #: the job recovers in Slurm (:func:`build_script` with a policy): its attempt log is made at submit
+    recovering: bool = False
 
     def __str__(self) -> str:
         return self.script
@@ -190,7 +192,7 @@ def build_script(app: AppDef, opts: SlurmOpts, policy: RecoveryPolicy | None = N
         )
     else:
         lines += [*run, *_requeue_lines(retries), 'exit "$rc"']
-    return SbatchRequest(script="\n".join(lines) + "\n", workdir=workdir)
+    return SbatchRequest(script="\n".join(lines) + "\n", workdir=workdir, recovering=policy is not None)
 
 
 def _run_lines(
