@@ -465,13 +465,17 @@ class JobStore:
             OSError: it cannot be created (the error names the path)
         """
         check_app_id(app_id)
-        if not os.path.isdir(self.root):
-            os.makedirs(os.path.dirname(self.root), exist_ok=True)
-            with contextlib.suppress(FileExistsError):
-                private_dir(self.root)
         path = os.path.join(self.root, f"{STAGING_PREFIX}{app_id}-{os.getpid()}")
         try:
-            private_dir(path)
+            try:
+                os.mkdir(path, 0o700)  # the state directory is there but for the first submission
+            except FileNotFoundError:
+                os.makedirs(os.path.dirname(self.root), exist_ok=True)
+                with contextlib.suppress(FileExistsError):
+                    private_dir(self.root)
+                private_dir(path)
+            else:
+                restrict_to_owner([path])
         except OSError as e:
             raise OSError(e.errno, e.strerror, self.root) from None  # the directory users know
         return path
