@@ -24,7 +24,7 @@ MODULES = {
     "torchx.schedulers.slurm_scheduler": ("torchx_sched_slurm", "SlurmScheduler SlurmOpts create_scheduler"),
     "torchx.workspace.dir_workspace": ("torchx_sched_slurm", "DirWorkspaceMixin"),
     "torchx.schedulers.lsf_scheduler": ("torchx_sched_lsf", "LsfScheduler LsfOpts create_scheduler"),
-    "torchx.schedulers.ray_scheduler": ("torchx_sched_ray", "RayScheduler RayOpts create_scheduler"),
+    "torchx.schedulers.ray_scheduler": ("torchx_sched_ray", "RayScheduler RayOpts create_scheduler has_ray"),
     "torchx.schedulers.kubernetes_scheduler": (
         "torchx_sched_k8s",
         "KubernetesScheduler KubernetesOpts create_scheduler app_to_resource role_to_pod pod_labels"
