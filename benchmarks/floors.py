@@ -9,8 +9,11 @@ bounds:
   starts a supervisor that outlives the launcher at once) and one ``fdatasync`` (the journal
   line that makes the job's record durable).
 * 1x32 run -> terminal within 1.3x of 32 ``Popen`` + ``wait``: 32 ``posix_spawn`` + ``waitpid``
-  of ``/bin/true`` (what the supervisor does), from one thread and from two (``posix_spawn``
-  holds the GIL, so a second thread gains nothing).
+  of ``/bin/true``, from one thread and from two (``posix_spawn`` holds the GIL, so a second
+  thread gains nothing), and with a session of its own for each (``setsid``: what the
+  supervisor does, so that a replica's whole process tree can be found and stopped; where the
+  kernel groups sessions for its scheduler, ``kernel.sched_autogroup_enabled=1``, each new
+  session is a new scheduling group, which costs more than the spawn itself here).
 
     python3 benchmarks/floors.py                  # uses .bench/ours (run.py builds it)
     python3 benchmarks/floors.py --python /path/to/venv/bin/python --repeat 30
@@ -54,11 +57,11 @@ def fdatasync_ms(directory):
     os.close(fd)
     return statistics.median(samples) * 1000
 
-def spawn_ms(threads, count=32):
+def spawn_ms(threads, count=32, setsid=False):
     env = dict(os.environ)
     def spawn(n, pids):
         for _ in range(n):
-            pids.append(os.posix_spawn("/bin/true", ["/bin/true"], env))
+            pids.append(os.posix_spawn("/bin/true", ["/bin/true"], env, setsid=setsid))
     samples = []
     for _ in range(max(5, repeat // 3)):
         pids = []
@@ -88,6 +91,7 @@ print(f"fork {fork_ms():.3f}")
 print(f"fdatasync {fdatasync_ms(sys.argv[2]):.3f}")
 print(f"spawn1 {spawn_ms(1):.3f}")
 print(f"spawn2 {spawn_ms(2):.3f}")
+print(f"spawn1setsid {spawn_ms(1, setsid=True):.3f}")
 print(f"popen {popen_ms():.3f}")
 """
 
@@ -131,6 +135,7 @@ def main() -> None:
     print(f"  32 Popen + wait (the floor)            {float(got['popen']):7.2f} ms")
     print(f"  32 posix_spawn + waitpid, one thread   {float(got['spawn1']):7.2f} ms")
     print(f"  32 posix_spawn + waitpid, two threads  {float(got['spawn2']):7.2f} ms")
+    print(f"  the same in sessions of their own      {float(got['spawn1setsid']):7.2f} ms   (what the supervisor does)")
     print(f"  1.3x the floor leaves                  {0.3 * float(got['popen']):7.2f} ms for everything but the spawns")
 
 
