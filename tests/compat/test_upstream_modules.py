@@ -141,3 +141,12 @@ def test_component_test_case_runs_a_component() -> None:
     with open(os.devnull, "w") as sink:
         result = unittest.TextTestRunner(stream=sink).run(unittest.defaultTestLoader.loadTestsFromTestCase(EchoTest))
     assert result.wasSuccessful(), result.failures + result.errors
+
+
+def test_get_device_mounts_warns_on_an_unknown_device_and_skips_it() -> None:
+    from torchx.schedulers.devices import get_device_mounts
+
+    with pytest.warns(UserWarning, match="'no-such-device'"):
+        assert get_device_mounts({"no-such-device": 1}) == []
+    efa = get_device_mounts({"vpc.amazonaws.com/efa": 2})
+    assert [m.src_path for m in efa] == ["/dev/infiniband/uverbs0", "/dev/infiniband/uverbs1"]

@@ -28,13 +28,14 @@ DEVICES: dict[str, object] = {name: (lambda n, _t=name: to_devicemounts(n, _t)) 
 
 
 def get_device_mounts(devices: dict[str, int]) -> list[DeviceMount]:
-    """The mounts for every known device in ``devices``; unknown names are skipped (with a warning)."""
+    """The mounts for every known device in ``devices``; unknown names are skipped with a
+    ``UserWarning`` (as TorchX)."""
     mounts: list[DeviceMount] = []
     for name, count in devices.items():
         if name in DEVICE_PATHS:
             mounts += to_devicemounts(count, name)
         else:
-            import logging
+            import warnings
 
-            logging.getLogger(__name__).warning("no device files known for %r; skipping it", name)
+            warnings.warn(f"no device files known for {name!r}; skipping it", UserWarning, stacklevel=2)
     return mounts
