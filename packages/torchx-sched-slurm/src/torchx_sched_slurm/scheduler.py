@@ -256,6 +256,8 @@ class SlurmScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal
 
     def __init__(self, session_name: str) -> None:
         super().__init__("slurm", session_name)
+        #: job id -> working directory, of the jobs the last :meth:`list` saw (a job's never changes)
+        self._workdirs: dict[str, str] = {}
 
     # ------------------------------------------------------------------ submitting
     def _run_opts(self) -> runopts:
@@ -295,15 +297,18 @@ class SlurmScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal
         """The attempts the job's batch script logged next to its output (the job's working
         directory, which this host shares with the nodes), each lost one named by ``sacct -D``'s
         record of the requeue (NODE_FAIL, PREEMPTED, ...); None for an unknown job or one that
-        does not recover in Slurm (no attempt log: :meth:`schedule` makes it)."""
+        does not recover in Slurm (no attempt log: :meth:`schedule` makes it). A job the last
+        :meth:`list` saw is not asked about again (its working directory came with it)."""
         from torchx.schedulers.recovery import read_attempt_log
 
         from torchx_sched_slurm import causes
 
-        desc = self.describe(app_id)
-        if desc is None:
-            return None
-        workdir = str(desc.metadata.get("workdir") or "")
+        workdir = self._workdirs.get(app_id)
+        if workdir is None:
+            desc = self.describe(app_id)
+            if desc is None:
+                return None
+            workdir = str(desc.metadata.get("workdir") or "")
         try:
             with open(os.path.join(workdir, script.attempt_log(app_id)), encoding="utf-8", errors="replace") as f:
                 log = read_attempt_log(f.read())
@@ -437,7 +442,9 @@ class SlurmScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal
         user = getpass.getuser()
         text = self._sacct(["-X", "-u", user, "-S", LIST_WINDOW])
         squeue = commands.run(["squeue", "-h", "-r", "-t", "all", "-u", user, "-O", squeue_format()])
-        return list_apps(parse_sacct(text) if text else [], parse_squeue(squeue.stdout))
+        accounted, live = parse_sacct(text) if text else [], parse_squeue(squeue.stdout)
+        self._workdirs = {c.app_id: c.workdir for c in (*accounted, *live) if c.workdir and c.offset == 0}
+        return list_apps(accounted, live)
 
     # ------------------------------------------------------------------ stopping
     def _cancel_existing(self, app_id: str) -> None:
