@@ -216,3 +216,13 @@ def test_install_hints_name_the_clone_when_torchx_runs_from_one(tmp_path, monkey
     )
     # a distribution the clone does not have comes from PyPI
     assert distributions.pip_install("torchx-sched-nope") == "pip install torchx-sched-nope"
+
+
+def test_parse_mounts_errors_are_also_key_errors_with_plain_messages() -> None:
+    with pytest.raises(KeyError) as info:  # as TorchX
+        parse_mounts(["src=foo"])
+    assert str(info.value).startswith("type must be specified first: ")
+    with pytest.raises(KeyError, match=r"unknown mount option blah, must be one of .*\btype\b"):
+        parse_mounts(["blah=foo"])
+    with pytest.raises(ValueError, match="needs src="):
+        parse_mounts(["type=bind"])

@@ -77,8 +77,11 @@ _KEY_ALIASES = {
 }
 
 
-class MountParseError(ValueError):
-    """A mount option string is malformed."""
+class MountParseError(ValueError, KeyError):
+    """A mount option string is malformed. Also a ``KeyError``, which TorchX raises here."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""  # not KeyError's quoted repr
 
 
 def _parse_one(group: list[str]) -> Mount:
@@ -88,11 +91,14 @@ def _parse_one(group: list[str]) -> Mount:
         key = key.strip().lower()
         if key not in _KEY_ALIASES:
             raise MountParseError(
-                f"unknown mount option {key!r} in {','.join(group)!r}; known: {', '.join(sorted(set(_KEY_ALIASES)))}"
+                f"unknown mount option {key}, must be one of {', '.join(sorted(set(_KEY_ALIASES)))}"
+                f" (in {','.join(group)!r})"
             )
         canonical = _KEY_ALIASES[key]
         if i == 0 and canonical != "type":
-            raise MountParseError(f"a mount must start with type=bind|volume|device, got {item!r}")
+            raise MountParseError(
+                f"type must be specified first: a mount must start with type=bind|volume|device, got {item!r}"
+            )
         if canonical == "readonly":
             opts[canonical] = value if sep else "true"
         else:
