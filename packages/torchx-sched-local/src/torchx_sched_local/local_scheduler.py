@@ -626,10 +626,12 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         return [resp for _, resp in found]
 
     def wait(self, app_id: str, timeout: float | None = None, poll_interval: float = 1.0) -> DescribeAppResponse | None:
-        """Blocks until the job ends (its supervisor exits) or ``timeout`` seconds pass.
+        """Blocks until the job ends (its final state is stored) or ``timeout`` seconds pass.
 
         Reacts to the supervisor's exit at once (pidfd on Linux; elsewhere it blocks on
-        the job's lock or re-checks every few milliseconds).
+        the job's lock or re-checks every few milliseconds), and, for a supervisor this
+        process forked, to the byte it writes to the end pipe (:mod:`.launch`) once the final
+        state is stored, before its exit.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
