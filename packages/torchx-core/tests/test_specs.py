@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from torchx import specs
 from torchx.specs import (
@@ -226,3 +228,27 @@ def test_parse_mounts_errors_are_also_key_errors_with_plain_messages() -> None:
         parse_mounts(["blah=foo"])
     with pytest.raises(ValueError, match="needs src="):
         parse_mounts(["type=bind"])
+
+
+def test_workspace_from_str_takes_file_urls_as_torchx_did(tmp_path: Path) -> None:
+    from torchx.specs import Workspace
+    from torchx.workspace.files import copy_workspace
+
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "train.py").write_text("print(1)\n")
+    assert Workspace.from_str(f"file://{tmp_path}/proj") == Workspace({f"{tmp_path}/proj": ""})
+    assert Workspace.from_str(f"file://{tmp_path}/proj:src;other:lib") == Workspace(
+        {f"{tmp_path}/proj": "src", "other": "lib"}
+    )
+    ws = Workspace.from_str(f"file://{tmp_path}/proj")
+    assert ws is not None
+    copy_workspace(ws, str(tmp_path / "out"))
+    assert (tmp_path / "out" / "train.py").read_text() == "print(1)\n"
+
+
+@pytest.mark.parametrize("url", ["memory://torchx-workspace/", "s3://bucket/proj"])
+def test_workspace_from_str_refuses_remote_urls_in_one_line(url: str) -> None:
+    from torchx.specs import Workspace
+
+    with pytest.raises(ValueError, match=r"is a \w+:// URL; a workspace is a local directory"):
+        Workspace.from_str(url)

@@ -20,15 +20,30 @@ class Workspace:
 
     @staticmethod
     def from_str(workspace: str | None) -> Workspace | None:
-        """Parses ``"path"`` (one project at the root) or ``"src:dst;src2:dst2"``."""
+        """Parses ``"path"`` (one project at the root) or ``"src:dst;src2:dst2"``.
+
+        A path may be a ``file://`` URL (TorchX's workspaces are fsspec URLs; its CLI's default
+        was ``file://<cwd>``): ``"file:///src/proj"`` is ``/src/proj``.
+
+        Raises:
+            ValueError: a project is a URL of another scheme (``s3://``, ``memory://``): only
+                local directories can be shipped
+        """
         if not workspace:
             return None
-        if ";" not in workspace and ":" not in workspace:
-            return Workspace({workspace: ""})
         projects: dict[str, str] = {}
         for item in workspace.split(";"):
-            if not item.strip():
+            item = item.strip()
+            if not item:
                 continue
+            scheme, sep, rest = item.partition("://")
+            if sep and scheme == "file":
+                item = rest
+            elif sep and scheme.isidentifier():
+                raise ValueError(
+                    f"workspace {item!r} is a {scheme}:// URL; a workspace is a local directory"
+                    " (a path or a file:// URL): copy the project here first"
+                )
             src, _, dst = item.partition(":")
             projects[src.strip()] = dst.strip()
         return Workspace(projects)
