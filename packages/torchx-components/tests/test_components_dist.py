@@ -227,7 +227,7 @@ def test_ddp_options() -> None:
             "is elastic, which needs --rdzv_backend c10d",
         ),
         (["--script", "t.py", "-h", "nope"], "unknown named resource 'nope'"),
-        (["--script", "t.py", "--mounts", "type=tmpfs,dst=/x"], "unknown mount type 'tmpfs'"),
+        (["--script", "t.py", "--mounts", "type=tmpfs,dst=/x"], "invalid mount type 'tmpfs'"),
     ],
 )
 def test_ddp_errors(argv: list[str], message: str) -> None:

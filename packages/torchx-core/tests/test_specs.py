@@ -112,7 +112,7 @@ def test_parse_mounts_all_kinds_and_aliases() -> None:
     "opts, message",
     [
         (["src=/a,dst=/b"], "must start with type="),
-        (["type=nfs,src=/a,dst=/b"], "unknown mount type"),
+        (["type=nfs,src=/a,dst=/b"], "invalid mount type 'nfs', must be one of bind, volume, device"),
         (["type=bind,src=/a"], "needs dst="),
         (["type=bind,src=/a,dst=/b,colour=red"], "unknown mount option"),
         (["type=device"], "needs src="),

@@ -110,7 +110,7 @@ def _parse_one(group: list[str]) -> Mount:
     try:
         mount_type = MountType(kind)
     except ValueError:
-        raise MountParseError(f"unknown mount type {kind!r}; use bind, volume or device") from None
+        raise MountParseError(f"invalid mount type {kind!r}, must be one of bind, volume, device") from None
     if mount_type == MountType.DEVICE:
         if "src" not in opts:
             raise MountParseError("a device mount needs src=/dev/...")
