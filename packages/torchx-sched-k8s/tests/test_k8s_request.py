@@ -314,7 +314,8 @@ def test_mcad_appwrapper_wraps_service_and_pods() -> None:
     assert aw["apiVersion"] == "workload.codeflare.dev/v1beta1"
     assert aw["kind"] == "AppWrapper"
     assert aw["spec"]["priority"] == 7
-    assert aw["spec"]["schedulingSpec"] == {"minAvailable": 2, "requeuing": {"maxNumRequeuings": 3}}
+    requeuing = {"timeInSeconds": 300, "maxTimeInSeconds": 0, "growthType": "exponential", "maxNumRequeuings": 3}
+    assert aw["spec"]["schedulingSpec"] == {"minAvailable": 2, "requeuing": requeuing}  # as TorchX writes it
     items = aw["spec"]["resources"]["GenericItems"]
     assert [i["generictemplate"]["kind"] for i in items] == ["Service", "Pod", "Pod"]
     pod = items[2]["generictemplate"]

@@ -24,6 +24,7 @@ from torchx_sched_k8s.request import (
     _factories,
     _service,
     build_mcad,
+    mcad_scheduling_spec,
     pod_group,
     pod_group_name,
 )
@@ -82,14 +83,8 @@ def get_unique_truncated_appid(app: AppDef) -> str:
 def enable_retry(job_spec: dict[str, Any], appwrapper_retries: int, total_pods: int) -> None:
     """Sets ``job_spec["schedulingSpec"]``: dispatch when ``total_pods`` fit, requeue a failed
     wrapper up to ``appwrapper_retries`` times, with TorchX's back-off (300 s, growing
-    exponentially, no upper limit)."""
-    requeuing = {
-        "timeInSeconds": 300,
-        "maxTimeInSeconds": 0,
-        "growthType": "exponential",
-        "maxNumRequeuings": appwrapper_retries,
-    }
-    job_spec["schedulingSpec"] = {"minAvailable": total_pods, "requeuing": requeuing}
+    exponentially, no upper limit), as the scheduler's AppWrappers."""
+    job_spec["schedulingSpec"] = mcad_scheduling_spec(total_pods, appwrapper_retries)
 
 
 def create_pod_group(app: AppDef, role: Role, role_idx: int, namespace: str, app_id: str) -> dict[str, Any]:

@@ -234,6 +234,14 @@ def pod_group(group: str, namespace: str, factory: PodFactory) -> dict[str, Any]
     }
 
 
+def mcad_scheduling_spec(total_pods: int, retries: int) -> dict[str, Any]:
+    """An AppWrapper's ``schedulingSpec``: dispatch when ``total_pods`` fit; requeue a failed
+    wrapper up to ``retries`` times, 300 s apart growing exponentially with no upper limit
+    (MCAD's defaults, written out as TorchX does)."""
+    requeuing = {"timeInSeconds": 300, "maxTimeInSeconds": 0, "growthType": "exponential", "maxNumRequeuings": retries}
+    return {"minAvailable": total_pods, "requeuing": requeuing}
+
+
 def build_mcad(app: AppDef, opts: MCADOpts, name: str | None = None) -> KubernetesRequest:
     """The ``mcad`` request: an AppWrapper whose generic items are the Service and one Pod per replica.
 
@@ -271,10 +279,9 @@ def build_mcad(app: AppDef, opts: MCADOpts, name: str | None = None) -> Kubernet
             }
             items.append({"replicas": 1, "custompodresources": [custom], "generictemplate": pod})
     spec: dict[str, Any] = {
-        "schedulingSpec": {
-            "minAvailable": sum(f.role.num_replicas for f in factories),
-            "requeuing": {"maxNumRequeuings": max(f.role.max_retries for f in factories)},
-        },
+        "schedulingSpec": mcad_scheduling_spec(
+            sum(f.role.num_replicas for f in factories), max(f.role.max_retries for f in factories)
+        ),
         "resources": {"GenericItems": items},
     }
     if opts.priority is not None:
