@@ -150,3 +150,30 @@ def test_get_device_mounts_warns_on_an_unknown_device_and_skips_it() -> None:
         assert get_device_mounts({"no-such-device": 1}) == []
     efa = get_device_mounts({"vpc.amazonaws.com/efa": 2})
     assert [m.src_path for m in efa] == ["/dev/infiniband/uverbs0", "/dev/infiniband/uverbs1"]
+
+
+def test_make_unique_gives_a_random_part_of_exactly_the_length_asked() -> None:
+    from torchx.schedulers.ids import make_unique
+
+    assert len(make_unique("app").removeprefix("app-")) == 12
+    for n in (3, 12, 14, 30):
+        rand = make_unique("app", n).removeprefix("app-")
+        assert len(rand) == n and rand[0].isalpha() and rand.isalnum() and rand == rand.lower()
+
+
+def test_mcad_unique_truncated_appid_sizes_as_torchx_and_leaves_the_app_alone() -> None:
+    pytest.importorskip("torchx_sched_k8s")
+    from torchx import specs
+    from torchx.schedulers.kubernetes_mcad_scheduler import get_unique_truncated_appid
+
+    def app(name: str) -> specs.AppDef:
+        return specs.AppDef(name, roles=[specs.Role("r", image="i")])
+
+    assert len(get_unique_truncated_appid(app("abcde"))) == len("abcde-") + 14
+    long = "n" * 51  # 63 - 51 - 4 - 4 = 4 characters left for the random part
+    assert get_unique_truncated_appid(app(long)).startswith(long + "-")
+    assert len(get_unique_truncated_appid(app(long))) == 51 + 1 + 4
+    longer = app("x" * 70)
+    with pytest.warns(UserWarning, match="too long"):
+        cut = get_unique_truncated_appid(longer)
+    assert cut.startswith("x" * 55 + "-") and len(cut) == 55 + 1 + 3 and longer.name == "x" * 70

@@ -11,11 +11,11 @@ import warnings
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
+from torchx.schedulers.ids import make_unique
 from torchx.schedulers.structured_opts import typed_dict
 from torchx.specs.roles import AppDef, Resource, Role
 from torchx.specs.status import AppState
 
-from torchx_sched_k8s import names
 from torchx_sched_k8s.names import LABEL_ROLE_NAME
 from torchx_sched_k8s.opts import MCADOpts
 from torchx_sched_k8s.request import (
@@ -75,9 +75,18 @@ def cleanup_str(data: str) -> str:
 
 
 def get_unique_truncated_appid(app: AppDef) -> str:
-    """A unique Kubernetes name for ``app`` short enough for every object made from it (the
-    AppWrapper, its Service, ``<name>-pg<role>`` PodGroups): at most 63 characters."""
-    return names.app_name(app.name)
+    """``<app name>-<random id>`` (cleaned up by :func:`cleanup_str`) short enough for every
+    object made from it, ``<name>-pg<role index>`` PodGroups included (63 characters): the
+    random id has 14 characters, fewer when the name is long, and at least 3, the name then cut
+    to fit (with a warning). Sized as TorchX's; ``app`` itself is not changed (TorchX cut its name).
+    """
+    pod_group_chars = 3 + len(app.roles)
+    name = app.name
+    id_chars = min(14, 63 - (len(name) + 4 + pod_group_chars))
+    if id_chars <= 3:
+        warnings.warn(f"app name {name!r} is too long for Kubernetes object names; it is cut", stacklevel=2)
+        name, id_chars = name[: 63 - 4 - pod_group_chars], 3
+    return cleanup_str(make_unique(name, id_chars))
 
 
 def enable_retry(job_spec: dict[str, Any], appwrapper_retries: int, total_pods: int) -> None:

@@ -19,9 +19,9 @@ def random_id() -> str:
 
 
 def make_unique(name: str, string_length: int = 0) -> str:
-    """``name-<random>``; ``string_length`` > 0 limits the random part."""
-    rid = random_id()
-    return f"{name}-{rid[:string_length] if string_length > 0 else rid}"
+    """``name-<random>``: the random part is :func:`random_id` (12 characters), or exactly
+    ``string_length`` characters when that is > 0 (as TorchX)."""
+    return f"{name}-{get_len_random_id(string_length) if string_length > 0 else random_id()}"
 
 
 def sanitize_name(name: str, max_length: int = 63, allowed: str = r"a-z0-9\-") -> str:
