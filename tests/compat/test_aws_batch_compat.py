@@ -31,6 +31,7 @@ def test_batch_job_fields() -> None:
     assert isinstance(job, BatchJob)
     assert job.queue == "q"
     assert job.share_id == "team"
+    assert job.job_def["schedulingPriority"] == 3
     assert job.job_def["type"] == "container"
     assert job.job_def["containerProperties"]["image"] == "python:3.11"
 

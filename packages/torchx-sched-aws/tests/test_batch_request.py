@@ -161,6 +161,7 @@ def test_fair_share_and_tags() -> None:
     job = build_job(app, opts(share_id="teamA", priority=7), "x-1")
     assert job.submit["shareIdentifier"] == "teamA"
     assert job.submit["schedulingPriorityOverride"] == 7
+    assert job.job_definition["schedulingPriority"] == 7  # where TorchX puts it
     tags = job.job_definition["tags"]
     assert tags["team"] == "ml/infra"
     assert tags["bad key_"] == "v_1"
@@ -186,6 +187,7 @@ def test_bad_input_gets_one_clear_error(app_kw: dict, cfg: dict, message: str) -
 def test_priority_without_share_id_is_ignored_as_torchx() -> None:
     job = build_job(specs.AppDef("x", roles=[role()]), opts(priority=5), "x-1")
     assert "schedulingPriorityOverride" not in job.submit
+    assert "schedulingPriority" not in job.job_definition
     assert job.share_id is None
 
 

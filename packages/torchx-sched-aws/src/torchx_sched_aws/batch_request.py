@@ -154,7 +154,8 @@ def build_job(app: AppDef, opts: BatchOpts, name: str) -> BatchJob:
     else:
         definition["containerProperties"] = ranges[0]["container"]
     submit: dict[str, Any] = {"jobName": name, "jobQueue": opts.queue, "tags": tags}
-    if opts.share_id:
+    if opts.share_id:  # the priority on the definition as TorchX, and on the submission (it wins there)
+        definition["schedulingPriority"] = opts.priority
         submit["shareIdentifier"] = opts.share_id
         submit["schedulingPriorityOverride"] = opts.priority
     return BatchJob(name=name, queue=opts.queue, job_definition=definition, submit=submit)
