@@ -102,3 +102,13 @@ def test_parse_docstring() -> None:
     assert doc.short_description == "Short line continues."
     assert doc.long_description == "Long description."
     assert doc.params == {"a": "first more about a", "b": "second"}
+
+
+def test_validate_returns_errors_only_unless_warnings_are_asked_for(tmp_path: Path) -> None:
+    path = tmp_path / "comp.py"
+    path.write_text(textwrap.dedent(GOOD))
+    assert validate(str(path), "nodoc") == []  # valid: TorchX callers test `if validate(...)`
+    warnings = validate(str(path), "nodoc", include_warnings=True)
+    assert warnings and {m.severity for m in warnings} == {"warning"}
+    assert "has no docstring" in warnings[0].description
+    assert [m.severity for m in validate(str(path), "untyped")] == ["error", "error"]

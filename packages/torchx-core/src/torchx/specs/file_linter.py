@@ -236,16 +236,21 @@ def validate_function(fn: ast.FunctionDef) -> list[LinterMessage]:
     return msgs
 
 
-def validate(path: str, component_function: str, validators: Any = None) -> list[LinterMessage]:
+def validate(
+    path: str, component_function: str, validators: Any = None, *, include_warnings: bool = False
+) -> list[LinterMessage]:
     """Lints ``component_function`` in the python file ``path`` (without importing it).
 
     Args:
         path: the python source file
         component_function: the function's name
         validators: accepted for compatibility; unused
+        include_warnings: also return the warnings (severity ``warning``: no docstring, an
+            argument missing from ``Args:``), which do not make the component invalid
 
     Returns:
-        the problems found (errors and warnings); empty when the component is valid
+        the errors found (and the warnings if asked); without warnings, empty exactly when the
+        component is valid (as TorchX: callers test ``if validate(...)``)
     """
     try:
         with open(path, encoding="utf-8") as f:
@@ -258,5 +263,5 @@ def validate(path: str, component_function: str, validators: Any = None) -> list
         return [LinterMessage(FILE_VALIDATOR, e.msg, e.lineno or 0, e.offset or 0)]
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == component_function:
-            return validate_function(node)
+            return [m for m in validate_function(node) if include_warnings or m.severity == "error"]
     return [LinterMessage(FILE_VALIDATOR, f"Function {component_function} not found", 0, 0)]
