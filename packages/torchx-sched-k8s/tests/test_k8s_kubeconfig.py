@@ -18,7 +18,7 @@ import pytest
 import yaml
 from torchx_sched_k8s import kubeconfig
 from torchx_sched_k8s.kubeconfig import KubeConfigError, load_endpoint
-from torchx_sched_k8s.rest import RestClient, path
+from torchx_sched_k8s.rest import ApiError, Endpoint, RestClient, path
 
 kubernetes = pytest.importorskip("kubernetes")
 
@@ -193,6 +193,91 @@ def test_in_cluster_service_account(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 def test_path_segments_are_encoded() -> None:
     assert path("api", "v1", "namespaces", "a/b", "pods") == "/api/v1/namespaces/a%2Fb/pods"
+
+
+def _serve(answers: int, handle: Any) -> tuple[int, Any]:
+    """A raw TCP server on 127.0.0.1 that serves ``answers`` connections with ``handle(conn)``."""
+    import socket
+    import threading
+
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def run() -> None:
+        for _ in range(answers):
+            conn, _ = server.accept()
+            with conn:
+                handle(conn)
+        server.close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return server.getsockname()[1], thread
+
+
+def _read_request(conn: Any) -> bytes:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += conn.recv(4096)
+    return data
+
+
+def test_a_kept_alive_connection_the_server_closed_is_replaced() -> None:
+    """The server answers one request per connection and closes it without saying so (an idle
+    timeout): the next request goes out again on a new connection."""
+
+    def answer_once(conn: Any) -> None:
+        _read_request(conn)
+        conn.sendall(b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"n": true}')
+
+    port, thread = _serve(2, answer_once)
+    rest = RestClient(Endpoint(host=f"http://127.0.0.1:{port}"))
+    try:
+        assert rest.json("GET", "/a", timeout=5) == {"n": True}
+        assert rest.json("GET", "/b", timeout=5) == {"n": True}
+    finally:
+        rest.close()
+    thread.join(5)
+
+
+def test_a_stream_yields_what_arrived_before_the_answer_ends() -> None:
+    """A followed log: chunks reach the reader as the server sends them."""
+    import threading
+
+    sent_first = threading.Event()
+    go_on = threading.Event()
+
+    def chunked(conn: Any) -> None:
+        _read_request(conn)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nline1\n\r\n")
+        sent_first.set()
+        go_on.wait(10)
+        conn.sendall(b"6\r\nline2\n\r\n0\r\n\r\n")
+
+    port, thread = _serve(1, chunked)
+    rest = RestClient(Endpoint(host=f"http://127.0.0.1:{port}"))
+    response = rest.request("GET", "/log", stream=True)
+    pieces = response.stream(64 * 1024)
+    assert next(pieces) == b"line1\n"  # before the server sent the rest
+    go_on.set()
+    assert b"".join(pieces) == b"line2\n"
+    response.release_conn()
+    rest.close()
+    thread.join(5)
+
+
+def test_an_error_answer_carries_status_and_body() -> None:
+    def not_found(conn: Any) -> None:
+        _read_request(conn)
+        body = b'{"kind":"Status","message":"jobs.batch \\"x\\" not found","reason":"NotFound"}'
+        conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+
+    port, thread = _serve(1, not_found)
+    rest = RestClient(Endpoint(host=f"http://127.0.0.1:{port}"))
+    with pytest.raises(ApiError) as e:
+        rest.json("GET", "/apis/batch/v1/namespaces/d/jobs/x", timeout=5)
+    assert e.value.status == 404 and b"NotFound" in e.value.body
+    rest.close()
+    thread.join(5)
 
 
 @pytest.mark.k8s

@@ -71,7 +71,8 @@ def api_error(
 
 def connection_error(action: str, host: str, error: BaseException) -> KubernetesError:
     """The error for a server that cannot be reached (refused, DNS, TLS, timeout)."""
-    reason = getattr(error, "reason", None) or error
+    # a socket/TLS error says it all; a client library's wrapper keeps the cause in ``reason``
+    reason = error if isinstance(error, OSError) else getattr(error, "reason", None) or error
     text = str(reason)
     # urllib3 wraps the root cause as "<Conn object at 0x...>: Failed to ...": keep the readable part
     if "object at 0x" in text and ": " in text:

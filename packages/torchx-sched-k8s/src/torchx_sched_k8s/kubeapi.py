@@ -1,4 +1,4 @@
-"""The Kubernetes API calls torchx makes, as plain JSON over :mod:`torchx_sched_k8s.rest`.
+"""The Kubernetes API calls torchx makes, as plain JSON over :mod:`torchx_sched_k8s.rest` (``http.client``).
 
 Requests go out as plain dicts; answers come back as plain dicts (JSON as the server sent it,
 no model objects). The ``kubernetes`` client package is not imported on these paths (its
@@ -10,16 +10,15 @@ only by the scheduler.
 
 from __future__ import annotations
 
+import http.client
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import urllib3
-
 from torchx_sched_k8s.errors import KubernetesError, api_error, config_error, connection_error
 from torchx_sched_k8s.kubeconfig import KubeConfigError, endpoint_from_configuration, load_endpoint
 from torchx_sched_k8s.request import Custom
-from torchx_sched_k8s.rest import ApiError, RestClient, path
+from torchx_sched_k8s.rest import ApiError, Response, RestClient, path
 
 MERGE_PATCH = "application/merge-patch+json"
 
@@ -119,7 +118,7 @@ class KubeApi:
             raise api_error(action, e.status, e.reason, e.body, namespace) from None
         except KubeConfigError as e:
             raise config_error(e) from None
-        except urllib3.exceptions.HTTPError as e:
+        except (OSError, http.client.HTTPException) as e:
             raise connection_error(action, self.host, e) from None
 
     def _json(self, action: str, namespace: str | None, method: str, api_path: str, **kwargs: Any) -> dict[str, Any]:
@@ -201,7 +200,7 @@ class KubeApi:
         """One coordination.k8s.io/v1 Lease, or None if it does not exist."""
         return self._or_none(f"get Lease {name!r}", namespace, _kind_path("Lease", namespace, name))
 
-    def pod_log(self, namespace: str, pod: str, **kwargs: Any) -> urllib3.BaseHTTPResponse:
+    def pod_log(self, namespace: str, pod: str, **kwargs: Any) -> Response:
         """The raw (streaming) log response of a pod; ``kwargs`` are ``read_namespaced_pod_log``'s
         (``container``, ``follow``, ``limit_bytes``, ``previous``, ``since_seconds``,
         ``since_time``, ``tail_lines``, ``timestamps``). The caller releases it."""

@@ -100,7 +100,6 @@ def endpoint_from_configuration(cfg: Any) -> Endpoint:
         headers=headers,
         server_hostname=getattr(cfg, "tls_server_name", None) or None,
         proxy=cfg.proxy or None,
-        retries=cfg.retries,
     )
 
 
@@ -176,9 +175,8 @@ def _endpoint(cluster: Mapping[str, Any], user: Mapping[str, Any]) -> Endpoint:
     elif user.get("tokenFile"):
         headers = _bearer_from_file(_resolve(user, str(user["tokenFile"])))
     elif "username" in user and "password" in user:
-        import urllib3
-
-        headers = _fixed(urllib3.util.make_headers(basic_auth=f"{user['username']}:{user['password']}"))
+        basic = base64.b64encode(f"{user['username']}:{user['password']}".encode("latin-1")).decode()
+        headers = _fixed({"authorization": f"Basic {basic}"})
     return Endpoint(
         host=host,
         ssl_context=ctx,

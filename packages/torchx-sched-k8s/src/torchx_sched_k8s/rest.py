@@ -1,24 +1,29 @@
-"""HTTP requests to the Kubernetes API server over ``urllib3``: the transport :class:`KubeApi`
-uses, without importing the ``kubernetes`` client.
+"""HTTP requests to the Kubernetes API server over the standard library's ``http.client``: the
+transport :class:`~torchx_sched_k8s.kubeapi.KubeApi` uses.
 
-The client package imports its ~700 model modules whatever one uses (about 0.4 s, most of a
-first ``run()``), and torchx sends and reads plain JSON anyway. Where the connection comes from
-(a kubeconfig, the pod's service account, or a ``kubernetes`` ``Configuration``) is
-:mod:`torchx_sched_k8s.kubeconfig`'s job; this module only sends requests.
+Why not a client library: the ``kubernetes`` package imports its ~700 model modules whatever one
+uses (about 0.4 s, most of a first ``run()``), and ``urllib3`` another ~30 ms; torchx sends and
+reads plain JSON over one kept-alive connection per thread, which ``http.client`` does
+(benchmark scenario 15; tested against the ``kubernetes`` client on the live API server). Where
+the connection comes from (a kubeconfig, the pod's service account, or a ``kubernetes``
+``Configuration``) is :mod:`torchx_sched_k8s.kubeconfig`'s job.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import ssl
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, urlencode
-
-import urllib3
+from urllib.parse import quote, urlencode, urlsplit
 
 JSON = "application/json"
+#: errors of a kept-alive connection the server closed meanwhile: the request is sent again once
+#: on a new connection (nothing of it reached the server)
+_STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, http.client.CannotSendRequest)
 
 
 class ApiError(Exception):
@@ -41,9 +46,7 @@ class Endpoint:
         headers: returns the authentication headers of one request (a token may be renewed
             between requests)
         server_hostname: the name to verify the server's certificate against, when not the host's
-        proxy: an HTTP(S) proxy URL to go through
-        retries: urllib3's retries of a failed connection (None: its default, as the client
-            library's)
+        proxy: an HTTP proxy URL to go through (``CONNECT`` for an ``https`` server)
     """
 
     host: str
@@ -51,7 +54,6 @@ class Endpoint:
     headers: Callable[[], Mapping[str, str]] = field(default=dict)
     server_hostname: str | None = None
     proxy: str | None = None
-    retries: int | None = None
 
 
 def path(*parts: str) -> str:
@@ -59,8 +61,54 @@ def path(*parts: str) -> str:
     return "/" + "/".join(quote(p, safe="") for p in parts)
 
 
+class Response:
+    """An answer of the API server: ``status``, ``reason`` and ``data`` (the body; read at once
+    unless the request streams, then read with :meth:`stream`, and :meth:`release_conn` after)."""
+
+    def __init__(self, raw: http.client.HTTPResponse, conn: http.client.HTTPConnection, stream: bool) -> None:
+        self.status = raw.status
+        self.reason = raw.reason
+        self._raw = raw
+        self._conn: http.client.HTTPConnection | None = conn if stream else None
+        self.data = b"" if stream else raw.read()
+
+    def stream(self, amt: int = 64 * 1024, decode_content: bool = True) -> Iterator[bytes]:
+        """The body as it arrives, in pieces of at most ``amt`` bytes (``decode_content``: for
+        ``urllib3``'s signature; torchx asks for no content encoding)."""
+        while True:
+            chunk = self._raw.read1(amt)
+            if not chunk:
+                return
+            yield chunk
+
+    def read(self) -> bytes:
+        """The rest of the body."""
+        return self.data or self._raw.read()
+
+    def release_conn(self) -> None:
+        """Closes a streamed answer's connection (a stream has a connection of its own)."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+class _HTTPSConnection(http.client.HTTPSConnection):
+    """An HTTPS connection that verifies the server against ``server_hostname`` (the
+    kubeconfig's ``tls-server-name``) when given, else the host's name."""
+
+    def __init__(self, host: str, port: int | None, context: ssl.SSLContext, server_hostname: str | None) -> None:
+        super().__init__(host, port, context=context)
+        self._context = context
+        self._server_hostname = server_hostname
+
+    def connect(self) -> None:
+        http.client.HTTPConnection.connect(self)  # TCP, and the proxy's CONNECT tunnel if any
+        name = self._server_hostname or self._tunnel_host or self.host  # type: ignore[attr-defined]
+        self.sock = self._context.wrap_socket(self.sock, server_hostname=name)
+
+
 class RestClient:
-    """Sends requests to one API server through a pool of kept-alive connections (thread-safe).
+    """Sends requests to one API server over one kept-alive connection per thread (thread-safe).
 
     Args:
         endpoint: the server and credentials
@@ -68,16 +116,35 @@ class RestClient:
 
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
-        pool_args: dict[str, Any] = {"maxsize": 8}
-        if endpoint.retries is not None:
-            pool_args["retries"] = endpoint.retries
-        if endpoint.ssl_context is not None:
-            pool_args["ssl_context"] = endpoint.ssl_context
-            if endpoint.server_hostname:
-                pool_args["server_hostname"] = endpoint.server_hostname
-        self._pool: urllib3.PoolManager = (
-            urllib3.ProxyManager(endpoint.proxy, **pool_args) if endpoint.proxy else urllib3.PoolManager(**pool_args)
-        )
+        url = urlsplit(endpoint.host)
+        self._https = url.scheme == "https"
+        self._host = url.hostname or ""
+        self._port = url.port
+        self._base = url.path.rstrip("/")
+        self._proxy = urlsplit(endpoint.proxy) if endpoint.proxy else None
+        self._local = threading.local()
+        self._all: list[http.client.HTTPConnection] = []
+        self._lock = threading.Lock()
+
+    def _connect(self) -> http.client.HTTPConnection:
+        host, port = (self._proxy.hostname or "", self._proxy.port) if self._proxy else (self._host, self._port)
+        conn: http.client.HTTPConnection
+        if self._https:
+            ctx = self.endpoint.ssl_context or ssl.create_default_context()
+            conn = _HTTPSConnection(host, port, ctx, self.endpoint.server_hostname)
+            if self._proxy:
+                conn.set_tunnel(self._host, self._port)
+        else:
+            conn = http.client.HTTPConnection(host, port)
+        return conn
+
+    def _pooled(self) -> http.client.HTTPConnection:
+        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self._connect()
+            with self._lock:
+                self._all.append(conn)
+        return conn
 
     def request(
         self,
@@ -89,37 +156,50 @@ class RestClient:
         content_type: str = JSON,
         timeout: float | None = None,
         stream: bool = False,
-    ) -> urllib3.BaseHTTPResponse:
-        """Sends one request; returns the response (its body unread when ``stream``).
+    ) -> Response:
+        """Sends one request; returns the answer (its body unread when ``stream``).
 
         Raises:
             ApiError: the server answered 400 or above (the body is read)
-            urllib3.exceptions.HTTPError: the server cannot be reached or did not answer in time
+            OSError: the server cannot be reached or did not answer within ``timeout`` seconds
+                (``ssl.SSLError``, ``TimeoutError``, ``ConnectionRefusedError`` ...)
+            http.client.HTTPException: the server's answer is not HTTP
         """
-        url = self.endpoint.host.rstrip("/") + api_path
+        target = self._base + api_path
         params = {k: _query_value(v) for k, v in (query or {}).items() if v is not None}
         if params:
-            url += "?" + urlencode(params)
+            target += "?" + urlencode(params)
+        if self._proxy and not self._https:
+            target = f"http://{self._host}{f':{self._port}' if self._port else ''}{target}"
         headers = {"Accept": JSON, "User-Agent": "torchx", **self.endpoint.headers()}
         data = None
         if body is not None:
             data = json.dumps(body).encode()
             headers["Content-Type"] = content_type
-        response = self._pool.request(
-            method,
-            url,
-            body=data,
-            headers=headers,
-            timeout=urllib3.Timeout(connect=timeout, read=timeout),
-            preload_content=not stream,
-            redirect=False,
-        )
-        if response.status >= 400:
-            error = ApiError(response.status, response.reason or "", response.data if not stream else response.read())
-            if stream:
+        for tries_left in (1, 0):
+            conn = self._connect() if stream else self._pooled()
+            reused = conn.sock is not None
+            conn.timeout = timeout
+            if conn.sock is not None:
+                conn.sock.settimeout(timeout)
+            try:
+                conn.request(method, target, body=data, headers=headers)
+                raw = conn.getresponse()
+            except _STALE:
+                conn.close()
+                if reused and tries_left:
+                    continue
+                raise
+            except BaseException:
+                conn.close()
+                raise
+            response = Response(raw, conn, stream)
+            if response.status >= 400:
+                body_read = response.data or raw.read()
                 response.release_conn()
-            raise error
-        return response
+                raise ApiError(response.status, response.reason or "", body_read)
+            return response
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     def json(self, method: str, api_path: str, **kwargs: Any) -> dict[str, Any]:
         """Sends one request and returns its JSON answer ({} for an empty one)."""
@@ -129,7 +209,11 @@ class RestClient:
 
     def close(self) -> None:
         """Closes the kept-alive connections."""
-        self._pool.clear()
+        with self._lock:
+            for conn in self._all:
+                conn.close()
+            self._all.clear()
+        self._local = threading.local()
 
 
 def _query_value(value: Any) -> str:
