@@ -205,20 +205,23 @@ def test_runner_calls_log_usage_events_when_someone_listens(fake_scheduler: str)
 
     from torchx.runner.events import TorchxEvent
 
-    seen: list[TorchxEvent] = []
-
     class Collect(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__()
+            self.events: list[TorchxEvent] = []
+
         def emit(self, record: logging.LogRecord) -> None:
-            seen.append(TorchxEvent.deserialize(record.getMessage()))
+            self.events.append(TorchxEvent.deserialize(record.getMessage()))
 
     logger = logging.getLogger("torchx.runner.events")
-    handler = Collect()
-    logger.addHandler(handler)
+    root, handler = Collect(), Collect()
+    logging.getLogger().addHandler(root)  # what --verbose / basicConfig(level=INFO) set up
+    old_level = logging.getLogger().level
+    logging.getLogger().setLevel(logging.INFO)
     try:
         with get_runner() as runner:
-            handle = runner.run(app(), fake_scheduler)  # nothing listens at INFO yet: no event
-            assert seen == []
-            logger.setLevel(logging.INFO)
+            handle = runner.run(app(), fake_scheduler)  # no handler on the events logger yet: no event
+            logger.addHandler(handler)
             handle = runner.run(app(), fake_scheduler)
             runner.status(handle)
             list(runner.log_lines(handle, "trainer"))
@@ -227,7 +230,10 @@ def test_runner_calls_log_usage_events_when_someone_listens(fake_scheduler: str)
                 runner.log_lines(handle.replace("/job-", "/nope-"), "trainer")
     finally:
         logger.removeHandler(handler)
-        logger.setLevel(logging.NOTSET)
+        logging.getLogger().removeHandler(root)
+        logging.getLogger().setLevel(old_level)
+    assert root.events == []  # events are not passed on to the root logger, as TorchX's
+    seen = handler.events
     app_id = handle.rpartition("/")[2]
     assert [(e.api, e.scheduler) for e in seen] == [
         ("dryrun", "fake"),

@@ -4,10 +4,12 @@
 :class:`TorchxEvent` (JSON) at INFO to the ``torchx.runner.events`` logger; the exception that
 left the block, if any, is recorded in it. The :class:`~torchx.runner.api.Runner` records one
 event per call of ``dryrun``, ``schedule``, ``status``, ``wait``, ``cancel``, ``describe``,
-``list`` and ``log_lines``. To receive them, attach a handler to that logger and let INFO
-through (``logging.getLogger("torchx.runner.events").setLevel(logging.INFO)``). While nothing
-listens (the default), an event is neither timed nor serialized, and this module does not even
-import :mod:`logging` (the CLI starts faster without it).
+``list`` and ``log_lines``. To receive them, attach a handler to that logger
+(``logging.getLogger("torchx.runner.events").addHandler(h)``). As TorchX's, the logger lets INFO
+through and does not pass events on to the root logger, so ``torchx --verbose`` or a
+``logging.basicConfig(level=INFO)`` does not print them. While no handler is attached (the
+default), an event is neither timed nor serialized, and this module does not even import
+:mod:`logging` (the CLI starts faster without it).
 """
 
 from __future__ import annotations
@@ -29,13 +31,17 @@ __all__ = ["SourceType", "TorchxEvent", "log_event", "record"]
 
 
 def _listener() -> logging.Logger | None:
-    """The events logger if an INFO record may reach a handler, else None (no ``logging``
-    imported yet means no handler can exist)."""
+    """The events logger if a handler is attached to it (and it lets INFO through), else None
+    (no ``logging`` imported yet means no handler can exist)."""
     logging = sys.modules.get("logging")
     if logging is None:
         return None
     logger = logging.getLogger(__name__)
-    return logger if logger.isEnabledFor(logging.INFO) else None
+    if logger.propagate:  # first use: set it up as TorchX's (its own handlers only, INFO and up)
+        logger.propagate = False
+        if logger.level == logging.NOTSET:
+            logger.setLevel(logging.INFO)
+    return logger if logger.handlers and logger.isEnabledFor(logging.INFO) else None
 
 
 class SourceType(str, enum.Enum):
