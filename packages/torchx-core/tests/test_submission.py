@@ -120,6 +120,30 @@ def test_a_scheduler_that_validates_resources_itself_is_asked_on_every_path(fake
         runner.get_scheduler("fake").submit_dryrun(nores, {})
 
 
+def test_a_scheduler_that_overrides_submit_dryrun_is_called_by_the_runner(fake_scheduler: str) -> None:
+    """As TorchX's Runner: a scheduler's own ``submit_dryrun`` makes the request, and its
+    ``super().submit_dryrun`` is TorchX's base one (no second trip through the pipeline)."""
+    __import__("fake_sched.scheduler")
+    from torchx.runner import Runner
+
+    base = type(sys.modules["fake_sched.scheduler"].FakeScheduler("s"))
+    calls: list[str] = []
+
+    class Tagging(base):  # type: ignore[misc, valid-type]
+        def submit_dryrun(self, app: AppDef, cfg: Any) -> Any:
+            calls.append(app.name)
+            info = super().submit_dryrun(app, cfg)
+            info.request = ("tagged", info.request)
+            return info
+
+    with Runner("s", {"fake": lambda session, **kw: Tagging(session)}) as runner:
+        info = runner.dryrun(_app(), "fake", {"cluster": "c1"})
+        assert info.request[0] == "tagged" and calls == [_app().name]
+        assert info.cfg["cluster"] == "c1" and info.scheduler == "fake"
+        direct = runner.get_scheduler("fake").submit_dryrun(_app(), {"cluster": "c1"})  # the pipeline once
+        assert direct.request[0] == "tagged" and len(calls) == 2
+
+
 def test_scheduler_dryrun_fields_are_those_of_the_runner(policy: Any) -> None:
     with get_runner() as runner:
         direct = runner.get_scheduler("fake").submit_dryrun(_app(), {"cluster": "c1"})

@@ -142,7 +142,10 @@ class Scheduler(abc.ABC, Generic[T, A, D]):
         :mod:`torchx.schedulers.submission`)."""
         from torchx.schedulers import submission
 
-        return submission.dryrun(self, app, cfg, validate=self._own_validate())  # type: ignore[arg-type]
+        if submission.inside_submit_dryrun_override():  # super() of a subclass's own, run by the pipeline
+            return submission.request_of(self, app, self.run_opts().resolve(cfg))  # type: ignore[arg-type]
+        # here directly, or as super() of a subclass's own called directly: not that one again
+        return submission.dryrun(self, app, cfg, validate=self._own_validate(), own_submit_dryrun=False)  # type: ignore[arg-type]
 
     def _own_validate(self) -> bool:
         """Whether this scheduler has a ``_validate`` of its own. ``submit``/``submit_dryrun`` call

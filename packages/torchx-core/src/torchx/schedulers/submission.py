@@ -32,6 +32,7 @@ scheduler directly. In order, :func:`dryrun`:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 
 from torchx.schedulers.calls import call_declared, workspace_of
 from torchx.schedulers.capabilities import UnsupportedFeatureError
@@ -113,6 +114,7 @@ def dryrun(
     amend: Callable[[AppDef], None] | None = None,
     build: bool = True,
     validate: bool = True,
+    own_submit_dryrun: bool = True,
 ) -> AppDryRunInfo[Any]:
     """The request ``scheduler`` would submit for ``app``, through every step above.
 
@@ -127,6 +129,8 @@ def dryrun(
         build: build the workspaces (False: describe what would be built; nothing is built)
         validate: call ``scheduler._validate`` (``Scheduler.submit``/``submit_dryrun`` pass
             False for a scheduler that keeps the base one: TorchX calls none there)
+        own_submit_dryrun: let a scheduler that overrides ``submit_dryrun`` make the request
+            with it (False: ``Scheduler.submit_dryrun`` itself, the override's ``super()``)
 
     Raises:
         AppDefError: the app is malformed
@@ -157,10 +161,42 @@ def dryrun(
             builds = builder.describe_workspaces(app.roles, resolved)
     if validate:
         call_declared(scheduler._validate, app, name, resolved)
-    info = scheduler._submit_dryrun(app, resolved)
+    if own_submit_dryrun and _overrides_submit_dryrun(scheduler):
+        # an upstream-style scheduler that overrides submit_dryrun itself: TorchX's Runner calls
+        # it, so do we; its super().submit_dryrun is then TorchX's base one (request_of)
+        token = _IN_OVERRIDE.set(True)
+        try:
+            info = scheduler.submit_dryrun(app, resolved)
+        finally:
+            _IN_OVERRIDE.reset(token)
+    else:
+        info = request_of(scheduler, app, resolved)
+    return _stamp(info, app, resolved, name, parent_run_id, builds)
+
+
+#: True while :func:`dryrun` runs a scheduler's own ``submit_dryrun``
+_IN_OVERRIDE: ContextVar[bool] = ContextVar("torchx_in_submit_dryrun_override", default=False)
+
+
+def _overrides_submit_dryrun(scheduler: Scheduler[Any, Any, Any]) -> bool:
+    """True if ``submit_dryrun`` is defined below the ``Scheduler`` base class."""
+    owner = next(k for k in type(scheduler).__mro__ if "submit_dryrun" in vars(k))
+    return owner.__module__ != "torchx.schedulers.api"
+
+
+def inside_submit_dryrun_override() -> bool:
+    """True when called (as ``super().submit_dryrun``) from a scheduler's own ``submit_dryrun``
+    that :func:`dryrun` runs: the base then only builds the request (:func:`request_of`)."""
+    return _IN_OVERRIDE.get()
+
+
+def request_of(scheduler: Scheduler[Any, Any, Any], app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[Any]:
+    """The scheduler's request for a complete app and resolved ``cfg``: ``_submit_dryrun``, then
+    each role's ``pre_proc`` (TorchX's ``Scheduler.submit_dryrun`` without its cfg resolution)."""
+    info = scheduler._submit_dryrun(app, cfg)
     for role in app.roles:
         info = role.pre_proc(scheduler.backend, info)
-    return _stamp(info, app, resolved, name, parent_run_id, builds)
+    return info
 
 
 def array_dryrun(
