@@ -9,7 +9,8 @@ drivers started with a Python environment that fails at import.
   job's lock; ``status`` says so (its exit code, its error, its log) instead of ``RUNNING``,
   ``list`` reads ``UNKNOWN``; once the environment is right, the next look drives the job on.
 
-Needs torchx-sched-local (the local_cwd scheduler)."""
+The attempts run on the test scheduler ``procs`` (real processes), which the drivers find
+through ``PYTHONPATH``."""
 
 from __future__ import annotations
 
@@ -25,15 +26,20 @@ from torchx.specs import AppState
 from torchx.specs.handles import parse_app_handle
 from torchx.testing.apps import command_app
 from torchx.testing.processes import eventually, processes_naming
+from torchx.testing.procs import use_procs
 from torchx_managed.journal import ManagedStore
 
 COUNTER = str(Path(__file__).with_name("counter.py"))
 
-pytest.importorskip("torchx_sched_local", reason="needs torchx-sched-local (the local_cwd scheduler)")
+
+@pytest.fixture
+def target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The test scheduler ``procs``, registered for this test and the drivers it starts."""
+    return use_procs(tmp_path, monkeypatch)
 
 
 @pytest.fixture
-def runner() -> Iterator[Runner]:
+def runner(target: str) -> Iterator[Runner]:
     with get_runner("mtest") as r:
         yield r
 
@@ -43,10 +49,12 @@ def _counted(handle: str) -> str:
 
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="python -P (the working directory off sys.path) is 3.11+")
-def test_a_module_in_the_working_directory_does_not_break_the_driver(runner: Runner, isolated: Path) -> None:
+def test_a_module_in_the_working_directory_does_not_break_the_driver(
+    runner: Runner, target: str, isolated: Path
+) -> None:
     (isolated / "json.py").write_text("raise ImportError('the project json.py, not the standard library')\n")
     app = command_app(sys.executable, COUNTER, "3", "0.05", "1", name="counter")  # attempt 0 exits 1
-    handle = runner.run(app, "managed", {"targets": ["local_cwd"], "controller": "local", "max_restarts": 1})
+    handle = runner.run(app, "managed", {"targets": [target], "controller": "local", "max_restarts": 1})
     job_id = parse_app_handle(handle).app_id
     status = runner.wait(handle, wait_interval=0.1, timeout=60)  # only a driver starts attempt 1
     assert status is not None and status.state == AppState.SUCCEEDED, (status, ManagedStore().problem(job_id))
@@ -55,10 +63,10 @@ def test_a_module_in_the_working_directory_does_not_break_the_driver(runner: Run
 
 
 def test_a_driver_that_dies_at_import_is_told_not_running(
-    runner: Runner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    runner: Runner, target: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     app = command_app(sys.executable, COUNTER, "3", "0.05", "1", name="counter")  # attempt 0 exits 1
-    handle = runner.run(app, "managed", {"targets": ["local_cwd"], "controller": "local", "max_restarts": 1})
+    handle = runner.run(app, "managed", {"targets": [target], "controller": "local", "max_restarts": 1})
     store = ManagedStore()
     job_id = parse_app_handle(handle).app_id
     eventually(lambda: (store.driver_pid(job_id) or 0) > 0, timeout=30)
@@ -68,7 +76,8 @@ def test_a_driver_that_dies_at_import_is_told_not_running(
     shadow = tmp_path / "shadow" / "torchx_managed"
     shadow.mkdir(parents=True)
     (shadow / "__init__.py").write_text("raise ImportError('a broken torchx_managed on PYTHONPATH')\n")
-    monkeypatch.setenv("PYTHONPATH", str(shadow.parent))  # what the driver a look starts inherits
+    procs_path = os.environ["PYTHONPATH"]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(shadow.parent), procs_path]))  # a look's driver inherits it
     log = Path(store.job_dir(job_id)) / "driver.log"
     for _ in range(2):  # each look starts a driver again, and tells that it died
         status = runner.status(handle)
@@ -81,7 +90,7 @@ def test_a_driver_that_dies_at_import_is_told_not_running(
     assert [a.state for a in runner.list("managed") if a.app_id == job_id] == [AppState.UNKNOWN]
     assert len(ManagedStore().load(job_id).attempts) == 1  # nothing acted on attempt 0's end
 
-    monkeypatch.delenv("PYTHONPATH")  # fixed: the next look drives the job on
+    monkeypatch.setenv("PYTHONPATH", procs_path)  # fixed: the next look drives the job on
     status = runner.wait(handle, wait_interval=0.1, timeout=60)
     assert status is not None and status.state == AppState.SUCCEEDED, status
     assert status.num_restarts == 1 and _counted(handle) == "3"

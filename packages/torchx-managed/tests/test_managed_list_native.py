@@ -1,10 +1,10 @@
 """``torchx list -s managed -cfg targets=T``: the jobs that recover inside target ``T`` are
 listed with their managed handles (``managed://SESSION/T:ID``), beside the driver's jobs, and
 nothing else of ``T``: not its plain jobs, not the attempts a driver submitted. Without
-``targets`` no target is asked. Real jobs on local_cwd, and on the live Slurm and LSF clusters
-read from another client (a fresh HOME: none of the submitter's state).
-
-Needs torchx-sched-local; the cluster tests run in ``nox -s integration-managed``."""
+``targets`` no target is asked. Real jobs on the live Slurm and LSF clusters read from another
+client (a fresh HOME: none of the submitter's state); they run in ``nox -s
+integration-managed``. The same on local_cwd is in the root tests/ tree
+(``tests/managed/test_managed_list_native_local.py``)."""
 
 from __future__ import annotations
 
@@ -33,32 +33,6 @@ def _handle(proc: Any) -> str:
     out = str(proc.stdout).strip().splitlines()
     assert out, proc
     return out[-1].split()[-2] if out[-1].startswith("torchx:") else out[-1]
-
-
-def test_native_local_cwd_jobs_are_listed_when_asked() -> None:
-    pytest.importorskip("torchx_sched_local", reason="needs torchx-sched-local (the local_cwd scheduler)")
-    pytest.importorskip("torchx_components", reason="needs torchx-components (utils.sh)")
-    native = run_cli("run", "-s", "managed", "-cfg", "targets=local_cwd", "--wait", "utils.sh", "--", "true")
-    assert native.returncode == 0, native.stderr
-    native_handle = _handle(native)
-    assert native_handle.startswith("managed://torchx/local_cwd:"), native.stdout
-    plain = run_cli("run", "-s", "local_cwd", "--wait", "utils.sh", "--", "true")
-    assert plain.returncode == 0, plain.stderr
-    plain_id = _handle(plain).rsplit("/", 1)[1]
-    driven = run_cli("run", "-s", "managed", "-cfg", "targets=local_cwd,controller=local", "--wait", "utils.sh", "--", "true")  # fmt: skip
-    assert driven.returncode == 0, driven.stderr
-    driven_handle = _handle(driven)
-
-    assert _listed() == {driven_handle: "SUCCEEDED"}  # no target asked
-    listed = _listed("targets=local_cwd")
-    assert listed == {driven_handle: "SUCCEEDED", native_handle: "SUCCEEDED"}, listed
-    assert not any(plain_id in h for h in listed)  # neither the plain job nor the driver's attempt
-    status = run_cli("status", "--json", native_handle)
-    assert json.loads(status.stdout)["state"] == "SUCCEEDED", status.stderr
-
-    for target, why in (("ray", "records do not say"), ("nope", "not an installed scheduler")):
-        bad = run_cli("list", "-s", "managed", "-cfg", f"targets={target}")
-        assert bad.returncode != 0 and why in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
 
 
 def _listed_from_another_machine(tmp_path: Path, shared: Path, target: str, cfg: str) -> None:

@@ -10,10 +10,18 @@ from torchx.schedulers.capabilities import SchedulerCapabilities
 from torchx.schedulers.recovery import RecoveredAttempt
 from torchx.specs.runopts import InvalidRunConfigException, runopts
 from torchx.testing import run_cli
+from torchx.testing.procs import use_procs
 from torchx_managed import native
 from torchx_managed.options import ManagedOptions, check, run_opts
 
 INSTALLED = {"slurm": None, "local_cwd": None, "managed": None}
+
+ECHO = """from torchx.specs import AppDef, Role
+
+
+def echo() -> AppDef:
+    return AppDef("echo", [Role("echo", image=".", entrypoint="echo", args=["hi"])])
+"""
 
 
 class _Target:
@@ -104,14 +112,17 @@ def test_an_attempt_shows_as_managed_attempts_do() -> None:
     }
 
 
-def test_cli_controller_native_on_a_job_that_needs_a_controller_submits_nothing(tmp_path: Any) -> None:
-    pytest.importorskip("torchx_sched_local", reason="needs torchx-sched-local")
-    pytest.importorskip("torchx_components", reason="needs torchx-components")
+def test_cli_controller_native_on_a_target_that_cannot_recover_submits_nothing(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = use_procs(tmp_path, monkeypatch)
+    (tmp_path / "echo.py").write_text(ECHO)
     code, out, err = run_cli(
-        "run", "-s", "managed", "-cfg", "targets=local_cwd,controller=native,notify=http://127.0.0.1:9/hook", "utils.echo",
-        env={"TORCHX_MANAGED_STATE_DIR": str(tmp_path / "managed"), "XDG_STATE_HOME": str(tmp_path / "state")},
+        "run", "-s", "managed", "-cfg", f"targets={target},controller=native,notify=http://127.0.0.1:9/hook", "echo.py:echo",
+        cwd=tmp_path, env={"TORCHX_MANAGED_STATE_DIR": str(tmp_path / "managed")},
     )  # fmt: skip
     assert code != 0
-    assert "controller=native: notify needs a controller" in err
-    assert "Traceback" not in err and not out.strip()
+    assert "controller=native: scheduler 'procs' cannot recover jobs by itself; use controller=local" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1 and not out.strip(), err
     assert not (tmp_path / "managed").exists() or not any((tmp_path / "managed").iterdir())
+    assert not (tmp_path / "procs-jobs").exists() or not any((tmp_path / "procs-jobs").iterdir())

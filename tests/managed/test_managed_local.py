@@ -30,9 +30,8 @@ from torchx.testing.apps import command_app
 from torchx.testing.processes import alive, eventually
 from torchx_managed.journal import JobState, ManagedStore
 
-COUNTER = str(Path(__file__).with_name("counter.py"))
-
-pytest.importorskip("torchx_sched_local", reason="needs torchx-sched-local (the local_cwd scheduler)")
+# the counter app of torchx-managed's tests, read from the repository (run from its root)
+COUNTER = str(Path(__file__).parents[2] / "packages" / "torchx-managed" / "tests" / "counter.py")
 
 
 @pytest.fixture
@@ -112,7 +111,6 @@ def test_lost_supervisor_is_recovered_with_max_restarts_0(runner: Runner, tmp_pa
 
 
 def test_exit_1_with_max_restarts_2_is_three_attempts_and_failed(isolated: Path) -> None:
-    pytest.importorskip("torchx_components", reason="needs torchx-components (utils.sh)")
     run = run_cli(
         "run", "-s", "managed", "-cfg", "targets=local_cwd,controller=local,max_restarts=2",
         "utils.sh", "--", "sh", "-c", "echo attempt $TORCHX_ATTEMPT; exit 1",
@@ -238,8 +236,6 @@ def test_notify_posts_every_state_change_to_a_loopback_receiver(runner: Runner) 
 
 
 def test_sweep_over_managed(isolated: Path) -> None:
-    pytest.importorskip("torchx_sweep", reason="needs torchx-sweep")
-    pytest.importorskip("torchx_components", reason="needs torchx-components (utils.echo)")
     run = run_cli(
         "sweep",
         "-s",
@@ -274,7 +270,6 @@ def test_sweep_over_managed(isolated: Path) -> None:
     ],
 )
 def test_bad_input_is_one_line_and_leaves_nothing(cfg: str, says: str, tmp_path: Path) -> None:
-    pytest.importorskip("torchx_components", reason="needs torchx-components (utils.echo)")
     run = run_cli("run", "-s", "managed", "-cfg", cfg, "utils.echo")
     assert run.returncode != 0
     lines = run.stderr.strip().splitlines()
@@ -449,7 +444,8 @@ def test_delete_after_the_driver_was_sigkilled_is_final(runner: Runner, tmp_path
 
 
 def test_an_app_sigkilled_under_utils_sh_is_a_recovery(runner: Runner) -> None:
-    sh = pytest.importorskip("torchx_components.utils", reason="needs torchx-components (utils.sh)").sh
+    from torchx_components.utils import sh
+
     script = 'echo $$ > "$TORCHX_CHECKPOINT_DIR/pid-$TORCHX_ATTEMPT"; [ "$TORCHX_ATTEMPT" = 1 ] || exec sleep 300'
     app = sh("sh", "-c", script)  # the wrapper's shell waits for this one, and exits 128+N when it is killed
     handle = runner.run(

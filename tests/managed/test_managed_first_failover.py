@@ -6,7 +6,8 @@ why), records a failed first submission as an attempt ``NO_CAPACITY`` naming the
 fails over to the next target; when no target can take the job, one line says each target's
 reason and nothing is left.
 
-Needs torchx-sched-local (local_cwd, local_docker) and torchx-components (utils.echo)."""
+Needs torchx-sched-local (local_cwd, local_docker) and torchx-components (utils.echo): it is in
+the root tests/ tree, which the e2e session runs with every package installed."""
 
 from __future__ import annotations
 
@@ -19,9 +20,6 @@ from typing import Any
 import pytest
 from torchx.testing import eventually, processes_naming, run_cli
 from torchx_managed.journal import ManagedStore
-
-pytest.importorskip("torchx_sched_local", reason="needs torchx-sched-local (local_cwd, local_docker)")
-pytest.importorskip("torchx_components", reason="needs torchx-components (utils.echo)")
 
 NO_SDK = "the docker SDK is not installed"
 

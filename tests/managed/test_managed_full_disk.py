@@ -4,7 +4,8 @@ a driver SIGKILLed meanwhile and started again by ``status`` says it too, and on
 the end is acted on (the next attempt runs, the job succeeds); a submission onto the full disk
 is one line naming the file, and leaves nothing. No process of a job is left behind.
 
-Needs torchx-sched-local (local_cwd), and torchx-components for the CLI submission."""
+Needs torchx-sched-local (local_cwd), and torchx-components for the CLI submission: it is in the
+root tests/ tree, which the e2e session runs with every package installed."""
 
 from __future__ import annotations
 
@@ -23,8 +24,6 @@ from torchx.specs.handles import parse_app_handle
 from torchx.testing import alive, cmdline, command_app, eventually, processes_naming, run_cli, small_tmpfs, unmount
 from torchx.util.durable import PROBLEM
 from torchx_managed.journal import ManagedStore
-
-pytest.importorskip("torchx_sched_local", reason="needs torchx-sched-local (the local_cwd scheduler)")
 
 PAGE = 4096  # tmpfs allocates whole pages: an append that fits the journal's last page needs no space
 
@@ -155,7 +154,6 @@ def test_an_end_that_cannot_be_recorded_is_told_and_acted_on_once_space_is_back(
 
 
 def test_a_submission_onto_a_full_disk_is_one_line_and_leaves_nothing(disk: Path, runner: Runner) -> None:
-    pytest.importorskip("torchx_components", reason="needs torchx-components (utils.echo)")
     root = disk / "managed"
     root.mkdir(mode=0o700)
     fill(disk)

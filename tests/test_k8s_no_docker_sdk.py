@@ -4,6 +4,9 @@ run fails in one line that says how to run without a workspace, and that way run
 
 The SDK is made missing for real: the ``torchx`` process finds first a ``docker`` package whose
 import raises (a broken or absent install), so any import of it shows.
+
+Here, not in torchx-sched-k8s: it needs torchx-sched-local's docker workspace and
+torchx-components' ``utils.echo`` (the e2e session installs every package).
 """
 
 from __future__ import annotations
@@ -18,14 +21,8 @@ from torchx.testing.cli import run_torchx
 
 @pytest.fixture
 def no_docker(tmp_path: Path) -> dict[str, str]:
-    """The environment of a ``torchx`` whose ``import docker`` fails; skips where the docker
-    workspace plugin (torchx-sched-local) is not installed: then no workspace is shipped."""
-    from torchx.workspace.api import get_workspace_mixin
-
-    try:
-        get_workspace_mixin("docker")
-    except LookupError:
-        pytest.skip("the docker workspace (torchx-sched-local) is not installed")
+    """The environment of a ``torchx`` whose ``import docker`` fails (the docker workspace is
+    torchx-sched-local's, which the e2e session installs with every package)."""
     fake = tmp_path / "no-docker" / "docker"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text('raise ImportError("the docker SDK is missing in this test")\n')
