@@ -246,7 +246,7 @@ def integration_managed(session: nox.Session) -> None:
         "packages/torchx-managed/tests/test_managed_native_aws_live.py",
         "packages/torchx-managed/tests/test_managed_native_ray_live.py",
         "packages/torchx-managed/tests/test_managed_native_lsf_live.py",
-        "packages/torchx-managed/tests/test_managed_native_local_live.py",
+        "tests/managed/test_managed_native_local_live.py",
         "packages/torchx-managed/tests/test_managed_controller_live.py",
         "packages/torchx-managed/tests/test_managed_k8s_controller_live.py",
         "packages/torchx-managed/tests/test_managed_unreachable_live.py",

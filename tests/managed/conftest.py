@@ -5,6 +5,9 @@ own tests."""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,3 +23,14 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         if name.startswith(("TORCHX_TRACKER", "TORCHX_PARENT_RUN_ID", "TORCHX_JOB_ID", "TORCHX_ATTEMPT")):
             monkeypatch.delenv(name)
     return work
+
+
+@pytest.fixture
+def shared() -> Iterator[Path]:
+    """A directory under /tmp that every client and the jobs' processes see (which may run as
+    other users); it holds a copy of torchx-managed's test app ``counter.py``."""
+    path = Path(tempfile.mkdtemp(prefix="torchx-managed-live-"))
+    path.chmod(0o777)
+    shutil.copy(Path(__file__).parents[2] / "packages" / "torchx-managed" / "tests" / "counter.py", path / "counter.py")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

@@ -13,7 +13,9 @@ that shares only local_cwd's state directory (``TORCHX_LOCAL_STATE_DIR``), where
 keeps its jobs, as a Slurm client shares the cluster's job directory. The replicas run in a
 shared directory (the client's working directory), since local_cwd runs them where ``torchx
 run`` ran. The local_docker tests (marker ``docker``; below) tear the client down as the
-remote backends' tests do. Run by ``nox -s integration-managed``.
+remote backends' tests do. Run by ``nox -s integration-managed``, and the local_cwd ones also by
+``nox -s e2e``; they are in the root tests/ tree since they need torchx-sched-local and
+torchx-components besides torchx-managed.
 """
 
 from __future__ import annotations
@@ -32,8 +34,6 @@ import pytest
 from torchx.testing import live_backend_env
 from torchx.testing.machines import Machine, processes_with_home
 from torchx.testing.processes import alive, eventually
-
-pytest.importorskip("torchx_sched_local", reason="needs torchx-sched-local (the local_cwd scheduler)")
 
 #: steps of the counter and seconds per step: attempt 0 runs long enough to be broken mid-run
 STEPS, STEP_SECONDS = 40, 0.2
@@ -313,7 +313,6 @@ def test_docker_cancel_from_another_machine_stops_it_for_good(tmp_path: Path, do
 
 
 def test_docker_native_refuses_several_replicas_in_one_line(tmp_path: Path) -> None:
-    pytest.importorskip("torchx_components", reason="needs torchx-components")
     client = Machine(tmp_path, "laptop")
     proc = client.torchx(
         "run", "-s", "managed", "-cfg", "targets=local_docker,controller=native", "utils.echo", "--num_replicas", "2",
