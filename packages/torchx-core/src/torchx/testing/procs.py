@@ -33,7 +33,7 @@ from torchx.schedulers.ids import make_unique, sanitize_name
 from torchx.schedulers.streams import follow
 from torchx.specs.dryrun import AppDryRunInfo
 from torchx.specs.macros import macros
-from torchx.specs.roles import AppDef, Role
+from torchx.specs.roles import NONE, AppDef, Role
 from torchx.specs.runopts import CfgVal, runopts
 from torchx.specs.status import AppState, ReplicaStatus, RoleStatus, aggregate_states, is_terminal
 
@@ -181,15 +181,22 @@ class ProcsScheduler(Scheduler[Mapping[str, CfgVal], AppDef, dict[str, Any]]):
         cancelled = (self.root / app_id / "cancelled").exists()
         states = []
         for r, pid in zip(job["replicas"], job["pids"], strict=True):
-            try:
-                code = int((self.root / app_id / f"{r['role']}-{r['k']}.exit").read_text())
+            code = self._exit_code(app_id, r)
+            if code is not None:
                 states.append(AppState.SUCCEEDED if code == 0 else AppState.FAILED)
-            except (OSError, ValueError):
+            else:
                 alive = _alive(pid)
                 states.append(AppState.RUNNING if alive else AppState.CANCELLED if cancelled else AppState.FAILED)
         if cancelled and any(s != AppState.SUCCEEDED for s in states):
             return [AppState.CANCELLED if s != AppState.SUCCEEDED else s for s in states]
         return states
+
+    def _exit_code(self, app_id: str, replica: Mapping[str, Any]) -> int | None:
+        """The replica's exit status as its wrapper recorded it (None: not ended, or killed)."""
+        try:
+            return int((self.root / app_id / f"{replica['role']}-{replica['k']}.exit").read_text())
+        except (OSError, ValueError):
+            return None
 
     def describe(self, app_id: str) -> DescribeAppResponse | None:
         _reap()
@@ -199,7 +206,9 @@ class ProcsScheduler(Scheduler[Mapping[str, CfgVal], AppDef, dict[str, Any]]):
         states = self._states(app_id, job)
         roles: dict[str, list[ReplicaStatus]] = {}
         for r, state in zip(job["replicas"], states, strict=True):
-            roles.setdefault(r["role"], []).append(ReplicaStatus(r["k"], state, r["role"], "localhost"))
+            code = self._exit_code(app_id, r) if state == AppState.FAILED else None
+            error = json.dumps({"exit_code": code}) if code else NONE  # torchx's error-file JSON
+            roles.setdefault(r["role"], []).append(ReplicaStatus(r["k"], state, r["role"], "localhost", error))
         return DescribeAppResponse(
             app_id=app_id,
             state=aggregate_states(states),
@@ -239,8 +248,10 @@ class ProcsScheduler(Scheduler[Mapping[str, CfgVal], AppDef, dict[str, Any]]):
         return max((m.stat().st_mtime for m in marks if m.exists()), default=None)
 
     def _cancel_existing(self, app_id: str) -> None:
-        (self.root / app_id / "cancelled").touch()
         job = self._job(app_id) or {"pids": []}
+        if job["pids"] and all(is_terminal(s) for s in self._states(app_id, job)):
+            return  # an app that ended keeps its state, as on local_cwd
+        (self.root / app_id / "cancelled").touch()
         for pid in job["pids"]:
             try:
                 os.killpg(pid, signal.SIGKILL)
