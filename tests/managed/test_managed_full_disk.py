@@ -9,7 +9,6 @@ root tests/ tree, which the e2e session runs with every package installed."""
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import signal
@@ -21,7 +20,17 @@ import pytest
 from torchx.runner import Runner, get_runner
 from torchx.specs import AppState
 from torchx.specs.handles import parse_app_handle
-from torchx.testing import alive, cmdline, command_app, eventually, processes_naming, run_cli, small_tmpfs, unmount
+from torchx.testing import (
+    alive,
+    cmdline,
+    command_app,
+    eventually,
+    fill_disk,
+    processes_naming,
+    run_cli,
+    small_tmpfs,
+    unmount,
+)
 from torchx.util.durable import PROBLEM
 from torchx_managed.journal import ManagedStore
 
@@ -37,20 +46,6 @@ def disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         yield path
     finally:
         unmount(path)
-
-
-def fill(disk: Path) -> Path:
-    """Writes a file until the disk refuses more; returns it (remove it to free the space)."""
-    filler = disk / "filler"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        while True:
-            os.write(fd, b"\0" * PAGE)
-    except OSError as e:
-        assert e.errno == errno.ENOSPC, e
-    finally:
-        os.close(fd)
-    return filler
 
 
 def pad_journal_to_a_page(journal: Path) -> None:
@@ -99,7 +94,7 @@ def test_an_end_that_cannot_be_recorded_is_told_and_acted_on_once_space_is_back(
     first_driver = store.driver_pid(job_id) or 0
 
     pad_journal_to_a_page(job / "events.jsonl")
-    filler = fill(disk)
+    filler = fill_disk(disk)
     go.touch()  # attempt 0 ends; its end cannot be written
 
     said = f"cannot record the end of attempt 0 (FAILED): no space left on device ({job / 'events.jsonl'})"
@@ -156,7 +151,7 @@ def test_an_end_that_cannot_be_recorded_is_told_and_acted_on_once_space_is_back(
 def test_a_submission_onto_a_full_disk_is_one_line_and_leaves_nothing(disk: Path, runner: Runner) -> None:
     root = disk / "managed"
     root.mkdir(mode=0o700)
-    fill(disk)
+    fill_disk(disk)
     run = run_cli("run", "-s", "managed", "-cfg", "targets=local_cwd,controller=local", "utils.echo")
     assert run.returncode != 0
     lines = run.stderr.strip().splitlines()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from torchx.runner.drivers import drive
-from torchx.testing import small_tmpfs, unmount
+from torchx.testing import fill_disk, small_tmpfs, unmount
 from torchx.util.durable import DurableStore, RecordError
 
 PAGE = 4096
@@ -28,21 +28,10 @@ def disk(tmp_path: Path) -> Iterator[Path]:
         unmount(path)
 
 
-def fill(disk: Path) -> None:
-    fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        while True:
-            os.write(fd, b"\0" * PAGE)
-    except OSError as e:
-        assert e.errno == errno.ENOSPC, e
-    finally:
-        os.close(fd)
-
-
 def test_a_job_that_cannot_be_stored_leaves_nothing_and_names_the_file(disk: Path) -> None:
     store = DurableStore(str(disk / "jobs"))
     os.makedirs(store.root)
-    fill(disk)
+    fill_disk(disk)
     with pytest.raises(OSError) as raised:
         store.create("j1", {"x": "y" * 100})
     assert raised.value.errno == errno.ENOSPC and raised.value.filename == os.path.join(store.root, "j1", "spec.json")
@@ -56,7 +45,7 @@ def test_on_a_full_disk_the_driver_takes_its_lock_and_says_why_it_cannot_record(
     store.create("j1", {"session": "s"})
     events = Path(store.job_dir("j1")) / "events.jsonl"
     events.write_text("x" * (PAGE - 1) + "\n")  # the journal's last page is full: the next append needs one
-    fill(disk)
+    fill_disk(disk)
     with pytest.raises(OSError) as raised:
         store.append("j1", {"ev": "ended", "n": 0}, sync=True)
     assert raised.value.errno == errno.ENOSPC and raised.value.filename == str(events)

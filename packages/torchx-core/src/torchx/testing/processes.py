@@ -3,6 +3,7 @@ full-disk faults. Linux only (``/proc``; mounting needs root)."""
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
@@ -120,6 +121,21 @@ def small_tmpfs(path: Path, size: str = "1m") -> Path:
     )
     assert proc.returncode == 0, f"these fault-injection tests mount a tmpfs and need root: {proc.stderr.strip()}"
     return path
+
+
+def fill_disk(disk: Path) -> Path:
+    """Writes ``disk/filler`` until the file system refuses more (ENOSPC); returns it (remove it
+    to free the space)."""
+    filler = disk / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    except OSError as e:
+        assert e.errno == errno.ENOSPC, e
+    finally:
+        os.close(fd)
+    return filler
 
 
 def unmount(path: Path) -> None:
