@@ -79,6 +79,24 @@ __all__ = [
 ENV_REQUIRE_LIVE = "TORCHX_REQUIRE_LIVE"
 
 
+def _handle_ctrl_c_as_in_a_terminal() -> None:
+    """A test run started in the background by a non-interactive shell (``pytest ... &`` in a
+    script, CI started with ``&``) inherits SIGINT ignored, and so does every process it starts:
+    a shell started ignoring it cannot even trap it, so a test that sends one (a Ctrl-C, an LSF
+    ``bkill``) would wait for nothing. Python's own handler is put back (the processes a test
+    starts then get the default)."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        try:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        except ValueError:  # imported outside the main thread: nothing to do there
+            pass
+
+
+_handle_ctrl_c_as_in_a_terminal()
+
+
 def services_env_file() -> Path:
     """Where ``scripts/backends/services.sh`` writes the backends' environment."""
     return Path(os.environ.get("TORCHX_SERVICES_ENV", "/tmp/torchx-services/env.sh"))
@@ -88,16 +106,10 @@ def isolate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Gives the test its own HOME (and XDG dirs), cwd, caches and local-scheduler state, no
     ``.torchxconfig``, and a fresh plugin registry (restored afterwards). Returns the cwd.
 
-    Ctrl-C is handled as in a terminal too: a test run started in the background by a
-    non-interactive shell (``pytest ... &`` in a script) inherits SIGINT ignored, and so would
-    every ``torchx`` it starts, so a test that sends one would wait for nothing."""
-    import signal
-
+    Ctrl-C is handled as in a terminal in every test process that imports this module (see
+    :func:`_handle_ctrl_c_as_in_a_terminal`)."""
     import torchx.plugins
     from torchx.runner import config
-
-    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
 
     home, work = tmp_path / "home", tmp_path / "work"
     home.mkdir(exist_ok=True)
