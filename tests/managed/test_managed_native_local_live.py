@@ -74,9 +74,15 @@ def _submit(client: LocalHost, shared: Path, plan: str, *cfg: str) -> str:
     assert handle.startswith("managed://torchx/local_cwd:"), out
     supervisor = _supervisor_pid(client.state_dir, handle)
     for pid in processes_with_home(client.home):
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:  # it ended meanwhile (an attempt that exits at once)
+            continue
+        lineage = _lineage(pid)
+        if not Path(f"/proc/{pid}").exists():
+            continue  # it ended while its ancestors were read
         assert b"torchx_managed" not in cmdline, cmdline
-        assert supervisor in _lineage(pid), f"process {pid} {cmdline!r} of the client is not the job's"
+        assert supervisor in lineage, f"process {pid} {cmdline!r} of the client is not the job's"
     return handle
 
 
