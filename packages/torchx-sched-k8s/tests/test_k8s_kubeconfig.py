@@ -265,6 +265,23 @@ def test_a_stream_yields_what_arrived_before_the_answer_ends() -> None:
     thread.join(5)
 
 
+def test_a_streamed_answer_read_whole_through_data() -> None:
+    """``data`` of a streamed answer reads its body, as urllib3's does (a pod log's first bytes,
+    where Kubernetes recovery numbers its attempts)."""
+
+    def head(conn: Any) -> None:
+        _read_request(conn)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 19\r\n\r\ntorchx: attempt 1\nx")
+
+    port, thread = _serve(1, head)
+    rest = RestClient(Endpoint(host=f"http://127.0.0.1:{port}"))
+    response = rest.request("GET", "/log", query={"limitBytes": 256}, stream=True, timeout=5)
+    assert response.data == b"torchx: attempt 1\nx"
+    response.release_conn()
+    rest.close()
+    thread.join(5)
+
+
 def test_an_error_answer_carries_status_and_body() -> None:
     def not_found(conn: Any) -> None:
         _read_request(conn)

@@ -62,15 +62,23 @@ def path(*parts: str) -> str:
 
 
 class Response:
-    """An answer of the API server: ``status``, ``reason`` and ``data`` (the body; read at once
-    unless the request streams, then read with :meth:`stream`, and :meth:`release_conn` after)."""
+    """An answer of the API server: ``status``, ``reason`` and :attr:`data` (the body; read at
+    once unless the request streams, then read with :meth:`stream` or :attr:`data`, and
+    :meth:`release_conn` after)."""
 
     def __init__(self, raw: http.client.HTTPResponse, conn: http.client.HTTPConnection, stream: bool) -> None:
         self.status = raw.status
         self.reason = raw.reason
         self._raw = raw
         self._conn: http.client.HTTPConnection | None = conn if stream else None
-        self.data = b"" if stream else raw.read()
+        self._data: bytes | None = None if stream else raw.read()
+
+    @property
+    def data(self) -> bytes:
+        """The whole body (of a streamed answer: what is left of it, read now, as urllib3's)."""
+        if self._data is None:
+            self._data = self._raw.read()
+        return self._data
 
     def stream(self, amt: int = 64 * 1024, decode_content: bool = True) -> Iterator[bytes]:
         """The body as it arrives, in pieces of at most ``amt`` bytes (``decode_content``: for
@@ -83,7 +91,7 @@ class Response:
 
     def read(self) -> bytes:
         """The rest of the body."""
-        return self.data or self._raw.read()
+        return self.data
 
     def release_conn(self) -> None:
         """Closes a streamed answer's connection (a stream has a connection of its own)."""
@@ -195,7 +203,7 @@ class RestClient:
                 raise
             response = Response(raw, conn, stream)
             if response.status >= 400:
-                body_read = response.data or raw.read()
+                body_read = response.data
                 response.release_conn()
                 raise ApiError(response.status, response.reason or "", body_read)
             return response
