@@ -39,13 +39,21 @@ def component(isolated: Path) -> None:
     (isolated / "comp.py").write_text(textwrap.dedent(COMPONENT))
 
 
-def _start(*args: str, quiet: bool = True) -> subprocess.Popen[str]:
-    """``torchx run ARGS`` (``--quiet``: no status lines, so stderr holds only what is checked)."""
+def _hangup_as_in_a_terminal() -> None:
+    """SIGHUP at its default, as a terminal's shell starts a command: the test run itself may be
+    under ``nohup`` (CI's was), and a CLI that inherits SIGHUP ignored rightly leaves it so."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+def _start(*args: str, quiet: bool = True, nohup: bool = False) -> subprocess.Popen[str]:
+    """``torchx run ARGS`` (``--quiet``: no status lines, so stderr holds only what is checked),
+    started as from a terminal (or under ``nohup``: SIGHUP ignored)."""
     return subprocess.Popen(
         [sys.executable, "-m", "torchx", "run", *(["--quiet"] if quiet else []), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=(lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)) if nohup else _hangup_as_in_a_terminal,
     )
 
 
@@ -200,6 +208,23 @@ def test_sigterm_and_sighup_cancel_like_ctrl_c(sched: LocalScheduler, sig: signa
     assert err.strip().splitlines()[-1] == f"torchx: {handle} CANCELLED: cancelled"
     assert "Traceback" not in err
     assert _state(sched, handle) == AppState.CANCELLED
+
+
+def test_a_run_under_nohup_outlives_a_hangup(sched: LocalScheduler) -> None:
+    """``nohup torchx run ...``: the SIGHUP of a closing terminal is ignored as asked (the job
+    goes on, its output still flows); Ctrl-C still cancels it."""
+    proc = _start("-s", "local_cwd", "comp.py:ticker", nohup=True)
+    handle = _handle_and_first_line(proc)
+    proc.send_signal(signal.SIGHUP)
+    assert proc.stdout is not None
+    for _ in range(20):  # 50 ms apart: a second with the run still attached
+        assert proc.stdout.readline().startswith("t/0 tick ")
+    assert proc.poll() is None
+    assert _state(sched, handle) == AppState.RUNNING
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == f"torchx: {handle} CANCELLED: cancelled"
 
 
 def _supervised_job(sched: LocalScheduler, known: set[str]) -> str | None:
