@@ -85,6 +85,27 @@ def test_a_job_still_running_has_no_cause() -> None:
     assert end_of(parse_attempts(text, "999")) is None  # rows of another job
 
 
+@pytest.mark.parametrize(
+    ("row_of_replica_0_step", "why"),
+    [
+        (None, "accounting has no row of its step yet"),
+        ("21+0.0\x1fFAILED\x1f0:9\x1f\x1f\x1f\x1fnode1\x1fbash", "its step reads FAILED, killed by Slurm's signal"),
+    ],
+)
+def test_the_replica_that_died_is_named_not_the_one_slurm_ended_after_it(
+    row_of_replica_0_step: str | None, why: str
+) -> None:
+    # replica 1 SIGKILLed from outside; Slurm then ends replica 0 (in CI it was named: causes/0)
+    app_id, text = recorded("replica_sigkilled")
+    rows = [r for r in text.splitlines() if not r.startswith("21+0.0\x1f")]
+    if row_of_replica_0_step is not None:
+        rows.insert(2, row_of_replica_0_step)
+    end = end_of(parse_attempts("\n".join(rows), app_id))
+    assert end is not None
+    assert (end.cause, end.exit_code) == (EndCause.KILLED, 137), why
+    assert end.reason.startswith("cause/1 killed by SIGKILL"), (why, end)
+
+
 def test_the_other_states_slurm_reports() -> None:
     for state, cause in (
         ("PREEMPTED", EndCause.PREEMPTED),

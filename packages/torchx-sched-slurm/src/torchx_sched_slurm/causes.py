@@ -146,6 +146,19 @@ def _replica_end(comp: Attempt) -> AttemptEnd:
     return AttemptEnd(EndCause.APP_ERROR, code, f"{comp.replica} exited with code {code}")
 
 
+def _failed_first(comp: Attempt) -> int:
+    """How surely a FAILED component is the replica that failed the job (lowest first): its step
+    FAILED with its own exit status (an exit code, or the 128+N of a signal it died of from
+    outside Slurm); its step FAILED with a signal Slurm delivered; no step row yet (accounting
+    lags behind a step Slurm is still ending); a step Slurm cancelled as the job ended."""
+    if not comp.steps:
+        return 2
+    state, exit_code = comp.steps[max(comp.steps)]
+    if not state.startswith("FAILED"):
+        return 3
+    return 1 if _code(exit_code)[1] is not None else 0
+
+
 def _history(attempts: list[list[Attempt]]) -> str:
     """``" (after 1 requeue: NODE_FAIL)"``, or ``""`` for a job that ran once."""
     earlier = max(len(a) for a in attempts) - 1
@@ -181,9 +194,7 @@ def end_of(attempts: list[list[Attempt]]) -> AttemptEnd | None:
         return AttemptEnd(EndCause.CANCELLED, None, f"{comp.state}{after}")
     if words == {"COMPLETED"}:
         return AttemptEnd(EndCause.APP_ERROR, 0, f"COMPLETED{after}")
-    failed = [c for c in last if c.word == "FAILED" and (not c.steps or c.steps[max(c.steps)][0].startswith("FAILED"))]
-    # no replica failed by itself: one its step records a signal for (a SIGTERM it died of)
-    failed = failed or [c for c in last if c.word == "FAILED"]
+    failed = sorted((c for c in last if c.word == "FAILED"), key=_failed_first)
     if failed:
         end = _replica_end(failed[0])
         return AttemptEnd(end.cause, end.exit_code, end.reason + after)
