@@ -165,7 +165,9 @@ def main(argv: list[str]) -> int:
             path.write_text(guard_imports(path.read_text(), package))
         (root / "conftest.py").write_text(CONFTEST)
         (root / "pytest.ini").write_text("[pytest]\npython_files = *_test.py\naddopts = -p no:cacheprovider\n")
-        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+        # as in an activated virtualenv: a replica's ``python`` is the one torchx is installed in
+        path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PATH": path}
         outcomes: dict[str, int] = {"passed": 0, "failed (documented API)": 0, "failed (internals)": 0}
         for name in files:  # one process per file: two files named api_test.py would collide
             report = root / (name.replace("/", "_") + ".xml")

@@ -144,6 +144,31 @@ def test_a_scheduler_that_overrides_submit_dryrun_is_called_by_the_runner(fake_s
         assert direct.request[0] == "tagged" and len(calls) == 2
 
 
+def test_a_scheduler_that_is_no_subclass_makes_its_own_request_through_the_runner(fake_scheduler: str) -> None:
+    """A scheduler that is no ``Scheduler`` subclass (here a proxy of one): TorchX's Runner calls
+    its ``submit_dryrun``, and so does ours, once (it used to fail on StopIteration)."""
+    __import__("fake_sched.scheduler")
+    from torchx.runner import Runner
+
+    calls: list[str] = []
+
+    class Proxy:
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
+
+        def __getattr__(self, name: str) -> Any:
+            calls.append(name)
+            return getattr(self._inner, name)
+
+    make = sys.modules["fake_sched.scheduler"].FakeScheduler
+    with Runner("s", {"fake": lambda session, **kw: Proxy(make(session))}) as runner:
+        info = runner.dryrun(_app(), "fake", {"cluster": "c1"})
+    assert calls.count("submit_dryrun") == 1 and "_submit_dryrun" not in calls
+    assert info.scheduler == "fake" and info.cfg["cluster"] == "c1"
+    with Runner("s", {"fake": lambda session, **kw: make(session)}) as runner:
+        assert info.request == runner.dryrun(_app(), "fake", {"cluster": "c1"}).request
+
+
 def test_scheduler_dryrun_fields_are_those_of_the_runner(policy: Any) -> None:
     with get_runner() as runner:
         direct = runner.get_scheduler("fake").submit_dryrun(_app(), {"cluster": "c1"})

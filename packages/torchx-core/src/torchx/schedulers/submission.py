@@ -179,9 +179,10 @@ _IN_OVERRIDE: ContextVar[bool] = ContextVar("torchx_in_submit_dryrun_override", 
 
 
 def _overrides_submit_dryrun(scheduler: Scheduler[Any, Any, Any]) -> bool:
-    """True if ``submit_dryrun`` is defined below the ``Scheduler`` base class."""
-    owner = next(k for k in type(scheduler).__mro__ if "submit_dryrun" in vars(k))
-    return owner.__module__ != "torchx.schedulers.api"
+    """True if ``submit_dryrun`` is defined below the ``Scheduler`` base class, or the scheduler
+    is no ``Scheduler`` subclass at all (a duck-typed one: its ``submit_dryrun`` is all it has)."""
+    owner = next((k for k in type(scheduler).__mro__ if "submit_dryrun" in vars(k)), None)
+    return owner is None or owner.__module__ != "torchx.schedulers.api"
 
 
 def inside_submit_dryrun_override() -> bool:
