@@ -146,8 +146,26 @@ def test_run_options_per_component_and_mail_on_the_first() -> None:
         ):
             assert opt in sec
     for opt in ("--comment=nightly", "--mail-user=me@example.com", "--mail-type=END,FAIL"):
-        assert opt in first
-        assert opt not in second
+        assert opt not in first + second
+
+
+def test_the_jobs_own_options_are_on_the_sbatch_command_line_as_torchx_passes_them() -> None:
+    cfg: dict[str, specs.CfgVal] = {"comment": "it's #1", "mail-user": "me@example.com", "mail-type": "END"}
+    req = SlurmScheduler("test").submit_dryrun(specs.AppDef("app", [role(replicas=2)]), cfg).request
+    assert req.cmd == [
+        "sbatch",
+        "--parsable",
+        "--comment=it's #1",
+        "--mail-user=me@example.com",
+        "--mail-type=END",
+    ]
+    assert not any(o.startswith(("--comment", "--mail")) for o in sections(req.materialize())[0])
+    shown = "# submitted with: sbatch --parsable '--comment=it'\"'\"'s #1' --mail-user=me@example.com --mail-type=END"
+    assert req.materialize().splitlines()[2] == shown
+    assert SlurmScheduler("test").submit_dryrun(specs.AppDef("app", [role()]), {}).request.cmd == [
+        "sbatch",
+        "--parsable",
+    ]
 
 
 def test_retries_requeue_with_the_smallest_max_retries() -> None:

@@ -325,14 +325,15 @@ class SlurmScheduler(JobDirWorkspaceMixin, FileLogsScheduler[Mapping[str, CfgVal
         return f"{array_id}_{index}"
 
     def schedule(self, dryrun_info: AppDryRunInfo[script.SbatchRequest]) -> str:
-        """Submits the script with ``sbatch --parsable``; returns the job id."""
+        """Submits the script with its command line (``sbatch --parsable`` and the job's options);
+        returns the job id."""
         req = dryrun_info.request
         if req.workdir:
             os.makedirs(req.workdir, exist_ok=True)
-        out = commands.run(["sbatch", "--parsable"], input=req.script, cwd=req.workdir).stdout.strip()
+        out = commands.run(req.cmd, input=req.script, cwd=req.workdir).stdout.strip()
         job_id = out.split(";", 1)[0]
         if not _JOB_ID.fullmatch(job_id):
-            raise CommandError(["sbatch", "--parsable"], 0, f"unexpected output {out!r}")
+            raise CommandError(req.cmd, 0, f"unexpected output {out!r}")
         if req.recovering:  # marks it as one (recovery_attempts), also while it is pending
             with open(os.path.join(req.workdir or os.getcwd(), script.attempt_log(job_id)), "a"):
                 pass

@@ -27,8 +27,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from torchx.schedulers.recovery import RecoveryPolicy, restart_loop
 from torchx.schedulers.shell import RUN_SPLIT, argv_renderer, placeholder, wait_for_replicas
@@ -70,14 +71,22 @@ def shell_word(value: str) -> str:
     return _quote(value, _EXPANSIONS)
 
 
+#: the ``sbatch`` command every job is submitted with (the job id alone on stdout)
+SUBMIT = ("sbatch", "--parsable")
+
+
 @dataclass
 class SbatchRequest:
-    """What ``sbatch`` is given: the script and the directory to submit from (None: the current one)."""
+    """What ``sbatch`` is given: the script, the directory to submit from (None: the current
+    one) and the command line (:attr:`cmd`)."""
 
     script: str
     workdir: str | None
     #: the job recovers in Slurm (:func:`build_script` with a policy): its attempt log is made at submit
     recovering: bool = False
+    #: the ``sbatch`` command line (TorchX's ``SlurmBatchRequest.cmd``): ``sbatch --parsable`` and
+    #: the options of the job as a whole (``--comment``, ``--mail-user``, ``--mail-type``)
+    cmd: list[str] = field(default_factory=lambda: list(SUBMIT))
 
     def __str__(self) -> str:
         return self.script
@@ -110,9 +119,7 @@ def attempt_log(app_id: str) -> str:
     return f"slurm-{app_id}.attempts"
 
 
-def _section(
-    app: AppDef, role: Role, opts: SlurmOpts, workdir: str | None, first: bool, requeue: bool = False
-) -> list[str]:
+def _section(app: AppDef, role: Role, opts: SlurmOpts, workdir: str | None, requeue: bool = False) -> list[str]:
     """The ``#SBATCH`` lines of a component of ``role``, after its ``--job-name`` (``requeue``:
     the job may be requeued whatever its roles' ``max_retries``)."""
     pairs = resource_opts(role, opts)
@@ -131,11 +138,22 @@ def _section(
         pairs.append(("exclusive", None))
     if requeue or _max_retries(app) > 0:
         pairs.append(("requeue", None))
-    if first:
-        for key, value in (("comment", opts.comment), ("mail-user", opts.mail_user), ("mail-type", opts.mail_type)):
-            if value is not None:
-                pairs.append((key, value))
     return [_sbatch_line(k, v) for k, v in pairs]
+
+
+def submit_cmd(opts: SlurmOpts) -> list[str]:
+    """``sbatch --parsable`` with the options of the job as a whole, as TorchX passes them: on
+    the command line (an argv, never parsed by a shell)."""
+    cmd = list(SUBMIT)
+    for key, value in (("comment", opts.comment), ("mail-user", opts.mail_user), ("mail-type", opts.mail_type)):
+        if value is not None:
+            cmd.append(f"--{key}={value}")
+    return cmd
+
+
+def _submitted_with(cmd: list[str]) -> str:
+    """The script's comment line showing ``cmd`` (run options are single lines: so is this)."""
+    return f"# submitted with: {shlex.join(cmd)}"
 
 
 def _sbatch_line(key: str, value: str | None) -> str:
@@ -156,19 +174,20 @@ def build_script(app: AppDef, opts: SlurmOpts, policy: RecoveryPolicy | None = N
     replicas = [(role, k) for role in app.roles for k in range(role.num_replicas)]
     retries = _max_retries(app)
     requeue = policy is not None
+    cmd = submit_cmd(opts)
     lines = [
         "#!/bin/bash",
         f"# torchx app {json.dumps(app.name, ensure_ascii=False)}: {len(replicas)} replica(s),"
         " one heterogeneous-job component each",
+        _submitted_with(cmd),
     ]
     for r, role in enumerate(app.roles):
-        rest = _section(app, role, opts, workdir, first=False, requeue=requeue)
+        section = _section(app, role, opts, workdir, requeue=requeue)
         for k in range(role.num_replicas):
-            first = r == 0 and k == 0
-            if not first:
+            if r or k:
                 lines.append("#SBATCH hetjob")
             lines.append(_sbatch_line("job-name", job_name(role.name, k)))
-            lines += _section(app, role, opts, workdir, first=True, requeue=requeue) if first else rest
+            lines += section
     lines += [
         "",
         "# host of the first replica, named by the rank0_env macro",
@@ -192,7 +211,7 @@ def build_script(app: AppDef, opts: SlurmOpts, policy: RecoveryPolicy | None = N
         )
     else:
         lines += [*run, *_requeue_lines(retries), 'exit "$rc"']
-    return SbatchRequest(script="\n".join(lines) + "\n", workdir=workdir, recovering=policy is not None)
+    return SbatchRequest(script="\n".join(lines) + "\n", workdir=workdir, recovering=policy is not None, cmd=cmd)
 
 
 def _run_lines(
@@ -261,16 +280,18 @@ def build_array_script(apps: Sequence[AppDef], opts: SlurmOpts, max_parallel: in
     if any(len(a.roles) != 1 or a.roles[0].num_replicas != 1 for a in apps):
         raise UnsupportedFeatureError("slurm job arrays need apps of one role with one replica (no het-job arrays)")
     role = first.roles[0]
-    header = [_sbatch_line("job-name", job_name(role.name, 0)), *_section(first, role, opts, workdir, first=True)]
+    header = [_sbatch_line("job-name", job_name(role.name, 0)), *_section(first, role, opts, workdir)]
     for app in apps[1:]:
         other = app.roles[0]
-        if other.name != role.name or _section(app, other, opts, workdir, first=True) != header[1:]:
+        if other.name != role.name or _section(app, other, opts, workdir) != header[1:]:
             raise UnsupportedFeatureError("slurm job arrays need trials that differ only in arguments and env")
     throttle = f"%{max_parallel}" if max_parallel else ""
+    cmd = submit_cmd(opts)
     lines = [
         "#!/bin/bash",
         f"# torchx job array of {len(apps)} app(s) like {json.dumps(first.name, ensure_ascii=False)};"
         " task i runs app i",
+        _submitted_with(cmd),
         *header,
         f"#SBATCH --array=0-{len(apps) - 1}{throttle}",
         "",
@@ -288,4 +309,4 @@ def build_array_script(apps: Sequence[AppDef], opts: SlurmOpts, max_parallel: in
     retries = _max_retries(first)
     lines += [*_run_lines([(role, 0)], retries > 0, _ARRAY_EXPANSIONS, _ELEMENT_ID), *_requeue_lines(retries)]
     lines.append('exit "$rc"')
-    return SbatchRequest(script="\n".join(lines) + "\n", workdir=workdir)
+    return SbatchRequest(script="\n".join(lines) + "\n", workdir=workdir, cmd=cmd)
