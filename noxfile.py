@@ -175,14 +175,14 @@ def integration_lsf(session: nox.Session) -> None:
 @nox.session(name="integration-k8s")
 def integration_k8s(session: nox.Session) -> None:
     """kubernetes against the live API server (the k8s-marked compatibility checks, and managed
-    failing over from it to local_cwd)."""
+    failing over from it to local_cwd; managed's other Kubernetes tests run in integration-managed)."""
     live(
         session,
         [pkg("torchx-sched-k8s"), pkg("torchx-components"), pkg("torchx-sched-local", "docker"), pkg("torchx-managed")],
         "k8s and not torch",
         "packages/torchx-sched-k8s/tests",
         "tests/compat",
-        "packages/torchx-managed/tests",
+        "packages/torchx-managed/tests/test_managed_failover_live.py",
     )
 
 
