@@ -3,6 +3,7 @@ objects it asks the API server for (pure request building; the live test runs th
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pytest
@@ -30,8 +31,8 @@ def _opts(installed: dict[str, Any] = INSTALLED, **cfg: Any) -> ManagedOptions:
     ("cfg", "match"),
     [
         ({"controller": "aws_batch"}, "controller=aws_batch: neither auto, native, local nor an installed scheduler a"),
-        ({"journal": "s3://bucket/journal"}, "journal=s3://bucket/journal: a journal on a URL is not supported"),
-        ({"journal": "file:///tmp/j"}, "a journal on a URL is not supported"),
+        ({"journal": "gs://bucket/journal"}, "journal=gs://bucket/journal: torchx-managed fences drivers on object storage with conditional writes, which it uses on s3://, s3a:// only"),
+        ({"journal": "s3://bucket/journal", "controller": "kubernetes"}, "journal=s3://bucket/journal: controller=kubernetes keeps its journal on a shared path only"),
         ({"controller": "kubernetes", "journal": "{tmp}/j"}, "controller=kubernetes needs controller_image=IMAGE"),
         (
             {"controller": "kubernetes", "journal": "{tmp}/j", "controller_image": IMAGE, "controller_mounts": ["/opt"]},
@@ -81,14 +82,37 @@ def test_kubernetes_options_are_kept(tmp_path: Any) -> None:
     assert ManagedOptions.from_json({"targets": ["slurm"]}).controller_mounts == []  # an older journal's spec
 
 
+@pytest.mark.parametrize(
+    ("blocked", "match"),
+    [
+        ("fsspec", r"journal=s3://bucket/j needs fsspec: pip install 'torchx-managed\[fsspec\]'"),
+        (
+            "s3fs",
+            r"journal=s3://bucket/j: the filesystem of s3:// is not installed .*pip install 'torchx-managed\[fsspec\]'",
+        ),
+    ],
+)
+def test_a_url_journal_without_its_filesystem_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, blocked: str, match: str
+) -> None:
+    monkeypatch.setitem(sys.modules, blocked, None)  # as if not installed
+    with pytest.raises(InvalidRunConfigException, match=match) as e:
+        _opts(targets=["kubernetes"], journal="s3://bucket/j")
+    assert "\n" not in str(e.value)
+
+
+def test_a_file_url_journal_is_a_path(tmp_path: Any) -> None:
+    assert _opts(targets=["kubernetes"], journal=f"file://{tmp_path}/j").journal == f"{tmp_path}/j"
+
+
 def test_cli_a_url_journal_is_one_line_and_submits_nothing(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     target = use_procs(tmp_path, monkeypatch)
     (tmp_path / "echo.py").write_text(ECHO)
     code, out, err = run_cli(
-        "run", "-s", "managed", "-cfg", f"targets={target},journal=s3://bucket/journal", "echo.py:echo",
+        "run", "-s", "managed", "-cfg", f"targets={target},journal=gs://bucket/journal", "echo.py:echo",
         cwd=tmp_path, env={"TORCHX_MANAGED_STATE_DIR": str(tmp_path / "managed")},
     )  # fmt: skip
-    assert code != 0 and "a journal on a URL is not supported" in err, err
+    assert code != 0 and "uses on s3://, s3a:// only" in err, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1 and not out.strip(), err
     assert not (tmp_path / "managed").exists() or not any((tmp_path / "managed").iterdir())
     assert not (tmp_path / "procs-jobs").exists() or not any((tmp_path / "procs-jobs").iterdir())

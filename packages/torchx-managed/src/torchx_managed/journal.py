@@ -29,6 +29,7 @@ from torchx.schedulers.causes import INFRASTRUCTURE_CAUSES, EndCause
 from torchx.schedulers.recovery import DEFAULT_RESTART_BACKOFF
 from torchx.util.durable import DurableStore, UnknownJobError, state_root
 
+from torchx_managed.journal_store import RoutedStore, is_url
 from torchx_managed.options import MAX_BACKOFF, ManagedOptions
 
 STATE_DIR_ENV = "TORCHX_MANAGED_STATE_DIR"
@@ -41,8 +42,9 @@ def default_root() -> str:
     return state_root("managed", STATE_DIR_ENV)
 
 
-class ManagedStore(DurableStore):
-    """The managed jobs stored under ``root`` (default :func:`default_root`)."""
+class ManagedStore(RoutedStore):
+    """The managed jobs stored under ``root`` (default :func:`default_root`; a URL: see
+    :mod:`torchx_managed.journal_store`)."""
 
     def __init__(self, root: str | None = None) -> None:
         super().__init__(root or default_root(), "managed job")
@@ -52,12 +54,14 @@ class ManagedStore(DurableStore):
 
     def job_dir(self, job_id: str) -> str:
         """The directory of a job; ``ID@ROOT`` (a job kept in the ``journal`` directory
-        ``ROOT``, e.g. shared with a cluster) is job ``ID`` under ``ROOT``.
+        ``ROOT``, e.g. shared with a cluster) is job ``ID`` under ``ROOT`` (a URL under a URL root).
 
         Raises:
-            UnknownJobError: the id is not a plain name (or ``ROOT`` not an absolute path)
+            UnknownJobError: the id is not a plain name (or ``ROOT`` not an absolute path or URL)
         """
         root, name = locate(job_id, self.root)
+        if is_url(root):
+            return super().job_dir(job_id)
         return super().job_dir(name) if root == self.root else DurableStore(root, self.kind).job_dir(name)
 
     def load(self, job_id: str) -> JobState:
@@ -85,7 +89,7 @@ def locate(app_id: str, default_root: str) -> tuple[str, str]:
     """``(root, job id)`` of an app id of :func:`located_id`.
 
     Raises:
-        UnknownJobError: ``ROOT`` is not an absolute path
+        UnknownJobError: ``ROOT`` is not an absolute path or a URL
     """
     from urllib.parse import unquote
 
@@ -93,6 +97,8 @@ def locate(app_id: str, default_root: str) -> tuple[str, str]:
     if not sep:
         return default_root, app_id
     root = unquote(quoted)
+    if is_url(root):
+        return root.rstrip("/"), name
     if not os.path.isabs(root):
         raise UnknownJobError(f"{app_id!r} is not a managed job id: {root!r} is not an absolute path")
     return os.path.normpath(root), name

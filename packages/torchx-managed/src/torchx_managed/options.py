@@ -108,7 +108,8 @@ def run_opts() -> ManagedRunOpts:
         str,
         "absolute path of the directory the job's journal is kept in (default: this machine's state"
         " directory); on storage other machines mount, they see the job; required with a controller"
-        " that runs as a job",
+        " that runs as a job; or an s3://BUCKET/PREFIX URL (controller=local; needs"
+        " torchx-managed[fsspec])",
     )
     opts.add(
         "controller_image",
@@ -388,7 +389,8 @@ def _pod_options(cfg: Mapping[str, CfgVal], controller: str, journal: str | None
 
 
 def _journal(value: CfgVal, controller: str) -> str | None:
-    """The checked ``journal`` option: an absolute directory this machine can write (made here)."""
+    """The checked ``journal`` option: an absolute directory this machine can write (made here),
+    or an ``s3://`` URL it can write (:func:`~torchx_managed.journal_store.check_url`)."""
     text = str(value).strip() if value not in (None, "") else ""
     if not text:
         if controller not in CONTROLLERS:
@@ -398,13 +400,20 @@ def _journal(value: CfgVal, controller: str) -> str | None:
                 "journal",
             )
         return None
-    if "://" in text:
-        raise _bad(
-            f"journal={text}: a journal on a URL is not supported (an object store gives no lock to fence"
-            " two controllers with); give an absolute path on storage both sides mount (NFS, or a node path or"
-            " claim in controller_mounts)",
-            "journal",
-        )
+    if "://" in text and not text.startswith("file://"):
+        if controller not in CONTROLLERS:
+            raise _bad(
+                f"journal={text}: controller={controller} keeps its journal on a shared path only (a URL journal"
+                " is driven by controller=local); give an absolute path both sides mount, or controller=local",
+                "journal",
+            )
+        from torchx_managed.journal_store import check_url  # imports fsspec: only for a URL journal
+
+        try:
+            return check_url(text)
+        except ValueError as e:
+            raise _bad(str(e), "journal") from None
+    text = text[len("file://") :] if text.startswith("file://") else text
     path = os.path.expanduser(text)
     if not os.path.isabs(path):
         raise _bad(f"journal={text}: give an absolute path (the controller's side resolves it too)", "journal")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import signal
 import time
 import uuid
@@ -38,6 +37,7 @@ from torchx.util.durable import DriverStartError, RecordError, UnknownJobError, 
 from torchx_managed import controller, controller_record, native, options
 from torchx_managed.attempts import attempt_name, dryrun_attempt, dump_app, load_app
 from torchx_managed.journal import Attempt, JobState, ManagedStore, locate, located_id, restart_at
+from torchx_managed.journal_store import is_url
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -239,7 +239,7 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
                     controller.ensure(self._runner, cluster, locate(job_id, self.store.root)[0], opts)
                 n, handle = self._submit_first(job_id, spec, req)
             except BaseException as e:
-                shutil.rmtree(self.store.job_dir(job_id), ignore_errors=True)
+                self.store.remove(job_id)
                 if isinstance(e, OSError) and e.filename and e.filename.startswith(self.store.job_dir(job_id)):
                     raise RecordError(f"managed job {job_id}", e) from None  # a full disk
                 raise
@@ -355,9 +355,10 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
             target, own = native.split_id(app_id)
             return self._runner.get_scheduler(target).exists(own)
         try:
-            return os.path.isfile(os.path.join(self.store.job_dir(app_id), "spec.json"))
+            self.store.read_spec(app_id)
         except UnknownJobError:
             return False
+        return True
 
     def describe(self, app_id: str) -> DescribeAppResponse | None:
         """The job's state, one entry per attempt in ``metadata["attempts"]`` (handle, scheduler,
@@ -468,7 +469,11 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
     def _journal_jobs(self, cfg: Mapping[str, CfgVal] | None) -> list[ListAppResponse]:
         """The jobs of this machine's state directory, or of ``-cfg journal=PATH``."""
         journal = (cfg or {}).get("journal")
-        root = os.path.abspath(os.path.expanduser(str(journal))) if journal else None
+        root = (
+            (str(journal).rstrip("/") if is_url(str(journal)) else os.path.abspath(os.path.expanduser(str(journal))))
+            if journal
+            else None
+        )
         store = self.store if root is None else ManagedStore(root)
         out = []
         for name in reversed(store.job_ids()):

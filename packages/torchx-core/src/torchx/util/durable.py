@@ -191,6 +191,13 @@ class DurableStore:
     def _unknown(self, msg: str) -> UnknownJobError:
         return UnknownJobError(msg)
 
+    #: seconds :meth:`resume` waits for a driver started again to take the job's lock
+    driver_start_timeout: float = DRIVER_START_TIMEOUT
+
+    def log_path(self, job_id: str) -> str:
+        """The job's ``driver.log`` (a store keeping jobs off this machine's disk puts it elsewhere)."""
+        return os.path.join(self.job_dir(job_id), LOG)
+
     #: what :meth:`check_private` raises
     unsafe_error: type[UnsafeJobError] = UnsafeJobError
 
@@ -406,7 +413,7 @@ class DurableStore:
     def _start(
         self, job_id: str, argv: Sequence[str], cwd: str | None = None, lock_fd: int | None = None
     ) -> subprocess.Popen[bytes]:
-        with open(private_fd(os.path.join(self.job_dir(job_id), LOG), os.O_WRONLY | os.O_APPEND), "ab") as log:
+        with open(private_fd(self.log_path(job_id), os.O_WRONLY | os.O_APPEND), "ab") as log:
             return subprocess.Popen(
                 [sys.executable, *_SAFE_PATH, *argv],
                 stdin=subprocess.DEVNULL,
@@ -481,7 +488,7 @@ class DurableStore:
         self.check_private(job_id)  # the spec says what runs
         if cwd is not None and not os.path.isdir(cwd):
             cwd = None
-        log = os.path.join(self.job_dir(job_id), LOG)
+        log = self.log_path(job_id)
         try:
             start = os.path.getsize(log)
         except OSError:
@@ -498,7 +505,7 @@ class DurableStore:
         """Waits until a driver holds the job's lock; "" then, else how ``proc`` failed to."""
         import time  # here: only a driver started again waits
 
-        deadline = time.monotonic() + DRIVER_START_TIMEOUT
+        deadline = time.monotonic() + self.driver_start_timeout
         delay = 0.005
         while True:
             code = proc.poll()
@@ -509,6 +516,6 @@ class DurableStore:
                     return ""  # it held the lock and stopped on its own error: drive() recorded why
                 return _how_it_ended(code)
             if time.monotonic() >= deadline:
-                return f"(pid {proc.pid}) has not taken the {self.kind}'s lock {DRIVER_START_TIMEOUT:.0f}s after it started"
+                return f"(pid {proc.pid}) has not taken the {self.kind}'s lock {self.driver_start_timeout:.0f}s after it started"
             time.sleep(delay)
             delay = min(delay * 2, 0.05)

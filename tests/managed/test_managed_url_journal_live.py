@@ -1,0 +1,152 @@
+"""A managed job whose journal is on object storage (``journal=s3://...``, the moto endpoint of
+``scripts/backends/services.sh up moto``): driven by a local driver, recovered after its attempt
+and its driver are SIGKILLed, read from a fresh HOME through the URL alone, and fenced (a second
+driver of the same journal exits; a frozen driver loses its lease and stops without writing)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from torchx.testing import live_backend_env
+from torchx.testing.processes import alive, eventually
+
+pytestmark = pytest.mark.aws
+
+STEPS, STEP_SECONDS = 40, 0.2
+BUCKET = "torchx-journal-live"
+
+
+@pytest.fixture
+def journal() -> str:
+    """A fresh ``s3://`` journal on the moto endpoint (its bucket made once)."""
+    env = live_backend_env("TORCHX_TEST_AWS", "moto")
+    pytest.importorskip("s3fs", reason="needs torchx-managed[fsspec]")
+    os.environ.update({k: v for k, v in env.items() if k.startswith("AWS_")})
+    import fsspec
+
+    fs = fsspec.filesystem("s3", skip_instance_cache=True)
+    if not fs.exists(BUCKET):
+        fs.mkdir(BUCKET)
+    return f"s3://{BUCKET}/{uuid.uuid4().hex[:10]}"
+
+
+def _env(tmp_path: Path, name: str) -> dict[str, str]:
+    """A client with its own HOME and managed state, sharing local_cwd's state directory."""
+    home = tmp_path / name
+    home.mkdir(exist_ok=True)
+    env = dict(os.environ, HOME=str(home), TORCHX_MANAGED_STATE_DIR=str(home / "managed"))
+    env["TORCHX_LOCAL_STATE_DIR"] = str(tmp_path / "local-state")
+    return env
+
+
+def _torchx(env: dict[str, str], *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "torchx", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
+def _submit(tmp_path: Path, shared: Path, journal: str, ckpt: Path) -> str:
+    cfg = f"targets=local_cwd,controller=local,journal={journal},checkpoint_dir={ckpt},restart_backoff=0"
+    app = [sys.executable, str(shared / "counter.py"), str(STEPS), str(STEP_SECONDS)]
+    out = _torchx(
+        _env(tmp_path, "laptop"), "run", "--detach", "-s", "managed", "-cfg", cfg, "utils.sh", *app, cwd=shared
+    )
+    assert out.returncode == 0, out.stderr
+    handle = out.stdout.strip().splitlines()[-1]
+    assert handle.startswith("managed://torchx/") and "s3%3A" in handle, handle
+    return handle
+
+
+def _status(tmp_path: Path, handle: str, shared: Path, name: str = "other") -> dict[str, Any]:
+    out = _torchx(_env(tmp_path, name), "status", "--json", handle, cwd=shared)
+    assert out.returncode == 0, out.stderr
+    status: dict[str, Any] = json.loads(out.stdout)
+    return status
+
+
+def _lease(journal: str, handle: str) -> dict[str, Any]:
+    import fsspec
+
+    job = handle.rsplit("/", 1)[1].split("@", 1)[0]
+    fs = fsspec.filesystem("s3", skip_instance_cache=True)
+    rec: dict[str, Any] = json.loads(fs.cat_file(f"{journal}/{job}/driver.lease"))
+    return rec
+
+
+def _driver_pid(journal: str, handle: str) -> int:
+    def held() -> bool:
+        rec = _lease(journal, handle)
+        return bool(rec.get("holder")) and alive(int(rec["pid"]))
+
+    eventually(held, 30, 0.2, "a driver to hold the job's lease")
+    return int(_lease(journal, handle)["pid"])
+
+
+def _steps_once(ckpt: Path) -> None:
+    counts = [int(line.split()[1]) for line in (ckpt / "steps").read_text().splitlines()]
+    assert int((ckpt / "count").read_text()) == STEPS
+    assert sorted(set(counts)) == list(range(1, STEPS + 1))
+
+
+def test_url_journal_recovers_a_killed_attempt_and_driver_read_from_a_fresh_home(
+    tmp_path: Path, shared: Path, journal: str
+) -> None:
+    ckpt = shared / "ckpt"
+    handle = _submit(tmp_path, shared, journal, ckpt)
+    driver = _driver_pid(journal, handle)
+    eventually(lambda: (ckpt / "count").exists() and int((ckpt / "count").read_text()) >= 5, 60, 0.1, "counting")
+    os.kill(driver, signal.SIGKILL)  # nothing drives it now: the next look starts a driver
+    os.kill(int((ckpt / "pid-0").read_text()), signal.SIGKILL)
+    eventually(lambda: not alive(driver), 10, 0.1, "the driver to die")
+
+    def done() -> bool:
+        return _status(tmp_path, handle, shared)["state"] == "SUCCEEDED"  # each look may start a driver
+
+    eventually(done, 180, 1.0, "the job to succeed")
+    status = _status(tmp_path, handle, shared, "third")  # a client that never saw the job
+    attempts = status["attempts"]
+    assert len(attempts) >= 2, status
+    assert attempts[0]["state"] != "SUCCEEDED" and attempts[-1]["state"] == "SUCCEEDED", status
+    _steps_once(ckpt)
+
+
+def test_url_journal_fences_a_second_driver_and_a_frozen_one(tmp_path: Path, shared: Path, journal: str) -> None:
+    ckpt = shared / "ckpt"
+    handle = _submit(tmp_path, shared, journal, ckpt)
+    first = _driver_pid(journal, handle)
+    root_id = handle.rsplit("/", 1)[1]
+    job = root_id.split("@", 1)[0]
+    env = _env(tmp_path, "other")
+    argv = [sys.executable, "-m", "torchx_managed.driver", journal, job]
+    # a second driver while the first renews: it sees the lease renewed and exits, doing nothing
+    second = subprocess.run(argv, env=env, cwd=shared, capture_output=True, text=True, timeout=60)
+    assert second.returncode == 0 and "already has a driver" in second.stderr, second.stderr
+    # the first frozen past its lease: a contender takes over; the first, woken, stops without writing
+    os.kill(first, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        third = subprocess.Popen(argv, env=env, cwd=shared, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        eventually(lambda: _lease(journal, handle).get("pid") == third.pid, 40, 0.2, "the contender to take the lease")
+        assert time.monotonic() - started >= 8.0  # only after LEASE_DURATION unchanged (9 s)
+    finally:
+        os.kill(first, signal.SIGCONT)
+    eventually(lambda: not alive(first), 20, 0.1, "the frozen driver to stop")
+    assert third.wait(timeout=180) == 0
+    assert _status(tmp_path, handle, shared)["state"] == "SUCCEEDED"
+    import fsspec
+
+    fs = fsspec.filesystem("s3", skip_instance_cache=True)
+    writers = [json.loads(fs.cat_file(p))["w"] for p in sorted(fs.ls(f"{journal}/{job}/events", detail=False))]
+    pids = [w.split(":")[1] if w else "" for w in writers]
+    took = pids.index(str(third.pid))
+    assert str(first) not in pids[took:], writers  # nothing by the first after it took over
+    _steps_once(ckpt)
