@@ -178,6 +178,19 @@ def test_type_hints_of_the_job_model_resolve() -> None:
     assert typing.get_type_hints(specs.Role)["mounts"] == list[specs.BindMount | specs.VolumeMount | specs.DeviceMount]
 
 
+def test_a_list_response_compares_and_hashes_on_torchx_0_7s_fields() -> None:
+    """``ListAppResponse(app_id=..., state=...) in scheduler.list()``, as TorchX 0.7's tests and
+    users write it, holds though our schedulers also fill in the name and the times."""
+    from torchx.schedulers.api import ListAppResponse
+    from torchx.specs import AppState
+
+    ours = ListAppResponse("a-1", AppState.SUCCEEDED, name="a", submitted=1.0, started=2.0, ended=3.0)
+    theirs = ListAppResponse(app_id="a-1", state=AppState.SUCCEEDED)
+    assert theirs in [ours] and hash(theirs) == hash(ours)
+    assert ListAppResponse("a-1", AppState.FAILED) != ours
+    assert ListAppResponse("a-1", AppState.SUCCEEDED, app_handle="local_cwd://s/a-1") != ours
+
+
 @record(frozen=True)
 class Frozen:
     """Immutable."""

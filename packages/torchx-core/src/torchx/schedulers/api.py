@@ -84,15 +84,15 @@ class DescribeAppResponse:
 class ListAppResponse:
     """One app in ``Scheduler.list``.
 
-    ``submitted``, ``started`` and ``ended`` (seconds since the epoch) are set where the
-    scheduler knows them (None otherwise); they do not count for ``==`` or the hash, so a
-    response compares as in TorchX 0.7.
+    ``name`` (the app's name), ``submitted``, ``started`` and ``ended`` (seconds since the
+    epoch) are set where the scheduler knows them (None otherwise); they do not count for ``==``
+    or the hash, so a response compares as in TorchX 0.7 (``app_id``, ``state``, ``app_handle``).
     """
 
     app_id: str
     state: AppState
     app_handle: str = "<NOT_SET>"
-    name: str = ""
+    name: str = field(default="", compare=False)
     submitted: float | None = field(default=None, compare=False)
     started: float | None = field(default=None, compare=False)
     ended: float | None = field(default=None, compare=False)
