@@ -35,7 +35,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_doc_holds_a_whole_distribution() -> None:
     files = doc_files()
     assert {"pyproject.toml", "src/torchx_sched_bg/scheduler.py", "src/torchx_sched_bg/policy.py"} <= set(files)
-    assert '[project.entry-points."torchx.plugins"]' in files["pyproject.toml"]
+    assert "[project.entry-points.torchx]" in files["pyproject.toml"]
     assert not any(path.endswith("plugin.py") for path in files)  # the native way needs no hook module
     scheduler_lines = files["src/torchx_sched_bg/scheduler.py"].splitlines()
     assert len(scheduler_lines) <= 60, f"the minimal scheduler has {len(scheduler_lines)} lines"
@@ -47,7 +47,8 @@ def test_the_native_way_is_taught_first_in_at_most_six_concepts() -> None:
     intro = text[: text.index("## Layout")]
     concepts = re.findall(r"^(\d)\. [^\n]*\*\*", intro, re.M)
     assert concepts == [str(i) for i in range(1, len(concepts) + 1)] and 0 < len(concepts) <= 6
-    assert "torchx.plugins" in intro and text.index("torchx.plugins") < text.index("torchx_plugins")
+    assert "[project.entry-points.torchx]" in intro and text.index("group `torchx`") < text.index("torchx_plugins")
+    assert 'entry-points."torchx.plugins"' not in text  # one group: the native way and the older hook modules
 
 
 def test_discovering_the_docs_plugin_imports_none_of_it(installed: Path) -> None:

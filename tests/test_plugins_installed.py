@@ -16,8 +16,8 @@ def test_all_installed_plugins_load_cleanly() -> None:
 
 
 def test_every_builtin_distribution_registers_natively_and_discovery_imports_none_of_them() -> None:
-    """Each distribution of packages/ registers through entry points of ``torchx.plugins`` (read
-    from its metadata), so discovering all of them imports none of their code."""
+    """Each distribution of packages/ registers through ``<kind>.<name>`` entry points of the group
+    ``torchx`` (read from its metadata), so discovering all of them imports none of their code."""
     import subprocess
     import sys
     from pathlib import Path
@@ -27,12 +27,12 @@ def test_every_builtin_distribution_registers_natively_and_discovery_imports_non
         "import json, sys\n"
         "from torchx.plugins import get_registry\n"
         "reg = get_registry(refresh=True)\n"
-        "print(json.dumps({'groups': {p.dist: p.group for p in reg.plugins},"
+        "print(json.dumps({'groups': {p.dist: [p.group, p.name] for p in reg.plugins},"
         " 'loaded': sorted(m for m in sys.modules if m.startswith('torchx_') and m != 'torchx_plugins')}))\n"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)
     data = json.loads(out.stdout)
     installed = [p for p in packages if p in data["groups"]]
     assert installed, data
-    assert {p: data["groups"][p] for p in installed} == dict.fromkeys(installed, "torchx.plugins")
+    assert {p: data["groups"][p] for p in installed} == {p: ["torchx", ""] for p in installed}
     assert data["loaded"] == []

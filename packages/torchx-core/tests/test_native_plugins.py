@@ -1,5 +1,6 @@
-"""The native registration format: entry points of ``torchx.plugins`` (``<kind>.<name> = "module:attr  # help"``),
-read from metadata without importing any plugin code; event hooks as ``hooks.<name>`` modules."""
+"""The native registration format: entry points of the group ``torchx`` (``<kind>.<name> = "module:attr  # help"``),
+read from metadata without importing any plugin code; event hooks as ``hooks.<name>`` modules. The same
+group's entries named without a dot are the older hook modules."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def torchx_post_submit(app_handle):
 def beta(make_dist: Callable[..., Path]) -> Path:
     return make_dist(
         "torchx-beta",
-        {"torchx.plugins": NATIVE},
+        {"torchx": NATIVE},
         {"beta_impl.py": RAISES, "beta_policy.py": POLICY, "beta_comps/__init__.py": RAISES},
         version="0.4",
     )
@@ -66,7 +67,7 @@ def test_every_kind_is_read_from_metadata_and_nothing_is_imported(beta: Path) ->
     assert reg.cli_commands["beta-hello"].help == "say hello"
     assert reg.legacy_modules["torchx.schedulers.beta_scheduler"].target == "beta_impl"
     (info,) = [p for p in reg.plugins if p.dist == "torchx-beta"]
-    assert (info.group, info.ident, info.version, info.errors) == ("torchx.plugins", "torchx-beta", "0.4", [])
+    assert (info.group, info.ident, info.version, info.errors) == ("torchx", "torchx-beta", "0.4", [])
     assert info.hook_modules == ["beta_policy"]
     assert info.watch == []  # the cache watches sys.path only
     assert not {"beta_impl", "beta_policy", "beta_comps"} & set(sys.modules)
@@ -98,19 +99,65 @@ def test_event_hooks_are_imported_on_the_first_event(beta: Path, fake_scheduler:
 
 
 def test_a_malformed_entry_is_a_plugin_error_and_the_rest_loads(make_dist: Callable[..., Path]) -> None:
-    make_dist("torchx-odd", {"torchx.plugins": {"schedular.typo": "m:f", "scheduler": "m:f", "scheduler.ok": "m:f"}})
+    """A dotted name is always a registration: an unknown kind is reported, nothing is imported for it."""
+    entries = {
+        "schedular.typo": "typo_mod:f",
+        "scheduler.": "m:f",
+        "tracker.empty": "  # no module",
+        "scheduler.ok": "m:f",
+    }
+    make_dist("torchx-odd", {"torchx": entries}, {"typo_mod.py": RAISES})
     reg = get_registry()
     (info,) = [p for p in reg.plugins if p.dist == "torchx-odd"]
-    assert len(info.errors) == 2
-    assert all("write <kind>.<name>" in e and "kinds: scheduler, named_resource" in e for e in info.errors)
-    assert info.registers == {"schedulers": ["ok"]}
+    assert [e.split(";")[0] for e in info.errors] == [
+        "entry point schedular.typo = 'typo_mod:f': unknown kind 'schedular'",
+        "entry point scheduler. = 'm:f': no name",
+        "entry point tracker.empty = '# no module': no module",
+    ]
+    assert all('write <kind>.<name> = "module:attr" (kinds: scheduler, named_resource' in e for e in info.errors)
+    assert info.registers == {"schedulers": ["ok"]} and "typo_mod" not in sys.modules
+    assert reg.failure_summary() is not None and "\n" not in reg.failure_summary()
+
+
+def test_a_distribution_with_registrations_and_a_hook_module_in_one_group(make_dist: Callable[..., Path]) -> None:
+    """Entries named ``<kind>.<name>`` are read from metadata; one named without a dot (``slurm``,
+    ``tracker``: the older way) is a hook module, imported and asked what it registers."""
+    hook = (
+        "from torchx.plugins import hookimpl, SchedulerPlugin, TrackerPlugin\n"
+        "@hookimpl\ndef torchx_schedulers():\n    yield SchedulerPlugin('mixed_old', 'mixed_impl:old', 'from the hook')\n"
+        "@hookimpl\ndef torchx_trackers():\n    yield TrackerPlugin('mixed_t', 'mixed_impl:tracker')\n"
+    )
+    entries = {
+        "scheduler.mixed_new": "mixed_impl:new  # from metadata",
+        "slurm": "mixed_hooks",
+        "tracker": "mixed_hooks2",
+        "scheduler": "mixed_impl:create",  # no kind's name alone makes a registration
+    }
+    make_dist(
+        "torchx-mixed",
+        {"torchx": entries},
+        {"mixed_hooks.py": hook, "mixed_hooks2.py": hook.replace("mixed_old", "mixed_old2"), "mixed_impl.py": RAISES},
+    )
+    reg = get_registry()
+    assert reg.schedulers["mixed_new"].summary == "from metadata"
+    assert reg.schedulers["mixed_old"].summary == "from the hook" and "mixed_old2" in reg.schedulers
+    assert reg.trackers["mixed_t"].factory == "mixed_impl:tracker"
+    infos = {p.ident: p for p in reg.plugins if p.dist == "torchx-mixed"}
+    assert set(infos) == {"torchx-mixed", "torchx-mixed:slurm", "torchx-mixed:tracker", "torchx-mixed:scheduler"}
+    assert {i.group for i in infos.values()} == {"torchx"}
+    assert infos["torchx-mixed"].registers == {"schedulers": ["mixed_new"]} and not infos["torchx-mixed"].errors
+    assert infos["torchx-mixed:slurm"].registers == {"schedulers": ["mixed_old"], "trackers": ["mixed_t"]}
+    assert infos["torchx-mixed:tracker"].errors == []
+    (error,) = infos["torchx-mixed:scheduler"].errors
+    assert "a name without a dot names a hook module" in error and "<kind>.<name>" in error
+    assert "mixed_impl" not in sys.modules and {"mixed_hooks", "mixed_hooks2"} <= set(sys.modules)
 
 
 @pytest.mark.parametrize(("levels", "upgrade"), [("2-3", "torchx-core"), ("0", "torchx-old")])
 def test_an_api_range_outside_cores_registers_nothing(
     make_dist: Callable[..., Path], levels: str, upgrade: str
 ) -> None:
-    make_dist("torchx-old", {"torchx.plugins": {"api": levels, "scheduler.old": "m:f"}})
+    make_dist("torchx-old", {"torchx": {"api": levels, "scheduler.old": "m:f"}})
     reg = get_registry()
     (info,) = [p for p in reg.plugins if p.dist == "torchx-old"]
     assert info.incompatible and "old" not in reg.schedulers
@@ -121,7 +168,7 @@ def test_a_clash_of_equal_rank_goes_to_the_distribution_named_first(make_dist: C
     """Native entries are read before hook modules are imported; the clash rule is the same."""
     hook = "from torchx.plugins import hookimpl, SchedulerPlugin\n@hookimpl\ndef torchx_schedulers():\n    yield SchedulerPlugin('x', 'a:f')\n"
     make_dist("a-hooks", {"torchx": {"a": "a_plugin"}}, {"a_plugin.py": hook})
-    make_dist("b-native", {"torchx.plugins": {"scheduler.x": "b:f", "scheduler.y": "b:g"}})
+    make_dist("b-native", {"torchx": {"scheduler.x": "b:f", "scheduler.y": "b:g"}})
     make_dist("c-legacy", {"torchx.schedulers": {"y": "c:g"}})
     reg = get_registry()
     assert reg.schedulers["x"].factory == "a:f"

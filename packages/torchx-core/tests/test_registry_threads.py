@@ -101,7 +101,7 @@ def test_a_plugin_module_that_looks_plugins_up_when_imported_sees_the_entry_poin
     monkeypatch.setenv("TORCHX_NO_PLUGIN_CACHE", "1")
     make_dist(
         "early-dist",
-        {"torchx.plugins": {"scheduler.early": "early:create", "named_resource.early_big": "early:big"}},
+        {"torchx": {"scheduler.early": "early:create", "named_resource.early_big": "early:big"}},
         {"early.py": "from torchx.specs import Resource\ndef big():\n    return Resource(cpu=32, gpu=0, memMB=1)\n"},
     )
     make_dist("eager-dist", {"torchx": {"eager": "eager_plugin"}}, {"eager_plugin.py": LOOKS_UP_AT_IMPORT})

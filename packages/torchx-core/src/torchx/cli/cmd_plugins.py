@@ -41,7 +41,7 @@ class CmdPlugins(SubCommand):
             )
             return 0
         for p in registry.plugins:
-            entry = f" {p.name} = {p.value}" if p.name else ""  # a distribution's torchx.plugins entries: none
+            entry = f" {p.name} = {p.value}" if p.name else ""  # a distribution's registrations: no name
             if p.incompatible:  # one line: nothing was loaded from it
                 print(f"{p.dist} {p.version}  [{p.group}]{entry}  ({p.errors[0]})")
                 continue

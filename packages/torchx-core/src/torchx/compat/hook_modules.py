@@ -1,8 +1,8 @@
 # mypy: disable-error-code="empty-body"
 """Hook modules of the entry-point group ``torchx``: the earlier way to register a torchx plugin.
 
-A distribution names one module of pluggy hook implementations
-(``[project.entry-points.torchx] slurm = "torchx_sched_slurm.plugin"``) whose registration
+A distribution names one module of pluggy hook implementations, under a name without a dot
+(``[project.entry-points.torchx] slurm = "torchx_sched_slurm.plugin"``), whose registration
 hooks yield records::
 
     from torchx.plugins import SchedulerPlugin, hookimpl
@@ -17,8 +17,8 @@ kind of :data:`torchx.plugins.registrations.KINDS`, each yielding that kind's re
 its event hooks for :mod:`torchx.plugins.events`. A module that fails to import, a hook that
 raises or yields something else than its kind's record is recorded and skipped; the cache
 watches the files such a module went through. ``TORCHX_PLUGIN_API = (lowest, highest)`` in the
-module declares its plugin API levels. The native way is the ``torchx.plugins`` group
-(:mod:`torchx.plugins.discovery`), which imports nothing.
+module declares its plugin API levels. The native way is the same group's registrations,
+``<kind>.<name> = "module:attr"`` (:mod:`torchx.plugins.discovery`), which import nothing.
 """
 
 from __future__ import annotations
@@ -33,11 +33,9 @@ import pluggy
 import torchx.plugins.api_level as api_level
 import torchx.plugins.hookspecs as hookspecs
 from torchx.compat.import_errors import describe_error, import_failure_files
-from torchx.plugins.registrations import EVENT_HOOKS, KINDS
-from torchx.plugins.registry import PluginInfo, Registry
+from torchx.plugins.registrations import EVENT_HOOKS, KINDS, is_registration
+from torchx.plugins.registry import GROUP, PluginInfo, Registry
 
-#: the entry-point group of hook modules
-GROUP = "torchx"
 #: the hook-module attribute a plugin declares its plugin API levels in
 DECLARATION = "TORCHX_PLUGIN_API"
 
@@ -138,16 +136,21 @@ def _collect(pm: pluggy.PluginManager, info: PluginInfo, registry: Registry) -> 
 
 
 def add_hook_modules(registry: Registry, eps: list[tuple[Any, str, str, list[str]]]) -> None:
-    """Imports every ``torchx``-group hook module and adds what its hooks register."""
-    if not any(ep.group == GROUP for ep, *_ in eps):
+    """Imports every hook module of the group ``torchx`` and adds what its hooks register."""
+    eps = [item for item in eps if item[0].group == GROUP and not is_registration(item[0].name)]
+    if not eps:
         return
     pm = registry.plugin_manager = registry.plugin_manager or hookspecs.new_plugin_manager()
     pm.add_hookspecs(sys.modules[__name__])
     for ep, dist, version, requires in eps:
-        if ep.group != GROUP:
-            continue
         info = PluginInfo(name=ep.name, dist=dist, version=version, group=GROUP, value=ep.value)
         registry.plugins.append(info)
+        if ":" in ep.value:  # a registration missing its kind (``scheduler = "mod:attr"``)
+            info.errors.append(
+                f"entry point {ep.name} = {ep.value!r} of group torchx: a name without a dot names a hook module"
+                ' (a module); a registration is named <kind>.<name> = "module:attr"'
+            )
+            continue
         try:
             loaded = _load(pm, info, requires)
         except BaseException as e:

@@ -26,7 +26,7 @@ wins a name clash), with one exception that upstream documents for components:
 - only regular packages (with ``__init__.py``) are searched below the registered module; a
   namespace package may be registered at the top but its namespace sub-packages are skipped.
 
-Components registered natively (``component.<prefix>`` entry points of ``torchx.plugins``) are additive:
+Components registered natively (``component.<prefix>`` entry points of the group ``torchx``) are additive:
 they hide nothing, and legacy entries hide none of them except the builtins. The README's
 "Writing a plugin" section states the same rules. Nothing is imported here.
 """

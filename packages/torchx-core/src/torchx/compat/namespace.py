@@ -11,7 +11,7 @@ Rules (upstream's):
 * a function of another kind than its namespace is refused and reported;
 * the first module to register a name wins; a later different registration is a conflict
   (reported); the same resource registered twice is no conflict;
-* entry points (``torchx.plugins``, hook modules, the legacy groups) win over namespace plugins: this
+* entry points (the group ``torchx``: registrations and hook modules; the legacy groups) win over namespace plugins: this
   is the ``SOURCE_RANKS`` rule of :mod:`torchx.plugins.registry` (a namespace ranks 0).
 
 Each module becomes one :class:`PluginInfo` (group: its namespace) whose registrations name
@@ -54,8 +54,8 @@ def plugin_sources(strict: bool = False) -> int:
     ``1`` namespace packages only, ``2`` entry points only, ``3`` (default) both.
 
     "Entry points" are upstream's groups (``torchx.schedulers``, ``torchx.named_resources``,
-    ``torchx.tracker``, ...). The ``torchx.plugins`` group, through which torchx's own backends
-    register (upstream has them in-tree), and ``torchx`` hook modules are always read.
+    ``torchx.tracker``, ...). The group ``torchx``, through which torchx's own backends register
+    (upstream has them in-tree), registrations and hook modules alike, is always read.
 
     Raises:
         ValueError: (``strict`` only) the value is not one of those; otherwise it is ignored with a warning

@@ -10,7 +10,7 @@
     print(reg)                                           # YAML report
 
 The factories returned are imported when first called, so looking at the registry imports no
-backend. Everything torchx finds is in it: ``torchx.plugins`` entry points, hook modules, the legacy entry-point
+backend. Everything torchx finds is in it: the group ``torchx`` (registrations, hook modules), the legacy entry-point
 groups and the ``torchx_plugins.*`` namespace packages, clashes resolved by the one rule of
 :mod:`torchx.plugins.registry`.
 """
@@ -157,7 +157,7 @@ def registry() -> PluginRegistry:
     over). Reached as ``torchx.plugins.registry()``.
 
     ``TORCHX_PLUGINS_SOURCE`` selects what is read: ``0`` nothing but torchx's own backends (the
-    ``torchx.plugins`` group and hook modules), ``1`` namespace packages, ``2`` entry points, ``3`` (default) both.
+    group ``torchx``), ``1`` namespace packages, ``2`` entry points, ``3`` (default) both.
 
     Raises:
         ValueError: ``TORCHX_PLUGINS_SOURCE`` holds another value

@@ -1,7 +1,7 @@
 """torchx plugins: what installed distributions register (schedulers, named resources,
 components, trackers, workspaces, CLI commands, upstream module paths, event hooks).
 
-A distribution registers each as one entry point of the group ``torchx.plugins``,
+A distribution registers each as one entry point of the group ``torchx``,
 ``<kind>.<name> = "module:attr"``, read from its metadata without importing it
 (:mod:`torchx.plugins.discovery`); each ``"module:attr"`` is a :class:`Ref`, imported when
 used. :func:`get_registry` returns the one :class:`Registry`; event hooks

@@ -7,8 +7,8 @@ plugin says what it was written for in two places:
 * its distribution's dependency on ``torchx-core`` (``dependencies = ["torchx-core>=0.1,<0.3"]``),
   which pip resolves at install time and core checks again at discovery (a later upgrade or
   downgrade of torchx-core may have broken it);
-* the levels it works with: an entry point ``api = "1-2"`` in the group ``torchx.plugins``
-  (a hook module of the older ``torchx`` group: ``TORCHX_PLUGIN_API = (1, 2)``); a plugin that
+* the levels it works with: an entry point ``api = "1-2"`` in the group ``torchx``
+  (an older hook module of that group: ``TORCHX_PLUGIN_API = (1, 2)``); a plugin that
   declares nothing is taken as written for level 1.
 
 A plugin outside the range is *incompatible*: core imports nothing from it (the dependency

@@ -25,7 +25,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-_FORMAT = 10
+_FORMAT = 11
 
 #: names in a ``sys.path`` directory that can change what discovery finds
 _PLUGIN_NAME_ENDS = (".dist-info", ".egg-info", ".egg-link", ".egg", ".pth")

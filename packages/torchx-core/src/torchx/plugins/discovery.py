@@ -1,13 +1,12 @@
 """Finds what installed plugins register, from their distributions' metadata.
 
-The native registrations are entry points of the group ``torchx.plugins``, one per record
+The native registrations are entry points of the group ``torchx``, one per record
 (``scheduler.slurm = "torchx_sched_slurm.scheduler:create_scheduler  # Slurm via sbatch"``, see
-:func:`torchx.plugins.registrations.from_entry_point`): reading them imports no plugin code.
-Then the compatibility sources of :mod:`torchx.compat` add theirs to the same registry:
-upstream's entry-point groups (metadata too), ``torchx``-group hook modules and the
-``torchx_plugins.*`` namespace packages (these import plugin modules, which may import any
-torchx module and look plugins up: they see what is registered so far). :mod:`torchx.plugins.cache`
-keeps the result until the installed packages change.
+:func:`torchx.plugins.registrations.from_entry_point`): reading them imports no plugin code. Then the compatibility
+sources of :mod:`torchx.compat` add theirs to the same registry: upstream's entry-point groups (metadata too), the
+group's hook modules (names without a dot) and the ``torchx_plugins.*`` namespace packages (these import plugin
+modules, which may import any torchx module and look plugins up: they see what is registered so far).
+:mod:`torchx.plugins.cache` keeps the result until the installed packages change.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from torchx.plugins import api_level
-from torchx.plugins.registrations import API, HOOKS, from_entry_point
+from torchx.plugins.registrations import API, HOOKS, from_entry_point, is_registration
 from torchx.plugins.registry import GROUP, PluginInfo, Registry
 
 #: (entry point, dist name, dist version, dist requirements)
@@ -47,10 +46,10 @@ def entry_points(groups: set[str]) -> list[EntryPoint]:
 
 
 def add_native(registry: Registry, eps: list[EntryPoint]) -> None:
-    """Adds the ``torchx.plugins`` entry points of every distribution (one :class:`PluginInfo` each)."""
+    """Adds the registrations of every distribution (one :class:`PluginInfo` each)."""
     by_dist: dict[str, list[EntryPoint]] = {}
     for item in eps:
-        if item[0].group == GROUP:
+        if item[0].group == GROUP and is_registration(item[0].name):
             by_dist.setdefault(item[1], []).append(item)
     for dist, items in by_dist.items():
         info = PluginInfo(name="", dist=dist, version=items[0][2], group=GROUP, value="")
@@ -66,15 +65,13 @@ def add_native(registry: Registry, eps: list[EntryPoint]) -> None:
             info.errors.append(problem)
             continue
         for ep, *_ in items:
-            if ep.name == API:
-                continue
             if ep.name.startswith(HOOKS + "."):
                 info.hook_modules.append(ep.value.strip())
-                continue
-            try:
-                registry.add(info, from_entry_point(ep.name, ep.value))
-            except ValueError as e:
-                info.errors.append(str(e))
+            elif ep.name != API:
+                try:
+                    registry.add(info, from_entry_point(ep.name, ep.value))
+                except ValueError as e:
+                    info.errors.append(str(e))
 
 
 def discover(registry: Registry) -> None:
@@ -82,7 +79,7 @@ def discover(registry: Registry) -> None:
     from torchx.compat import hook_modules, legacy, namespace
 
     read = namespace.plugin_sources()
-    groups = {GROUP, hook_modules.GROUP, *(legacy.LEGACY_GROUPS if read & namespace.SOURCE_ENTRY_POINTS else ())}
+    groups = {GROUP, *(legacy.LEGACY_GROUPS if read & namespace.SOURCE_ENTRY_POINTS else ())}
     eps = entry_points(groups)
     add_native(registry, eps)
     legacy_components = legacy.add_legacy(registry, eps)

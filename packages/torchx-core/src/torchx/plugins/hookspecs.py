@@ -1,7 +1,7 @@
 """The event hooks a torchx plugin can implement, called through pluggy. This module is their reference.
 
 A module of event hooks (functions marked ``@torchx.plugins.hookimpl``, named after the hooks
-below) is registered like any registration, as an entry point of the group ``torchx.plugins``:
+below) is registered like any registration, as an entry point of the group ``torchx``:
 ``"hooks.site-policy" = "my_pkg.policy"``. It is imported on the first event (never by
 discovery) and registered with pluggy.
 

@@ -4,8 +4,8 @@ Every registration is a frozen :func:`~torchx.util.record.record` of strings, ma
 positionally or by keyword (``SchedulerPlugin("name", "module:attr", "summary")``) and
 unpackable in field order: a name, a ``"module:attr"`` reference (:class:`Ref`, imported only
 when used), and for some kinds one line of help. A distribution declares them as entry points
-of the group ``torchx.plugins``, ``<kind>.<name> = "module:attr"`` (:func:`from_entry_point`),
-so discovering installed plugins imports none of their code.
+of the group ``torchx``, ``<kind>.<name> = "module:attr"`` (:func:`from_entry_point`; the older hook
+modules of that group: :func:`is_registration`), so discovering plugins imports none of their code.
 """
 
 from __future__ import annotations
@@ -183,21 +183,28 @@ def kind_of(registration: object) -> Kind:
     return kind
 
 
+def is_registration(name: str) -> bool:
+    """True if the entry point ``name`` of the group ``torchx`` is a registration (``<kind>.<name>``, a dotted name
+    of no kind: a malformed one; ``component``; ``api``), False for an older hook module (``slurm = "mod"``)."""
+    return "." in name or name in ("component", API)
+
+
 def from_entry_point(name: str, value: str) -> Any:
-    """The record an entry point ``<kind>.<name> = "module:attr  # help"`` of ``torchx.plugins`` declares.
+    """The record an entry point ``<kind>.<name> = "module:attr  # help"`` of the group ``torchx`` declares.
 
     ``component`` alone (no name) is a component source without a prefix; the text after ``#``
     is the record's help line (schedulers, workspaces, CLI commands).
 
     Raises:
-        ValueError: the kind is unknown or the reference is empty
+        ValueError: the kind is unknown, the name or the reference is empty
     """
     prefix, _, rest = name.partition(".")
     kind = ENTRY_KINDS.get(prefix)
     target, _, text = value.partition("#")
     if kind is None or not target.strip() or (not rest and kind.entry != "component"):
         known = ", ".join([*ENTRY_KINDS, HOOKS, API])
-        raise ValueError(f'entry point {name} = {value!r}: write <kind>.<name> = "module:attr" (kinds: {known})')
+        why = f"unknown kind {prefix!r}" if kind is None else "no name" if not rest else "no module"
+        raise ValueError(f'entry point {name} = {value!r}: {why}; write <kind>.<name> = "module:attr" (kinds: {known})')
     return kind.make(rest, target.strip(), text.strip())
 
 

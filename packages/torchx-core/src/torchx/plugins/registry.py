@@ -1,21 +1,18 @@
-"""The registry: everything installed plugins provide, one table per kind, read as
-``get_registry().schedulers`` (``.named_resources``, ``.components``, ``.trackers``,
-``.workspaces``, ``.cli_commands``, ``.legacy_modules``), and the one rule for name clashes.
+"""The registry: everything installed plugins provide, one table per kind, read as ``get_registry().schedulers``
+(``.named_resources``, ``.components``, ``.trackers``, ``.workspaces``, ``.cli_commands``, ``.legacy_modules``), and
+the one rule for name clashes.
 
-Every source of registrations (:mod:`torchx.plugins.discovery`, the adapters of
-:mod:`torchx.compat`) hands each one to :meth:`Registry.add` with the plugin it comes from;
-the registry alone decides which one is used.
+Every source of registrations (:mod:`torchx.plugins.discovery`, the adapters of :mod:`torchx.compat`) hands each one
+to :meth:`Registry.add` with the plugin it comes from; the registry alone decides which one is used.
 
-Clash rule (documented in the README): when two registrations of the same kind share a
-name, the one from the higher-ranked source wins (:data:`SOURCE_RANKS`). A legacy-group
-entry point (``torchx.schedulers`` ...; the user's explicit registration, as in upstream
-TorchX) beats a ``torchx.plugins`` (or ``torchx`` hook module) registration; between two of
-the same rank, the one from the distribution whose name sorts first wins (namespace modules,
-rank 0: the first one found). Every shadowed registration is kept in
-:attr:`Registry.conflicts` and shown by ``torchx plugins``. Components never clash (each
-source adds names), except that legacy ``torchx.components`` entries hide the builtin
-components (:func:`torchx.compat.legacy.replace_components`). Another source of
-registrations is one :data:`SOURCE_RANKS` entry (its :class:`PluginInfo` ``group``).
+Clash rule (documented in the README): when two registrations of the same kind share a name, the one from the
+higher-ranked source wins (:data:`SOURCE_RANKS`). A legacy-group entry point (``torchx.schedulers`` ...; the user's
+explicit registration, as in upstream TorchX) beats a registration of the group ``torchx`` (an entry point or a hook
+module); between two of the same rank, the one from the distribution whose name sorts first wins (namespace modules,
+rank 0: the first one found). Every shadowed registration is kept in :attr:`Registry.conflicts` and shown by
+``torchx plugins``. Components never clash (each source adds names), except that legacy ``torchx.components`` entries
+hide the builtin components (:func:`torchx.compat.legacy.replace_components`). Another source of registrations is one
+:data:`SOURCE_RANKS` entry (its :class:`PluginInfo` ``group``).
 """
 
 from __future__ import annotations
@@ -40,8 +37,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-#: the entry-point group of native registrations
-GROUP = "torchx.plugins"
+#: the entry-point group of torchx plugins: registrations and the older hook modules (:mod:`torchx.compat.hook_modules`)
+GROUP = "torchx"
 
 #: upstream TorchX's entry-point groups (read by :mod:`torchx.compat.legacy`)
 UPSTREAM_GROUPS = (
@@ -52,17 +49,17 @@ UPSTREAM_GROUPS = (
     "torchx.cli.cmds",
 )
 #: source of registrations (``PluginInfo.group``) -> its rank in a name clash (higher wins): upstream's
-#: groups 2, ``torchx.plugins`` and hook modules (group ``torchx``) 1, any other (namespace packages) 0
-SOURCE_RANKS: dict[str, int] = {GROUP: 1, "torchx": 1, **dict.fromkeys(UPSTREAM_GROUPS, 2)}
+#: groups 2, the group ``torchx`` (registrations and hook modules) 1, any other (namespace packages) 0
+SOURCE_RANKS: dict[str, int] = {GROUP: 1, **dict.fromkeys(UPSTREAM_GROUPS, 2)}
 
 
 @record
 class PluginInfo:
-    """One installed plugin: a distribution's ``torchx.plugins`` entry points, or one entry point
-    of another group (a hook module, a legacy entry), or one namespace module.
+    """One installed plugin: a distribution's registrations in the group ``torchx``, or one entry
+    point (a hook module, a legacy entry), or one namespace module.
 
     Attributes:
-        name: the entry point's name (``""`` for a distribution's ``torchx.plugins`` entries)
+        name: the entry point's name (``""`` for a distribution's registrations)
         dist: the distribution that installs it
         version: that distribution's version
         group: the entry-point group (or namespace package)
@@ -92,7 +89,7 @@ class PluginInfo:
 
     @property
     def ident(self) -> str:
-        """``dist:entry-point-name`` (``dist`` for its ``torchx.plugins`` entries)."""
+        """``dist:entry-point-name`` (``dist`` for its registrations)."""
         return f"{self.dist}:{self.name}" if self.name else self.dist
 
     def __repr__(self) -> str:

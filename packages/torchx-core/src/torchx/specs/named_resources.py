@@ -1,8 +1,8 @@
 """Named resources: look up a :class:`Resource` by name (``resource(h="gpu.small")``).
 
 Sources, later ones winning a clash: the generic sizes (``gpu.*``, ``cpu.*``), the AWS
-instance types (``aws_*``), then plugins (``named_resource.<name>`` entry points of
-``torchx.plugins`` and every compatible source: see :mod:`torchx.plugins`). Factories are called only when looked up.
+instance types (``aws_*``), then plugins (``named_resource.<name>`` entry points of the group
+``torchx`` and every compatible source: see :mod:`torchx.plugins`). Factories are called only when looked up.
 """
 
 from __future__ import annotations

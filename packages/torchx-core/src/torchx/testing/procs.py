@@ -76,7 +76,7 @@ _started: list[subprocess.Popen[bytes]] = []
 def use_procs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """Registers the scheduler ``procs`` for this test and the processes it starts (a
     distribution in ``tmp_path`` put on ``sys.path`` and ``PYTHONPATH``, with an entry point
-    of ``torchx.plugins``) with its jobs under ``tmp_path``; returns its name."""
+    of the group ``torchx``) with its jobs under ``tmp_path``; returns its name."""
     import torchx.plugins
 
     site = tmp_path / "procs-site"
@@ -84,7 +84,7 @@ def use_procs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     info.mkdir(parents=True, exist_ok=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torchx-test-procs\nVersion: 1.0\n")
     ep = f"scheduler.{NAME} = {__name__}:create_scheduler  # real processes, for tests\n"
-    (info / "entry_points.txt").write_text(f"[torchx.plugins]\n{ep}")
+    (info / "entry_points.txt").write_text(f"[torchx]\n{ep}")
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
     monkeypatch.setenv(DIR_ENV, str(tmp_path / "procs-jobs"))
