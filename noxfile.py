@@ -221,11 +221,13 @@ def integration_managed(session: nox.Session) -> None:
     jobs on Slurm and LSF (failover, cancel from another machine); a controller Deployment on
     Kubernetes (its pod deleted, an attempt killed, cancel, idle scale to 0, a frozen holder
     losing its Lease); a frozen slurmctld read as unknown, never as a failure; native jobs listed
-    by ``torchx list -s managed -cfg targets=slurm|lsf`` from another machine."""
+    by ``torchx list -s managed -cfg targets=slurm|lsf`` from another machine; a journal on an
+    s3:// URL (moto): a killed attempt and driver recovered, read from a fresh HOME, two drivers
+    fenced."""
     live(
         session,
         [
-            pkg("torchx-managed"),
+            pkg("torchx-managed", "test,fsspec"),
             pkg("torchx-components", ""),
             *(
                 pkg(p, "")
@@ -247,6 +249,7 @@ def integration_managed(session: nox.Session) -> None:
         "packages/torchx-managed/tests/test_managed_native_ray_live.py",
         "packages/torchx-managed/tests/test_managed_native_lsf_live.py",
         "tests/managed/test_managed_native_local_live.py",
+        "tests/managed/test_managed_url_journal_live.py",
         "packages/torchx-managed/tests/test_managed_controller_live.py",
         "packages/torchx-managed/tests/test_managed_k8s_controller_live.py",
         "packages/torchx-managed/tests/test_managed_unreachable_live.py",

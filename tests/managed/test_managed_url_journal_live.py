@@ -150,3 +150,17 @@ def test_url_journal_fences_a_second_driver_and_a_frozen_one(tmp_path: Path, sha
     took = pids.index(str(third.pid))
     assert str(first) not in pids[took:], writers  # nothing by the first after it took over
     _steps_once(ckpt)
+
+
+def test_a_bucket_that_cannot_be_written_is_one_line_and_submits_nothing(
+    tmp_path: Path, shared: Path, journal: str
+) -> None:
+    env = _env(tmp_path, "laptop")
+    cfg = "targets=local_cwd,controller=local,journal=s3://no-such-bucket-torchx/j"
+    out = _torchx(env, "run", "-s", "managed", "-cfg", cfg, "utils.sh", "true", cwd=shared)
+    assert out.returncode != 0 and not out.stdout.strip(), out
+    assert out.stderr.strip().splitlines() == [
+        "torchx: error: managed: journal=s3://no-such-bucket-torchx/j: cannot write there:"
+        " The specified bucket does not exist"
+    ], out.stderr
+    assert not (tmp_path / "local-state").exists() or not any((tmp_path / "local-state").iterdir())
