@@ -3,7 +3,7 @@
 Two flavours, each a tiny hatchling project:
 
 * ``ours``: registers a scheduler, a named resource and a component source as entry points
-  of the ``torchx.plugins`` group (our plugin API: read from metadata, nothing imported);
+  of the ``torchx`` group (our plugin API: read from metadata, nothing imported);
 * ``legacy``: registers a scheduler and a named resource through upstream TorchX's
   ``torchx.schedulers`` / ``torchx.named_resources`` entry-point groups;
 * ``namespace``: one module of the ``torchx_plugins.schedulers`` namespace package (no entry
@@ -19,7 +19,7 @@ import shutil
 from pathlib import Path
 
 #: bump when the generated files change (it is part of the venv stamps)
-FORMAT = 2
+FORMAT = 3
 
 _PYPROJECT = """\
 [build-system]
@@ -38,7 +38,7 @@ packages = ["src/{module}"]
 """
 
 _OURS_ENTRY_POINTS = """\
-[project.entry-points."torchx.plugins"]
+[project.entry-points.torchx]
 "scheduler.bench_dummy_{index}" = "{module}.impl:create_scheduler  # benchmark dummy"
 "named_resource.bench_dummy_{index}" = "{module}.impl:resource"
 "component.bench_dummy_{index}" = "{module}.components"

@@ -5,7 +5,7 @@ venv                      contents
 ========================  ============================================================
 ``ours``                  our core, local scheduler and components (those present)
 ``ours-full``             every distribution under ``packages/`` that installs
-``ours-50plugins``        ``ours`` + 50 dummy ``torchx.plugins``-group plugin distributions
+``ours-50plugins``        ``ours`` + 50 dummy ``torchx``-group plugin distributions
 ``ours-20namespace``      ``ours`` + 20 dummy distributions of one ``torchx_plugins.*`` module each
 ``upstream``              ``torchx==0.7.0`` from PyPI
 ``upstream-full``         ``upstream`` + ``kubernetes`` + ``boto3`` (its k8s/Batch extras)
