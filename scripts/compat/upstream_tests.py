@@ -15,6 +15,11 @@ helpers and fixtures). ``importlib_metadata`` is the standard library's. Each fi
 pytest process of its own. A failure is counted against the documented API unless it comes
 from upstream's internals (:data:`INTERNALS`: a name or attribute torchx does not provide, a
 patch of one); the last line gives both figures.
+
+Replicas run with the interpreter's directory first on ``PATH``, as in an activated virtualenv.
+The ``local_docker`` live tests need the Docker SDK importable and ``busybox`` on the engine
+(``local_docker`` never pulls, a listed difference): ``docker pull busybox`` or ``docker tag
+<a local busybox> busybox``; without it 7 of them fail on the missing image.
 """
 
 from __future__ import annotations
