@@ -116,6 +116,8 @@ def test_url_journal_recovers_a_killed_attempt_and_driver_read_from_a_fresh_home
     attempts = status["attempts"]
     assert len(attempts) >= 2, status
     assert attempts[0]["state"] != "SUCCEEDED" and attempts[-1]["state"] == "SUCCEEDED", status
+    listed = _torchx(_env(tmp_path, "fourth"), "list", "-s", "managed", "-cfg", f"journal={journal}", cwd=shared)
+    assert listed.returncode == 0 and handle in listed.stdout and "SUCCEEDED" in listed.stdout, listed
     _steps_once(ckpt)
 
 
@@ -164,3 +166,22 @@ def test_a_bucket_that_cannot_be_written_is_one_line_and_submits_nothing(
         " The specified bucket does not exist"
     ], out.stderr
     assert not (tmp_path / "local-state").exists() or not any((tmp_path / "local-state").iterdir())
+
+
+def test_a_cancel_appended_from_another_machine_reaches_the_driver(tmp_path: Path, shared: Path, journal: str) -> None:
+    from torchx_managed.journal_store import UrlStore
+
+    ckpt = shared / "ckpt"
+    handle = _submit(tmp_path, shared, journal, ckpt)
+    driver = _driver_pid(journal, handle)
+    eventually(lambda: (ckpt / "count").exists(), 60, 0.1, "counting")
+    job = handle.rsplit("/", 1)[1].split("@", 1)[0]
+    # what `torchx cancel` on another host does: journal the cancel; it cannot signal this host's driver
+    UrlStore(journal).append(job, {"ev": "cancel", "t": time.time()})
+    started = time.monotonic()
+    eventually(lambda: _status(tmp_path, handle, shared)["state"] == "CANCELLED", 30, 0.5, "the job to be cancelled")
+    assert time.monotonic() - started < 15
+    eventually(lambda: not alive(driver), 15, 0.1, "the driver to end")
+    count = int((ckpt / "count").read_text())
+    time.sleep(2 * STEP_SECONDS + 1)
+    assert int((ckpt / "count").read_text()) == count < STEPS  # the attempt was stopped

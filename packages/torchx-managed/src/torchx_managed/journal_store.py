@@ -22,6 +22,10 @@ Every write that decides something is *conditional*, which is what fences two dr
   :data:`RENEW_DEADLINE` seconds, or reads another holder, has lost it: its process exits at once,
   and each of its appends checks first that its last renewal is younger than the deadline.
 
+A process on another machine cannot signal the driver: every second renewal (~3 s) the driver
+lists the journal, and an append by another writer (``torchx cancel``) makes it look at the
+journal as a local cancel's ``SIGTERM`` does.
+
 What this assumes of the store: strong read-after-write and list-after-write consistency (S3
 since 2020) and conditional ``PutObject`` (``If-None-Match: *`` and ``If-Match``: S3 since 2024,
 MinIO, moto). Only ``s3://`` is accepted (:func:`check_url`); a filesystem whose conditional
@@ -37,11 +41,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -269,15 +274,20 @@ class ObjectLease:
         """True while this process's last renewal is younger than :data:`RENEW_DEADLINE`."""
         return self._renewed is not None and time.monotonic() - self._renewed < RENEW_DEADLINE
 
-    def keep(self) -> None:
-        """Renews the lease in a thread until :meth:`release`; a lost lease ends the process at
-        once (exit code 3), before anything else of it runs on."""
+    def keep(self, tick: Callable[[], None] | None = None) -> None:
+        """Renews the lease in a thread until :meth:`release`, calling ``tick`` after every
+        second renewal; a lost lease ends the process at once (exit code 3), before anything else
+        of it runs on."""
 
         def loop() -> None:
+            renewals = 0
             while not self._stop.wait(RENEW_EVERY):
                 if self.valid():
                     try:
                         if self.try_acquire():
+                            renewals += 1
+                            if tick is not None and renewals % 2 == 0:
+                                tick()
                             continue
                     except Exception as e:
                         logger.warning("cannot renew lease %s: %s", self.url, e)
@@ -324,6 +334,7 @@ class UrlStore(DurableStore):
         self._leases: dict[str, ObjectLease] = {}  # job id -> the lease this process holds
         self._held: dict[int, str] = {}  # a lock descriptor handed out -> its job id
         self._seen: dict[str, dict[int, dict[str, Any]]] = {}  # job id -> seq -> envelope read
+        self._lock = threading.Lock()  # over _seen
 
     def job_dir(self, job_id: str) -> str:
         """The job's URL.
@@ -378,7 +389,12 @@ class UrlStore(DurableStore):
         self.objects.put(f"{self.job_dir(job_id)}/{SPEC}", json.dumps(spec).encode())
 
     def _envelopes(self, job_id: str) -> dict[int, dict[str, Any]]:
-        """The job's appends by sequence number (objects never change once written: each is read once)."""
+        """The job's appends by sequence number (objects never change once written: each is read
+        once); a copy, safe to read while the lease's thread reads the journal too."""
+        with self._lock:
+            return dict(self._read_envelopes(job_id))
+
+    def _read_envelopes(self, job_id: str) -> dict[int, dict[str, Any]]:
         seen = self._seen.setdefault(job_id, {})
         url = f"{self.job_dir(job_id)}/{EVENTS}"
         new = [n for n in self.objects.names(url) if n.endswith(".json") and n[:-5].isdigit()]
@@ -421,7 +437,8 @@ class UrlStore(DurableStore):
             writer = lease.identity if lease is not None else ""
             data = json.dumps({"w": writer, "evs": list(events)}, separators=(",", ":")).encode()
             if self.objects.create(f"{url}/{EVENTS}/{seq:0{SEQ_WIDTH}d}.json", data) is not None:
-                self._seen.setdefault(job_id, {})[seq] = json.loads(data)
+                with self._lock:
+                    self._seen.setdefault(job_id, {})[seq] = json.loads(data)
                 return
             # another writer took that number: a driver in this one's place fences it
             if lease is not None:
@@ -495,7 +512,18 @@ class UrlStore(DurableStore):
             yield False
             return
         self._leases[job_id] = lease
-        lease.keep()
+        seen = max(self._envelopes(job_id), default=-1)
+
+        def look() -> None:  # another machine's append (a cancel) cannot signal this process
+            nonlocal seen
+            envs = self._envelopes(job_id)
+            new = [s for s in envs if s > seen and envs[s].get("w") != lease.identity]
+            seen = max(envs, default=seen)
+            if new:
+                logger.info("the journal of %s has appends from elsewhere: looking at it", job_id)
+                os.kill(os.getpid(), signal.SIGTERM)  # the driver's "look at the journal (a cancel)"
+
+        lease.keep(look)
         try:
             yield True
         finally:
