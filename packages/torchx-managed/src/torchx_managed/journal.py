@@ -52,6 +52,9 @@ class ManagedStore(RoutedStore):
     def _unknown(self, msg: str) -> UnknownJobError:
         return UnknownJobError(f"{msg}; `torchx list -s managed` shows the managed jobs stored here")
 
+    def _locate(self, job_id: str) -> tuple[str, str]:
+        return locate(job_id, self.root)
+
     def job_dir(self, job_id: str) -> str:
         """The directory of a job; ``ID@ROOT`` (a job kept in the ``journal`` directory
         ``ROOT``, e.g. shared with a cluster) is job ``ID`` under ``ROOT`` (a URL under a URL root).

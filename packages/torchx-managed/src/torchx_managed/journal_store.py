@@ -577,11 +577,13 @@ class RoutedStore(DurableStore):
             super().__init__(root, kind)
         self._url_stores: dict[str, UrlStore] = {}
 
+    def _locate(self, job_id: str) -> tuple[str, str]:
+        """``(root, plain id)`` of a job id (a subclass reads ``ID@ROOT`` ids here)."""
+        return self.root, job_id
+
     def _route(self, job_id: str) -> tuple[UrlStore, str] | None:
         """The URL store and plain id of a job kept under a URL, else None."""
-        from torchx_managed.journal import locate
-
-        root, name = locate(job_id, self.root)
+        root, name = self._locate(job_id)
         if not is_url(root):
             return None
         store = self._url_stores.get(root)
