@@ -189,3 +189,16 @@ def test_a_ref_imports_on_first_use_and_says_what_is_missing(make_dist: Callable
     with pytest.raises(PluginLoadError, match="cannot import 'no_such_mod_xyz'"):
         Ref("no_such_mod_xyz:f")()
     cache.clear()
+
+
+def test_a_distribution_reinstalled_at_the_same_version_is_read_again(make_dist: Callable[..., Path]) -> None:
+    """Moving a registration (a new entry point, or from a hook module to ``<kind>.<name>``) and
+    reinstalling gives a new dist-info of the same name: the cache must not keep the old one."""
+    import shutil
+
+    site = make_dist("torchx-moved", {"torchx": {"scheduler.first": "m:f"}})
+    assert "first" in get_registry().schedulers
+    torchx.plugins.reset()
+    shutil.rmtree(site / "torchx_moved-1.0.dist-info")  # as pip does: the old dist-info goes, a new one comes
+    make_dist("torchx-moved", {"torchx": {"scheduler.second": "m:f"}})
+    assert "second" in get_registry().schedulers and "first" not in get_registry().schedulers

@@ -1,8 +1,8 @@
 """Keeps the discovered :class:`Registry` on disk until the installed packages change.
 
 The cache is keyed by the interpreter and ``sys.path``; it is valid while every ``sys.path``
-directory holds the same distributions and plugin packages (installing or removing a
-distribution changes its site-packages directory): registrations are read from metadata, so
+directory holds the same distributions and plugin packages (installing, reinstalling or removing
+a distribution changes its site-packages directory and its own time): registrations are read from metadata, so
 that is all there is to watch. The compatibility sources that import plugin modules (hook
 modules, namespace packages) add the files those went through (``PluginInfo.watch``: editing
 one, or fixing a module that failed to import, is noticed). A ``sys.path`` directory whose
@@ -28,8 +28,7 @@ if TYPE_CHECKING:
 _FORMAT = 11
 
 #: names in a ``sys.path`` directory that can change what discovery finds
-_PLUGIN_NAME_ENDS = (".dist-info", ".egg-info", ".egg-link", ".egg", ".pth")
-_NAMESPACE = "torchx_plugins"
+_ENDS = (".dist-info", ".egg-info", ".egg-link", ".egg", ".pth", "torchx_plugins")
 
 
 def _cache_name() -> str:
@@ -46,13 +45,14 @@ def _mtime(path: str) -> int:
 
 
 def _contents(folder: str) -> int:
-    """A checksum of the names in ``folder`` that can change what discovery finds (its
-    distributions, ``.pth`` files and the plugin namespace package); -1 if it cannot be listed."""
+    """A checksum of the names and times of the distributions, ``.pth`` files and plugin namespace package in
+    ``folder`` (one reinstalled at the same version is new); -1 if it cannot be read."""
     try:
-        names = sorted(n for n in os.listdir(folder or ".") if n.endswith(_PLUGIN_NAME_ENDS) or n == _NAMESPACE)
+        with os.scandir(folder or ".") as found:
+            names = [f"{e.name} {e.stat(follow_symlinks=False).st_mtime_ns}" for e in found if e.name.endswith(_ENDS)]
     except OSError:
         return -1
-    return binascii.crc32("\0".join(names).encode())
+    return binascii.crc32("\0".join(sorted(names)).encode())
 
 
 def _stamp(files: list[str]) -> dict[str, Any]:
