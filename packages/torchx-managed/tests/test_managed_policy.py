@@ -205,3 +205,34 @@ def test_restart_backoff_doubles_per_app_error_in_a_row_and_is_capped() -> None:
     assert restart_at(state(opts, *mixed)) == pytest.approx(2.0 + 10.0)
     assert restart_at(state(opts, ("slurm", "FAILED", "NODE_FAILURE", None))) is None
     assert restart_at(state(checked(targets=["slurm"], restart_backoff=0)[0], *ends)) is None
+
+
+def test_a_journal_written_by_the_previous_version_is_read_and_continued(tmp_path: Path) -> None:
+    """A job started before the shared run vocabulary (``n``, ``started``, ``reason``), its driver
+    then replaced by this version, which appends in the new one: both read as one history."""
+    from torchx.util.journal import RunEnded, RunSubmitted, RunSubmitting, record
+
+    store = ManagedStore(str(tmp_path))
+    store.create("j", {"id": "j", "options": ManagedOptions(["local_cwd"]).as_json()})
+    old = [
+        '{"ev": "submitting", "n": 0, "target": "local_cwd", "name": "j-0", "t": 1.0}',
+        '{"ev": "started", "n": 0, "handle": "local_cwd://s/j-0", "t": 1.5}',
+        '{"ev": "ended", "n": 0, "state": "FAILED", "cause": "NODE_FAILURE", "exit_code": null, "reason": "lost", "t": 2}',
+        '{"ev": "submitting", "n": 1, "target": "local_cwd", "name": "j-1", "t": 3.0}',
+        '{"ev": "started", "n": 1, "handle": "local_cwd://s/j-1", "t": 3.5}',
+    ]
+    (tmp_path / "j" / "events.jsonl").write_text("".join(line + "\n" for line in old))
+    st = store.load("j")
+    assert [(a.n, a.handle, a.state, a.cause, a.reason) for a in st.attempts] == [
+        (0, "local_cwd://s/j-0", "FAILED", "NODE_FAILURE", "lost"),
+        (1, "local_cwd://s/j-1", None, None, ""),
+    ]
+    store.append("j", record(RunEnded(1, "FAILED", "exited with code 1", "APP_ERROR", 1, 4.0)), sync=True)
+    store.append("j", record(RunSubmitting(2, "j-2", "local_cwd", 5.0)), record(RunSubmitted(2, "local_cwd://s/j-2")))
+    st = store.load("j")
+    assert [(a.n, a.state, a.exit_code, a.reason) for a in st.attempts] == [
+        (0, "FAILED", None, "lost"),
+        (1, "FAILED", 1, "exited with code 1"),
+        (2, None, None, ""),
+    ]
+    assert st.last is not None and st.last.handle == "local_cwd://s/j-2" and st.last.started == 5.0

@@ -37,8 +37,9 @@ import time
 from typing import Any
 
 from torchx.runner import Runner
-from torchx.specs.handles import parse_app_handle
-from torchx.specs.status import AppState, is_terminal
+from torchx.runner.watch import Answered, AppWatcher, Ended, Unknown, drain
+from torchx.specs.status import AppState
+from torchx.util import journal
 from torchx.util.durable import record_error
 
 from torchx_managed.attempts import attempt_name, dryrun_attempt, end_of, load_app
@@ -53,12 +54,10 @@ WAIT_INTERVAL = 1.0
 FIRST_POLL = 0.05
 #: seconds the target may not know a started attempt (a scheduler briefly unreachable or
 #: restarting answers so) before the attempt counts as lost; a target that errors is asked
-#: again for as long as it errors, never taken for an ended attempt
+#: again for as long as it errors, never taken for an ended attempt (core's AppWatcher)
 UNKNOWN_GRACE = 30.0
 #: longest gap between status polls while the target does not answer
 MAX_UNKNOWN_POLL = 15.0
-#: a status call that raised
-_NO_ANSWER: Any = object()
 #: how long the driver waits, at its end, for the last notifications to be delivered
 NOTIFY_DRAIN = 60.0
 #: first wait before writing again an event the disk refused; it doubles up to RECORD_RETRY
@@ -95,13 +94,14 @@ class Driver:
         """Wakes the driver to look at the journal (a cancel) or to exit (safe in a signal handler)."""
         self.stop = True
 
-    def _journal(self, what: str, **event: Any) -> None:
+    def _journal(self, what: str, event: journal.RunRecord | dict[str, Any]) -> None:
         """Appends ``event`` (``what`` names it in messages), fsync'ed; one the disk refuses is
         written again until it is (see the module docstring).
 
         Raises:
             _Stopped: a stop without a cancel came while it could not be written
         """
+        event = journal.record(event) if not isinstance(event, dict) else event
         event = {**event, "t": time.time()} if "t" not in event else event
         delay = FIRST_RECORD_RETRY
         told = ""
@@ -120,7 +120,7 @@ class Driver:
                     raise _Stopped(problem) from None
                 ready, _, _ = select.select([self._woken], [], [], delay)
                 if ready:
-                    _drain(self._woken)
+                    drain(self._woken)
                 delay = min(delay * 2, RECORD_RETRY)
                 continue
             if self._problem:
@@ -183,20 +183,13 @@ class Driver:
                     if found is not None:
                         self._journal(
                             f"the start of attempt {last.n} ({found})",
-                            ev="started",
-                            n=last.n,
-                            handle=found,
-                            t=last.started,
+                            journal.RunSubmitted(last.n, found, last.started),
                         )
                         continue
                     if state.cancelled:  # never submitted, and not to be
                         self._journal(
                             f"the end of attempt {last.n} (CANCELLED)",
-                            ev="ended",
-                            n=last.n,
-                            state="CANCELLED",
-                            cause="CANCELLED",
-                            exit_code=None,
+                            journal.RunEnded(last.n, "CANCELLED", cause="CANCELLED"),
                         )
                         continue
                 else:
@@ -206,7 +199,9 @@ class Driver:
                 step = next_step(state)
                 if step.final is not None:
                     logger.info("job %s: %s (%s)", self.job_id, step.final, step.msg)
-                    self._journal(f"the end of the job ({step.final})", ev="final", state=step.final, msg=step.msg)
+                    self._journal(
+                        f"the end of the job ({step.final})", {"ev": "final", "state": step.final, "msg": step.msg}
+                    )
                     continue
                 until = restart_at(state)
                 if until is not None and until > time.time():  # a crash loop slows down; a cancel wakes us
@@ -214,7 +209,7 @@ class Driver:
                     logger.info("restarting in %.1fs after %s (restart_backoff)", until - time.time(), last.cause)
                     ready, _, _ = select.select([wake], [], [], until - time.time())
                     if wake in ready:
-                        _drain(wake)
+                        drain(wake)
                     continue
                 last = Attempt(0 if last is None else last.n + 1, step.target, "", 0.0)
             if app is None:
@@ -239,10 +234,7 @@ class Driver:
         spec = state.spec
         self._journal(
             f"the submission of attempt {n} to {target}",
-            ev="submitting",
-            n=n,
-            target=target,
-            name=attempt_name(str(spec["id"]), n),
+            journal.RunSubmitting(n, attempt_name(str(spec["id"]), n), target),
         )
         try:
             info = dryrun_attempt(self.runner, app, spec, n, target, checkpoint_dir(self.store, spec))
@@ -251,83 +243,46 @@ class Driver:
             logger.exception("attempt %d: submission to %s failed", n, target)
             self._journal(
                 f"the end of attempt {n} (its submission failed)",
-                ev="ended",
-                n=n,
-                state="FAILED",
-                cause="NO_CAPACITY",
-                exit_code=None,
-                reason=f"submission failed: {e}",
+                journal.RunEnded(n, "FAILED", f"submission failed: {e}", "NO_CAPACITY"),
             )
             return
         logger.info("attempt %d: %s on %s", n, handle, target)
-        self._journal(f"the start of attempt {n} ({handle})", ev="started", n=n, handle=handle)
+        self._journal(f"the start of attempt {n} ({handle})", journal.RunSubmitted(n, handle))
 
     # ------------------------------------------------------------------ waiting
     def _watch(self, state: JobState, attempt: Attempt, wake: int) -> None:
         """Waits until the attempt ended (journals it), the pending timeout passed (cancels it and
         journals NO_CAPACITY) or a signal came (returns to look at the journal)."""
         assert attempt.handle is not None
-        parsed = parse_app_handle(attempt.handle)
-        sched = self.runner.get_scheduler(parsed.scheduler_backend)
         opts = state.options
         timeout = opts.pending_timeout
-        last_target = state.target_index(attempt) == len(opts.targets) - 1
-        deadline = attempt.started + timeout if timeout is not None and not last_target else None
+        deadline = None  # a pending timeout fails over to the next target: none on the last one
+        if timeout is not None and state.target_index(attempt) < len(opts.targets) - 1:
+            deadline = time.monotonic() + attempt.started + timeout - time.time()
         if state.cancelled:
             self._cancel(attempt.handle)
-        fd: int | None = None
-        if sched.capabilities.end_fd:
-            try:
-                fd = sched.end_fd(parsed.app_id)
-            except Exception as e:
-                logger.warning("cannot watch %s for its end (polling it): %s", attempt.handle, e)
-        interval = FIRST_POLL
-        unknown_since: float | None = None  # since when the target has not answered, or not known the attempt
+        watcher: AppWatcher[int] = AppWatcher(self.runner, FIRST_POLL, WAIT_INTERVAL, UNKNOWN_GRACE, MAX_UNKNOWN_POLL)
+        problem = watcher.add(attempt.n, attempt.handle, deadline)
+        if problem is not None:
+            logger.warning("cannot watch %s for its end (polling it): %s", attempt.handle, problem)
         try:
             while True:
-                try:
-                    desc = sched.describe(parsed.app_id)
-                    why = "its scheduler does not know it"
-                except Exception as e:
-                    desc, why = _NO_ANSWER, f"cannot get its status: {e}"
-                if desc is None or desc is _NO_ANSWER:
-                    now = time.time()
-                    if unknown_since is None:
-                        unknown_since = now
+                events, woken = watcher.wait(wake)
+                for event in events:
+                    if isinstance(event, Unknown):
                         logger.warning(
-                            "attempt %d (%s): %s; asking again, no new attempt", attempt.n, attempt.handle, why
+                            "attempt %d (%s): %s; asking again, no new attempt", attempt.n, event.handle, event.why
                         )
-                    if desc is None and now - unknown_since >= UNKNOWN_GRACE:
-                        self._ended(attempt, None)
-                        return
-                elif is_terminal(desc.state):
-                    self._ended(attempt, desc)
+                    elif isinstance(event, Answered):
+                        logger.info("attempt %d (%s): answered again: %s", attempt.n, event.handle, event.state.name)
+                    elif isinstance(event, Ended):
+                        return self._ended(attempt, event.desc)
+                    else:
+                        return self._pending_too_long(attempt, timeout or 0.0)
+                if woken:
                     return
-                else:
-                    if unknown_since is not None:
-                        logger.info("attempt %d (%s): answered again: %s", attempt.n, attempt.handle, desc.state.name)
-                    unknown_since = None
-                    if desc.state == AppState.RUNNING:
-                        deadline = None
-                    elif deadline is not None and time.time() >= deadline:
-                        self._pending_too_long(attempt, opts.pending_timeout or 0.0)
-                        return
-                wait: float | None = interval
-                if unknown_since is not None:  # back off while the target does not answer
-                    wait = min(MAX_UNKNOWN_POLL, max(interval, (time.time() - unknown_since) / 2))
-                elif fd is not None:
-                    wait = None  # its end wakes us
-                if deadline is not None:
-                    wait = max(0.0, min(wait if wait is not None else interval, deadline - time.time()))
-                ready, _, _ = select.select([wake] + ([fd] if fd is not None else []), [], [], wait)
-                if wake in ready:
-                    _drain(wake)
-                    return
-                if fd is None or fd not in ready:
-                    interval = min(WAIT_INTERVAL, interval * 1.5)
         finally:
-            if fd is not None:
-                os.close(fd)
+            watcher.close()
 
     def _ended(self, attempt: Attempt, desc: Any) -> None:
         assert attempt.handle is not None
@@ -341,12 +296,7 @@ class Driver:
         logger.info("attempt %d: %s, %s (exit code %s) %s", attempt.n, state, cause, end.exit_code, end.reason)
         self._journal(
             f"the end of attempt {attempt.n} ({state})",
-            ev="ended",
-            n=attempt.n,
-            state=state,
-            cause=cause,
-            exit_code=end.exit_code,
-            reason=end.reason,
+            journal.RunEnded(attempt.n, state, end.reason, cause, end.exit_code),
         )
 
     def _pending_too_long(self, attempt: Attempt, timeout: float) -> None:
@@ -363,12 +313,12 @@ class Driver:
         logger.info("attempt %d: still pending after %.0fs: failing over", attempt.n, timeout)
         self._journal(
             f"the end of attempt {attempt.n} (pending too long)",
-            ev="ended",
-            n=attempt.n,
-            state="CANCELLED",
-            cause="NO_CAPACITY",
-            exit_code=None,
-            reason=f"still pending after {timeout:g}s (pending_timeout): cancelled, next target",
+            journal.RunEnded(
+                attempt.n,
+                "CANCELLED",
+                f"still pending after {timeout:g}s (pending_timeout): cancelled, next target",
+                "NO_CAPACITY",
+            ),
         )
 
     def _cancel(self, handle: str) -> None:
@@ -376,14 +326,6 @@ class Driver:
             self.runner.cancel(handle)
         except Exception as e:
             logger.warning("cannot cancel %s: %s", handle, e)
-
-
-def _drain(fd: int) -> None:
-    try:
-        while os.read(fd, 512):
-            pass
-    except BlockingIOError:
-        pass
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,11 +9,13 @@ Layout, under :func:`default_root` (``$TORCHX_MANAGED_STATE_DIR``)::
                    /checkpoints/    # the default TORCHX_CHECKPOINT_DIR
                    /driver.lock, driver.log
 
-Events (``t`` is the wall-clock time)::
+Events (``t`` is the wall-clock time): an attempt's, in core's run vocabulary
+(:mod:`torchx.util.journal`; ``run`` is the attempt's number; journals written before it said
+``n``, ``started`` and ``reason``, and are read as well), and the job's own::
 
-    {"ev": "submitting", "n": 2, "target": "slurm", "name": APP_NAME, "t": ...}
-    {"ev": "started", "n": 2, "handle": HANDLE, "t": ...}
-    {"ev": "ended", "n": 2, "state": "FAILED", "cause": "NODE_FAILURE", "exit_code": null, "reason": "...", "t": ...}
+    {"ev": "submitting", "run": 2, "name": APP_NAME, "target": "slurm", "t": ...}
+    {"ev": "submitted", "run": 2, "handle": HANDLE, "t": ...}
+    {"ev": "ended", "run": 2, "state": "FAILED", "msg": "...", "cause": "NODE_FAILURE", "t": ...}
     {"ev": "cancel", "t": ...}                       # torchx cancel asked for it
     {"ev": "final", "state": "SUCCEEDED", "msg": "", "t": ...}
     {"ev": "notified", "key": "attempt_ended:2"}     # the notify receiver got it
@@ -27,6 +29,7 @@ from typing import Any
 
 from torchx.schedulers.causes import INFRASTRUCTURE_CAUSES, EndCause
 from torchx.schedulers.recovery import DEFAULT_RESTART_BACKOFF
+from torchx.util import journal
 from torchx.util.durable import DurableStore, UnknownJobError, state_root
 
 from torchx_managed.journal_store import RoutedStore, is_url
@@ -162,24 +165,23 @@ class JobState:
     def apply(self, ev: dict[str, Any]) -> None:
         """Folds one event into the state."""
         kind = ev.get("ev")
-        n = ev.get("n")
-        if kind == "submitting" and isinstance(n, int):
-            attempt = Attempt(n, str(ev["target"]), str(ev.get("name", "")), float(ev.get("t", 0.0)))
-            if self.attempts and self.attempts[-1].n == n:  # submitted again after the driver stopped
+        rec = journal.parse(ev)
+        if isinstance(rec, journal.RunSubmitting):
+            attempt = Attempt(rec.run, str(rec.target), rec.name, rec.t or 0.0)
+            if self.attempts and self.attempts[-1].n == rec.run:  # submitted again after the driver stopped
                 self.attempts[-1] = attempt
             else:
                 self.attempts.append(attempt)
-        elif kind == "started" and self.last is not None and self.last.n == n:
-            self.last.handle = str(ev["handle"])
-        elif kind == "ended" and self.last is not None and self.last.n == n:
+        elif rec is not None:
             a = self.last
-            a.state, a.reason = str(ev.get("state")), str(ev.get("reason", ""))
+            if a is None or a.n != rec.run:
+                return
+            if isinstance(rec, journal.RunSubmitted):
+                a.handle = rec.handle
+                return
+            a.state, a.reason, a.exit_code, a.ended = rec.state, rec.msg, rec.exit_code, rec.t or 0.0
             # a success has no failure cause (journals written before said APP_ERROR for it)
-            cause = ev.get("cause")
-            a.cause = None if cause is None or a.state == "SUCCEEDED" else str(cause)
-            code = ev.get("exit_code")
-            a.exit_code = code if isinstance(code, int) else None
-            a.ended = float(ev.get("t", 0.0))
+            a.cause = None if a.state == "SUCCEEDED" else rec.cause
         elif kind == "cancel":
             self.cancelled = True
         elif kind == "final":

@@ -32,6 +32,7 @@ from torchx.specs.handles import make_app_handle, parse_app_handle
 from torchx.specs.roles import AppDef, RetryPolicy
 from torchx.specs.runopts import CfgVal, InvalidRunConfigException, runopts
 from torchx.specs.status import AppState, is_terminal
+from torchx.util import journal
 from torchx.util.durable import DriverStartError, RecordError, UnknownJobError, UnsafeJobError, record_error
 
 from torchx_managed import controller, controller_record, native, options
@@ -222,17 +223,8 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
                 local_ckpt = _local_path(str(spec["checkpoint_dir"]))
                 if local_ckpt is not None:  # default or given: made here; a remote URL is the app's to make
                     os.makedirs(local_ckpt, exist_ok=True)
-                self.store.append(
-                    job_id,
-                    {
-                        "ev": "submitting",
-                        "n": 0,
-                        "target": target,
-                        "name": attempt_name(spec["id"], 0),
-                        "t": time.time(),
-                    },
-                    sync=True,
-                )
+                first = journal.RunSubmitting(0, attempt_name(spec["id"], 0), target, time.time())
+                self.store.append(job_id, journal.record(first), sync=True)
                 cluster = _cluster_controller(spec)
                 if cluster is not None:  # first: a controller that cannot be started submits nothing
                     opts = options.ManagedOptions.from_json(spec["options"])
@@ -244,7 +236,7 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
                     raise RecordError(f"managed job {job_id}", e) from None  # a full disk
                 raise
             try:
-                self.store.append(job_id, {"ev": "started", "n": n, "handle": handle, "t": time.time()}, sync=True)
+                self.store.append(job_id, journal.record(journal.RunSubmitted(n, handle, time.time())), sync=True)
             except OSError as e:  # the attempt runs: its driver finds it by name and records it once it can
                 what = record_error(f"the start of attempt {n} ({handle})", e)
                 logger.warning("torchx: warning: managed job %s: %s; its driver records it once it can", job_id, what)
@@ -295,24 +287,11 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
                 _first_line(error),
                 later[0],
             )
+            now = time.time()
             self.store.append(
                 job_id,
-                {
-                    "ev": "ended",
-                    "n": n,
-                    "state": "FAILED",
-                    "cause": "NO_CAPACITY",
-                    "exit_code": None,
-                    "reason": f"submission failed: {error}",
-                    "t": time.time(),
-                },
-                {
-                    "ev": "submitting",
-                    "n": n + 1,
-                    "target": later[0],
-                    "name": attempt_name(spec["id"], n + 1),
-                    "t": time.time(),
-                },
+                journal.record(journal.RunEnded(n, "FAILED", f"submission failed: {error}", "NO_CAPACITY", t=now)),
+                journal.record(journal.RunSubmitting(n + 1, attempt_name(spec["id"], n + 1), later[0], now)),
                 sync=True,
             )
             n, target, info = n + 1, later[0], None

@@ -38,15 +38,14 @@ import signal
 import socket
 import sys
 import threading
-import time
 from collections import deque
-from dataclasses import dataclass
 from typing import Any
 
 from torchx.runner import Runner
+from torchx.runner.watch import AppWatcher, Ended, Unknown
 from torchx.specs.dryrun import AppDryRunInfo
-from torchx.specs.roles import AppDef
-from torchx.specs.status import is_terminal
+from torchx.specs.roles import NONE, AppDef
+from torchx.util import journal
 
 from torchx_sweep import wire
 from torchx_sweep.params import trial_argv
@@ -69,16 +68,6 @@ APP_CACHE = 4096
 _FINAL = {"SUCCEEDED", "FAILED", "CANCELLED", "UNSUBMITTED"}
 
 
-@dataclass
-class _Flight:
-    """A trial in flight: its handle, the fd that tells of its end (if any), when to poll it next."""
-
-    handle: str
-    fd: int | None
-    next_poll: float
-    interval: float
-
-
 class Driver:
     """Runs one sweep's remaining trials to the end (see the module docstring)."""
 
@@ -92,7 +81,7 @@ class Driver:
         self.cfg: dict[str, Any] = dict(spec.get("cfg") or {})
         self.stop = False
         self.stopped = False  # the trials in flight were cancelled after stop was set
-        self.in_flight: dict[int, _Flight] = {}
+        self.in_flight: AppWatcher[int] = AppWatcher(runner, FIRST_POLL, WAIT_INTERVAL, unknown_grace=0.0)
         self.todo: deque[int] = deque()
         self.to_wait: list[tuple[int, str]] = []
         self.pending: list[dict[str, Any]] = []
@@ -104,11 +93,11 @@ class Driver:
         self.feed: socket.socket | None = None
         self._replies: socket.SocketIO | None = None
         self.exhausted = False  # nothing is left to submit
-        self._end_fd: Any = None
+        self._ends_by_fd = False  # the scheduler tells of ends through file descriptors
         self._wake = -1
 
-    def _journal(self, **event: Any) -> None:
-        self.pending.append(event)
+    def _journal(self, rec: journal.RunRecord) -> None:
+        self.pending.append(journal.record(rec))
 
     def _flush(self) -> None:
         if self.pending:
@@ -130,7 +119,7 @@ class Driver:
                 found = listed.get(trial.submitting)
                 if found is not None:
                     logger.info("trial %d: adopting %s (submitted before the driver stopped)", trial.index, found)
-                    self._journal(i=trial.index, ev="submitted", handle=found)
+                    self._journal(journal.RunSubmitted(trial.index, found))
                     self.to_wait.append((trial.index, found))
                     continue
             self.todo.append(trial.index)
@@ -143,14 +132,12 @@ class Driver:
             logger.warning("cannot list %s apps to find in-flight trials: %s", self.scheduler, e)
             return {}
 
-    def _end_fd_of_scheduler(self) -> Any:
-        """The scheduler's ``end_fd(app_id) -> fd | None`` if it declares ``capabilities.end_fd``
-        (``local_cwd`` does), else None."""
+    def _end_fds(self) -> bool:
+        """Whether the scheduler declares ``capabilities.end_fd`` (``local_cwd`` does)."""
         try:
-            sched = self.runner.get_scheduler(self.scheduler)  # the instance that submits: it knows its children
+            return self.runner.get_scheduler(self.scheduler).capabilities.end_fd
         except Exception:
-            return None  # not installed: every submission fails and says so
-        return sched.end_fd if sched.capabilities.end_fd else None
+            return False  # not installed: every submission fails and says so
 
     def request_stop(self) -> None:
         """Stops submitting and cancels the trials in flight (safe to call from a signal handler)."""
@@ -163,13 +150,13 @@ class Driver:
         self._plan()
         if self.stop:
             self.todo.clear()
-        self._end_fd = self._end_fd_of_scheduler()
+        self._ends_by_fd = self._end_fds()
         width = max(1, int(self.state.spec.get("max_parallel") or 0) or len(self.state.trials))
         workers = min(SUBMITTERS, width, len(self.todo) + len(self.to_wait))
         read_end, self._wake = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         old_wake = signal.set_wakeup_fd(self._wake, warn_on_full_buffer=False)
         try:
-            if workers > 1 and self._end_fd is not None and threading.active_count() == 1:
+            if workers > 1 and self._ends_by_fd and threading.active_count() == 1:
                 if not self._coordinate(read_end, workers, width) and not self.stop:
                     logger.error("a submitter died: finishing the sweep from its journal, in this process")
                     self._replan()
@@ -181,7 +168,7 @@ class Driver:
             os.close(read_end)
             os.close(self._wake)
         self._not_submitted(list(self.todo))
-        self._journal(ev="finished")
+        self.pending.append({"ev": "finished"})
         self._flush()
 
     def _loop(self, wake: int, width: int, to_wait: list[tuple[int, str]]) -> None:
@@ -201,9 +188,7 @@ class Driver:
                     continue
                 self._wait(wake)
         finally:
-            for flight in self.in_flight.values():
-                if flight.fd is not None:
-                    os.close(flight.fd)
+            self.in_flight.close()
 
     # ------------------------------------------------------------------ submitters
     def _replan(self) -> None:
@@ -319,7 +304,7 @@ class Driver:
             return
         why = "the sweep was cancelled" if self.store.load(self.sweep_id).cancelled else "a trial failed (--fail-fast)"
         for index in indices:
-            self._journal(i=index, ev="ended", state="CANCELLED", msg=f"not submitted: {why}")
+            self._journal(journal.RunEnded(index, "CANCELLED", f"not submitted: {why}"))
 
     # ------------------------------------------------------------------ submitting
     def _submit_batch(self, slots: int) -> None:
@@ -328,14 +313,14 @@ class Driver:
         if not batch:
             return
         trials = self.state.spec["trials"]
-        self.store.append(self.sweep_id, *({"i": i, "ev": "submitting", "name": trials[i]["name"]} for i in batch))
+        self.store.append(self.sweep_id, *(journal.record(journal.RunSubmitting(i, trials[i]["name"])) for i in batch))
         for n, index in enumerate(batch):
             if self.stop:  # a failed submission with --fail-fast, or SIGTERM: the rest are not submitted
                 self._not_submitted(batch[n:])
                 return
             handle = self._submit(index)
             if handle is not None:
-                self._journal(i=index, ev="submitted", handle=handle)
+                self._journal(journal.RunSubmitted(index, handle))
                 self._watch(index, handle)
 
     def _dryrun(self, index: int) -> AppDryRunInfo[Any]:
@@ -378,70 +363,35 @@ class Driver:
             return self.runner.schedule(info)
         except (Exception, SystemExit) as e:
             logger.exception("trial %d: submission failed", index)
-            self._journal(i=index, ev="ended", state="FAILED", msg=f"submission failed: {e}")
+            self._journal(journal.RunEnded(index, "FAILED", f"submission failed: {e}"))
             self._failed()
             return None
 
     # ------------------------------------------------------------------ waiting
     def _watch(self, index: int, handle: str) -> None:
-        fd = None
-        if self._end_fd is not None and handle.startswith(f"{self.scheduler}://"):
-            try:
-                fd = self._end_fd(handle.rsplit("/", 1)[-1])
-            except Exception as e:
-                logger.warning("trial %d: cannot watch %s for its end (polling it): %s", index, handle, e)
-        now = time.monotonic()
-        # no fd: poll at once (it may have ended already), then ever less often
-        self.in_flight[index] = _Flight(handle, fd, now if fd is None else float("inf"), FIRST_POLL)
+        problem = self.in_flight.add(index, handle)
+        if problem is not None:
+            logger.warning("trial %d: cannot watch %s for its end (polling it): %s", index, handle, problem)
         if self.stop:
             self._cancel(handle)
 
     def _wait(self, wake: int) -> None:
-        """Blocks until a trial may have ended, a poll is due, or a signal came; handles what happened."""
-        fds = {f.fd: i for i, f in self.in_flight.items() if f.fd is not None}
-        due = min(f.next_poll for f in self.in_flight.values())
-        timeout = None if due == float("inf") else max(0.0, due - time.monotonic())
-        ready, _, _ = select.select([wake, *fds], [], [], timeout)
-        if wake in ready:
-            wire.drain(wake)
-        for fd in ready:
-            if fd in fds:
-                flight = self.in_flight[fds[fd]]
-                os.close(fd)
-                flight.fd = None
-                self._check(fds[fd], flight)
-        now = time.monotonic()
-        for index, flight in list(self.in_flight.items()):
-            if flight.fd is None and flight.next_poll <= now:
-                self._check(index, flight)
-
-    def _check(self, index: int, flight: _Flight) -> None:
-        """Asks the trial's status: journals its end, or schedules the next poll."""
-        try:
-            status = self.runner.status(flight.handle)
-        except Exception as e:
-            logger.warning("trial %d: cannot get the status of %s (retrying): %s", index, flight.handle, e)
-            self._later(flight)
-            return
-        if status is not None and not is_terminal(status.state):
-            self._later(flight)
-            return
-        del self.in_flight[index]
-        state = status.state.name if status is not None else "UNKNOWN"
-        msg = status.msg if status is not None else "the scheduler no longer knows the app"
-        self._journal(i=index, ev="ended", state=state, msg=msg)
-        if state != "SUCCEEDED":
-            self._failed()
-
-    @staticmethod
-    def _later(flight: _Flight) -> None:
-        flight.next_poll = time.monotonic() + flight.interval
-        flight.interval = min(WAIT_INTERVAL, flight.interval * 1.5)
+        """Blocks until a trial may have ended, a poll is due or a signal came; journals the ends."""
+        for event in self.in_flight.wait(wake)[0]:
+            if isinstance(event, Unknown):
+                logger.warning("trial %d: %s (%s): asking again", event.key, event.why, event.handle)
+            elif isinstance(event, Ended):
+                desc = event.desc
+                state = "UNKNOWN" if desc is None else desc.state.name
+                msg = "the scheduler no longer knows the app" if desc is None else desc.msg
+                self._journal(journal.RunEnded(event.key, state, "" if msg == NONE else msg))
+                if state != "SUCCEEDED":
+                    self._failed()
 
     # ------------------------------------------------------------------ stopping
     def _failed(self) -> None:
         if self.state.spec.get("fail_fast") and not self.stop:
-            self._journal(ev="fail_fast")
+            self.pending.append({"ev": "fail_fast"})
             self.stop = True
             if self.feed is not None:  # a submitter: the coordinator stops the others
                 try:
@@ -460,8 +410,8 @@ class Driver:
         array = self.state.spec.get("array_handle")
         if array:
             self._cancel(str(array))  # its elements that have not started yet go with it
-        for flight in self.in_flight.values():
-            self._cancel(flight.handle)
+        for handle in self.in_flight.handles():
+            self._cancel(handle)
 
 
 def _signal(pid: int, sig: int) -> None:

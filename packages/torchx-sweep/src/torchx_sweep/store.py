@@ -11,11 +11,12 @@ The files, the journal's writing and the driver lock are core's
 (:class:`torchx.util.durable.DurableStore`): concurrent writers (the driver's workers,
 ``torchx sweep cancel``) never interleave and a killed writer leaves at most a torn last line,
 which readers ignore. The state of a sweep is the fold of its events (:meth:`SweepStore.load`).
-Events::
+Events: a trial's, in core's run vocabulary (:mod:`torchx.util.journal`; ``run`` is the trial's
+index; journals written before it said ``i``), and the sweep's own::
 
-    {"i": 3, "ev": "submitting", "name": APP_NAME}   # about to submit trial 3 (named APP_NAME)
-    {"i": 3, "ev": "submitted", "handle": HANDLE}
-    {"i": 3, "ev": "ended", "state": "SUCCEEDED", "msg": ""}
+    {"ev": "submitting", "run": 3, "name": APP_NAME}   # about to submit trial 3 (named APP_NAME)
+    {"ev": "submitted", "run": 3, "handle": HANDLE}
+    {"ev": "ended", "run": 3, "state": "SUCCEEDED", "msg": ""}
     {"ev": "cancel"}  {"ev": "fail_fast"}  {"ev": "finished"}
 """
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from torchx.util import journal
 from torchx.util.durable import (
     EVENTS,
     LOCK,
@@ -118,20 +120,16 @@ def _apply(state: SweepState, ev: dict[str, Any]) -> None:
     if kind == "finished":
         state.finished = True
         return
-    i = ev.get("i")
-    if not isinstance(i, int) or not 0 <= i < len(state.trials):
+    rec = journal.parse(ev)
+    if rec is None or not 0 <= rec.run < len(state.trials):
         return
-    trial = state.trials[i]
-    if kind == "submitting":
-        trial.submitting = str(ev.get("name", ""))
-    elif kind == "submitted":
-        trial.handle = str(ev["handle"])
-        trial.submitting = None
-        trial.state = "SUBMITTED"
-    elif kind == "ended":
-        trial.state = str(ev.get("state", "UNKNOWN"))
-        trial.msg = str(ev.get("msg", ""))
-        trial.submitting = None
+    trial = state.trials[rec.run]
+    if isinstance(rec, journal.RunSubmitting):
+        trial.submitting = rec.name
+    elif isinstance(rec, journal.RunSubmitted):
+        trial.handle, trial.submitting, trial.state = rec.handle, None, "SUBMITTED"
+    else:
+        trial.state, trial.msg, trial.submitting = rec.state, rec.msg, None
 
 
 class SweepStore(DurableStore):
