@@ -14,9 +14,8 @@ it happens (see :mod:`torchx_managed.journal`):
   attempt that was started is watched again; one whose submission was in flight is looked up
   by its app name in the target's ``list`` (adopted if found, else submitted again), so no
   attempt is lost or run twice.
-* It learns of an attempt's end from a file descriptor where the target offers one
-  (``local_cwd``: a pidfd of the job's supervisor) and otherwise by asking the target's status
-  at an interval that grows from :data:`FIRST_POLL` to :data:`WAIT_INTERVAL`.
+* Core's :class:`~torchx.runner.watch.AppWatcher` watches the attempt: an end descriptor where
+  the target offers one, else polls from :data:`FIRST_POLL` to :data:`WAIT_INTERVAL`.
 * ``SIGTERM`` wakes it: after a ``cancel`` event (``torchx cancel``) it cancels the running
   attempt and ends the job CANCELLED; without one it just exits (the next look resumes it).
 * An event it cannot write (a full disk) is written again, at growing intervals up to

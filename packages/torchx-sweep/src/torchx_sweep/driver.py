@@ -14,11 +14,10 @@ after it happens (see :mod:`torchx_sweep.store`):
   submitted ones are waited for again, and a trial whose submission was in flight is looked
   up by its app name in the scheduler's ``list`` (adopted if found, else submitted), so no
   trial is lost or run twice.
-* One thread, one event loop: at most ``max_parallel`` trials are in flight. It learns of
-  a trial's end from a file descriptor where the scheduler offers one (``local_cwd``: a pidfd
-  of the job's supervisor, its child, readable the moment it exits) and otherwise by asking
-  the scheduler's status at an interval that grows from :data:`FIRST_POLL` to
-  :data:`WAIT_INTERVAL`. Being single-threaded also lets ``local_cwd`` start each
+* One thread, one event loop: at most ``max_parallel`` trials are in flight, watched to their
+  end by core's :class:`~torchx.runner.watch.AppWatcher` (an end descriptor where the scheduler
+  offers one, else polls from :data:`FIRST_POLL` to :data:`WAIT_INTERVAL`; a status call that
+  fails is asked again). Being single-threaded also lets ``local_cwd`` start each
   supervisor as a cheap ``fork`` rather than a fresh interpreter. Where ends come through
   descriptors, up to :data:`SUBMITTERS` forked copies of the loop share the slots (see
   :meth:`Driver._coordinate`), so one submission's ``fsync`` and ``fork`` overlap another's.
@@ -42,7 +41,7 @@ from collections import deque
 from typing import Any
 
 from torchx.runner import Runner
-from torchx.runner.watch import AppWatcher, Ended, Unknown
+from torchx.runner.watch import AppWatcher, Ended, Unknown, drain
 from torchx.specs.dryrun import AppDryRunInfo
 from torchx.specs.roles import NONE, AppDef
 from torchx.util import journal
@@ -132,13 +131,6 @@ class Driver:
             logger.warning("cannot list %s apps to find in-flight trials: %s", self.scheduler, e)
             return {}
 
-    def _end_fds(self) -> bool:
-        """Whether the scheduler declares ``capabilities.end_fd`` (``local_cwd`` does)."""
-        try:
-            return self.runner.get_scheduler(self.scheduler).capabilities.end_fd
-        except Exception:
-            return False  # not installed: every submission fails and says so
-
     def request_stop(self) -> None:
         """Stops submitting and cancels the trials in flight (safe to call from a signal handler)."""
         self.stop = True
@@ -150,7 +142,10 @@ class Driver:
         self._plan()
         if self.stop:
             self.todo.clear()
-        self._ends_by_fd = self._end_fds()
+        try:  # ends told through file descriptors (local_cwd): submitters may be forked
+            self._ends_by_fd = self.runner.get_scheduler(self.scheduler).capabilities.end_fd
+        except Exception:  # not installed: every submission fails and says so
+            pass
         width = max(1, int(self.state.spec.get("max_parallel") or 0) or len(self.state.trials))
         workers = min(SUBMITTERS, width, len(self.todo) + len(self.to_wait))
         read_end, self._wake = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -257,7 +252,7 @@ class Driver:
             if not ready and ahead:  # idle: dry-run the next trial (no supervisor forks here to slow it)
                 done = self._dryrun_ahead(order, done)
                 continue
-            wire.drain(wake)
+            drain(wake)
             for fd in ready:
                 if fd == wake:
                     continue

@@ -7,7 +7,6 @@ A submitter asks ``n K\\n`` (up to K trials) or says ``f\\n`` (a trial failed un
 
 from __future__ import annotations
 
-import os
 import pickle
 import socket
 from typing import Any
@@ -43,12 +42,3 @@ def read_frame(stream: socket.SocketIO) -> list[tuple[int, AppDryRunInfo[Any] | 
 
     items: list[tuple[int, AppDryRunInfo[Any] | None]] = pickle.loads(exactly(int.from_bytes(exactly(4), "big")))
     return items
-
-
-def drain(fd: int) -> None:
-    """Reads a non-blocking pipe empty (a signal wake-up pipe)."""
-    try:
-        while os.read(fd, 512):
-            pass
-    except BlockingIOError:
-        pass
