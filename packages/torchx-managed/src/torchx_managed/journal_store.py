@@ -41,11 +41,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
-import socket
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -197,6 +194,8 @@ def check_url(url: str) -> str:
         store = ObjectStore(url)
     except ImportError as e:
         raise ValueError(str(e)) from None
+    import uuid
+
     probe = f"{store.url}/.torchx-probe-{uuid.uuid4().hex}"
     try:
         if store.create(probe, b"probe") is None:
@@ -208,8 +207,16 @@ def check_url(url: str) -> str:
     return store.url
 
 
+def _hostname() -> str:
+    import socket  # here: only a URL journal needs it
+
+    return socket.gethostname()
+
+
 def _identity() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    import uuid
+
+    return f"{_hostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 class ObjectLease:
@@ -226,7 +233,7 @@ class ObjectLease:
 
     def _record(self, holder: str) -> bytes:
         return json.dumps(
-            {"holder": holder, "pid": os.getpid() if holder else None, "host": socket.gethostname(), "t": time.time()}
+            {"holder": holder, "pid": os.getpid() if holder else None, "host": _hostname(), "t": time.time()}
         ).encode()
 
     def try_acquire(self) -> bool:
@@ -482,11 +489,11 @@ class UrlStore(DurableStore):
         if time.time() - float(rec.get("t") or 0.0) > LEASE_DURATION:
             return None
         pid = rec.get("pid")
-        return int(pid) if isinstance(pid, int) and rec.get("host") == socket.gethostname() else -1
+        return int(pid) if isinstance(pid, int) and rec.get("host") == _hostname() else -1
 
     def _lock_names(self, job_id: str, pid: int) -> bool:
         rec = self._lease_record(job_id)
-        return rec is not None and rec.get("pid") == pid and rec.get("host") == socket.gethostname()
+        return rec is not None and rec.get("pid") == pid and rec.get("host") == _hostname()
 
     def take_driver_lock(self, job_id: str, own: bool = True) -> int | None:
         """Takes the job's lease once (no wait); a descriptor standing for it, or None if held
@@ -521,6 +528,8 @@ class UrlStore(DurableStore):
             seen = max(envs, default=seen)
             if new:
                 logger.info("the journal of %s has appends from elsewhere: looking at it", job_id)
+                import signal
+
                 os.kill(os.getpid(), signal.SIGTERM)  # the driver's "look at the journal (a cancel)"
 
         lease.keep(look)
