@@ -434,10 +434,12 @@ class UrlStore(DurableStore):
         """
         lease = self._leases.get(job_id)
         url = self.job_dir(job_id)
+        with self._lock:  # first try the number after the journal last read (no LIST): a conflict reads it again
+            envs = dict(self._seen.get(job_id) or {})
         for _ in range(100):
             if lease is not None and not lease.valid():
                 raise FencedError(f"lost the lease of {url}: another driver may drive it")
-            envs = self._envelopes(job_id)
+            envs = envs or self._envelopes(job_id)
             if not envs and self.objects.get(f"{url}/{SPEC}") is None:
                 raise self._unknown(f"unknown {self.kind} {job_id!r} (no {url}/{SPEC})")
             seq = max(envs, default=-1) + 1
@@ -448,10 +450,11 @@ class UrlStore(DurableStore):
                     self._seen.setdefault(job_id, {})[seq] = json.loads(data)
                 return
             # another writer took that number: a driver in this one's place fences it
-            if lease is not None:
-                others = self._envelopes(job_id)
-                if any(str(e.get("w") or "") not in ("", writer) for s, e in others.items() if s >= seq):
-                    raise FencedError(f"another driver appended to {url}: this one stops")
+            envs = self._envelopes(job_id)
+            if lease is not None and any(
+                str(e.get("w") or "") not in ("", writer) for s, e in envs.items() if s >= seq
+            ):
+                raise FencedError(f"another driver appended to {url}: this one stops")
         raise OSError(f"cannot append to {url}: the journal keeps changing")
 
     def job_ids(self) -> list[str]:
