@@ -36,7 +36,7 @@ import time
 from typing import Any
 
 from torchx.runner import Runner
-from torchx.runner.watch import Answered, AppWatcher, Ended, Unknown, drain
+from torchx.runner.watch import Answered, AppWatcher, Ended, Unknown, drain, listed_names
 from torchx.specs.status import AppState
 from torchx.util import journal
 from torchx.util.durable import record_error
@@ -218,16 +218,10 @@ class Driver:
     # ------------------------------------------------------------------ submitting
     def _adopt(self, attempt: Attempt) -> str | None:
         """The handle of the attempt whose submission was in flight when a driver stopped, if the target has it."""
-        try:
-            for listed in self.runner.list(attempt.target):
-                if listed.name == attempt.name:
-                    logger.info(
-                        "attempt %d: adopting %s (submitted before the driver stopped)", attempt.n, listed.app_handle
-                    )
-                    return listed.app_handle
-        except Exception as e:  # a target that cannot list: the attempt is submitted again
-            logger.warning("cannot list %s apps to find attempt %d: %s", attempt.target, attempt.n, e)
-        return None
+        found = listed_names(self.runner, attempt.target).get(attempt.name)
+        if found is not None:
+            logger.info("attempt %d: adopting %s (submitted before the driver stopped)", attempt.n, found)
+        return found
 
     def _submit(self, state: JobState, app: Any, n: int, target: str) -> None:
         spec = state.spec

@@ -41,7 +41,7 @@ from collections import deque
 from typing import Any
 
 from torchx.runner import Runner
-from torchx.runner.watch import AppWatcher, Ended, Unknown, drain
+from torchx.runner.watch import AppWatcher, Ended, Unknown, drain, listed_names
 from torchx.specs.dryrun import AppDryRunInfo
 from torchx.specs.roles import NONE, AppDef
 from torchx.util import journal
@@ -114,7 +114,7 @@ class Driver:
                 continue
             if trial.submitting:
                 if listed is None:
-                    listed = self._listed_names()
+                    listed = listed_names(self.runner, self.scheduler, self.cfg or None)
                 found = listed.get(trial.submitting)
                 if found is not None:
                     logger.info("trial %d: adopting %s (submitted before the driver stopped)", trial.index, found)
@@ -123,13 +123,6 @@ class Driver:
                     continue
             self.todo.append(trial.index)
         self._flush()
-
-    def _listed_names(self) -> dict[str, str]:
-        try:
-            return {a.name: a.app_handle for a in self.runner.list(self.scheduler, self.cfg or None) if a.name}
-        except Exception as e:  # a scheduler that cannot list: in-flight trials are submitted again
-            logger.warning("cannot list %s apps to find in-flight trials: %s", self.scheduler, e)
-            return {}
 
     def request_stop(self) -> None:
         """Stops submitting and cancels the trials in flight (safe to call from a signal handler)."""

@@ -20,18 +20,21 @@ for ``unknown_grace`` seconds.
 
 from __future__ import annotations
 
+import logging
 import os
 import select
 import time
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from torchx.runner.api import Runner
 from torchx.schedulers.api import DescribeAppResponse
+from torchx.specs.runopts import CfgVal
 from torchx.specs.status import AppState, is_terminal
 
 K = TypeVar("K", bound=Hashable)
+logger: logging.Logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -202,6 +205,16 @@ class AppWatcher(Generic[K]):
             if w.deadline is not None:
                 w.next_poll = min(w.next_poll, w.deadline)
             w.interval = min(self.max_poll, w.interval * 1.5)
+
+
+def listed_names(runner: Runner, scheduler: str, cfg: Mapping[str, CfgVal] | None = None) -> dict[str, str]:
+    """The handles of the apps ``scheduler`` lists, by app name: how a driver finds a submission
+    that was in flight when it stopped. Empty (logged) if the scheduler cannot list."""
+    try:
+        return {a.name: a.app_handle for a in runner.list(scheduler, cfg) if a.name}
+    except Exception as e:  # what was in flight is submitted again
+        logger.warning("cannot list %s apps to find submissions in flight: %s", scheduler, e)
+        return {}
 
 
 def drain(fd: int) -> None:
