@@ -54,9 +54,9 @@ def _torchx(env: dict[str, str], *args: str, cwd: Path) -> subprocess.CompletedP
     )
 
 
-def _submit(tmp_path: Path, shared: Path, journal: str, ckpt: Path) -> str:
+def _submit(tmp_path: Path, shared: Path, journal: str, ckpt: Path, steps: int = STEPS) -> str:
     cfg = f"targets=local_cwd,controller=local,journal={journal},checkpoint_dir={ckpt},restart_backoff=0"
-    app = [sys.executable, str(shared / "counter.py"), str(STEPS), str(STEP_SECONDS)]
+    app = [sys.executable, str(shared / "counter.py"), str(steps), str(STEP_SECONDS)]
     out = _torchx(
         _env(tmp_path, "laptop"), "run", "--detach", "-s", "managed", "-cfg", cfg, "utils.sh", *app, cwd=shared
     )
@@ -91,10 +91,10 @@ def _driver_pid(journal: str, handle: str) -> int:
     return int(_lease(journal, handle)["pid"])
 
 
-def _steps_once(ckpt: Path) -> None:
+def _steps_once(ckpt: Path, steps: int = STEPS) -> None:
     counts = [int(line.split()[1]) for line in (ckpt / "steps").read_text().splitlines()]
-    assert int((ckpt / "count").read_text()) == STEPS
-    assert sorted(set(counts)) == list(range(1, STEPS + 1))
+    assert int((ckpt / "count").read_text()) == steps
+    assert sorted(set(counts)) == list(range(1, steps + 1))
 
 
 def test_url_journal_recovers_a_killed_attempt_and_driver_read_from_a_fresh_home(
@@ -123,7 +123,8 @@ def test_url_journal_recovers_a_killed_attempt_and_driver_read_from_a_fresh_home
 
 def test_url_journal_fences_a_second_driver_and_a_frozen_one(tmp_path: Path, shared: Path, journal: str) -> None:
     ckpt = shared / "ckpt"
-    handle = _submit(tmp_path, shared, journal, ckpt)
+    steps = 150  # 30 s: the attempt still runs when the contender takes over (after 9 s frozen)
+    handle = _submit(tmp_path, shared, journal, ckpt, steps)
     first = _driver_pid(journal, handle)
     root_id = handle.rsplit("/", 1)[1]
     job = root_id.split("@", 1)[0]
@@ -137,7 +138,14 @@ def test_url_journal_fences_a_second_driver_and_a_frozen_one(tmp_path: Path, sha
     try:
         started = time.monotonic()
         third = subprocess.Popen(argv, env=env, cwd=shared, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        eventually(lambda: _lease(journal, handle).get("pid") == third.pid, 40, 0.2, "the contender to take the lease")
+        try:
+            eventually(
+                lambda: _lease(journal, handle).get("pid") == third.pid, 40, 0.2, "the contender to take the lease"
+            )
+        except AssertionError:
+            third.kill()
+            out = third.communicate()[0].decode(errors="replace")
+            raise AssertionError(f"lease {_lease(journal, handle)}; the contender said:\n{out}") from None
         assert time.monotonic() - started >= 8.0  # only after LEASE_DURATION unchanged (9 s)
     finally:
         os.kill(first, signal.SIGCONT)
@@ -151,7 +159,7 @@ def test_url_journal_fences_a_second_driver_and_a_frozen_one(tmp_path: Path, sha
     pids = [w.split(":")[1] if w else "" for w in writers]
     took = pids.index(str(third.pid))
     assert str(first) not in pids[took:], writers  # nothing by the first after it took over
-    _steps_once(ckpt)
+    _steps_once(ckpt, steps)
 
 
 def test_a_bucket_that_cannot_be_written_is_one_line_and_submits_nothing(
