@@ -7,7 +7,11 @@ bounds:
   console script pip generates for every ``[project.scripts]`` entry, and by ``argparse``).
 * ``Runner.run()`` under 3 ms: a ``fork`` of a process that imported torchx (how local_cwd
   starts a supervisor that outlives the launcher at once) and one ``fdatasync`` (the journal
-  line that makes the job's record durable).
+  line that makes the job's record durable). The fork costs the launcher more after it
+  returns: it write-protects the launcher's pages as well as the child's, so each page the
+  launcher writes next (CPython writes reference counts all over its heap) is a page fault,
+  even once the child has exited. The row "just after a fork" shows that tax on a dry run;
+  ``subprocess.Popen`` (upstream's start) uses ``vfork`` and does not pay it.
 * 1x32 run -> terminal within 1.3x of 32 ``Popen`` + ``wait``: 32 ``posix_spawn`` + ``waitpid``
   of ``/bin/true``, from one thread and from two (``posix_spawn`` holds the GIL, so a second
   thread gains nothing), and with a session of its own for each (``setsid``: what the
@@ -87,7 +91,37 @@ def popen_ms(count=32):
         samples.append(time.perf_counter() - start)
     return statistics.median(samples) * 1000
 
+def after_fork_ms():
+    # a fork write-protects the parent's pages too: every page the parent writes next (Python
+    # writes reference counts everywhere) is a fault, even once the child is gone
+    import resource
+    from torchx.runner import get_runner
+    from torchx.specs import AppDef, Resource, Role
+
+    runner = get_runner()
+    role = Role(name="r", image=os.getcwd(), entrypoint="/bin/true", resource=Resource(cpu=1, gpu=0, memMB=128))
+    app = AppDef(name="t", roles=[role])
+    faults = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    plain, forked, plain_faults, forked_faults = [], [], [], []
+    for _ in range(repeat):
+        runner.dryrun(app, "local_cwd")
+        before, start = faults(), time.perf_counter()
+        runner.dryrun(app, "local_cwd")
+        plain.append(time.perf_counter() - start)
+        plain_faults.append(faults() - before)
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+        before, start = faults(), time.perf_counter()
+        runner.dryrun(app, "local_cwd")
+        forked.append(time.perf_counter() - start)
+        forked_faults.append(faults() - before)
+    median = statistics.median
+    return median(plain) * 1000, median(forked) * 1000, median(plain_faults), median(forked_faults)
+
 print(f"fork {fork_ms():.3f}")
+print("dryrun {:.3f} {:.3f} {:.0f} {:.0f}".format(*after_fork_ms()))
 print(f"fdatasync {fdatasync_ms(sys.argv[2]):.3f}")
 print(f"spawn1 {spawn_ms(1):.3f}")
 print(f"spawn2 {spawn_ms(2):.3f}")
@@ -127,10 +161,13 @@ def main() -> None:
     print(f"  torchx runopts                         {runopts:7.2f} ms")
     with tempfile.TemporaryDirectory() as tmp:
         out = subprocess.run([py, "-c", _IN_VENV, str(a.repeat), tmp], capture_output=True, text=True, check=True)
-    got = dict(line.split() for line in out.stdout.splitlines())
+    got = dict(line.split(maxsplit=1) for line in out.stdout.splitlines())
+    plain, forked, plain_faults, forked_faults = got["dryrun"].split()
     print("Runner.run() of a 1x1 local_cwd app (target < 3 ms)")
     print(f"  fork of a process that imported torchx {float(got['fork']):7.3f} ms")
     print(f"  fdatasync of a journal line            {float(got['fdatasync']):7.3f} ms")
+    print(f"  dryrun of 1x1                          {float(plain):7.3f} ms   (page faults: {plain_faults})")
+    print(f"  the same just after a fork             {float(forked):7.3f} ms   (page faults: {forked_faults})")
     print("1x32 run -> terminal (target <= 1.3x the Popen floor)")
     print(f"  32 Popen + wait (the floor)            {float(got['popen']):7.2f} ms")
     print(f"  32 posix_spawn + waitpid, one thread   {float(got['spawn1']):7.2f} ms")
