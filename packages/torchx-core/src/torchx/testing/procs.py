@@ -47,11 +47,18 @@ if TYPE_CHECKING:
 NAME = "procs"
 #: the directory holding the jobs (set by :func:`use_procs`)
 DIR_ENV = "TORCHX_TEST_PROCS_DIR"
-#: runs ``argv[3:]`` with its output appended to ``argv[1]`` (and when each line came, one time a
-#: line, to ``argv[1].times``), then writes its exit status to ``argv[2]``
+#: runs ``argv[5:]`` with its output appended to ``argv[1]`` (and when each line came, one time a
+#: line, to ``argv[1].times``), then writes its exit status to ``argv[2]``; it first waits for
+#: the job's record ``argv[3]``, and runs nothing if its launcher (pid ``argv[4]``) died before
+#: writing it: a job never runs unrecorded (a submitter killed mid-submission would have its
+#: caller submit it again, and it would run twice)
 _WRAPPER = """
 import os, subprocess, sys, time
-log, status, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
+log, status, record, launcher, argv = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5:]
+while not os.path.exists(record):
+    if os.getppid() != launcher and not os.path.exists(record):
+        sys.exit(0)
+    time.sleep(0.001)
 with open(log, "ab") as out, open(log + ".times", "a") as times:
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -159,16 +166,23 @@ class ProcsScheduler(Scheduler[Mapping[str, CfgVal], AppDef, dict[str, Any]]):
         job = self.root / request["app_id"]
         job.mkdir(parents=True)
         pids = []
+        launcher = str(os.getpid())
         for r in request["replicas"]:
             base = job / f"{r['role']}-{r['k']}"
-            cmd = [sys.executable, "-c", _WRAPPER, f"{base}.log", f"{base}.exit", *r["argv"]]
+            cmd = [sys.executable, "-c", _WRAPPER, f"{base}.log", f"{base}.exit", str(job / "job.json"), launcher]
+            cmd += r["argv"]
             proc = subprocess.Popen(cmd, cwd=request["cwd"], env={**os.environ, **r["env"]}, start_new_session=True)
             _started.append(proc)
             pids.append(proc.pid)
         keep = ("name", "replicas", "roles", "metadata")
         job_info = {**{k: request[k] for k in keep}, "pids": pids, "submitted": time.time()}
-        (job / "job.json.tmp").write_text(json.dumps(job_info, default=str))
-        os.replace(job / "job.json.tmp", job / "job.json")  # readers in other processes see all of it or nothing
+        try:
+            (job / "job.json.tmp").write_text(json.dumps(job_info, default=str))
+            os.replace(job / "job.json.tmp", job / "job.json")  # readers in other processes see all of it or nothing
+        except BaseException:  # unrecorded: its replicas (still waiting for the record) must not run
+            for pid in pids:
+                os.kill(pid, signal.SIGKILL)
+            raise
         return str(request["app_id"])
 
     def _job(self, app_id: str) -> dict[str, Any] | None:
