@@ -37,6 +37,7 @@ from typing import Any
 
 from torchx.runner import Runner
 from torchx.runner.watch import Answered, AppWatcher, Ended, Unknown, drain, listed_names
+from torchx.specs.handles import UnknownSchedulerException
 from torchx.specs.status import AppState
 from torchx.util import journal
 from torchx.util.durable import record_error
@@ -66,7 +67,8 @@ RECORD_RETRY = 5.0
 
 
 class _Stopped(Exception):
-    """Stopped (SIGTERM without a cancel) while an event could not be written: the next look resumes."""
+    """Stopped without a cancel (a SIGTERM while an event could not be written; an attempt whose
+    scheduler cannot be loaded here): the next look resumes."""
 
 
 def checkpoint_dir(store: ManagedStore, spec: dict[str, Any]) -> str:
@@ -152,7 +154,7 @@ class Driver:
         try:
             self._loop(read_end)
         except _Stopped as e:
-            logger.info("stopped without a cancel while it could not write (%s): the job resumes at the next look", e)
+            logger.info("stopped without a cancel (%s): the job resumes at the next look", e)
         finally:
             if main:
                 signal.set_wakeup_fd(old_wake)
@@ -266,6 +268,8 @@ class Driver:
                         logger.warning(
                             "attempt %d (%s): %s; asking again, no new attempt", attempt.n, event.handle, event.why
                         )
+                        if isinstance(event.error, UnknownSchedulerException):
+                            self._unwatchable(attempt, event.error)
                     elif isinstance(event, Answered):
                         logger.info("attempt %d (%s): answered again: %s", attempt.n, event.handle, event.state.name)
                     elif isinstance(event, Ended):
@@ -276,6 +280,22 @@ class Driver:
                     return
         finally:
             watcher.close()
+
+    def _unwatchable(self, attempt: Attempt, error: UnknownSchedulerException) -> None:
+        """Records that the attempt's scheduler cannot be loaded where this driver runs (a plugin
+        uninstalled under a running job; the attempt may still run) and stops the driver: this
+        process never finds the plugin again. ``status`` says why; the next look starts a driver.
+
+        Raises:
+            _Stopped: always
+        """
+        problem = (
+            f"attempt {attempt.n} ({attempt.handle}) cannot be watched: {error}; install it where the driver"
+            " runs, then any `torchx status` of the job starts its driver again"
+        )
+        logger.error("%s", problem)
+        self._problem = self.store.report_problem(self.job_id, problem) or self._problem
+        raise _Stopped(problem)
 
     def _ended(self, attempt: Attempt, desc: Any) -> None:
         assert attempt.handle is not None

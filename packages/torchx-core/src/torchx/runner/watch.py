@@ -48,11 +48,14 @@ class Ended(Generic[K]):
 
 @dataclass(frozen=True)
 class Unknown(Generic[K]):
-    """The scheduler stopped answering about the app, or stopped knowing it (``why``); it is asked again."""
+    """The scheduler stopped answering about the app, or stopped knowing it (``why``); it is asked
+    again. ``error`` is what the status call raised (None: the scheduler answered it does not know
+    the app)."""
 
     key: K
     handle: str
     why: str
+    error: Exception | None = None
 
 
 @dataclass(frozen=True)
@@ -179,7 +182,7 @@ class AppWatcher(Generic[K]):
             if w.unknown_since is None:
                 w.unknown_since = now
                 why = "its scheduler does not know it" if raised is None else f"cannot get its status: {raised}"
-                events.append(Unknown(key, w.handle, why))
+                events.append(Unknown(key, w.handle, why, raised))
             if raised is None and now - w.unknown_since >= self.unknown_grace:
                 self.remove(key)
                 events.append(Ended(key, w.handle, None))
