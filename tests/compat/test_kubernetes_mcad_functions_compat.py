@@ -43,9 +43,35 @@ def test_app_to_resource_and_role_information() -> None:
     worker = roles["worker"]
     assert worker.num_replicas == 3
     assert worker.image == "img:1"
-    assert [worker.entrypoint, *worker.args] == ["python", "-m", "train"]
-    assert worker.env["A"] == "1"
-    assert (worker.resource.cpu, worker.resource.gpu, worker.resource.memMB) == (2, 1, 4096)
+    # as TorchX 0.7 reads them: the whole command in args, entrypoint unset, env and sizes as the manifest holds them
+    assert worker.entrypoint == specs.MISSING and worker.args == ["python", "-m", "train"]
+    assert {"name": "A", "value": "1"} in worker.env
+    assert (worker.resource.cpu, worker.resource.gpu, worker.resource.memMB) == ("1900m", "1", "3072M")
+    assert worker.port_map == [{"name": "c10d", "containerPort": 29400}]
+
+
+def test_role_information_stops_at_the_first_missing_field_as_torchx() -> None:
+    def item(container: dict[str, object], role: str = "echo") -> dict[str, object]:
+        labels = {"torchx.pytorch.org/role-name": role}
+        return {"generictemplate": {"metadata": {"labels": labels}, "spec": {"containers": [container]}}}
+
+    full = {
+        "image": "i",
+        "command": ["sh", "-c", "x"],
+        "env": {"name": "A", "value": "1"},
+        "resources": {"requests": {"cpu": 900, "memory": 512, "nvidia.com/gpu": 2}},
+        "ports": {"c10d": 29500},
+        "volumeMounts": ["m"],
+    }
+    (role,) = get_role_information([item(full), item(full), {}, {"generictemplate": {"metadata": {}}}]).values()
+    assert (role.num_replicas, role.image, role.args, role.env) == (2, "i", ["sh", "-c", "x"], full["env"])
+    assert (role.resource.cpu, role.resource.gpu, role.resource.memMB) == (900, 2, 512)
+    assert (role.port_map, role.mounts) == ({"c10d": 29500}, ["m"])
+    no_memory = {**full, "resources": {"requests": {"cpu": 900}}}
+    (role,) = get_role_information([item(no_memory)]).values()
+    assert role.resource == specs.NULL_RESOURCE and role.port_map == {}  # reading stopped at memory
+    (role,) = get_role_information([item({"command": ["x"]})]).values()
+    assert (role.image, role.args) == ("", [])  # no image: nothing more is read
 
 
 def test_port_for_service() -> None:

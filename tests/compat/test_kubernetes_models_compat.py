@@ -91,3 +91,71 @@ def test_app_to_resource_does_not_import_the_kubernetes_client() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_role_to_pod_is_torchx_s_raw_pod_of_the_role() -> None:
+    from torchx.schedulers.kubernetes_scheduler import pod_manifest
+
+    role = specs.Role(
+        name="r",
+        image="img",
+        entrypoint="run",
+        args=["--id", specs.macros.app_id],  # not filled in: the scheduler does that per replica
+        env={"E": "1"},
+        port_map={"p": 80},
+        resource=specs.Resource(cpu=1, gpu=0, memMB=3000),
+        mounts=[specs.VolumeMount(src="claim", dst_path="/d", read_only=True)],
+    )
+    assert pod_manifest("c", role, None) == {
+        "metadata": {"annotations": {"sidecar.istio.io/inject": "false"}, "labels": {}},
+        "spec": {
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "img",
+                    "command": ["run", "--id", "${app_id}"],
+                    "env": [{"name": "E", "value": "1"}],
+                    "resources": {
+                        "limits": {"cpu": "1000m", "memory": "3000M"},
+                        "requests": {"cpu": "900m", "memory": "1976M"},
+                    },
+                    "ports": [{"name": "p", "containerPort": 80}],
+                    "volumeMounts": [
+                        {"name": "dshm", "mountPath": "/dev/shm"},
+                        {"name": "mount-0", "mountPath": "/d", "readOnly": True},
+                    ],
+                    "securityContext": {},
+                }
+            ],
+            "restartPolicy": "Never",
+            "volumes": [
+                {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+                {"name": "mount-0", "persistentVolumeClaim": {"claimName": "claim"}},
+            ],
+            "nodeSelector": {},
+        },
+    }
+
+
+def test_mcad_helpers_label_as_torchx() -> None:
+    from torchx.schedulers.kubernetes_mcad_scheduler import create_pod_group, pod_labels, svc_manifest
+
+    app = specs.AppDef("app", roles=[specs.Role("r", image="i", num_replicas=2)])
+    common = {
+        "app.kubernetes.io/name": "app",
+        "app.kubernetes.io/managed-by": "torchx.pytorch.org",
+        "app.kubernetes.io/instance": "app-x",
+    }
+    group = create_pod_group(app, app.roles[0], 0, "ns", "app-x")["generictemplate"]
+    assert group["metadata"] == {
+        "name": "app-x-pg0",
+        "namespace": "ns",
+        "labels": {**common, "appwrapper.workload.codeflare.dev": "app-x"},
+    }
+    assert group["spec"] == {"minMember": 2}
+    svc = svc_manifest(app, "app-x", "ns", "29500")
+    assert svc["metadata"]["labels"] == common and svc["spec"]["selector"] == {"app.kubernetes.io/instance": "app-x"}
+    assert svc["spec"]["ports"] == [{"protocol": "TCP", "port": 29500, "targetPort": 29500}]
+    labels = pod_labels(app, 0, app.roles[0], 1, None, "app-x")
+    assert labels["torchx.pytorch.org/role-index"] == "0" and labels["torchx.pytorch.org/replica-id"] == "1"
+    assert labels["torchx.pytorch.org/role-name"] == "r" and labels["torchx.pytorch.org/app-name"] == "app"

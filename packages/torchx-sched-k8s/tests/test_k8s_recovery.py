@@ -70,9 +70,10 @@ def test_the_container_runs_the_app_behind_the_wrapper_with_the_checkpoint_dir()
     job = compiled(RecoveryPolicy(checkpoint_dir=CKPT))
     c = job["spec"]["template"]["spec"]["containers"][0]
     assert c["command"][:2] == ["sh", "-c"]
-    assert c["command"][3:] == ["torchx-attempt", "python3"]
     plain = next(o for o in build_jobs(app(), KubernetesOpts(namespace="ns")).objects if o["kind"] == "Job")
-    assert c["args"] == plain["spec"]["template"]["spec"]["containers"][0]["args"]  # as escaped for the kubelet
+    # the app's whole argv (one command, as TorchX's pods), as escaped for the kubelet
+    assert c["command"][3:] == ["torchx-attempt", *plain["spec"]["template"]["spec"]["containers"][0]["command"]]
+    assert c["command"][4] == "python3" and "args" not in c
     assert {"name": "TORCHX_CHECKPOINT_DIR", "value": CKPT} in c["env"]
     # the kubelet turns "$$" into "$": every "$" of the wrapper is doubled
     assert c["command"][2] == recovery.WRAPPER.replace("$", "$$")

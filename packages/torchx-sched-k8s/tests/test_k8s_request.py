@@ -122,9 +122,9 @@ def test_env_macros_and_rank0_per_replica() -> None:
     rank0 = f"master-0.{req.name}.ns.svc"
     for k, job in enumerate(jobs[1:]):
         c = container(job)
-        assert c["command"] == ["python"]
         lit = ["--lit", "$${replica_id}", "--host", f"$${RANK0_ENV}"]  # "$$": the kubelet's escape for "$"
-        assert c["args"] == ["--id", str(k), "--app", req.app_id, *lit]
+        # the whole argv is the container's command, as TorchX's pods (no args)
+        assert c["command"] == ["python", "--id", str(k), "--app", req.app_id, *lit] and "args" not in c
         e = env(c)
         assert e["TORCHX_REPLICA_IDX"] == str(k)
         assert e["TORCHX_ROLE_NAME"] == "worker"
@@ -145,8 +145,8 @@ def test_resources_gpu_devices_and_requests_below_limits() -> None:
     res = specs.Resource(cpu=8, gpu=2, memMB=32768, devices={"vpc.amazonaws.com/efa": 4})
     req = build_jobs(specs.AppDef("a", roles=[role(resource=res)]), KubernetesOpts())
     r = container(jobs_of(req.objects)[0])["resources"]
-    assert r["limits"] == {"cpu": "8000m", "memory": "32768Mi", "nvidia.com/gpu": "2", "vpc.amazonaws.com/efa": "4"}
-    assert r["requests"] == {"cpu": "7900m", "memory": "31744Mi", "nvidia.com/gpu": "2", "vpc.amazonaws.com/efa": "4"}
+    assert r["limits"] == {"cpu": "8000m", "memory": "32768M", "nvidia.com/gpu": "2", "vpc.amazonaws.com/efa": "4"}
+    assert r["requests"] == {"cpu": "7900m", "memory": "31744M", "nvidia.com/gpu": "2", "vpc.amazonaws.com/efa": "4"}
 
 
 def test_small_pods_request_their_limits() -> None:
@@ -154,8 +154,8 @@ def test_small_pods_request_their_limits() -> None:
         specs.AppDef("a", roles=[role(resource=specs.Resource(cpu=1, gpu=0, memMB=256))]), KubernetesOpts()
     )
     r = container(jobs_of(req.objects)[0])["resources"]
-    assert r["requests"] == {"cpu": "900m", "memory": "256Mi"}
-    assert r["limits"]["memory"] == "256Mi"
+    assert r["requests"] == {"cpu": "900m", "memory": "256M"}  # memMB as M, as TorchX
+    assert r["limits"]["memory"] == "256M"
 
 
 def test_instance_type_capability_and_options_place_pods() -> None:
@@ -324,10 +324,22 @@ def test_mcad_appwrapper_wraps_service_and_pods() -> None:
     assert items[2]["custompodresources"] == [
         {
             "replicas": 1,
-            "limits": {"cpu": "1000m", "memory": "2048Mi", "nvidia.com/gpu": "1"},
-            "requests": {"cpu": "900m", "memory": "1024Mi", "nvidia.com/gpu": "1"},
+            "limits": {"cpu": "1000m", "memory": "2048M", "nvidia.com/gpu": "1"},
+            "requests": {"cpu": "900m", "memory": "1024M", "nvidia.com/gpu": "1"},
         }
     ]
+
+
+def test_mcad_requeues_up_to_the_smallest_max_retries_and_not_at_all_when_a_role_has_none() -> None:
+    def spec(*retries: int) -> dict[str, Any]:
+        roles = [role(name=f"r{i}", max_retries=n) for i, n in enumerate(retries)]
+        (aw,) = build_mcad(specs.AppDef("a", roles=roles), MCADOpts(namespace="ns")).objects
+        return dict(aw["spec"])
+
+    assert spec(2, 5)["schedulingSpec"]["requeuing"]["maxNumRequeuings"] == 2  # as TorchX: the smallest
+    assert spec(2, 5)["schedulingSpec"]["minAvailable"] == 2
+    assert "schedulingSpec" not in spec(0, 5)  # as TorchX: no schedulingSpec without retries
+    assert "schedulingSpec" not in spec(0)
 
 
 HOSTILE = 'it\'s "quoted" `uname` $(id) ; rm -rf / && echo ${x} \\ \n\ttab é 🚀 \u2028 \x85 --flag=--'
@@ -347,7 +359,7 @@ def test_hostile_text_survives_the_yaml_round_trip(build: Any) -> None:
     )
     k8s_escaped = HOSTILE.replace("$", "$$")  # the kubelet turns "$$" back into "$" (and reads "$(VAR)")
     assert pods
-    assert all(p["containers"][0]["args"] == [k8s_escaped] for p in pods)
+    assert all(p["containers"][0]["command"] == ["echo", k8s_escaped] for p in pods)
     assert all(env(p["containers"][0])["X"] == k8s_escaped for p in pods)
 
 
@@ -387,7 +399,7 @@ def test_macro_values_are_data_in_the_manifest(build: Any, tmp_path: Path) -> No
     for k, pod in enumerate(pods):
         c = pod["containers"][0]
         values = {e["name"]: kubelet_expand(e["value"]) for e in c["env"] if "value" in e}
-        argv = [kubelet_expand(w) for w in [*c["command"], *c["args"]]]
+        argv = [kubelet_expand(w) for w in c["command"]]
         out = subprocess.run(argv, env=values, capture_output=True, text=True, check=True)
         assert out.stdout == macro_probe_output("", req.app_id, k)
     assert req.app_id.startswith(namespace)

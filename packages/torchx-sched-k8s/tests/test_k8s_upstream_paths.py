@@ -37,13 +37,13 @@ def test_upstream_kubernetes_request_builders() -> None:
     assert job["spec"]["tasks"][0]["template"]["spec"]["serviceAccountName"] == "sa"
 
     pod = role_to_pod("trainer-0", role, "sa", efa_device_count=2)  # a kubernetes.client V1Pod, as upstream
-    assert type(pod).__name__ == "V1Pod" and pod.kind == "Pod"
+    assert type(pod).__name__ == "V1Pod" and pod.metadata.annotations == {"sidecar.istio.io/inject": "false"}
     (container,) = pod.spec.containers
-    assert (container.name, container.image, container.command) == ("trainer-0", "img", ["python"])
-    assert container.args == ["-c", "1"] and pod.spec.service_account_name == "sa"
+    assert (container.name, container.image, container.command) == ("trainer-0", "img", ["python", "-c", "1"])
+    assert container.args is None and pod.spec.service_account_name == "sa"
     assert container.resources.limits["cpu"] == "2000m"
     assert container.resources.requests["cpu"] == f"{2000 - RESERVED_MILLICPU}m"
-    assert container.resources.requests["memory"] == f"{4096 - RESERVED_MEMMB}Mi"
+    assert container.resources.requests["memory"] == f"{4096 - RESERVED_MEMMB}M"
     assert container.resources.limits["vpc.amazonaws.com/efa"] == "2"
     assert container.security_context is not None and not container.security_context.privileged
     assert pod.spec.node_selector == {}

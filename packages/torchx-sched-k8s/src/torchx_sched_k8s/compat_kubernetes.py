@@ -14,7 +14,7 @@ from torchx.specs.roles import AppDef, Role
 from torchx_sched_k8s.names import LABEL_APP_NAME, LABEL_REPLICA_ID, LABEL_ROLE_NAME, LABEL_VERSION
 from torchx_sched_k8s.opts import MODE_VOLCANO, PodOpts
 from torchx_sched_k8s.opts import KubernetesOpts as _KubernetesOpts
-from torchx_sched_k8s.pods import PodFactory, rank0_host
+from torchx_sched_k8s.pods import placement, resources, role_volumes
 from torchx_sched_k8s.request import KubernetesRequest as KubernetesJob
 from torchx_sched_k8s.request import _factories, build_volcano
 from torchx_sched_k8s.scheduler import KubernetesScheduler, create_scheduler
@@ -28,6 +28,8 @@ RESERVED_MEMMB: int = PodOpts.reserved_memmb
 
 #: the extended resource upstream's ``efa_device_count`` sets
 EFA_DEVICE = "vpc.amazonaws.com/efa"
+#: the pod annotation that keeps Istio from adding a sidecar (it would keep the pod from ending)
+ANNOTATION_ISTIO_SIDECAR = "sidecar.istio.io/inject"
 
 
 def app_to_resource(
@@ -56,18 +58,17 @@ def role_to_pod(
     reserved_memmb: int = RESERVED_MEMMB,
     efa_device_count: int | None = None,
 ) -> V1Pod:
-    """The ``kubernetes.client`` ``V1Pod`` running one replica (replica 0) of ``role``; its
-    container is ``name``.
+    """The ``kubernetes.client`` ``V1Pod`` TorchX's ``role_to_pod`` gives for ``role``: one
+    container named ``name`` running ``[entrypoint, *args]`` as they are (macros not filled in:
+    the scheduler fills them in per replica), the role's env, ports, mounts (plus a
+    memory-backed ``/dev/shm``) and resources (memory as ``<memMB>M``; requests ``reserved_*``
+    below the limits), the ``sidecar.istio.io/inject: "false"`` annotation, restart policy
+    ``Never``; the container always has a security context and the pod a node selector (empty
+    when nothing is set). ``efa_device_count`` (when not None) sets the role's
+    ``vpc.amazonaws.com/efa`` devices. See :func:`pod_manifest` for the plain manifest.
 
-    ``reserved_*`` is how much the pod requests below its CPU/memory limits;
-    ``efa_device_count`` (when not None) sets the role's ``vpc.amazonaws.com/efa`` devices.
-    As upstream, the container always has a security context and the pod a node selector
-    (empty when nothing is set).
-
-    Difference from upstream: the pod is our scheduler's (see :func:`pod_manifest`): memory in
-    ``Mi``, the role's macros filled in (``img_root`` empty, ``app_id`` = ``default:<name>``),
-    the torchx env (role name, replica index, rank-0 host), hostname/subdomain and annotations.
-    """
+    The pods the scheduler submits are this pod plus what it adds per replica (the torchx env,
+    hostname/subdomain, labels and annotations)."""
     from torchx_sched_k8s.compat_models import to_model
 
     manifest = pod_manifest(name, role, service_account, reserved_millicpu, reserved_memmb, efa_device_count)
@@ -82,24 +83,34 @@ def pod_manifest(
     reserved_memmb: int = RESERVED_MEMMB,
     efa_device_count: int | None = None,
 ) -> dict[str, Any]:
-    """:func:`role_to_pod`'s pod as a plain ``v1`` Pod manifest (what ``kubectl`` reads)."""
+    """:func:`role_to_pod`'s pod as a plain ``v1`` Pod manifest (the API's camelCase keys)."""
     if efa_device_count is not None:
         devices = {**role.resource.devices, EFA_DEVICE: efa_device_count}
         role = dataclasses.replace(role, resource=dataclasses.replace(role.resource, devices=devices))
-    opts = PodOpts(service_account=service_account, reserved_millicpu=reserved_millicpu, reserved_memmb=reserved_memmb)
-    factory = PodFactory(
-        role, name, f"{opts.namespace}:{name}", name, name, rank0_host(name, name, opts.namespace), opts
-    )
-    spec = factory.pod_spec(0)
-    spec.setdefault("nodeSelector", {})
-    for container in spec["containers"]:
-        container.setdefault("securityContext", {})
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"annotations": factory.annotations, "labels": {}},
-        "spec": spec,
+    opts = PodOpts(reserved_millicpu=reserved_millicpu, reserved_memmb=reserved_memmb)
+    volumes, mounts, privileged = role_volumes(role)
+    for volume in volumes:  # as TorchX: read-only is the mount's, the claim itself is not marked
+        if "persistentVolumeClaim" in volume:
+            volume["persistentVolumeClaim"] = {"claimName": volume["persistentVolumeClaim"]["claimName"]}
+    container: dict[str, Any] = {
+        "name": name,
+        "image": role.image,
+        "command": [role.entrypoint, *role.args],
+        "env": [{"name": key, "value": value} for key, value in role.env.items()],
+        "resources": resources(role, opts),
+        "ports": [{"name": port_name, "containerPort": port} for port_name, port in role.port_map.items()],
+        "volumeMounts": mounts,
+        "securityContext": {"privileged": True} if privileged else {},
     }
+    spec: dict[str, Any] = {
+        "containers": [container],
+        "restartPolicy": "Never",
+        "volumes": volumes,
+        "nodeSelector": placement(role, opts).get("nodeSelector", {}),
+    }
+    if service_account is not None:
+        spec["serviceAccountName"] = service_account
+    return {"metadata": {"annotations": {ANNOTATION_ISTIO_SIDECAR: "false"}, "labels": {}}, "spec": spec}
 
 
 def pod_labels(app: AppDef, role_idx: int, role: Role, replica_id: int, app_id: str) -> dict[str, str]:

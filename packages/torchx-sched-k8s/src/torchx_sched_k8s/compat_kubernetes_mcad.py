@@ -15,17 +15,23 @@ from torchx.schedulers.ids import make_unique
 from torchx.schedulers.structured_opts import typed_dict
 from torchx.specs.roles import AppDef, Resource, Role
 from torchx.specs.status import AppState
+from torchx.version import __version__ as torchx_version
 
-from torchx_sched_k8s.names import LABEL_ROLE_NAME
+from torchx_sched_k8s.names import (
+    LABEL_APP_NAME,
+    LABEL_K8S_INSTANCE,
+    LABEL_K8S_MANAGED_BY,
+    LABEL_K8S_NAME,
+    LABEL_REPLICA_ID,
+    LABEL_ROLE_NAME,
+    LABEL_VERSION,
+)
 from torchx_sched_k8s.opts import MCADOpts
 from torchx_sched_k8s.request import (
     LABEL_POD_GROUP,
     MULTUS_NETWORKS,
-    _factories,
-    _service,
     build_mcad,
     mcad_scheduling_spec,
-    pod_group,
     pod_group_name,
 )
 from torchx_sched_k8s.request import KubernetesRequest as KubernetesMCADJob
@@ -38,6 +44,10 @@ if TYPE_CHECKING:
 
 #: AppWrapper ``status.state`` -> AppState (a copy of the scheduler's table)
 JOB_STATE: dict[str, AppState] = dict(MCAD_STATES)
+#: the label of a pod's role index (TorchX's MCAD pod labels)
+LABEL_ROLE_INDEX = "torchx.pytorch.org/role-index"
+#: the label naming the AppWrapper a PodGroup belongs to
+LABEL_APPWRAPPER = "appwrapper.workload.codeflare.dev"
 #: the port TorchX's rendezvous uses when no role maps one
 DEFAULT_PORT = "29500"
 
@@ -96,29 +106,76 @@ def enable_retry(job_spec: dict[str, Any], appwrapper_retries: int, total_pods: 
     job_spec["schedulingSpec"] = mcad_scheduling_spec(total_pods, appwrapper_retries)
 
 
+def object_labels(app: AppDef, app_id: str) -> dict[str, str]:
+    """The labels TorchX's MCAD helpers put on an app's objects: ``app.kubernetes.io/name`` (the
+    app's name), ``app.kubernetes.io/managed-by`` (``torchx.pytorch.org``) and
+    ``app.kubernetes.io/instance`` (``app_id``, its Kubernetes name)."""
+    return {LABEL_K8S_NAME: app.name, LABEL_K8S_MANAGED_BY: "torchx.pytorch.org", LABEL_K8S_INSTANCE: app_id}
+
+
+def pod_labels(
+    app: AppDef, role_idx: int, role: Role, replica_id: int, coscheduler_name: str | None, app_id: str
+) -> dict[str, str]:
+    """The labels TorchX's MCAD helpers give replica ``replica_id`` of ``role`` (role
+    ``role_idx`` of the app named ``app_id``): :func:`object_labels` plus the torchx version, app
+    name, role index, role name and replica id; with a co-scheduler also the label naming the
+    role's PodGroup (``<app_id>-pg<role_idx>``)."""
+    labels = object_labels(app, app_id)
+    labels.update(
+        {
+            LABEL_VERSION: torchx_version,
+            LABEL_APP_NAME: app.name,
+            LABEL_ROLE_INDEX: str(role_idx),
+            LABEL_ROLE_NAME: role.name,
+            LABEL_REPLICA_ID: str(replica_id),
+        }
+    )
+    if coscheduler_name is not None:
+        labels[LABEL_POD_GROUP] = pod_group_name(app_id, role_idx)
+    return labels
+
+
 def create_pod_group(app: AppDef, role: Role, role_idx: int, namespace: str, app_id: str) -> dict[str, Any]:
-    """The AppWrapper generic item of role ``role_idx``'s PodGroup (``<app_id>-pg<role_idx>``),
-    as ``kubernetes_mcad`` adds it when ``coscheduler_name`` is set."""
-    factory = _factories(app, app_id, MCADOpts(namespace=namespace), "Never")[role_idx]
-    return {"replicas": 1, "generictemplate": pod_group(pod_group_name(app_id, role_idx), namespace, factory)}
+    """The AppWrapper generic item of role ``role_idx``'s PodGroup (``<app_id>-pg<role_idx>``,
+    ``minMember`` the role's replicas), labelled with :func:`object_labels` and the AppWrapper's
+    name, as TorchX's."""
+    labels = {**object_labels(app, app_id), LABEL_APPWRAPPER: app_id}
+    group = {
+        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": pod_group_name(app_id, role_idx), "namespace": namespace, "labels": labels},
+        "spec": {"minMember": role.num_replicas},
+    }
+    return {"replicas": 1, "generictemplate": group}
 
 
-def mcad_svc(app: AppDef, svc_name: str, namespace: str, service_port: str | None = None) -> V1Service:
-    """The headless Service of the app's pods (``<hostname>.<svc_name>`` resolves each replica),
-    with the roles' ports, or ``service_port`` alone when given, as a ``kubernetes.client``
-    ``V1Service`` (upstream's return type; :func:`svc_manifest` gives the plain manifest)."""
+def mcad_svc(app: AppDef, svc_name: str, namespace: str, service_port: str) -> V1Service:
+    """TorchX's headless ``ClusterIP`` Service ``svc_name`` of the app's pods (``<hostname>.<svc_name>``
+    resolves each replica, not-ready ones included) on ``service_port`` (TCP), selecting
+    ``app.kubernetes.io/instance=<svc_name>``, as a ``kubernetes.client`` ``V1Service``
+    (:func:`svc_manifest` gives the plain manifest)."""
     from torchx_sched_k8s.compat_models import to_model
 
     return cast("V1Service", to_model(svc_manifest(app, svc_name, namespace, service_port), "V1Service"))
 
 
-def svc_manifest(app: AppDef, svc_name: str, namespace: str, service_port: str | None = None) -> dict[str, Any]:
+def svc_manifest(app: AppDef, svc_name: str, namespace: str, service_port: str) -> dict[str, Any]:
     """:func:`mcad_svc`'s Service as a plain ``v1`` manifest."""
-    service = _service(svc_name, namespace, _factories(app, svc_name, MCADOpts(namespace=namespace), "Never"))
-    if service_port is not None:
-        port = int(service_port)
-        service["spec"]["ports"] = [{"name": "port", "port": port, "targetPort": port}]
-    return service
+    port = int(service_port)
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": svc_name, "namespace": namespace, "labels": object_labels(app, svc_name)},
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "ports": [{"protocol": "TCP", "port": port, "targetPort": port}],
+            "selector": {LABEL_K8S_INSTANCE: svc_name},
+            "sessionAffinity": "None",
+            "type": "ClusterIP",
+        },
+        "status": {"loadBalancer": {}},
+    }
 
 
 def role_to_pod(
@@ -132,12 +189,12 @@ def role_to_pod(
     priority_class_name: str | None = None,
     network: str | None = None,
 ) -> V1Pod:
-    """The ``kubernetes.client`` ``V1Pod`` of one replica of ``role`` in the app named
-    ``unique_app_id``, with the MCAD pod options: pull secret, co-scheduler, priority class and
-    multus network; its container also gets ``TORCHX_MCAD_<ROLE>_0_HOSTS``, the host of the
-    role's replica 0 (``<unique_app_id>-0.<unique_app_id>``), as TorchX's. ``namespace`` is
-    TorchX's parameter; the pod takes it from the AppWrapper it is created in. The pod is the
-    one :func:`torchx_sched_k8s.compat_kubernetes.role_to_pod` describes, with these options."""
+    """The ``kubernetes.client`` ``V1Pod`` TorchX's MCAD ``role_to_pod`` gives: the pod of
+    :func:`torchx_sched_k8s.compat_kubernetes.role_to_pod` named ``name`` in ``namespace``,
+    ``apiVersion``/``kind`` set, hostname ``name`` and subdomain ``unique_app_id``; its
+    container also gets ``TORCHX_MCAD_<ROLE>_0_HOSTS``, the host of the role's replica 0
+    (``<unique_app_id>-0.<unique_app_id>``); with the MCAD pod options: pull secret,
+    co-scheduler, priority class and multus network (each when given)."""
     from torchx_sched_k8s.compat_kubernetes import pod_manifest
     from torchx_sched_k8s.compat_models import to_model
 
@@ -145,33 +202,19 @@ def role_to_pod(
     spec = pod["spec"]
     hosts = f"TORCHX_MCAD_{cleanup_str(role.name)}_0_HOSTS".upper().replace("-", "")
     container = spec["containers"][0]
-    container["env"] = [*container.get("env", []), {"name": hosts, "value": f"{unique_app_id}-0.{unique_app_id}"}]
+    container["env"].append({"name": hosts, "value": f"{unique_app_id}-0.{unique_app_id}"})
+    spec.update(hostname=name, subdomain=unique_app_id)
     if image_secret:
         spec["imagePullSecrets"] = [{"name": image_secret}]
     if coscheduler_name:
         spec["schedulerName"] = coscheduler_name
     if priority_class_name:
         spec["priorityClassName"] = priority_class_name
+    metadata = pod["metadata"]
+    metadata.update(name=name, namespace=namespace)
     if network:
-        pod["metadata"]["annotations"] = {**pod["metadata"]["annotations"], MULTUS_NETWORKS: network}
-    return cast("V1Pod", to_model(pod, "V1Pod"))
-
-
-def object_labels(app: AppDef, app_id: str) -> dict[str, str]:
-    """The labels of the objects of the app named ``app_id`` (its Kubernetes name)."""
-    return dict(_factories(app, app_id, MCADOpts(), "Never")[0].base_labels)
-
-
-def pod_labels(
-    app: AppDef, role_idx: int, role: Role, replica_id: int, coscheduler_name: str | None, app_id: str
-) -> dict[str, str]:
-    """The labels of replica ``replica_id`` of ``app.roles[role_idx]`` in the app named ``app_id``;
-    with a co-scheduler also the label naming the role's PodGroup. ``role`` is accepted for
-    TorchX's signature; the role is ``app.roles[role_idx]``."""
-    labels = dict(_factories(app, app_id, MCADOpts(), "Never")[role_idx].labels(replica_id))
-    if coscheduler_name is not None:
-        labels[LABEL_POD_GROUP] = pod_group_name(app_id, role_idx)
-    return labels
+        metadata["annotations"][MULTUS_NETWORKS] = network
+    return cast("V1Pod", to_model({"apiVersion": "v1", "kind": "Pod", **pod}, "V1Pod"))
 
 
 def get_port_for_service(app: AppDef) -> str:
@@ -201,52 +244,67 @@ def get_tasks_status_description(status: Mapping[str, Any]) -> dict[str, Any]:
     return {key: status[key] for key in ("running", "pending", "failed", "Succeeded") if key in status}
 
 
-def _memory_mb(quantity: str) -> int:
-    units = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024 * 1024, "K": 1000 / 1024**2, "M": 1000**2 / 1024**2}
-    units["G"] = 1000**3 / 1024**2
-    for suffix in sorted(units, key=len, reverse=True):
-        if quantity.endswith(suffix):
-            return int(float(quantity[: -len(suffix)]) * units[suffix])
-    return int(float(quantity) / 1024**2)
+def _first_container(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    containers = (pod.get("spec") or {}).get("containers")
+    return containers[0] if containers else None
 
 
-def _cpu(quantity: str) -> float:
-    return float(quantity[:-1]) / 1000 if quantity.endswith("m") else float(quantity)
+def _read_first_pod(role: Role, container: Mapping[str, Any]) -> None:
+    """Fills ``role`` from the first pod's container as TorchX's reader does: field after field
+    in a fixed order (image, command, env, resources, ports, volume mounts), each taken as the
+    manifest holds it, stopping at the first one the container lacks."""
+    if "image" not in container:
+        return
+    role.image = container["image"]
+    if "command" not in container:
+        return
+    role.args = container["command"]  # the whole command; the entrypoint stays unset, as TorchX's
+    if "env" not in container:
+        return
+    role.env = container["env"]
+    if "resources" not in container:
+        return
+    requests = container["resources"].get("requests") or {}
+    if "cpu" not in requests:
+        return
+    resource = Resource(cpu=requests["cpu"], gpu=-1, memMB=-1)
+    for key, value in requests.items():  # any resource named like a GPU (nvidia.com/gpu ...); the last wins
+        if "gpu" in key:
+            resource.gpu = value
+    if "memory" not in requests:
+        return
+    resource.memMB = requests["memory"]
+    role.resource = resource
+    if "ports" not in container:
+        return
+    role.port_map = container["ports"]
+    if "volumeMounts" in container:
+        role.mounts = container["volumeMounts"]
 
 
 def get_role_information(generic_items: Iterable[Mapping[str, Any]]) -> dict[str, Role]:
-    """The roles of an AppWrapper, read from its generic items: one :class:`Role` per
-    ``torchx.pytorch.org/role-name`` label, with the replica count, and the image, command,
-    environment and resource (limits, else requests) of its first pod."""
+    """The roles of an AppWrapper, read from its generic items as TorchX 0.7 reads them: one
+    :class:`Role` per ``torchx.pytorch.org/role-name`` label, ``num_replicas`` the number of
+    items with that label, the rest from the first item's first container, each value as the
+    manifest holds it (not parsed): ``image``, ``args`` = the container's whole ``command``,
+    ``env`` = its ``env``, ``resource`` = its ``requests`` (``cpu``, a ``*gpu*`` key, ``memory``),
+    ``port_map`` = its ``ports``, ``mounts`` = its ``volumeMounts``. Reading stops at the first
+    of these the container lacks (a role without ``requests.memory`` keeps the null resource)."""
     roles: dict[str, Role] = {}
     for item in generic_items:
-        pod = item.get("generictemplate") or {}
-        name = ((pod.get("metadata") or {}).get("labels") or {}).get(LABEL_ROLE_NAME)
+        pod = item.get("generictemplate")
+        if not pod or "metadata" not in pod:
+            continue
+        name = (pod["metadata"].get("labels") or {}).get(LABEL_ROLE_NAME)
         if name is None:
             continue
         if name in roles:
             roles[name].num_replicas += 1
             continue
-        containers = (pod.get("spec") or {}).get("containers") or [{}]
-        container = containers[0]
-        command = [*(container.get("command") or []), *(container.get("args") or [])]
-        resources = container.get("resources") or {}
-        sizes = resources.get("limits") or resources.get("requests") or {}  # limits: what the role asked for
-        gpus = [int(v) for k, v in sizes.items() if "gpu" in k]
-        resource = Resource(
-            cpu=round(_cpu(str(sizes["cpu"]))) if "cpu" in sizes else -1,
-            gpu=gpus[0] if gpus else 0,
-            memMB=_memory_mb(str(sizes["memory"])) if "memory" in sizes else -1,
-        )
-        roles[name] = Role(
-            name=name,
-            image=str(container.get("image", "")),
-            entrypoint=command[0] if command else "",
-            args=command[1:],
-            env={e["name"]: str(e.get("value", "")) for e in container.get("env") or [] if "name" in e},
-            num_replicas=1,
-            resource=resource,
-        )
+        roles[name] = role = Role(name=name, image="", num_replicas=1)
+        container = _first_container(pod)
+        if container is not None:
+            _read_first_pod(role, container)
     return roles
 
 

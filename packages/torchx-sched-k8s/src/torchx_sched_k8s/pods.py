@@ -95,18 +95,19 @@ def named_ports(port_map: dict[str, int]) -> list[tuple[str, int]]:
     return out
 
 
-def _quantities(limit_millicpu: int, limit_mib: int, opts: PodOpts) -> tuple[dict[str, str], dict[str, str]]:
-    """(limits, requests) for CPU and memory; requests keep ``reserved_*`` below limits when that leaves half."""
+def _quantities(limit_millicpu: int, limit_mb: int, opts: PodOpts) -> tuple[dict[str, str], dict[str, str]]:
+    """(limits, requests) for CPU and memory (``memMB`` as ``<n>M``, as TorchX sizes pods); requests keep
+    ``reserved_*`` below limits when that leaves half."""
     limits: dict[str, str] = {}
     requests: dict[str, str] = {}
     if limit_millicpu > 0:
         req = limit_millicpu - max(opts.reserved_millicpu, 0)
         limits["cpu"] = f"{limit_millicpu}m"
         requests["cpu"] = f"{req if req * 2 >= limit_millicpu else limit_millicpu}m"
-    if limit_mib > 0:
-        req = limit_mib - max(opts.reserved_memmb, 0)
-        limits["memory"] = f"{limit_mib}Mi"
-        requests["memory"] = f"{req if req * 2 >= limit_mib else limit_mib}Mi"
+    if limit_mb > 0:
+        req = limit_mb - max(opts.reserved_memmb, 0)
+        limits["memory"] = f"{limit_mb}M"
+        requests["memory"] = f"{req if req * 2 >= limit_mb else limit_mb}M"
     return limits, requests
 
 
@@ -132,7 +133,7 @@ def resources(role: Role, opts: PodOpts) -> dict[str, dict[str, str]]:
     return out
 
 
-def _volumes(role: Role) -> tuple[list[dict[str, Any]], list[dict[str, Any]], bool]:
+def role_volumes(role: Role) -> tuple[list[dict[str, Any]], list[dict[str, Any]], bool]:
     """(volumes, volumeMounts, needs privileged) of a role's mounts plus a memory-backed /dev/shm."""
     volumes: list[dict[str, Any]] = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
     mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}]
@@ -261,7 +262,7 @@ class PodFactory:
         """The annotations of the role's pods (exact role name, replica counts, retries); shared."""
         self.ports: list[dict[str, Any]] = [{"name": n, "containerPort": p} for n, p in named_ports(role.port_map)]
         """The role's named container ports; shared."""
-        volumes, mounts, privileged = _volumes(role)
+        volumes, mounts, privileged = role_volumes(role)
         self._container_tail: dict[str, Any] = {"resources": resources(role, opts), "volumeMounts": mounts}
         if self.ports:
             self._container_tail["ports"] = self.ports
@@ -283,8 +284,9 @@ class PodFactory:
         if opts.termination_grace_period is not None:
             self._pod_tail["terminationGracePeriodSeconds"] = opts.termination_grace_period
         self._restart_policy = restart_policy
-        self._const_command = [self._command.parts[0]] if len(self._command.parts) == 1 else None
-        self._const_args = [a.parts[0] for a in self._args] if all(len(a.parts) == 1 for a in self._args) else None
+        #: entrypoint + args: the whole argv is the container's ``command`` (no ``args``), as TorchX's pods
+        self._argv = [self._command, *self._args]
+        self._const_argv = [s.parts[0] for s in self._argv] if all(len(s.parts) == 1 for s in self._argv) else None
         self._overlay = get_overlay(role, *POD_OVERLAY)
 
     def _str(self, value: str) -> _Str:
@@ -324,8 +326,7 @@ class PodFactory:
         container: dict[str, Any] = {
             "name": self.slug,
             "image": self.role.image,
-            "command": self._const_command or [self._command.resolve(rid)],
-            "args": self._const_args if self._const_args is not None else [a.resolve(rid) for a in self._args],
+            "command": self._const_argv or [s.resolve(rid) for s in self._argv],
             "env": env,
         }
         container.update(self._container_tail)

@@ -245,8 +245,10 @@ def mcad_scheduling_spec(total_pods: int, retries: int) -> dict[str, Any]:
 def build_mcad(app: AppDef, opts: MCADOpts, name: str | None = None) -> KubernetesRequest:
     """The ``mcad`` request: an AppWrapper whose generic items are the Service and one Pod per replica.
 
-    MCAD dispatches the wrapper when all replicas fit (``minAvailable``) and requeues it
-    up to ``max(max_retries)`` times when it fails (``requeuing.maxNumRequeuings``).
+    As TorchX's: when every role has ``max_retries > 0``, the wrapper gets a ``schedulingSpec``:
+    MCAD dispatches it when all replicas fit (``minAvailable``) and requeues it up to the
+    smallest ``max_retries`` of the roles when it fails (``requeuing.maxNumRequeuings``);
+    otherwise it has none (MCAD's defaults, no requeuing).
     """
     name = name or names.app_name(app.name)
     factories = _factories(app, name, opts, "Never")
@@ -278,12 +280,10 @@ def build_mcad(app: AppDef, opts: MCADOpts, name: str | None = None) -> Kubernet
                 "spec": pod_spec,
             }
             items.append({"replicas": 1, "custompodresources": [custom], "generictemplate": pod})
-    spec: dict[str, Any] = {
-        "schedulingSpec": mcad_scheduling_spec(
-            sum(f.role.num_replicas for f in factories), max(f.role.max_retries for f in factories)
-        ),
-        "resources": {"GenericItems": items},
-    }
+    spec: dict[str, Any] = {"resources": {"GenericItems": items}}
+    retries = min(f.role.max_retries for f in factories)
+    if retries > 0:
+        spec["schedulingSpec"] = mcad_scheduling_spec(sum(f.role.num_replicas for f in factories), retries)
     if opts.priority is not None:
         spec["priority"] = opts.priority
     wrapper = _custom_object(f"{MCAD_GROUP}/{MCAD_VERSION}", "AppWrapper", name, opts.namespace, factories, app, spec)
