@@ -110,6 +110,17 @@ def test_follow_streams_lines_as_written_and_ends_with_the_replica(sched: LocalS
     assert sched.wait(app_id).state == AppState.SUCCEEDED  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize("command", ["echo hi", "echo hi; exit 3"], ids=["succeeds", "fails"])
+def test_after_the_follow_of_the_last_replica_ends_the_job_reads_as_ended(sched: LocalScheduler, command: str) -> None:
+    # as upstream's tail, which ends when the app is terminal: a describe right after never reads RUNNING
+    for _ in range(30):
+        app_id = sched.submit(command_app("sh", "-c", command), {})
+        assert list(sched.log_iter(app_id, "r", 0, should_tail=True)) == ["hi\n"]
+        desc = sched.describe(app_id)
+        assert desc is not None
+        assert desc.state == (AppState.SUCCEEDED if command == "echo hi" else AppState.FAILED), desc
+
+
 def test_follow_stops_when_its_replica_is_done_even_if_others_run(sched: LocalScheduler) -> None:
     code = "import sys, time; print('hi', flush=True); time.sleep(0 if sys.argv[1] == '0' else 300)"
     from torchx import specs

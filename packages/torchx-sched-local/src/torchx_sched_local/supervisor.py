@@ -249,6 +249,8 @@ class Supervisor:
         self.sessions: dict[int, int] = _STARTED
         #: processes of the job that outlived it: ``[pid, start time]`` (left its session, or unkillable)
         self.left_running: list[list[int]] = []
+        #: replicas that ended with the job: their ``.done`` markers follow its final state
+        self.done_after_state: list[Replica] = []
         # a spare descriptor, given back to write the state when the process runs out of them
         self._reserve_fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         # a fork's room for its handover: low descriptors the exec closes, so the new image can
@@ -655,8 +657,12 @@ class Supervisor:
 
     # ------------------------------------------------------------------ state
     def _mark_final(self) -> None:
-        """Writes the ``.done`` marker of every replica that will not run again (log followers stop)."""
+        """Writes the ``.done`` marker of every replica that will not run again (log followers stop).
+
+        When the job itself ends now, the markers wait for its final state (:meth:`_finish`): a
+        follower that stops then reads the job as ended, as upstream's tail does."""
         stopping = self.cancelling or self.failed is not None
+        ending = self._ended()
         for r in self.replicas:
             if r.final or r.running or r.respawn or r.state in ("PENDING", "RUNNING"):
                 continue
@@ -666,10 +672,16 @@ class Supervisor:
             t = time.time_ns()
             for w in r.writers.values():
                 w.seal(t, final=True)
-            try:
-                self.files.touch(os.path.join(r.spec["log_dir"], store.DONE_FILE))
-            except OSError:  # followers then stop when the supervisor lets go of the lock
-                pass
+            if ending:
+                self.done_after_state.append(r)
+            else:
+                self._touch_done(r)
+
+    def _touch_done(self, r: Replica) -> None:
+        try:
+            self.files.touch(os.path.join(r.spec["log_dir"], store.DONE_FILE))
+        except OSError:  # followers then stop when the supervisor lets go of the lock
+            pass
 
     def _may_restart(self, r: Replica) -> bool:
         """True if another replica's failure could still restart ``r`` (APPLICATION/ROLE retries
@@ -845,8 +857,11 @@ class Supervisor:
             if r.state in ("PENDING", "RUNNING"):
                 r.state = "CANCELLED"
         self.files.close()
-        # no .done markers needed now: log followers stop when the supervisor lets go of the lock
         self._write_state(final=True)
+        # the last markers come after the final state (the other followers stop when the
+        # supervisor lets go of the lock)
+        for r in self.done_after_state:
+            self._touch_done(r)
         self.watchdog.end()  # type: ignore[union-attr]
         _announce_end()
 
