@@ -48,6 +48,6 @@ def test_native_local_cwd_jobs_are_listed_when_asked() -> None:
     status = run_cli("status", "--json", native_handle)
     assert json.loads(status.stdout)["state"] == "SUCCEEDED", status.stderr
 
-    for target, why in (("ray", "records do not say"), ("nope", "not an installed scheduler")):
+    for target, why in (("aws_sagemaker", "cannot recover jobs by itself"), ("nope", "not an installed scheduler")):
         bad = run_cli("list", "-s", "managed", "-cfg", f"targets={target}")
         assert bad.returncode != 0 and why in bad.stderr and "Traceback" not in bad.stderr, bad.stderr

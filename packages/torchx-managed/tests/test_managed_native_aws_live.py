@@ -12,12 +12,14 @@ So these tests check what runs for real on moto: the retry rules Batch is given,
 ``TORCHX_ATTEMPT`` and checkpoint directory, the attempt's end and cause as another machine
 reads them (a lost host, an application error), and a cancel from another machine. Batch's own
 retries (attempts 2..N) are checked against botocore's model of the request and with real
-``describe_jobs`` shapes in ``torchx-sched-aws``'s ``test_batch_recovery.py``. Run by
-``nox -s integration-managed``.
+``describe_jobs`` shapes in ``torchx-sched-aws``'s ``test_batch_recovery.py``. Another machine
+also lists the job (``torchx list -s managed -cfg targets=aws_batch``), picked out by its tag,
+and not a plain Batch job. Run by ``nox -s integration-managed``.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from pathlib import Path
@@ -150,3 +152,42 @@ def test_cancel_from_another_machine_stops_it_for_good(tmp_path: Path, batch: di
     assert _count(shared) == reached < STEPS, "the job kept counting after its cancel"
     status = other.status(handle)
     assert [(a["state"], a["cause"]) for a in status["attempts"]] == [("CANCELLED", "CANCELLED")], status
+
+
+@pytest.mark.aws
+def test_another_machine_lists_the_managed_job_and_not_a_plain_one(
+    tmp_path: Path, batch: dict[str, str], shared: Path
+) -> None:
+    submitter, other = Machine(tmp_path, "laptop"), Machine(tmp_path, "other")
+    handle = _submit(submitter, batch, shared, "0", "max_restarts=1")
+    cfg = f"queue={batch['queue']}"
+    plain = submitter.torchx(
+        "run", "--workspace", "", "-s", "aws_batch", "-cfg", cfg, "utils.sh", "--image", batch["image"], "true"
+    )
+    plain_id = plain.stdout.strip().splitlines()[-1].rsplit("/", 1)[1]
+    submitter.gone()
+    assert plain_id in {a["app_id"] for a in json.loads(other.torchx("list", "-s", "aws_batch", "--json").stdout)}
+    # the mark the other machine picks the job out by, as Batch keeps it
+    tags = _batch_job(handle)["tags"]
+    assert tags["torchx.pytorch.org/recovery"] == "max_restarts=1 max_recoveries=10", tags
+
+    def listed() -> dict[str, str]:
+        proc = other.torchx("list", "-s", "managed", "-cfg", "targets=aws_batch", "--json")
+        jobs = {a["app_handle"]: a["state"] for a in json.loads(proc.stdout)}
+        assert not any(h.endswith(f":{plain_id}") for h in jobs), jobs
+        return jobs
+
+    jobs = listed()
+    assert jobs.get(handle) in ("PENDING", "RUNNING", "SUCCEEDED"), jobs
+    status = other.status(handle)  # the listed handle reads as itself
+    assert status["app_handle"] == handle and status["state"] in ("PENDING", "RUNNING", "SUCCEEDED"), status
+    status = other.ended(handle, 180)
+    assert status["state"] == "SUCCEEDED" and _count(shared) == STEPS, status
+    assert [(a["attempt"], a["state"]) for a in status["attempts"]] == [(0, "SUCCEEDED")], status
+    assert listed()[handle] == "SUCCEEDED"
+    assert handle not in listed_without_targets(other)
+
+
+def listed_without_targets(client: Machine) -> set[str]:
+    """The handles ``torchx list -s managed`` gives with no target named (none is asked)."""
+    return {a["app_handle"] for a in json.loads(client.torchx("list", "-s", "managed", "--json").stdout)}

@@ -5,11 +5,14 @@ Each test submits with ``torchx run --detach`` from a client in its own PID name
 down when it returns), moves that client's HOME away, breaks the attempt on the cluster (the
 Ray worker process that hosts the replica's actor SIGKILLed; an app error), and reads the job
 from a second client with a fresh HOME. The cluster is this machine (``services.sh up ray``),
-so the checkpoint directory is a local one. Run by ``nox -s integration-managed``.
+so the checkpoint directory is a local one. Another machine also lists the job (``torchx list
+-s managed -cfg targets=ray``), picked out by its metadata, and not a plain Ray job. Run by
+``nox -s integration-managed``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -134,3 +137,41 @@ def test_cancel_from_another_machine_stops_it_for_good(tmp_path: Path, ray_addre
     assert _count(shared) == reached < STEPS, "the job kept counting after its cancel"
     status = other.status(handle)
     assert [(a["attempt"], a["state"]) for a in status["attempts"]] == [(0, "CANCELLED")], status
+
+
+@pytest.mark.ray
+def test_another_machine_lists_the_managed_job_and_not_a_plain_one(
+    tmp_path: Path, ray_address: str, shared: Path
+) -> None:
+    from ray.job_submission import JobSubmissionClient
+    from torchx_sched_ray.request import split_app_id
+
+    submitter, other = Machine(tmp_path, "laptop"), Machine(tmp_path, "other")
+    handle = _submit(submitter, ray_address, shared, "0", "max_restarts=1")
+    cfg = f"address={ray_address}"
+    plain = submitter.torchx("run", "--workspace", "", "-s", "ray", "-cfg", cfg, "utils.sh", "true")
+    plain_id = plain.stdout.strip().splitlines()[-1].rsplit("/", 1)[1]
+    submitter.gone()
+    plain_jobs = json.loads(other.torchx("list", "-s", "ray", "-cfg", cfg, "--json").stdout)
+    assert plain_id in {a["app_id"] for a in plain_jobs}
+    # the mark the other machine picks the job out by, as the Jobs API keeps it
+    address, submission_id = split_app_id(handle.split("/ray:", 1)[1])
+    metadata = JobSubmissionClient(address).get_job_info(submission_id).metadata
+    assert metadata["torchx.pytorch.org/recovery"] == "max_restarts=1 max_recoveries=10", metadata
+
+    def listed() -> dict[str, str]:
+        proc = other.torchx("list", "-s", "managed", "-cfg", "targets=ray", "--json")
+        jobs = {a["app_handle"]: a["state"] for a in json.loads(proc.stdout)}
+        assert not any(h.endswith(f":{plain_id}") for h in jobs), jobs
+        return jobs
+
+    jobs = listed()
+    assert jobs.get(handle) in ("PENDING", "RUNNING", "SUCCEEDED"), jobs
+    status = other.status(handle)  # the listed handle reads as itself
+    assert status["app_handle"] == handle and status["state"] in ("PENDING", "RUNNING", "SUCCEEDED"), status
+    status = other.ended(handle, 180)
+    assert status["state"] == "SUCCEEDED" and _count(shared) == STEPS, status
+    assert [(a["attempt"], a["state"]) for a in status["attempts"]] == [(0, "SUCCEEDED")], status
+    assert listed()[handle] == "SUCCEEDED"
+    no_target = {a["app_handle"] for a in json.loads(other.torchx("list", "-s", "managed", "--json").stdout)}
+    assert handle not in no_target  # no target named: none is asked

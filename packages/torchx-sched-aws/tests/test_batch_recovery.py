@@ -1,9 +1,11 @@
 """aws_batch recovery: the retry strategy and the wrapped command (checked against botocore's
-model of Batch's API and run under a real /bin/sh), and attempts read from ``describe_jobs``."""
+model of Batch's API and run under a real /bin/sh), the tag that marks the job as one that
+recovers, and attempts read from ``describe_jobs``."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from typing import Any
 
@@ -12,9 +14,9 @@ import pytest
 from botocore.validate import ParamValidator
 from torchx import specs
 from torchx.schedulers.capabilities import UnsupportedFeatureError
-from torchx.schedulers.recovery import RecoveryPolicy
+from torchx.schedulers.recovery import RECOVERY_MARK, RecoveryPolicy
 from torchx_sched_aws.batch import CANCEL_REASON, create_scheduler
-from torchx_sched_aws.batch_recovery import attempts_of, recover, retry_strategy
+from torchx_sched_aws.batch_recovery import attempts_of, is_marked, recover, retry_strategy
 from torchx_sched_aws.batch_request import BatchOpts, build_job
 
 HOSTILE = ["it's", 'say "hi"', "$HOME", "`id`", "a;b|c&d", "*", "", "new\nline", "$0", "$@"]
@@ -220,3 +222,34 @@ def test_a_job_not_started_has_no_attempt() -> None:
 def test_a_spot_task_taken_back_is_a_preemption() -> None:
     job = {"status": "RUNNABLE", "attempts": [_attempt(1000, 2000, "Your Spot Task was interrupted.")]}
     assert [(a.state, a.cause) for a in attempts_of(job, CANCEL_REASON).attempts] == [("FAILED", "PREEMPTED")]
+
+
+# ---------------------------------------------------------------- the mark (list from any machine)
+
+#: what AWS takes as a tag value: letters, digits, spaces and _ . : / = + - @, at most 256
+AWS_TAG_VALUE = re.compile(r"[\w .:/=+\-@]{0,256}")
+
+
+def test_a_recovering_job_and_its_definition_carry_the_mark_as_a_valid_tag() -> None:
+    policy = RecoveryPolicy(max_restarts=2, max_recoveries=0, recover_on_exit_codes=(75,), checkpoint_dir="/it's $x")
+    job = _job(policy)
+    want = "max_restarts=2 max_recoveries=0 recover_on_exit_codes=75"
+    assert job.submit["tags"][RECOVERY_MARK] == want == job.job_definition["tags"][RECOVERY_MARK]
+    assert AWS_TAG_VALUE.fullmatch(want)
+    assert job.submit["tags"]["torchx.pytorch.org/app-name"] == "train"  # the plain tags stay
+    assert is_marked({"tags": job.submit["tags"]})
+
+
+def test_a_plain_job_carries_no_mark_even_if_its_metadata_names_it() -> None:
+    app = _app()
+    app.metadata = {RECOVERY_MARK: "forged", "team": "a"}
+    job = build_job(app, BatchOpts.from_cfg({"queue": "q", "user": "u"}), "train-1")
+    assert RECOVERY_MARK not in job.submit["tags"] and RECOVERY_MARK not in job.job_definition["tags"]
+    assert job.submit["tags"]["team"] == "a"
+    assert not is_marked({"tags": job.submit["tags"]}) and not is_marked({})
+
+
+def test_a_long_mark_is_cut_to_what_a_tag_holds() -> None:
+    job = _job(RecoveryPolicy(max_restarts=1, recover_on_exit_codes=tuple(range(1, 120))))
+    assert AWS_TAG_VALUE.fullmatch(job.submit["tags"][RECOVERY_MARK])
+    _valid("SubmitJob", {**job.submit, "jobDefinition": "arn:aws:batch:us-east-1:1:job-definition/x:1"})

@@ -1,5 +1,6 @@
-"""Recovery inside the Ray job: the policy written into ``app.json``, the driver's budget loop
-(attempts scripted, no cluster), and the attempts read back from the job log's records."""
+"""Recovery inside the Ray job: the policy written into ``app.json`` and the mark in the job's
+metadata, the driver's budget loop (attempts scripted, no cluster), and the attempts read back
+from the job log's records."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import json
 from typing import Any
 
 from torchx import specs
-from torchx.schedulers.recovery import RecoveryPolicy
+from torchx.schedulers.recovery import RECOVERY_MARK, RecoveryPolicy
 from torchx_sched_ray.recovery import policy_spec, read_attempts
+from torchx_sched_ray.request import ENTRYPOINT, META_APP
 from torchx_sched_ray.scheduler import create_scheduler
 from torchx_sched_ray.torchx_ray_driver import records
 from torchx_sched_ray.torchx_ray_driver.driver import Driver
@@ -32,6 +34,20 @@ def test_the_request_carries_the_policy_and_no_retries_of_its_own() -> None:
     assert 9 in recovery["killed_signals"] and 11 not in recovery["killed_signals"]  # SIGKILL yes, SIGSEGV no
     json.dumps(job.spec)  # app.json
     assert policy_spec(RecoveryPolicy(), "sub-1")["checkpoint_dir"] == "/tmp/torchx-checkpoints/sub-1"
+
+
+def test_the_job_is_marked_in_its_metadata_and_a_plain_one_is_not() -> None:
+    sched = create_scheduler("t")
+    cfg = sched.run_opts().resolve({"address": "http://127.0.0.1:8265"})
+    app = specs.AppDef("a", [specs.Role("r", image="", entrypoint="echo", args=["it's", "$HOME"])])
+    policy = RecoveryPolicy(max_restarts=1, recover_on_exit_codes=(75, 3), restart_backoff=2.5)
+    job = sched.submit_recovery_dryrun(app, cfg, policy).request
+    want = "max_restarts=1 max_recoveries=10 recover_on_exit_codes=3:75 restart_backoff=2.5 max_backoff=300"
+    assert job.metadata[RECOVERY_MARK] == want
+    assert job.metadata[META_APP] == "a"  # the plain keys stay
+    assert all(isinstance(v, str) for v in job.metadata.values())  # the Jobs API takes str -> str
+    assert job.entrypoint == ENTRYPOINT  # nothing of the user's or the policy's in the command line
+    assert RECOVERY_MARK not in sched.submit_dryrun(app, cfg).request.metadata
 
 
 class Scripted(Driver):

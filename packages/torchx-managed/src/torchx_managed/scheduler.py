@@ -413,37 +413,23 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
 
         if target not in get_scheduler_factories():
             raise InvalidRunConfigException(f"managed: target {target!r} is not an installed scheduler", "targets")
-        if target in _UNLISTED:
-            raise InvalidRunConfigException(
-                f"managed: cannot list the managed jobs of {target}: {_UNLISTED[target]}; `torchx list -s {target}`"
-                f" lists all its jobs, and `torchx status managed://SESSION/{target}:ID` reads one",
-                "targets",
-            )
         sched = self._runner.get_scheduler(target)
         if not sched.capabilities.recovery:
             raise InvalidRunConfigException(
                 f"managed: target {target!r} cannot recover jobs by itself, so it holds no native managed jobs",
                 "targets",
             )
-        out = []
-        for app in sched.list():
-            try:
-                log = sched.recovery_attempts(app.app_id)
-            except Exception as e:  # one job the target cannot tell about does not hide the others
-                logger.warning("torchx: warning: skipped %s job %s: %s", target, app.app_id, _first_line(e))
-                continue
-            if log is not None:  # submitted to recover inside the target
-                out.append(
-                    ListAppResponse(
-                        native.native_id(target, app.app_id),
-                        app.state,
-                        name=app.name,
-                        submitted=app.submitted,
-                        started=app.started,
-                        ended=app.ended,
-                    )
-                )
-        return out
+        return [
+            ListAppResponse(
+                native.native_id(target, app.app_id),
+                app.state,
+                name=app.name,
+                submitted=app.submitted,
+                started=app.started,
+                ended=app.ended,
+            )
+            for app in sched.recovery_list()
+        ]
 
     def _journal_jobs(self, cfg: Mapping[str, CfgVal] | None) -> list[ListAppResponse]:
         """The jobs of this machine's state directory, or of ``-cfg journal=PATH``."""
@@ -473,8 +459,9 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
         """Every managed job stored here (``-cfg journal=PATH``: kept in that journal directory,
         e.g. one a controller job drives), newest first (state from the journal); with ``-cfg
         targets=T1;T2``, then the jobs that recover inside each of those targets (their handles
-        ``managed://SESSION/T:ID``), found in the target's ``list`` by their attempt records
-        (one look per job of the target: not done unless asked).
+        ``managed://SESSION/T:ID``), picked out of the target's ``list`` by its
+        ``recovery_list`` (by their attempt records, one look per job, or by a mark the
+        target's list already reads: not done unless asked).
 
         Raises:
             InvalidRunConfigException: a target that is not installed or cannot recover jobs
@@ -634,14 +621,6 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
             yield from sched.log_iter(parsed.app_id, role_name, k, regex, since, until, tail, streams)
         except Exception as e:  # an attempt without logs (never started, purged) does not hide the others
             logger.warning("no logs of attempt %d (%s): %s", attempt.n, attempt.handle, e)
-
-
-#: targets whose records do not yet tell a job that recovers inside them from a plain one
-#: (their ``recovery_attempts`` reads attempts of any job), so ``list`` cannot pick them out
-_UNLISTED = {
-    "aws_batch": "a Batch job's records do not say whether it was submitted to recover",
-    "ray": "a Ray job's records do not say whether it was submitted to recover",
-}
 
 
 def _controller_metadata(spec: Mapping[str, Any], root: str) -> dict[str, Any]:

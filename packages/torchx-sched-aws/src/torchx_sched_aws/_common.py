@@ -25,14 +25,19 @@ def default_user() -> str:
         return "unknown"
 
 
-def _tag_text(text: str, limit: int) -> str:
+def tag_text(text: str, limit: int = 256) -> str:
+    """``text`` as an AWS tag value (or key, with ``limit=128``): other characters made ``_``, cut to ``limit``."""
     return _TAG_BAD.sub("_", str(text))[:limit]
 
 
 def job_tags(app: AppDef, user: str) -> dict[str, str]:
-    """The tags of an app's job: torchx version, app name, user, and the app's metadata."""
+    """The tags of an app's job: torchx version, app name, user, and the app's metadata (but
+    not a metadata key :data:`~torchx.schedulers.recovery.RECOVERY_MARK`: only a job submitted
+    to recover carries it)."""
+    from torchx.schedulers.recovery import RECOVERY_MARK
     from torchx.version import __version__
 
-    tags = {_tag_text(k, 128): _tag_text(v, 256) for k, v in app.metadata.items()}
-    tags.update({TAG_VERSION: __version__, TAG_APP_NAME: _tag_text(app.name, 256), TAG_USER: _tag_text(user, 256)})
+    tags = {tag_text(k, 128): tag_text(v) for k, v in app.metadata.items()}
+    tags.pop(RECOVERY_MARK, None)
+    tags.update({TAG_VERSION: __version__, TAG_APP_NAME: tag_text(app.name), TAG_USER: tag_text(user)})
     return tags

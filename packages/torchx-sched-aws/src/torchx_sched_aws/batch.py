@@ -14,10 +14,11 @@ Recovery (``capabilities.recovery``, for ``torchx-managed``): the job's ``retryS
 
 from __future__ import annotations
 
+import builtins
 import functools
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -213,11 +214,19 @@ class AWSBatchScheduler(WorkspaceMixin[Any], Scheduler[Mapping[str, CfgVal], App
 
     def recovery_attempts(self, app_id: str) -> AttemptLog | None:
         """The job's attempts from ``describe_jobs``' ``attempts[]`` (exit codes, status
-        reasons, start and stop times); None for an unknown job."""
-        from torchx_sched_aws.batch_recovery import attempts_of
+        reasons, start and stop times); None for an unknown job, or one not submitted to
+        recover (its tags lack :data:`~torchx.schedulers.recovery.RECOVERY_MARK`)."""
+        from torchx_sched_aws.batch_recovery import attempts_of, is_marked
 
         job = self._job(app_id)
-        return None if job is None else attempts_of(job, CANCEL_REASON)
+        return attempts_of(job, CANCEL_REASON) if job is not None and is_marked(job) else None
+
+    def recovery_list(self) -> builtins.list[ListAppResponse]:
+        """The jobs of :meth:`list` submitted to recover, picked by their tags in the same
+        ``describe_jobs`` pass (no further call per job)."""
+        from torchx_sched_aws.batch_recovery import is_marked
+
+        return self._list(None, is_marked)
 
     def schedule(self, dryrun_info: AppDryRunInfo[BatchJob]) -> str:
         """Checks the queue, pushes the workspace image (if any), registers the job definition, submits the job."""
@@ -356,6 +365,12 @@ class AWSBatchScheduler(WorkspaceMixin[Any], Scheduler[Mapping[str, CfgVal], App
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """torchx's jobs in ``cfg["queue"]``, or in every queue, in any state."""
+        return self._list(cfg)
+
+    def _list(
+        self, cfg: Mapping[str, CfgVal] | None, keep: Callable[[Mapping[str, Any]], bool] | None = None
+    ) -> builtins.list[ListAppResponse]:
+        """torchx's jobs (of those, the ones whose description ``keep`` takes)."""
         batch = self._clients("batch")
         queue = (cfg or {}).get("queue")
         apps: list[ListAppResponse] = []
@@ -377,7 +392,7 @@ class AWSBatchScheduler(WorkspaceMixin[Any], Scheduler[Mapping[str, CfgVal], App
                 for i in range(0, len(ids), _BATCH):
                     for job in batch.describe_jobs(jobs=ids[i : i + _BATCH])["jobs"]:
                         tags = job.get("tags") or {}
-                        if TAG_VERSION in tags:
+                        if TAG_VERSION in tags and (keep is None or keep(job)):
                             submitted, started, ended = job_times(job)
                             apps.append(
                                 ListAppResponse(

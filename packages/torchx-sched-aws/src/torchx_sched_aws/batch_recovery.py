@@ -27,6 +27,10 @@ set), the script holds no user value (the command follows it as arguments), and
 ``TORCHX_CHECKPOINT_DIR`` is a plain environment variable. Without a ``checkpoint_dir`` it is
 ``/tmp/torchx-checkpoints/<job name>`` inside the container, which no later attempt sees: give
 one on a mount every attempt has (an EFS volume, a host path of the compute environment).
+
+The job and its definition are tagged :data:`~torchx.schedulers.recovery.RECOVERY_MARK` (the
+budgets, :func:`~torchx.schedulers.recovery.policy_mark`): ``describe_jobs`` returns a job's tags,
+so ``recovery_attempts`` and ``recovery_list`` tell such a job from a plain one, from any machine.
 """
 
 from __future__ import annotations
@@ -35,8 +39,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from torchx.schedulers.causes import AttemptEnd, EndCause
-from torchx.schedulers.recovery import AttemptLog, RecoveredAttempt, RecoveryPolicy
+from torchx.schedulers.recovery import RECOVERY_MARK, AttemptLog, RecoveredAttempt, RecoveryPolicy, policy_mark
 
+from torchx_sched_aws._common import tag_text
 from torchx_sched_aws.batch_causes import batch_end
 from torchx_sched_aws.batch_request import MAX_ATTEMPTS, BatchJob
 
@@ -95,13 +100,17 @@ def _wrap(container: dict[str, Any], checkpoint_dir: str) -> None:
 
 def recover(job: BatchJob, policy: RecoveryPolicy) -> BatchJob:
     """``job`` (from :func:`~torchx_sched_aws.batch_request.build_job`) made to recover by
-    ``policy``: its retry strategy replaced, every container's command wrapped.
+    ``policy``: its retry strategy replaced, every container's command wrapped, the job and
+    its definition tagged :data:`~torchx.schedulers.recovery.RECOVERY_MARK`.
 
     Raises:
         PolicyError: Batch cannot express the policy (see :func:`retry_strategy`)
     """
     definition = job.job_definition
     definition["retryStrategy"] = retry_strategy(policy)
+    mark = {RECOVERY_MARK: tag_text(policy_mark(policy))}
+    definition["tags"] = {**definition.get("tags", {}), **mark}
+    job.submit["tags"] = {**job.submit.get("tags", {}), **mark}
     ckpt = policy.checkpoint_dir or f"{DEFAULT_CHECKPOINT_ROOT}/{job.name}"
     if "nodeProperties" in definition:
         for rng in definition["nodeProperties"]["nodeRangeProperties"]:
@@ -109,6 +118,11 @@ def recover(job: BatchJob, policy: RecoveryPolicy) -> BatchJob:
     else:
         _wrap(definition["containerProperties"], ckpt)
     return job
+
+
+def is_marked(job: Mapping[str, Any]) -> bool:
+    """True for the description of a job :func:`recover` made (its tags hold the mark)."""
+    return RECOVERY_MARK in (job.get("tags") or {})
 
 
 def _seconds(ms: Any) -> float | None:

@@ -5,7 +5,11 @@ The job's entrypoint is the Python driver (``python -m torchx_ray_driver``), not
 script, so core's bash :func:`~torchx.schedulers.recovery.restart_loop` does not apply; the
 driver runs the same budgets (:meth:`torchx_ray_driver.driver.Driver.run_recovering`) from the
 policy written into ``app.json`` (:func:`policy_spec`), and records each attempt's start and
-end in the job's log, which :func:`read_attempts` reads back through the Jobs API.
+end in the job's log, which :func:`read_attempts` reads back through the Jobs API. The job's
+metadata carries :data:`~torchx.schedulers.recovery.RECOVERY_MARK` (the budgets,
+:func:`~torchx.schedulers.recovery.policy_mark`): the Jobs API returns it with the job's info
+and in ``list_jobs``, so ``recovery_attempts`` and ``recovery_list`` tell such a job from a plain
+one, from any machine.
 """
 
 from __future__ import annotations

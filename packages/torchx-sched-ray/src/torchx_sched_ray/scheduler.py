@@ -17,13 +17,14 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 import logging
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -126,23 +127,38 @@ class RayScheduler(RayWorkspaceMixin, Scheduler[Mapping[str, CfgVal], AppDef, Ra
     ) -> AppDryRunInfo[RayJob]:
         """A job whose driver runs the attempts itself under ``policy``'s budgets (see
         :mod:`torchx_sched_ray.recovery`); the roles' ``max_retries`` is not used."""
+        from torchx.schedulers.recovery import RECOVERY_MARK, policy_mark
+
         from torchx_sched_ray.recovery import policy_spec
 
         info = self._submit_dryrun(app, cfg)
         job = info.request
         job.spec["max_retries"] = 0
         job.spec["recovery"] = policy_spec(policy, job.submission_id)
+        job.metadata[RECOVERY_MARK] = policy_mark(policy)
         return info
 
     def recovery_attempts(self, app_id: str) -> AttemptLog | None:
-        """The attempts the job's driver recorded in its log; None for an unknown job."""
+        """The attempts the job's driver recorded in its log; None for an unknown job, or one
+        not submitted to recover (its metadata lacks :data:`~torchx.schedulers.recovery.RECOVERY_MARK`)."""
+        from torchx.schedulers.recovery import RECOVERY_MARK
+
         from torchx_sched_ray.recovery import read_attempts
 
         try:
-            client, sub, _ = self._info(app_id)
+            client, sub, info = self._info(app_id)
         except UnknownJobError:
             return None
+        if RECOVERY_MARK not in (info.metadata or {}):
+            return None
         return read_attempts(split_lines(client.get_job_logs(sub)))
+
+    def recovery_list(self) -> builtins.list[ListAppResponse]:
+        """The jobs of :meth:`list` submitted to recover, picked by their metadata in the same
+        ``list_jobs`` call (no further call per job)."""
+        from torchx.schedulers.recovery import RECOVERY_MARK
+
+        return self._list(None, lambda meta: RECOVERY_MARK in meta)
 
     def schedule(self, dryrun_info: AppDryRunInfo[RayJob]) -> str:
         """Submits the job (uploading the driver, ``app.json`` and the working dir); returns the app id."""
@@ -227,13 +243,19 @@ class RayScheduler(RayWorkspaceMixin, Scheduler[Mapping[str, CfgVal], AppDef, Ra
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """The torchx jobs the cluster (``address`` of ``cfg`` or the default) knows."""
+        return self._list(cfg)
+
+    def _list(
+        self, cfg: Mapping[str, CfgVal] | None, keep: Callable[[dict[str, str]], bool] | None = None
+    ) -> builtins.list[ListAppResponse]:
+        """The torchx jobs (of those, the ones whose metadata ``keep`` takes)."""
         opts: RayOpts = RayOpts.from_cfg(cfg or {})
         opts.validate()
         address = opts.jobs_address()
         out = []
         for job in self._client(address).list_jobs():
             meta = dict(job.metadata or {})
-            if job.submission_id and META_APP in meta:
+            if job.submission_id and META_APP in meta and (keep is None or keep(meta)):
                 app_id = make_app_id(address, job.submission_id)
                 state = status.job_state(job.status)
                 submitted, started, ended = status.job_times(state, job.start_time, job.end_time)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import builtins
 import time
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -335,6 +336,38 @@ class Scheduler(abc.ABC, Generic[T, A, D]):
             UnsupportedFeatureError: the scheduler cannot recover natively
         """
         raise UnsupportedFeatureError(f"scheduler {self.backend!r} cannot recover jobs by itself")
+
+    def recovery_list(self) -> builtins.list[ListAppResponse]:
+        """The jobs of :meth:`list` that were submitted by :meth:`submit_recovery_dryrun`.
+
+        By default, those whose :meth:`recovery_attempts` is not None: one look per job (a job
+        the backend cannot tell about is passed over with a warning). A scheduler whose ``list``
+        already reads a mark of such jobs (:data:`~torchx.schedulers.recovery.RECOVERY_MARK`)
+        overrides it with one pass.
+
+        Raises:
+            UnsupportedFeatureError: the scheduler cannot recover natively
+        """
+        if not self.capabilities.recovery:
+            raise UnsupportedFeatureError(f"scheduler {self.backend!r} cannot recover jobs by itself")
+        out = []
+        for app in self.list():
+            try:
+                log = self.recovery_attempts(app.app_id)
+            except Exception as e:  # one job the backend cannot tell about does not hide the others
+                import logging
+
+                text = str(e).strip()
+                logging.getLogger(__name__).warning(
+                    "torchx: warning: skipped %s job %s: %s",
+                    self.backend,
+                    app.app_id,
+                    text.splitlines()[0] if text else type(e).__name__,
+                )
+                continue
+            if log is not None:
+                out.append(app)
+        return out
 
     def _pre_build_validate(self, app: AppDef, scheduler: str, cfg: T) -> None:
         """Checks ``app`` before its workspace is built."""

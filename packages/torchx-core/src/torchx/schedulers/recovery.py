@@ -21,6 +21,11 @@ text file of one line per step, appended by the job's batch shell only::
     final STATE T          # the job ended: SUCCEEDED, or FAILED with a budget used up
 
 ``T`` is the time in seconds since the epoch (with nanoseconds where `date` gives them).
+
+Schedulers whose records keep a job's key-value pairs (an AWS Batch job's tags, a Ray job's
+metadata) mark a job submitted to recover with :data:`RECOVERY_MARK` (its value:
+:func:`policy_mark`), so that their ``recovery_attempts`` and ``recovery_list`` tell it from a
+plain job.
 """
 
 from __future__ import annotations
@@ -33,7 +38,15 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["RecoveryPolicy", "RecoveredAttempt", "AttemptLog", "restart_loop", "read_attempt_log"]
+__all__ = [
+    "RECOVERY_MARK",
+    "RecoveryPolicy",
+    "RecoveredAttempt",
+    "AttemptLog",
+    "policy_mark",
+    "restart_loop",
+    "read_attempt_log",
+]
 
 #: seconds the batch shell waits for the backend to requeue a job whose node was lost, before
 #: it runs the next attempt itself
@@ -69,6 +82,25 @@ class RecoveryPolicy:
     checkpoint_dir: str | None = None
     restart_backoff: float | None = None
     max_backoff: float = 300.0
+
+
+#: the key a scheduler marks a job with, in its own records, when the job was submitted to
+#: recover inside it (see the module docstring)
+RECOVERY_MARK = "torchx.pytorch.org/recovery"
+
+
+def policy_mark(policy: RecoveryPolicy) -> str:
+    """The value of a job's :data:`RECOVERY_MARK`: the policy's budgets as one line of letters,
+    digits, ``_``, ``-``, ``=``, ``.``, ``:`` and spaces (fit for an AWS tag value, a Ray job's metadata),
+    e.g. ``max_restarts=1 max_recoveries=10 recover_on_exit_codes=3:75``. The checkpoint
+    directory, which may hold any character, is not in it."""
+    words = [f"max_restarts={policy.max_restarts}", f"max_recoveries={policy.max_recoveries}"]
+    if policy.recover_on_exit_codes:
+        codes = ":".join(str(c) for c in sorted(set(policy.recover_on_exit_codes)))
+        words.append(f"recover_on_exit_codes={codes}")
+    if policy.restart_backoff is not None:
+        words.append(f"restart_backoff={policy.restart_backoff:g} max_backoff={policy.max_backoff:g}")
+    return " ".join(words)
 
 
 @record
