@@ -36,10 +36,13 @@ def app() -> specs.AppDef:
 
 
 def test_app_to_resource_and_role_information() -> None:
+    from torchx_sched_k8s.compat_models import to_manifest
+
     wrapper = app_to_resource(app(), namespace="team", priority_class_name="high", network="net1", priority=3)
     assert wrapper["kind"] == "AppWrapper"
     assert wrapper["spec"]["priority"] == 3
-    roles = get_role_information(wrapper["spec"]["resources"]["GenericItems"])
+    # the pods are kubernetes.client models, as TorchX's; describe reads the wrapper as the API server returns it
+    roles = get_role_information(to_manifest(wrapper)["spec"]["resources"]["GenericItems"])
     worker = roles["worker"]
     assert worker.num_replicas == 3
     assert worker.image == "img:1"
@@ -97,11 +100,12 @@ def test_coscheduler_gets_a_pod_group_per_role() -> None:
 
     wrapper = app_to_resource(app(), namespace="team", coscheduler_name="scheduler-plugins-scheduler")
     items = [i["generictemplate"] for i in wrapper["spec"]["resources"]["GenericItems"]]
-    (group,) = [i for i in items if i["kind"] == "PodGroup"]
-    assert group["spec"]["minMember"] == 3
-    pods = [i for i in items if i["kind"] == "Pod"]
-    assert {p["metadata"]["labels"]["pod-group.scheduling.sigs.k8s.io"] for p in pods} == {group["metadata"]["name"]}
-    assert all(p["spec"]["schedulerName"] == "scheduler-plugins-scheduler" for p in pods)
+    group = items[0]  # TorchX's order: the PodGroups first
+    assert group["kind"] == "PodGroup" and group["spec"]["minMember"] == 3
+    pods = items[1:-1]
+    assert [type(p).__name__ for p in pods] == ["V1Pod"] * 3 and items[-1].kind == "Service"
+    assert {p.metadata.labels["pod-group.scheduling.sigs.k8s.io"] for p in pods} == {group["metadata"]["name"]}
+    assert all(p.spec.scheduler_name == "scheduler-plugins-scheduler" for p in pods)
     item = create_pod_group(app(), app().roles[0], 0, "team", "trainer-abc")
     assert item["generictemplate"]["metadata"]["name"] == "trainer-abc-pg0"
 

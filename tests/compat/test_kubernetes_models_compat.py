@@ -78,19 +78,68 @@ def test_mcad_models_serialize_back_to_the_manifests() -> None:
     assert back["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] == "net"
 
 
-def test_app_to_resource_does_not_import_the_kubernetes_client() -> None:
+def test_a_dry_run_imports_no_kubernetes_client_and_its_resource_is_torchx_s() -> None:
     import subprocess
     import sys
 
     code = (
         "import sys\n"
-        "from torchx.schedulers.kubernetes_scheduler import app_to_resource\n"
+        "from torchx.schedulers.kubernetes_scheduler import create_scheduler\n"
         "from torchx import specs\n"
-        "app_to_resource(specs.AppDef('a', roles=[specs.Role('r', image='i', entrypoint='e')]), 'q', None)\n"
+        "app = specs.AppDef('a', roles=[specs.Role('r', image='i', entrypoint='e', num_replicas=2)])\n"
+        "info = create_scheduler('s').submit_dryrun(app, {'mode': 'volcano'})\n"
+        "str(info)\n"
         "print('kubernetes' in sys.modules)\n"
+        "template = info.request.resource['spec']['tasks'][1]['template']\n"
+        "print('kubernetes' in sys.modules, type(template).__name__, template.spec.containers[0].command)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "False"
+    assert out.split("\n")[:2] == ["False", "True V1Pod ['e']"]
+
+
+def test_what_is_changed_in_the_resource_is_shown_and_submitted() -> None:
+    from torchx.schedulers.kubernetes_mcad_scheduler import create_scheduler
+
+    app = specs.AppDef("a", roles=[specs.Role("r", image="i", entrypoint="e", num_replicas=2)])
+    request = create_scheduler("s").submit_dryrun(app, {"namespace": "ns"}).request
+    before = request.to_yaml()
+    items = request.resource["spec"]["resources"]["GenericItems"]
+    assert [type(i["generictemplate"]).__name__ for i in items] == ["V1Pod", "V1Pod", "V1Service"]  # TorchX's order
+    assert "'service_account_name': None" in str(request.resource)  # the models' print, as TorchX's
+    assert request.to_yaml() == before  # only read: the manifest is untouched (no key dropped by the models)
+    items[0]["generictemplate"].spec.service_account_name = "changed"
+    (wrapper,) = request.submitted_objects()
+    pods = [i["generictemplate"] for i in wrapper["spec"]["resources"]["GenericItems"]]
+    assert [p["spec"].get("serviceAccountName") for p in pods[:2]] == ["changed", None]
+    assert "serviceAccountName: changed" in str(request)  # str() is the YAML, as TorchX's request
+
+
+def test_a_request_made_of_a_resource_as_torchx_s_kubernetes_job() -> None:
+    from kubernetes.client import V1ObjectMeta
+    from torchx.schedulers.kubernetes_scheduler import KubernetesJob
+
+    resource = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": V1ObjectMeta(name="j", namespace="n"),
+    }
+    job = KubernetesJob(images_to_push={"sha256:x": ("repo", "x")}, resource=resource)
+    assert (job.namespace, job.name, job.kind, job.app_id) == ("n", "j", "volcano", "n:j")
+    assert job.resource is resource
+    assert job.objects == [
+        {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "j", "namespace": "n"}}
+    ]
+    empty = KubernetesJob(images_to_push=None, resource={})
+    assert empty.objects == [{}] and empty.app_id == "default:"
+
+
+def test_submitting_an_object_without_a_name_says_so() -> None:
+    from torchx.schedulers.api import AppDryRunInfo
+    from torchx.schedulers.kubernetes_scheduler import KubernetesJob, create_scheduler
+
+    info = AppDryRunInfo(KubernetesJob(images_to_push=None, resource={}), str)
+    with pytest.raises(ValueError, match="has no metadata.name"):
+        create_scheduler("s").schedule(info)
 
 
 def test_role_to_pod_is_torchx_s_raw_pod_of_the_role() -> None:

@@ -317,11 +317,11 @@ def test_mcad_appwrapper_wraps_service_and_pods() -> None:
     requeuing = {"timeInSeconds": 300, "maxTimeInSeconds": 0, "growthType": "exponential", "maxNumRequeuings": 3}
     assert aw["spec"]["schedulingSpec"] == {"minAvailable": 2, "requeuing": requeuing}  # as TorchX writes it
     items = aw["spec"]["resources"]["GenericItems"]
-    assert [i["generictemplate"]["kind"] for i in items] == ["Service", "Pod", "Pod"]
-    pod = items[2]["generictemplate"]
+    assert [i["generictemplate"]["kind"] for i in items] == ["Pod", "Pod", "Service"]  # TorchX's order
+    pod = items[1]["generictemplate"]
     assert pod["metadata"]["name"] == f"{req.name}-trainer-1"
     assert pod["spec"]["hostname"] == "trainer-1"
-    assert items[2]["custompodresources"] == [
+    assert items[1]["custompodresources"] == [
         {
             "replicas": 1,
             "limits": {"cpu": "1000m", "memory": "2048M", "nvidia.com/gpu": "1"},

@@ -34,7 +34,7 @@ def test_upstream_kubernetes_request_builders() -> None:
     job = app_to_resource(app, "q", "sa", "high")
     assert (job["kind"], job["spec"]["queue"], job["spec"]["priorityClassName"]) == ("Job", "q", "high")
     assert len(job["spec"]["tasks"]) == 2
-    assert job["spec"]["tasks"][0]["template"]["spec"]["serviceAccountName"] == "sa"
+    assert job["spec"]["tasks"][0]["template"].spec.service_account_name == "sa"  # a V1Pod, as TorchX's
 
     pod = role_to_pod("trainer-0", role, "sa", efa_device_count=2)  # a kubernetes.client V1Pod, as upstream
     assert type(pod).__name__ == "V1Pod" and pod.metadata.annotations == {"sidecar.istio.io/inject": "false"}

@@ -38,16 +38,17 @@ def app_to_resource(
     service_account: str | None,
     priority_class: str | None = None,
 ) -> dict[str, Any]:
-    """The Volcano ``Job`` custom object that runs ``app`` (``mode=volcano`` of our scheduler).
+    """The Volcano ``Job`` custom object that runs ``app`` (``mode=volcano`` of our scheduler)
+    as TorchX's: a dict whose tasks' pod templates are ``kubernetes.client`` ``V1Pod`` models
+    (:attr:`KubernetesJob.resource <torchx_sched_k8s.request.KubernetesRequest.resource>`).
 
-    Difference from upstream: the pod templates inside are plain dicts (the manifest as
-    ``kubectl`` reads it), not ``kubernetes.client`` ``V1Pod`` objects, and the job is in
-    the ``default`` namespace with our naming, labels and rank-0/env wiring.
+    Difference from upstream: the job is in the ``default`` namespace with our naming, labels
+    and rank-0/env wiring.
     """
     opts = _KubernetesOpts(
         mode=MODE_VOLCANO, queue=queue, service_account=service_account, priority_class=priority_class
     )
-    return build_volcano(app, opts).objects[0]
+    return cast("dict[str, Any]", build_volcano(app, opts).resource)
 
 
 def role_to_pod(

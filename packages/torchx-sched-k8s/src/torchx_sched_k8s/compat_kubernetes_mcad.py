@@ -65,7 +65,9 @@ def app_to_resource(
     network: str | None = None,
     priority: int | None = None,
 ) -> dict[str, Any]:
-    """The AppWrapper custom object that runs ``app`` (what ``kubernetes_mcad`` submits), as a dict."""
+    """The AppWrapper custom object that runs ``app`` (what ``kubernetes_mcad`` submits) as
+    TorchX's: a dict whose generic items' Pods and Service are ``kubernetes.client`` models
+    (``V1Pod``/``V1Service``; the PodGroups stay dicts)."""
     opts = MCADOpts(
         namespace=namespace,
         service_account=service_account,
@@ -75,7 +77,7 @@ def app_to_resource(
         network=network,
         priority=priority,
     )
-    return build_mcad(app, opts).objects[0]
+    return cast("dict[str, Any]", build_mcad(app, opts).resource)
 
 
 def cleanup_str(data: str) -> str:

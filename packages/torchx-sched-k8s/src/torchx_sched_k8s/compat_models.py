@@ -37,3 +37,48 @@ def to_model(data: Any, type_name: str) -> Any:
         attr: to_model(data[key], cls.openapi_types[attr]) for attr, key in cls.attribute_map.items() if key in data
     }
     return cls(**kwargs)
+
+
+def to_manifest(data: Any) -> Any:
+    """``data`` with every ``kubernetes.client`` model in it (at any depth) as the plain manifest
+    the API server reads: camelCase keys, attributes that are None left out (as the client
+    serializes a model); plain values, dicts and lists as they are (copied)."""
+    if data is None or isinstance(data, (str, int, float, bool)):
+        return data
+    if isinstance(data, dict):
+        return {key: to_manifest(value) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [to_manifest(item) for item in data]
+    attribute_map = getattr(type(data), "attribute_map", None)
+    if isinstance(attribute_map, dict):
+        values = ((key, getattr(data, attr)) for attr, key in attribute_map.items())
+        return {key: to_manifest(value) for key, value in values if value is not None}
+    return data
+
+
+#: generic item kind -> the model TorchX's AppWrapper holds it as
+_GENERIC_MODELS = {"Pod": "V1Pod", "Service": "V1Service"}
+
+
+def as_torchx_resource(obj: dict[str, Any]) -> dict[str, Any]:
+    """The Volcano Job or AppWrapper ``obj`` in the shape of TorchX's ``KubernetesJob.resource``:
+    a dict whose pod templates (Volcano tasks' ``template``, AppWrapper generic items' Pods and
+    Service) are ``kubernetes.client`` models. The rest is ``obj``'s own dicts (shared). Without
+    the ``kubernetes`` package ``obj`` itself."""
+    try:
+        import kubernetes.client  # noqa: F401  # the models need it; without it the plain manifest
+    except ImportError:
+        return obj
+    spec = obj.get("spec") or {}
+    if "tasks" in spec:
+        tasks = [{**task, "template": to_model(task["template"], "V1Pod")} for task in spec["tasks"]]
+        return {**obj, "spec": {**spec, "tasks": tasks}}
+    resources = spec.get("resources") or {}
+    if "GenericItems" in resources:
+        items = []
+        for item in resources["GenericItems"]:
+            template = item.get("generictemplate") or {}
+            model = _GENERIC_MODELS.get(str(template.get("kind")))
+            items.append({**item, "generictemplate": to_model(template, model)} if model else item)
+        return {**obj, "spec": {**spec, "resources": {**resources, "GenericItems": items}}}
+    return obj

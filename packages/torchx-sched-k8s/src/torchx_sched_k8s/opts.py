@@ -55,8 +55,18 @@ class KubernetesOpts(PodOpts):
 
 @dataclass
 class MCADOpts(PodOpts):
-    """Options of the ``kubernetes_mcad`` scheduler."""
+    """Options of the ``kubernetes_mcad`` scheduler: the pod options under TorchX's
+    ``kubernetes_mcad`` names (``priority_class_name``, ``image_secret``; the ``kubernetes``
+    names are accepted too)."""
 
+    priority_class: str | None = field(
+        default=None, metadata={"cfg_key": "priority_class_name", "aliases": ("priority_class",)}
+    )
+    """PriorityClass of the pods (also accepted as priority_class, the kubernetes name)."""
+    image_pull_secret: str | None = field(
+        default=None, metadata={"cfg_key": "image_secret", "aliases": ("image_pull_secret",)}
+    )
+    """Name of a docker-registry Secret to pull images with (also accepted as image_pull_secret, the kubernetes name)."""
     priority: int | None = None
     """AppWrapper priority (higher dispatches first)."""
     coscheduler_name: str | None = None

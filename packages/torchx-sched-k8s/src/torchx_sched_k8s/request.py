@@ -10,15 +10,15 @@ Three shapes:
   and it works on Kubernetes 1.20 (no Indexed Jobs). Pods set ``hostname``
   ``<role>-<replica>`` and ``subdomain`` ``<app>``, so replica 0 of the first role is
   ``<role>-0.<app>.<namespace>.svc`` (env ``TORCHX_RANK0_HOST``).
-* ``mcad``: one ``workload.codeflare.dev/v1beta1`` AppWrapper whose generic items are the
-  Service and one Pod per replica.
+* ``mcad``: one ``workload.codeflare.dev/v1beta1`` AppWrapper whose generic items are one
+  Pod per replica and the Service.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from torchx.specs.overlays import apply_overlay, get_overlay
@@ -44,9 +44,13 @@ MULTUS_NETWORKS = "k8s.v1.cni.cncf.io/networks"
 LABEL_POD_GROUP = "pod-group.scheduling.sigs.k8s.io"
 
 
-@dataclass
+@dataclass(init=False)
 class KubernetesRequest:
     """What a dry run of a Kubernetes scheduler produced: the objects to create, in order.
+
+    Also TorchX's ``KubernetesJob``/``KubernetesMCADJob``: ``KubernetesJob(images_to_push=...,
+    resource=...)`` makes a request of that one object, and :attr:`resource` is TorchX's view
+    of the app's own object. ``str()`` is the YAML.
 
     Attributes:
         namespace: where they go
@@ -59,30 +63,104 @@ class KubernetesRequest:
     namespace: str
     name: str
     kind: str
-    objects: list[dict[str, Any]] = field(default_factory=list)
-    images_to_push: Any = None
+    objects: list[dict[str, Any]]
+    images_to_push: Any
 
     # Replicas share the sub-dicts that are equal for all of them (resources, volumes,
     # annotations ...): to change one replica, replace such a dict instead of editing it.
+
+    def __init__(
+        self,
+        namespace: str = "default",
+        name: str = "",
+        kind: str = KIND_JOBS,
+        objects: list[dict[str, Any]] | None = None,
+        images_to_push: Any = None,
+        resource: Any = None,
+    ) -> None:
+        self.namespace, self.name, self.kind = namespace, name, kind
+        self.objects = objects if objects is not None else []
+        self.images_to_push = images_to_push
+        #: (what :attr:`resource` gave or was set to, its manifest then, its index in objects)
+        self._resource: tuple[Any, dict[str, Any], int] | None = None
+        if resource is not None:
+            self.resource = resource
 
     @property
     def app_id(self) -> str:
         """``<namespace>:<name>``."""
         return f"{self.namespace}:{self.name}"
 
+    def _own_index(self) -> int | None:
+        group = {KIND_VOLCANO: VOLCANO_GROUP, KIND_MCAD: MCAD_GROUP}.get(self.kind)
+        for i, obj in enumerate(self.objects):
+            if group and str(obj.get("apiVersion", "")).startswith(group + "/"):
+                return i
+        return None
+
     @property
-    def resource(self) -> dict[str, Any] | None:
-        """The app's own custom object, TorchX's ``KubernetesJob.resource``: the Volcano Job
-        (``volcano``) or the AppWrapper (``mcad``); None in ``jobs`` mode, which creates one
-        ``batch/v1`` Job per replica (all in :attr:`objects`)."""
-        groups = {KIND_VOLCANO: VOLCANO_GROUP, KIND_MCAD: MCAD_GROUP}
-        group = groups.get(self.kind)
-        found = [o for o in self.objects if group and str(o.get("apiVersion", "")).startswith(group + "/")]
-        return found[0] if found else None
+    def resource(self) -> Any:
+        """The app's own custom object as TorchX's ``KubernetesJob.resource``: the Volcano Job
+        (``volcano``) or the AppWrapper (``mcad``), a dict whose pod templates are
+        ``kubernetes.client`` models (``V1Pod``, the AppWrapper's ``V1Service``; with the
+        ``kubernetes`` package, which this imports; without it the plain manifest); None in
+        ``jobs`` mode, which creates one ``batch/v1`` Job per replica (all in :attr:`objects`).
+
+        What is changed in it is what is submitted (and shown by ``str()``/:meth:`to_yaml`):
+        the object is then the changed resource serialized as the ``kubernetes`` client does."""
+        if self._resource is None:
+            index = self._own_index()
+            if index is None:
+                return None
+            from torchx_sched_k8s.compat_models import as_torchx_resource, to_manifest
+
+            view = as_torchx_resource(self.objects[index])
+            self._resource = (view, to_manifest(view), index)
+        return self._resource[0]
+
+    @resource.setter
+    def resource(self, value: Any) -> None:
+        """Makes ``value`` (a manifest, plain or holding ``kubernetes.client`` models) the app's
+        own object: it replaces the Volcano Job / AppWrapper, or, where there is none, the
+        request becomes that one object (its namespace, name and kind read from it)."""
+        from torchx_sched_k8s.compat_models import to_manifest
+
+        manifest = to_manifest(value)
+        index = self._own_index()
+        if index is None:
+            meta = manifest.get("metadata") or {}
+            self.namespace = str(meta.get("namespace") or self.namespace)
+            self.name = str(meta.get("name") or self.name)
+            version = str(manifest.get("apiVersion", ""))
+            self.kind = {VOLCANO_GROUP: KIND_VOLCANO, MCAD_GROUP: KIND_MCAD}.get(version.partition("/")[0], KIND_JOBS)
+            self.objects, index = [manifest], 0
+        else:
+            self.objects[index] = manifest
+        self._resource = (value, to_manifest(value), index)
+
+    def _sync(self) -> None:
+        """Puts :attr:`resource`, when it was read and changed since, in place of its object."""
+        if self._resource is None:
+            return
+        from torchx_sched_k8s.compat_models import to_manifest
+
+        value, as_read, index = self._resource
+        manifest = to_manifest(value)
+        if manifest != as_read:
+            self.objects[index] = manifest
+            self._resource = (value, manifest, index)
+
+    def submitted_objects(self) -> list[dict[str, Any]]:
+        """The objects to create, in order (:attr:`objects`, with the changes made in :attr:`resource`)."""
+        self._sync()
+        return self.objects
 
     def to_yaml(self) -> str:
         """The objects as a multi-document YAML stream (``kubectl apply -f`` ready)."""
-        return dump_all(self.objects)
+        return dump_all(self.submitted_objects())
+
+    def __str__(self) -> str:
+        return self.to_yaml()
 
 
 def _factories(app: AppDef, name: str, opts: PodOpts, restart_policy: str) -> list[PodFactory]:
@@ -243,7 +321,8 @@ def mcad_scheduling_spec(total_pods: int, retries: int) -> dict[str, Any]:
 
 
 def build_mcad(app: AppDef, opts: MCADOpts, name: str | None = None) -> KubernetesRequest:
-    """The ``mcad`` request: an AppWrapper whose generic items are the Service and one Pod per replica.
+    """The ``mcad`` request: an AppWrapper whose generic items are one Pod per replica and the
+    Service (with ``coscheduler_name`` first a PodGroup per role), in TorchX's order.
 
     As TorchX's: when every role has ``max_retries > 0``, the wrapper gets a ``schedulingSpec``:
     MCAD dispatches it when all replicas fit (``minAvailable``) and requeues it up to the
@@ -252,7 +331,9 @@ def build_mcad(app: AppDef, opts: MCADOpts, name: str | None = None) -> Kubernet
     """
     name = name or names.app_name(app.name)
     factories = _factories(app, name, opts, "Never")
-    items: list[dict[str, Any]] = [{"replicas": 1, "generictemplate": _service(name, opts.namespace, factories)}]
+    # in TorchX's order: the PodGroups, the pods, the Service
+    groups: list[dict[str, Any]] = []
+    items: list[dict[str, Any]] = []
     for index, factory in enumerate(factories):
         annotations = {**factory.annotations, names.ANNOTATION_APP: app.name}
         custom = {"replicas": 1, **factory.resources}
@@ -261,7 +342,7 @@ def build_mcad(app: AppDef, opts: MCADOpts, name: str | None = None) -> Kubernet
         group = ""
         if opts.coscheduler_name:  # gang-schedule each role: a PodGroup its pods name
             group = pod_group_name(name, index)
-            items.append({"replicas": 1, "generictemplate": pod_group(group, opts.namespace, factory)})
+            groups.append({"replicas": 1, "generictemplate": pod_group(group, opts.namespace, factory)})
         for replica in range(factory.role.num_replicas):
             template = factory.template(replica)
             pod_spec, labels = template["spec"], template["metadata"]["labels"]
@@ -280,6 +361,7 @@ def build_mcad(app: AppDef, opts: MCADOpts, name: str | None = None) -> Kubernet
                 "spec": pod_spec,
             }
             items.append({"replicas": 1, "custompodresources": [custom], "generictemplate": pod})
+    items = [*groups, *items, {"replicas": 1, "generictemplate": _service(name, opts.namespace, factories)}]
     spec: dict[str, Any] = {"resources": {"GenericItems": items}}
     retries = min(f.role.max_retries for f in factories)
     if retries > 0:

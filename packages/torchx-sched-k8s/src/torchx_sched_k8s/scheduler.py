@@ -260,12 +260,19 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal], AppDef, KubernetesRequ
         if request.images_to_push and isinstance(self, WorkspaceMixin):
             self.push_images(request.images_to_push)
         custom = self.customs.get(request.kind)
+        objects = request.submitted_objects()  # what the dry run shows, with the changes made to request.resource
+        for i, obj in enumerate(objects):
+            if not (obj.get("metadata") or {}).get("name"):
+                raise ValueError(
+                    f"object {i} of the request ({obj.get('kind') or 'no kind'}) has no metadata.name;"
+                    " give the request's resource a name (metadata.name) and submit again"
+                )
         # an app of one object (a Volcano Job, an AppWrapper, one Job) is validated by its own
         # creation, which is all or nothing: a dry run would only add a round trip
-        if dryrun_info.cfg.get("validate_spec", True) and len(request.objects) > 1:
+        if dryrun_info.cfg.get("validate_spec", True) and len(objects) > 1:
             self._validate_objects(request, custom)
         try:
-            self._create_all(request.objects, custom)
+            self._create_all(objects, custom)
         except BaseException:
             try:
                 self._purge(request.namespace, request.name, request.kind)
