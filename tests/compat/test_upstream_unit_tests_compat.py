@@ -101,8 +101,9 @@ def test_kubernetes_request_resource_is_the_volcano_job_or_the_appwrapper(isolat
 
     app = specs.AppDef("t", roles=[specs.Role("r", image="i", entrypoint="echo", resource=specs.resource(cpu=1))])
     volcano = k8s("s").submit_dryrun(app, {"mode": "volcano", "queue": "q"}).request
-    assert volcano.resource is volcano.objects[0]
+    assert volcano.resource is volcano.resource  # one view, read once
     assert volcano.resource["kind"] == "Job" and volcano.resource["spec"]["queue"] == "q"
+    assert volcano.resource["metadata"] is volcano.objects[0]["metadata"]  # the Volcano Job, pods as models
     wrapper = mcad("s").submit_dryrun(app, {}).request
     assert wrapper.resource is not None and wrapper.resource["kind"] == "AppWrapper"
     assert k8s("s").submit_dryrun(app, {"mode": "jobs"}).request.resource is None
