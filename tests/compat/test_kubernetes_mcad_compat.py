@@ -27,6 +27,13 @@ def test_documented_options_are_run_options() -> None:
     for key in ("namespace", "image_repo", "service_account", "priority", "priority_class_name", "image_secret",
                 "coscheduler_name", "network"):  # fmt: skip
         assert opts.get(key) is not None, key
+    assert {"priority_class_name", "image_secret"} <= set(opts._opts)  # TorchX's names are the options' own
+
+
+def test_the_kubernetes_names_of_the_pod_options_still_work() -> None:
+    for pod in pods({"priority_class": "high", "image_pull_secret": "regcred"}):
+        assert pod["spec"]["priorityClassName"] == "high"
+        assert pod["spec"]["imagePullSecrets"] == [{"name": "regcred"}]
 
 
 def test_documented_options_reach_the_pods() -> None:
