@@ -536,7 +536,10 @@ def test_mcad_cancel_marks_the_wrapper_and_removes_its_pods(
     )
     name, ns = app_name(handle), k8s_cluster.namespace
     aw = custom.get_namespaced_custom_object("workload.codeflare.dev", "v1beta1", ns, "appwrappers", name)
-    core.create_namespaced_pod(ns, aw["spec"]["resources"]["GenericItems"][1]["generictemplate"])
+    (pod, *_) = [
+        i["generictemplate"] for i in aw["spec"]["resources"]["GenericItems"] if i["generictemplate"]["kind"] == "Pod"
+    ]
+    core.create_namespaced_pod(ns, pod)  # as MCAD's controller would
     wait_for(runner, handle, {AppState.PENDING})
     runner.cancel(handle)
     assert runner.status(handle).state == AppState.CANCELLED
