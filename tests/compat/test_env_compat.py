@@ -69,7 +69,7 @@ def test_launcher_environment_overrides_config(
         for key in ("TORCHX_JOB_ID", "TORCHX_TRACKERS", "TORCHX_TRACKER_FSSPEC_CONFIG",
                     "TORCHX_TRACKER_MINE_CONFIG", "TORCHX_PARENT_RUN_ID", "OTHER"):
             print(key, env.get(key))
-        print("unchanged", app.roles[0].env == {"TORCHX_JOB_ID": "mine", "OTHER": "kept"})
+        print("caller's app has them", app.roles[0].env == env)
         """,
     )
     assert proc.returncode == 0, proc.stderr
@@ -80,7 +80,7 @@ def test_launcher_environment_overrides_config(
         "TORCHX_TRACKER_MINE_CONFIG mine-config",
         "TORCHX_PARENT_RUN_ID env-parent",  # the launcher's variable wins over the argument, as in TorchX
         "OTHER kept",
-        "unchanged True",  # the AppDef passed in is not changed
+        "caller's app has them True",  # as TorchX, the AppDef passed in gets them too
     ]
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse
-from torchx.schedulers.capabilities import SchedulerCapabilities, UnsupportedFeatureError
+from torchx.schedulers.capabilities import SchedulerCapabilities
 from torchx.schedulers.logfiles import FileLogsScheduler, read_lines
 from torchx.schedulers.streams import Stream
 from torchx.specs.dryrun import AppDryRunInfo
@@ -96,10 +96,13 @@ def test_file_logs_show_all_output_by_default(tmp_path: Path) -> None:
     assert list(jobs.log_iter("7", "r", regex="^o")) == ["o1\n", "o2\n"]
 
 
-def test_file_logs_errors(tmp_path: Path) -> None:
+def test_file_logs_errors(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     jobs = _FileJobs(str(tmp_path))
-    with pytest.raises(UnsupportedFeatureError, match="cannot filter logs by time"):
-        jobs.log_iter("7", "r", since=datetime.now())
+    (tmp_path / "job-7-r-0.out").write_text("o1\n")
+    # as TorchX (slurm): since/until are ignored, with a warning (the files have no timestamps)
+    assert list(jobs.log_iter("7", "r", since=datetime.now(), streams=Stream.STDOUT)) == ["o1\n"]
+    assert "files scheduler cannot filter logs by time" in caplog.text
+    (tmp_path / "job-7-r-0.out").unlink()
     with pytest.raises(ValueError, match="files job 8 is unknown"):
         jobs.log_iter("8", "r")
     with pytest.raises(ValueError, match="has no replica r/1"):

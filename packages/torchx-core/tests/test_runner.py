@@ -35,11 +35,24 @@ def app(**role_kwargs: object) -> AppDef:
     return AppDef("job", roles=[role])
 
 
-def test_dryrun_never_mutates_and_injects_env(fake_scheduler: str) -> None:
+def test_dryrun_writes_the_job_variables_into_the_callers_app_as_torchx(fake_scheduler: str) -> None:
+    """As TorchX 0.7's ``Runner.dryrun``: the roles of the AppDef passed in get the job's
+    variables (upstream's tests read them there); nothing else of it changes."""
     original = app(num_replicas=2)
     snapshot = copy.deepcopy(original)
     with get_runner() as runner:
-        info = runner.dryrun(original, fake_scheduler, cfg={"cluster": "c1"})
+        info = runner.dryrun(original, fake_scheduler, cfg={"cluster": "c1"}, parent_run_id="p1")
+    assert info.app is not None and info.app is not original
+    assert (
+        original.roles[0].env
+        == info.app.roles[0].env
+        == {
+            "TORCHX_INTERNAL_SESSION_ID": "torchx",
+            "TORCHX_JOB_ID": "fake://torchx/${app_id}",
+            "TORCHX_PARENT_RUN_ID": "p1",
+        }
+    )
+    original.roles[0].env = {}
     assert original == snapshot
     assert info.request["cluster"] == "c1"
     assert info.request["replicas"] == [
@@ -74,15 +87,19 @@ def test_run_status_wait_list_cancel_delete_logs(fake_scheduler: str) -> None:
             list(runner.log_lines(handle, "trainer"))
 
 
-def test_log_capability_checks(fake_scheduler: str) -> None:
+def test_log_capability_checks(fake_scheduler: str, caplog: pytest.LogCaptureFixture) -> None:
     from datetime import datetime
 
     from torchx.schedulers.streams import Stream
 
     with get_runner() as runner:
         handle = runner.run(app(), fake_scheduler)
-        with pytest.raises(UnsupportedFeatureError, match="cannot filter logs by time"):
-            runner.log_lines(handle, "trainer", since=datetime.now())
+        runner.wait(handle, wait_interval=0.01)
+        # as TorchX's schedulers without timestamps: since/until are ignored, here with a warning
+        assert list(runner.log_lines(handle, "trainer", since=datetime.now())) == list(
+            runner.log_lines(handle, "trainer")
+        )
+        assert "cannot filter logs by time" in caplog.text and "since/until are ignored" in caplog.text
         with pytest.raises(UnsupportedFeatureError, match="has no stderr stream"):
             runner.log_lines(handle, "trainer", streams=Stream.STDERR)
         assert list(runner.log_lines(handle, "trainer", streams=Stream.STDOUT))
@@ -94,7 +111,6 @@ def test_log_capability_checks(fake_scheduler: str) -> None:
         (AppDef("", roles=[Role("r", "i", entrypoint="e")]), "no name"),
         (AppDef("x"), "has no roles"),
         (AppDef("x", roles=[Role("r", "i")]), "no entrypoint"),
-        (AppDef("x", roles=[Role("r", "i", entrypoint="e"), Role("r", "i", entrypoint="e")]), "two roles named 'r'"),
         (AppDef("x", roles=[Role("r", "i", entrypoint="e", num_replicas=0)]), "num_replicas must be a positive int"),
         (AppDef("x", roles=[Role("r", "i", entrypoint="e", num_replicas=2, min_replicas=3)]), "min_replicas=3"),
         (AppDef("x", roles=[Role("r", "i", entrypoint="e", args=["a", 1])]), "args must be a list of str"),  # type: ignore[list-item]
@@ -104,6 +120,21 @@ def test_log_capability_checks(fake_scheduler: str) -> None:
 def test_malformed_appdefs(fake_scheduler: str, bad: AppDef, message: str) -> None:
     with get_runner() as runner, pytest.raises(AppDefError, match=message):
         runner.dryrun(bad, fake_scheduler)
+
+
+def test_two_roles_of_one_name_dry_run_as_torchx_but_are_not_submitted(fake_scheduler: str) -> None:
+    """TorchX dry-runs and submits such an app; a submission is refused here (status, logs and
+    ``describe`` could not tell the two roles apart), its dry run still shows the request."""
+    roles = [Role("r", "i", entrypoint="e", resource=resource(cpu=1)) for _ in range(2)]
+    twice = AppDef("x", roles=roles)
+    with get_runner() as runner:
+        info = runner.dryrun(twice, fake_scheduler)
+        assert info.app is not None and [r.name for r in info.app.roles] == ["r", "r"]
+        with pytest.raises(AppDefError, match="two roles named 'r'; role names must be unique"):
+            runner.schedule(info)
+        with pytest.raises(AppDefError, match="two roles named 'r'"):
+            runner.run(twice, fake_scheduler)
+        assert runner.list(fake_scheduler) == []
 
 
 def test_capability_checks(fake_scheduler: str) -> None:

@@ -86,7 +86,12 @@ def test_every_path_runs_the_policy_once_and_checks_the_app(policy: Any, submit:
             submit(runner, nores)
     assert len(policy.PRE) == 4  # the malformed app never reached the hooks
     assert len(policy.POST) == (1 if submit in (_runner_run, _runner_dryrun_schedule) else 2)
-    assert app.roles[0].env == {}  # the caller's app is never changed
+    # as TorchX: the Runner writes the job's variables into the caller's app, a scheduler called
+    # directly does not; a hook's changes never reach it
+    runner_path = submit in (_runner_run, _runner_dryrun_schedule)
+    assert app.roles[0].env == (
+        {"TORCHX_INTERNAL_SESSION_ID": "torchx", "TORCHX_JOB_ID": "fake://torchx/${app_id}"} if runner_path else {}
+    )
 
 
 def test_a_wrong_option_is_reported_before_a_wrong_app(fake_scheduler: str) -> None:
@@ -218,7 +223,32 @@ def test_one_workspace_rule_for_runner_and_scheduler(fake_scheduler: str) -> Non
     assert through_runner == through_scheduler == ["a:given", "c:own"]
     assert info.app is not None
     assert [r.image for r in info.app.roles] == ["built-given", "i", "built-own"]
+    # as TorchX, the first role of the caller's app runs the image built from the given workspace
+    assert [r.image for r in app.roles] == ["built-given", "i", "i"]
     assert app.roles[0].workspace is None
+
+
+def test_a_workspace_given_again_is_built_again_on_the_image_the_caller_got(fake_scheduler: str) -> None:
+    """As TorchX: ``Scheduler.submit(app, cfg, workspace)`` and ``Runner.run`` point the caller's
+    first role at the built image, and the next submission of that app builds the workspace
+    again (its files may have changed), on that image; a copy of the app keeps its own image."""
+    import copy
+
+    __import__("fake_sched.scheduler")
+    from torchx.runner import Runner
+
+    app = _app()
+    pristine = copy.deepcopy(app)
+    with Runner("s", {"fake": _workspace_scheduler}) as runner:
+        BUILT.clear()
+        runner.get_scheduler("fake").submit(app, {}, workspace="w")
+        assert app.roles[0].image == "built-w"
+        runner.run(app, "fake", workspace="w")
+        runner.run(app, "fake", workspace="w")
+        assert BUILT == ["r:w", "r:w", "r:w"]
+        info = runner.dryrun(copy.deepcopy(pristine), "fake", workspace="w")
+        assert info.app is not None and info.app.roles[0].image == "built-w"
+    assert pristine.roles[0].image == "i"
 
 
 def test_a_dry_run_without_building_describes_the_builds_and_cannot_be_scheduled(fake_scheduler: str) -> None:

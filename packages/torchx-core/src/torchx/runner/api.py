@@ -225,7 +225,7 @@ class Runner:
         workspace: Workspace | str | None = None,
         parent_run_id: str | None = None,
     ) -> AppHandle:
-        """Submits ``app`` (``app`` itself is not changed); returns the app handle."""
+        """Submits ``app`` and returns the app handle (``app`` is changed as by :meth:`dryrun`)."""
         return self.schedule(self.dryrun(app, scheduler, cfg, workspace, parent_run_id))
 
     def dryrun(
@@ -244,6 +244,11 @@ class Runner:
         :meth:`schedule` can submit the result. With ``build_workspace=False`` nothing is built:
         the result's ``workspace_builds`` says what would be, and it cannot be scheduled.
 
+        As in TorchX, ``app`` itself is changed: every role's ``env`` gets ``TORCHX_JOB_ID``, the
+        tracker variables (``TORCHX_TRACKERS``, ``TORCHX_TRACKER_<NAME>_CONFIG``,
+        ``TORCHX_PARENT_RUN_ID``) and ``TORCHX_INTERNAL_SESSION_ID``, and the first role's
+        ``image`` is the one built from ``workspace``. Pass a copy to keep yours as it is.
+
         Raises:
             AppDefError: the app is malformed
             UnknownSchedulerException: no such scheduler is installed
@@ -260,8 +265,8 @@ class Runner:
             config.apply_files(scheduler, sched.run_opts(), merged_cfg)
             env = {ENV_JOB_ID: make_app_handle(scheduler, self._name, "${app_id}"), **_tracker_env(parent_run_id)}
 
-            def add_env(copy: AppDef) -> None:
-                for role in copy.roles:
+            def add_env(target: AppDef) -> None:
+                for role in target.roles:
                     role.env = {ENV_SESSION_ID: self._name, **role.env, **env}
 
             return submission.dryrun(
@@ -273,6 +278,7 @@ class Runner:
                 parent_run_id=parent_run_id,
                 amend=add_env,
                 build=build_workspace,
+                update_caller=True,
             )
 
     def schedule(self, dryrun_info: AppDryRunInfo[Any]) -> AppHandle:
@@ -387,16 +393,18 @@ class Runner:
 
         Raises:
             UnknownAppException: the scheduler does not know the app
-            UnsupportedFeatureError: the scheduler cannot do what is asked (tail, since/until, the stream)
+            UnsupportedFeatureError: the scheduler cannot do what is asked (tail, the stream); where it
+                cannot filter by time, ``since``/``until`` are ignored with a warning, as in TorchX
         """
         scheduler, app_id = self.resolve(app_handle)
         caps = scheduler.capabilities
         if not caps.logs:
             raise UnsupportedFeatureError(f"scheduler {scheduler.backend!r} does not keep logs torchx can read")
-        if (since or until) and not caps.log_since_until:
-            raise UnsupportedFeatureError(
-                f"scheduler {scheduler.backend!r} cannot filter logs by time (--since/--until)"
-            )
+        if (since or until) and not caps.log_since_until:  # ignored, as TorchX's schedulers do
+            from torchx.schedulers.logfiles import warn_no_time_filter
+
+            warn_no_time_filter(scheduler.backend)
+            since = until = None
         if should_tail and not caps.log_tail:
             raise UnsupportedFeatureError(f"scheduler {scheduler.backend!r} cannot follow logs (--tail)")
         if streams is not None and Stream(streams).value not in caps.log_streams:

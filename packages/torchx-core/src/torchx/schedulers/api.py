@@ -127,10 +127,12 @@ class Scheduler(abc.ABC, Generic[T, A, D]):
 
     def submit(self, app: AppDef, cfg: T, workspace: Workspace | str | None = None) -> str:
         """Submits ``app`` and returns its app id: :meth:`submit_dryrun`, then :meth:`schedule`,
-        through the submit pipeline (:mod:`torchx.schedulers.submission`), as ``Runner.run`` does."""
+        through the submit pipeline (:mod:`torchx.schedulers.submission`), as ``Runner.run`` does.
+        As in TorchX, a ``workspace`` that is built sets the image of ``app``'s first role."""
         from torchx.schedulers import submission
 
-        info = submission.dryrun(self, app, cfg, workspace=workspace, validate=self._own_validate())  # type: ignore[arg-type]
+        own_validate = self._own_validate()
+        info = submission.dryrun(self, app, cfg, workspace=workspace, validate=own_validate, update_caller=True)  # type: ignore[arg-type]
         return submission.schedule(self, info, self.session_name)
 
     @abc.abstractmethod

@@ -15,7 +15,6 @@ from datetime import datetime
 from typing import Any, ClassVar, TypeVar
 
 from torchx.schedulers.api import Scheduler
-from torchx.schedulers.capabilities import UnsupportedFeatureError
 from torchx.schedulers.streams import Stream, filter_regex, follow
 from torchx.specs.status import AppState, is_terminal
 
@@ -90,6 +89,17 @@ def ended_checker(
     return check
 
 
+def warn_no_time_filter(backend: str) -> None:
+    """Says that ``since``/``until`` are ignored on ``backend`` (its logs have no timestamps)."""
+    import logging
+
+    logging.getLogger(__name__).warning(
+        "the %s scheduler cannot filter logs by time (its log files have no timestamps): since/until are ignored,"
+        " every line is shown",
+        backend,
+    )
+
+
 class FileLogsScheduler(Scheduler[T, A, D]):
     """A scheduler whose replicas write their output to files in the job's directory that this
     host can read (a shared filesystem): ``<workdir>/<log_file(app_id, role, k, suffix)>`` with
@@ -124,15 +134,15 @@ class FileLogsScheduler(Scheduler[T, A, D]):
         """Lines of the replica's file: all output (stdout and stderr as they came) by default,
         or the one stream asked for.
 
+        ``since``/``until`` are ignored, as TorchX does (the files have no timestamps), with a
+        warning.
+
         Raises:
-            UnsupportedFeatureError: ``since``/``until`` was asked for
             ValueError: the app or the replica is unknown
             FileNotFoundError: the replica wrote output but its file is not visible from this host
         """
         if since is not None or until is not None:
-            raise UnsupportedFeatureError(
-                f"the {self.backend} scheduler cannot filter logs by time: its log files have no timestamps"
-            )
+            warn_no_time_filter(self.backend)
         stream = Stream(streams) if streams is not None else Stream.COMBINED
         desc = self.describe(app_id)
         if desc is None:

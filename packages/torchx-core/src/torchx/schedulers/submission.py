@@ -9,8 +9,11 @@ scheduler directly. In order, :func:`dryrun`:
 
 1. resolves ``cfg`` against ``scheduler.run_opts()`` (a wrong option is reported first, as in TorchX);
 2. checks the app's shape (:func:`torchx.specs.validation.validate_app`);
-3. works on a deep copy from here on (the caller's AppDef is never changed) and lets the
-   caller amend the copy (the Runner adds its environment variables);
+3. works on a deep copy from here on and lets the caller amend it (the Runner adds its
+   environment variables). As TorchX, ``Runner.dryrun``/``run`` and ``Scheduler.submit``
+   (``update_caller``) also change the caller's AppDef: the amendment is made on it (then
+   copied), and a workspace given as argument that is built sets its first role's image;
+   nothing else (the hooks' changes) reaches it;
 4. calls the ``torchx_pre_submit`` hooks, once per submission; they may amend or reject the
    app, and an amended app is checked again;
 5. refuses what ``scheduler.capabilities`` does not declare (:func:`check_capabilities`);
@@ -26,7 +29,8 @@ scheduler directly. In order, :func:`dryrun`:
 8. ``scheduler._submit_dryrun(app, cfg)``, then each role's ``pre_proc``;
 9. fills the :class:`AppDryRunInfo` (``app``, ``cfg``, ``scheduler``, parent run id): here only.
 
-:func:`schedule` submits a dry run's request and calls the ``torchx_post_submit`` hooks once.
+:func:`schedule` refuses an app with two roles of one name (a dry run shows it, as TorchX's),
+submits a dry run's request and calls the ``torchx_post_submit`` hooks once.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from torchx.specs.dryrun import AppDryRunInfo
 from torchx.specs.handles import make_app_handle
 from torchx.specs.roles import AppDef
 from torchx.specs.runopts import CfgVal
-from torchx.specs.validation import validate_app
+from torchx.specs.validation import check_unique_role_names, validate_app
 from torchx.specs.workspace import Workspace
 from torchx.util.record import deep_copy
 
@@ -115,12 +119,13 @@ def dryrun(
     build: bool = True,
     validate: bool = True,
     own_submit_dryrun: bool = True,
+    update_caller: bool = False,
 ) -> AppDryRunInfo[Any]:
     """The request ``scheduler`` would submit for ``app``, through every step above.
 
     Args:
         scheduler: the scheduler instance
-        app: the app (not changed)
+        app: the app (not changed, unless ``update_caller``)
         cfg: run options (resolved here)
         scheduler_name: the name it is registered under (default ``scheduler.backend``)
         workspace: the workspace of the first role, unless it has its own
@@ -131,6 +136,8 @@ def dryrun(
             False for a scheduler that keeps the base one: TorchX calls none there)
         own_submit_dryrun: let a scheduler that overrides ``submit_dryrun`` make the request
             with it (False: ``Scheduler.submit_dryrun`` itself, the override's ``super()``)
+        update_caller: change ``app`` as TorchX's ``Runner.dryrun`` and ``Scheduler.submit`` do:
+            ``amend`` is made on it, and the image built from ``workspace`` is set on its first role
 
     Raises:
         AppDefError: the app is malformed
@@ -143,8 +150,11 @@ def dryrun(
     name = scheduler_name or scheduler.backend
     resolved = scheduler.run_opts().resolve(cfg or {})  # first, as TorchX: a wrong option before a wrong app
     validate_app(app)
-    app = deep_copy(app)
-    if amend is not None:
+    caller = app
+    if amend is not None and update_caller:
+        amend(caller)
+    app = deep_copy(caller)
+    if amend is not None and not update_caller:
         amend(app)
     app = run_pre_submit(app, name, cfg or {})
     validate_app(app)
@@ -152,11 +162,16 @@ def dryrun(
     builder = workspace_of(scheduler)
     builds: list[str] = []
     if builder is not None:
-        if workspace is not None and app.roles[0].workspace is None:
+        from_argument = workspace is not None and app.roles[0].workspace is None
+        if from_argument:
             app.roles[0].workspace = Workspace.from_str(workspace) if isinstance(workspace, str) else workspace
         call_declared(scheduler._pre_build_validate, app, name, resolved)
         if build:
+            if from_argument:  # built from the workspace now, also on an image built from it before
+                builder.forget_build(app.roles[0])
             builder.build_workspaces(app.roles, resolved)
+            if update_caller and from_argument and caller.roles:
+                caller.roles[0].image = app.roles[0].image
         else:
             builds = builder.describe_workspaces(app.roles, resolved)
     if validate:
@@ -243,6 +258,8 @@ def schedule(scheduler: Scheduler[Any, Any, Any], info: AppDryRunInfo[Any], sess
             " workspaces built (Runner.dryrun builds them; `torchx run` without --dryrun)"
         )
     name = info.scheduler or scheduler.backend
+    if info.app is not None:
+        check_unique_role_names(info.app)
     app_id = scheduler.schedule(info)
     if info.app is not None:
         run_post_submit(make_app_handle(name, session_name, app_id), info.app, name, info.cfg)

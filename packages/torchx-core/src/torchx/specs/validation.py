@@ -11,7 +11,10 @@ class AppDefError(ValueError):
 
 
 def validate_app(app: AppDef) -> None:
-    """Checks the shape of an app: a name, roles with unique names, entrypoints, replica counts.
+    """Checks the shape of an app: a name, named roles, entrypoints, replica counts.
+
+    Two roles may share a name here, as in TorchX (a dry run shows the request);
+    :func:`check_unique_role_names` refuses such an app when it is submitted.
 
     Raises:
         AppDefError: what is wrong and where
@@ -22,14 +25,10 @@ def validate_app(app: AppDef) -> None:
         raise AppDefError("the app has no name: set AppDef(name=...)")
     if not app.roles:
         raise AppDefError(f"app {app.name!r} has no roles: add at least one Role")
-    seen: set[str] = set()
     for role in app.roles:
         where = f"app {app.name!r}, role {role.name!r}"
         if not role.name or not isinstance(role.name, str):
             raise AppDefError(f"app {app.name!r} has a role without a name")
-        if role.name in seen:
-            raise AppDefError(f"app {app.name!r} has two roles named {role.name!r}; role names must be unique")
-        seen.add(role.name)
         if not role.entrypoint or role.entrypoint == MISSING:
             raise AppDefError(f"{where}: no entrypoint; set Role(entrypoint=...)")
         if not isinstance(role.num_replicas, int) or isinstance(role.num_replicas, bool) or role.num_replicas < 1:
@@ -50,6 +49,20 @@ def validate_app(app: AppDef) -> None:
             check_passable(role)
         except ValueError as e:
             raise AppDefError(str(e)) from None
+
+
+def check_unique_role_names(app: AppDef) -> None:
+    """Refuses an app with two roles of one name before it is submitted: status, logs and
+    ``describe`` address a role by its name, so the second could not be told apart.
+
+    Raises:
+        AppDefError: which name is used twice
+    """
+    seen: set[str] = set()
+    for role in app.roles:
+        if role.name in seen:
+            raise AppDefError(f"app {app.name!r} has two roles named {role.name!r}; role names must be unique")
+        seen.add(role.name)
 
 
 def check_passable(role: Role) -> None:

@@ -67,6 +67,11 @@ class WorkspaceMixin(Generic[T]):
                 self.caching_build_workspace_and_update_role(role, cfg, cache)
                 built.add((str(role.workspace), role.image))
 
+    def forget_build(self, role: Role) -> None:
+        """Makes :meth:`build_workspaces` build ``role``'s workspace even if ``role.image`` is what
+        this scheduler built from it before (a workspace given again builds the current files)."""
+        self.__dict__.get("_torchx_built_workspaces", set()).discard((str(role.workspace), role.image))
+
     def describe_workspaces(self, roles: list[Role], cfg: Mapping[str, CfgVal]) -> list[str]:
         """What :meth:`build_workspaces` would do, without doing it: one line per role with a
         workspace. A dry run that does not build calls this instead (nothing is built, copied or
