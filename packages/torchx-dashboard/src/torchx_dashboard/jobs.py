@@ -20,6 +20,7 @@ from typing import Any
 from torchx.runner import Runner
 from torchx.specs import AppState, Role
 from torchx.specs.handles import MalformedAppHandleException, UnknownAppException, parse_app_handle
+from torchx.util.record import deep_copy
 
 #: how long one scheduler may take to list its jobs before the listing reports it as an error
 LIST_TIMEOUT = 30.0
@@ -329,9 +330,10 @@ class JobService:
         that needs run options, with those the job's description reports (a managed job's
         ``targets``, without which its scheduler cannot build a request)."""
         try:
-            app = self.runner.describe(handle)
-            if app is None or not app.roles:
+            described = self.runner.describe(handle)
+            if described is None or not described.roles:
                 return None, "the scheduler does not describe this job's roles"
+            app = deep_copy(described)  # Runner.dryrun writes into its app (as TorchX): not the runner's record
             try:
                 return str(self.runner.dryrun(app, scheduler)), None
             except Exception:

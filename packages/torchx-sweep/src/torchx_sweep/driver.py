@@ -45,6 +45,7 @@ from torchx.runner.watch import AppWatcher, Ended, Unknown, drain, listed_names
 from torchx.specs.dryrun import AppDryRunInfo
 from torchx.specs.roles import NONE, AppDef
 from torchx.util import journal
+from torchx.util.record import deep_copy
 
 from torchx_sweep import wire
 from torchx_sweep.params import trial_argv
@@ -323,9 +324,12 @@ class Driver:
             if len(self.apps) >= APP_CACHE:
                 self.apps.clear()
             app = self.apps[argv] = self.make.app(list(argv))
-        app.name = trial["name"]  # dryrun works on a copy: the shared app is not submitted itself
+        # a copy: Runner.dryrun writes the job's variables and the built image into the app it is
+        # given (as TorchX), and the shared app is the base of every trial with these arguments
+        trial_app = deep_copy(app)
+        trial_app.name = trial["name"]
         return self.runner.dryrun(
-            app, self.scheduler, self.cfg, spec.get("workspace"), parent_run_id=str(spec["handle"])
+            trial_app, self.scheduler, self.cfg, spec.get("workspace"), parent_run_id=str(spec["handle"])
         )
 
     def _dryrun_ahead(self, order: list[int], done: int) -> int:
