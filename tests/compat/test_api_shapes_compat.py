@@ -97,6 +97,40 @@ def test_tracker_api_shapes() -> None:
     assert AppRun.run_from_env().job_id() == "<UNDEFINED>"
 
 
+def test_run_from_env_has_torchxs_cache_clear_and_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TorchX 0.7's ``AppRun.run_from_env`` is an ``lru_cache``: code calls
+    ``run_from_env.cache_clear()`` before reading a new environment. That call works here, and
+    every call reads the environment (there is nothing to clear)."""
+    from torchx.tracker.api import AppRun
+
+    monkeypatch.delenv("TORCHX_JOB_ID", raising=False)
+    AppRun.run_from_env.cache_clear()
+    assert AppRun.run_from_env().job_id() == "<UNDEFINED>"
+    monkeypatch.setenv("TORCHX_JOB_ID", "local_cwd://s/app-1")
+    assert AppRun.run_from_env().job_id() == "local_cwd://s/app-1"
+    assert AppRun("x", []).run_from_env().job_id() == "local_cwd://s/app-1"  # through an instance too
+    assert [f.name for f in __import__("dataclasses").fields(AppRun)] == ["id", "backends"]
+
+
+def test_docker_workspace_without_image_repo_raises_torchxs_key_error() -> None:
+    """TorchX raises ``KeyError`` (matching ``image_repo``) when a built image has no
+    ``image_repo``; ours is that ``KeyError``, also a ``ValueError``, reading as one line."""
+    from torchx.workspace.docker_workspace import DockerWorkspaceMixin
+
+    app = specs.AppDef("foo", roles=[specs.Role("a", image="sha256:hasha"), specs.Role("c", image="c")])
+    with pytest.raises(KeyError, match="image_repo") as caught:
+        DockerWorkspaceMixin().dryrun_push_images(app, {})
+    assert isinstance(caught.value, ValueError)
+    assert str(caught.value) == (
+        "role 'a' runs a locally built workspace image; set -cfg image_repo=<registry/repo> so it can be pushed"
+        " where the scheduler can pull it"
+    )
+    assert DockerWorkspaceMixin().dryrun_push_images(app, {"image_repo": "example.com/repo"}) == {
+        "sha256:hasha": ("example.com/repo", "hasha")
+    }
+    assert [r.image for r in app.roles] == ["example.com/repo:hasha", "c"]
+
+
 def test_file_linter_messages(tmp_path: Path) -> None:
     from torchx.specs.file_linter import validate
 

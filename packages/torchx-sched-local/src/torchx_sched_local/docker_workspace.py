@@ -81,6 +81,15 @@ def build_context(workspace: Workspace, out: IO[bytes]) -> bool:
     return own_dockerfile
 
 
+class MissingImageRepoError(KeyError, ValueError):
+    """A locally built image must be pushed but ``image_repo`` is not set. A ``KeyError`` (the
+    missing run option), as TorchX raises, and a ``ValueError`` (bad input); it reads as its
+    message, not as a quoted key."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 class DockerWorkspaceMixin(WorkspaceMixin[ImagesToPush]):
     """Builds a role's workspace into a Docker image and points ``role.image`` at it.
 
@@ -163,7 +172,8 @@ class DockerWorkspaceMixin(WorkspaceMixin[ImagesToPush]):
         Returns what :meth:`push_images` must push.
 
         Raises:
-            ValueError: an image was built but ``image_repo`` is not set
+            MissingImageRepoError: an image was built but ``image_repo`` is not set (a
+                ``KeyError``, as TorchX raises, and a ``ValueError``)
         """
         images: ImagesToPush = {}
         for role in app.roles:
@@ -171,7 +181,7 @@ class DockerWorkspaceMixin(WorkspaceMixin[ImagesToPush]):
                 continue
             repo = cfg.get("image_repo")
             if not repo:
-                raise ValueError(
+                raise MissingImageRepoError(
                     f"role {role.name!r} runs a locally built workspace image; set -cfg image_repo=<registry/repo>"
                     " so it can be pushed where the scheduler can pull it"
                 )

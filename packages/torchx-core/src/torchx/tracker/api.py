@@ -108,6 +108,28 @@ class TrackerBase(abc.ABC):
         """Known run ids; ``parent_run_id=X`` limits them to X's children."""
 
 
+class _RunFromEnv:
+    """``AppRun.run_from_env``: reads the environment at each call, so a process that runs
+    several jobs, or changes ``TORCHX_JOB_ID``, gets the current run. TorchX caches the result
+    (``functools.lru_cache``); its ``cache_clear()`` is here too and, with no cache, does nothing."""
+
+    def __call__(self) -> AppRun:
+        """The run of the job this process belongs to, from the environment the runner set.
+
+        When the job was launched with a parent run id, the parent is recorded as a source.
+        Outside a torchx job, the run id is ``<UNDEFINED>`` and no backend records.
+        """
+        run_id = os.environ.get(ENV_TORCHX_JOB_ID, "<UNDEFINED>")
+        run = AppRun(id=run_id, backends=list(trackers_from_environ()))
+        parent_run_id = os.environ.get(ENV_TORCHX_PARENT_RUN_ID)
+        if parent_run_id and ENV_TORCHX_JOB_ID in os.environ:
+            run.add_source(parent_run_id)  # every replica does this: backends make it idempotent
+        return run
+
+    def cache_clear(self) -> None:
+        """TorchX's way to make the next call read the environment again; every call does."""
+
+
 @record
 class AppRunTrackableSource:
     """A source as seen from a job: the parent run and the artifact it came through."""
@@ -123,19 +145,8 @@ class AppRun:
     id: str
     backends: Iterable[TrackerBase]
 
-    @staticmethod
-    def run_from_env() -> AppRun:
-        """The run of the job this process belongs to, from the environment the runner set.
-
-        When the job was launched with a parent run id, the parent is recorded as a source.
-        Outside a torchx job, the run id is ``<UNDEFINED>`` and no backend records.
-        """
-        run_id = os.environ.get(ENV_TORCHX_JOB_ID, "<UNDEFINED>")
-        run = AppRun(id=run_id, backends=list(trackers_from_environ()))
-        parent_run_id = os.environ.get(ENV_TORCHX_PARENT_RUN_ID)
-        if parent_run_id and ENV_TORCHX_JOB_ID in os.environ:
-            run.add_source(parent_run_id)  # every replica does this: backends make it idempotent
-        return run
+    #: ``AppRun.run_from_env()``: the run of the job this process belongs to (see :class:`_RunFromEnv`)
+    run_from_env = _RunFromEnv()
 
     def add_metadata(self, **kwargs: object) -> None:
         """Records metadata in every backend."""
