@@ -158,7 +158,10 @@ def annotation_error(node: ast.expr | None, fn: str = "", arg: str = "") -> str 
         head = _dotted(node.value)
         args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if head in _OPTIONAL and len(args) == 1:
-            return annotation_error(args[0], fn, arg)
+            inner = args[0]
+            if isinstance(inner, ast.Subscript) and _dotted(inner.value) in _OPTIONAL:  # refused as TorchX does
+                return f"`{fn}` allows only Dict, List as complex types.Argument `{arg}` has: Optional"
+            return annotation_error(inner, fn, arg)
         if head in ("Union", "typing.Union") and len(args) == 2 and any(_is_none(a) for a in args):
             return annotation_error(next(a for a in args if not _is_none(a)), fn, arg)
         if head in _LISTS:
