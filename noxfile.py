@@ -223,7 +223,8 @@ def integration_managed(session: nox.Session) -> None:
     losing its Lease); a frozen slurmctld read as unknown, never as a failure; native jobs listed
     by ``torchx list -s managed -cfg targets=slurm|lsf`` from another machine; a journal on an
     s3:// URL (moto): a killed attempt and driver recovered, read from a fresh HOME, two drivers
-    fenced."""
+    fenced; a Slurm and an LSF controller job on such a journal (the controller job killed and
+    replaced, cancel from a fresh HOME, one controller for two jobs, a bucket it cannot use)."""
     live(
         session,
         [
@@ -251,6 +252,7 @@ def integration_managed(session: nox.Session) -> None:
         "tests/managed/test_managed_native_local_live.py",
         "tests/managed/test_managed_url_journal_live.py",
         "packages/torchx-managed/tests/test_managed_controller_live.py",
+        "packages/torchx-managed/tests/test_managed_controller_url_live.py",
         "packages/torchx-managed/tests/test_managed_k8s_controller_live.py",
         "packages/torchx-managed/tests/test_managed_unreachable_live.py",
         "packages/torchx-managed/tests/test_managed_list_native.py",

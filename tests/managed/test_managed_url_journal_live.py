@@ -11,12 +11,11 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
-from torchx.testing import live_backend_env
+from torchx.testing.buckets import live_s3_prefix
 from torchx.testing.processes import alive, eventually
 
 pytestmark = pytest.mark.aws
@@ -28,15 +27,7 @@ BUCKET = "torchx-journal-live"
 @pytest.fixture
 def journal() -> str:
     """A fresh ``s3://`` journal on the moto endpoint (its bucket made once)."""
-    env = live_backend_env("TORCHX_TEST_AWS", "moto")
-    pytest.importorskip("s3fs", reason="needs torchx-managed[fsspec]")
-    os.environ.update({k: v for k, v in env.items() if k.startswith("AWS_")})
-    import fsspec
-
-    fs = fsspec.filesystem("s3", skip_instance_cache=True)
-    if not fs.exists(BUCKET):
-        fs.mkdir(BUCKET)
-    return f"s3://{BUCKET}/{uuid.uuid4().hex[:10]}"
+    return live_s3_prefix(BUCKET)
 
 
 def _env(tmp_path: Path, name: str) -> dict[str, str]:

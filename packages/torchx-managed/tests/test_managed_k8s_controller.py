@@ -3,6 +3,7 @@ objects it asks the API server for (pure request building; the live test runs th
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from typing import Any
 
@@ -92,14 +93,15 @@ def test_kubernetes_options_are_kept(tmp_path: Any) -> None:
         ),
     ],
 )
+@pytest.mark.parametrize("controller", ["auto", "slurm"])  # a controller job's URL journal is checked alike
 def test_a_url_journal_without_its_filesystem_is_one_line(
-    monkeypatch: pytest.MonkeyPatch, blocked: str, match: str
+    monkeypatch: pytest.MonkeyPatch, blocked: str, match: str, controller: str
 ) -> None:
     if blocked != "fsspec":
         pytest.importorskip("fsspec", reason="torchx-managed installed without its fsspec extra")
     monkeypatch.setitem(sys.modules, blocked, None)  # as if not installed
     with pytest.raises(InvalidRunConfigException, match=match) as e:
-        _opts(targets=["kubernetes"], journal="s3://bucket/j")
+        _opts(targets=["kubernetes"], journal="s3://bucket/j", controller=controller)
     assert "\n" not in str(e.value)
 
 
@@ -118,3 +120,15 @@ def test_cli_a_url_journal_is_one_line_and_submits_nothing(tmp_path: Any, monkey
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1 and not out.strip(), err
     assert not (tmp_path / "managed").exists() or not any((tmp_path / "managed").iterdir())
     assert not (tmp_path / "procs-jobs").exists() or not any((tmp_path / "procs-jobs").iterdir())
+
+
+def test_managed_imports_without_torchx_sched_k8s() -> None:
+    """The Lease module (and the controller that may use it) import with torchx-sched-k8s absent:
+    it is imported only where a Lease is written."""
+    code = (
+        "import sys; sys.modules['torchx_sched_k8s'] = None\n"
+        "import torchx_managed.lease, torchx_managed.controller, torchx_managed.scheduler\n"
+        "print(sorted(m for m in sys.modules if m.startswith('torchx_sched_k8s')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "['torchx_sched_k8s']", out.stderr

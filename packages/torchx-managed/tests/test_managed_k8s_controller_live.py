@@ -207,7 +207,7 @@ def test_controller_pod_deleted_then_attempt_killed_recovers_with_no_client_left
     assert _count(shared) == STEPS
     lines = (shared / "ckpt" / "steps").read_text().split()
     assert [int(c) for c in lines[1::2]] == list(range(1, STEPS + 1)), "a step was lost or counted twice"
-    assert "took Lease" in _log(k8s, second) and "attempt 0: FAILED" in _log(k8s, second), _log(k8s, second)
+    assert "took lease" in _log(k8s, second) and "attempt 0: FAILED" in _log(k8s, second), _log(k8s, second)
     controller = json.loads((shared / "journal" / "controller.json").read_text())["handle"]
     assert controller.startswith(f"deployment {k8s['namespace']}/torchx-controller-"), controller
     # the controller's ServiceAccount may drive Jobs and read pods' logs there, and nothing else
@@ -312,7 +312,7 @@ def test_a_frozen_controller_loses_its_lease_and_stops_when_it_wakes(
         holder.send_signal(signal.SIGCONT)
         assert holder.wait(timeout=20) == 1, "the holder went on after it lost its Lease"
         text = (tmp_path / "holder.log").read_text()
-        assert "lost Lease" in text, text
+        assert "lost lease" in text, text
         current = api.get_lease(k8s["namespace"], name)
         assert current is not None and current["spec"]["holderIdentity"] == "contender", current
         stop.set()

@@ -1,19 +1,28 @@
 """A controller that runs as a job on a cluster (``-cfg controller=<scheduler>``): one process
-drives every unfinished managed job kept in one ``journal`` directory, so recovery, failover
-across targets, ``pending_timeout`` and ``notify`` go on with the submitting machine gone.
+drives every unfinished managed job kept in one ``journal`` (a shared directory, or an
+``s3://`` URL), so recovery, failover across targets, ``pending_timeout`` and ``notify`` go on
+with the submitting machine gone.
 
 Run as ``python -m torchx_managed.controller ROOT`` (submitted by :func:`ensure`). It:
 
-* holds ``ROOT/controller.lock`` for its whole life: a second controller of the same journal
-  exits at once;
+* holds ``ROOT/controller.lock`` for its whole life (under a URL: the lease object
+  ``ROOT/controller.lease``, renewed like a driver's, see :mod:`torchx_managed.journal_store`): a
+  second controller of the same journal exits at once (under a URL: as soon as it sees the lease
+  renewed; a dead controller's lease is taken once it stayed unchanged for its duration);
 * scans the journal every :data:`SCAN_INTERVAL` seconds and drives each unfinished job whose
   driver lock it can take, in a thread of its own (a job that another driver holds, e.g. a
-  local one, is left to it: two drivers never drive one job);
+  local one, is left to it: two drivers never drive one job; under a URL the driver lock is the
+  job's lease object, renewed by the controller, and a lost one stops that job's driver);
 * wakes a job's driver when ``torchx cancel`` journals a cancel (from any machine);
 * exits after :data:`IDLE_EXIT` seconds with nothing to drive (the next submission, or the next
   look at an unfinished job, submits a new controller);
 * on SIGTERM (a cancel of the controller job, a preemption) stops its drivers without ending
   their jobs: the next look at a job submits a new controller, which resumes it.
+
+Under a URL journal the controller job's working directory and log are on the node that runs
+it: :func:`controller_dir`. It reaches the bucket with the environment it inherits from whoever
+submitted it (``sbatch`` and ``bsub`` pass the submitting environment: ``AWS_*`` credentials,
+``AWS_PROFILE``, ``AWS_ENDPOINT_URL``), nothing of which is written into its script.
 """
 
 from __future__ import annotations
@@ -32,8 +41,9 @@ from torchx.specs.roles import AppDef, Resource, Role
 from torchx.specs.status import is_terminal
 from torchx.util.files import lock_held
 
-from torchx_managed.controller_record import controller_handle, record_controller
+from torchx_managed.controller_record import claim, read_record, record_controller
 from torchx_managed.journal import ManagedStore
+from torchx_managed.journal_store import LEASE_DURATION, is_url
 
 if TYPE_CHECKING:
     from torchx.runner import Runner
@@ -49,14 +59,25 @@ SCAN_INTERVAL = 1.0
 IDLE_EXIT = 120.0
 #: the lock a controller holds for its whole life, in the journal directory
 CONTROLLER_LOCK = "controller.lock"
+#: the lease a controller holds for its whole life under a URL journal
+CONTROLLER_LEASE = "controller.lease"
+#: the working directory, and so the log's, of a controller job on a URL journal (node-local)
+URL_CONTROLLER_DIR = "/tmp"
+
+
+def controller_dir(root: str) -> str:
+    """The controller job's working directory (its log is written there): the journal directory,
+    or for a URL journal :data:`URL_CONTROLLER_DIR`, which every node of a cluster has (a
+    directory of the submitting machine's may be gone, or not mounted, when the job starts)."""
+    return URL_CONTROLLER_DIR if is_url(root) else root
 
 
 def controller_app(root: str) -> AppDef:
     """The controller job: this interpreter running this module on ``root`` (the cluster's nodes
-    reach the same Python and journal path, as with a shared virtualenv)."""
+    reach the same Python, and the same journal path or URL, as with a shared virtualenv)."""
     role = Role(
         "controller",
-        image=root,
+        image=controller_dir(root),
         entrypoint=sys.executable,
         args=["-m", "torchx_managed.controller", root],
         env={"PYTHONUNBUFFERED": "1"},
@@ -66,8 +87,20 @@ def controller_app(root: str) -> AppDef:
 
 
 def running(root: str) -> bool:
-    """True while a controller process holds the journal's controller lock."""
-    return lock_held(os.path.join(root, CONTROLLER_LOCK))
+    """True while a controller process holds the journal's controller lock (under a URL: while
+    its lease names a holder and was renewed within its duration, by the wall clock)."""
+    if not is_url(root):
+        return lock_held(os.path.join(root, CONTROLLER_LOCK))
+    import json
+
+    from torchx_managed.journal_store import ObjectStore
+
+    got = ObjectStore(root).get(f"{root}/{CONTROLLER_LEASE}")
+    try:
+        record = json.loads(got[0]) if got is not None else {}
+        return bool(record.get("holder")) and time.time() - float(record.get("t") or 0.0) <= LEASE_DURATION
+    except (ValueError, TypeError, AttributeError):
+        return False
 
 
 def ensure(runner: Runner, scheduler: str, root: str, opts: ManagedOptions) -> str:
@@ -78,7 +111,8 @@ def ensure(runner: Runner, scheduler: str, root: str, opts: ManagedOptions) -> s
         from torchx_managed import k8s_controller
 
         return k8s_controller.ensure(opts, root)
-    handle = controller_handle(root)
+    record, version = read_record(root)
+    handle = str(record["handle"]) if isinstance(record.get("handle"), str) else None
     if handle is not None:
         try:
             status = runner.status(handle)
@@ -89,9 +123,13 @@ def ensure(runner: Runner, scheduler: str, root: str, opts: ManagedOptions) -> s
             return handle
     if running(root):  # one runs that no record names (its record is being written)
         return handle or ""
-    cfg = {"job_dir": root} if runner.scheduler_run_opts(scheduler).get("job_dir") is not None else {}
-    handle = runner.run(controller_app(root), scheduler, cfg or None)
-    record_controller(root, handle)
+    claimed = claim(root, version)  # under a URL: one of two machines looking at once submits
+    if claimed is None:
+        return handle or ""
+    app = controller_app(root)
+    has_job_dir = runner.scheduler_run_opts(scheduler).get("job_dir") is not None
+    handle = runner.run(app, scheduler, {"job_dir": app.roles[0].image} if has_job_dir else None)
+    record_controller(root, handle, claimed)
     logger.info("submitted controller %s for %s", handle, root)
     return handle
 
@@ -102,7 +140,7 @@ class Controller:
     def __init__(self, store: ManagedStore) -> None:
         self.store = store
         self.stopping = threading.Event()
-        self.driving: dict[str, tuple[threading.Thread, Driver, int]] = {}
+        self.driving: dict[str, tuple[threading.Thread, Driver, int | None]] = {}
         self.woken: set[str] = set()
         self.label = f"controller {socket.gethostname()} {os.getpid()}".encode()
 
@@ -157,12 +195,30 @@ class Controller:
 
         from torchx_managed.driver import Driver
 
-        fd = self.store.take_driver_lock(job_id, own=False)
-        if fd is None:
-            return  # another driver holds the job
-        os.pwrite(fd, self.label, 0)  # not a pid of this host's: nobody signals it for the job
-        session = str(self.store.read_spec(job_id).get("session", "torchx"))
-        driver = Driver(self.store, job_id, get_runner(name=session))
+        objects = self.store.url_store(job_id)
+        drivers: list[Driver] = []  # the one started below, once it is
+
+        def lost() -> None:  # the job's lease is lost: its driver stops (its appends already fail)
+            for driver in drivers:
+                driver.request_stop()
+                driver.wake()
+
+        fd: int | None = None
+        if objects is not None:
+            if not objects.hold(job_id, lost):
+                return  # another driver holds the job
+        else:
+            fd = self.store.take_driver_lock(job_id, own=False)
+            if fd is None:
+                return  # another driver holds the job
+            os.pwrite(fd, self.label, 0)  # not a pid of this host's: nobody signals it for the job
+        try:
+            session = str(self.store.read_spec(job_id).get("session", "torchx"))
+            driver = Driver(self.store, job_id, get_runner(name=session))
+        except BaseException:
+            self._let_go(job_id, fd)
+            raise
+        drivers.append(driver)
         thread = threading.Thread(target=self._drive, args=(job_id, driver), name=job_id, daemon=True)
         self.driving[job_id] = (thread, driver, fd)
         logger.info("driving job %s", job_id)
@@ -179,9 +235,18 @@ class Controller:
     def _reap(self) -> None:
         for job_id, (thread, _, fd) in list(self.driving.items()):
             if not thread.is_alive():
-                os.close(fd)
+                self._let_go(job_id, fd)
                 del self.driving[job_id]
                 self.woken.discard(job_id)
+
+    def _let_go(self, job_id: str, fd: int | None) -> None:
+        """Lets go of the job's driver lock (``fd``) or lease (None: under a URL)."""
+        if fd is not None:
+            os.close(fd)
+            return
+        objects = self.store.url_store(job_id)
+        if objects is not None:
+            objects.let_go(job_id)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -196,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) not in (1, 3) or (len(args) == 3 and (args[1] != "--lease" or "/" not in args[2])):
         print("usage: python -m torchx_managed.controller JOURNAL_DIR [--lease NAMESPACE/NAME]", file=sys.stderr)
         return 2
-    root = os.path.abspath(args[0])
+    root = args[0].rstrip("/") if is_url(args[0]) else os.path.abspath(args[0])
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(threadName)s %(message)s")
     identity = f"{os.environ.get('TORCHX_CONTROLLER_POD') or socket.gethostname()} {os.getpid()}"
     stop = threading.Event()
@@ -254,11 +319,15 @@ def main(argv: list[str] | None = None) -> int:
 
 #: seconds a controller that lost its Lease gives its drivers to stop before it exits anyway
 LOST_GRACE = 3.0
+#: the same under a URL journal (its lease is lost after 6 s unrenewed, taken over after 9 s)
+LOST_GRACE_URL = 1.0
 
 
 def _run(controller: Controller, root: str, identity: str, stop: threading.Event, wait: bool) -> int:
     """Holds the journal's controller lock (``wait``: waits while another holds it, else exits
     at once) and runs ``controller`` until stopped or idle."""
+    if is_url(root):
+        return _run_leased(controller, root, identity, stop)
     try:
         fd = os.open(os.path.join(root, CONTROLLER_LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError as e:
@@ -286,6 +355,39 @@ def _run(controller: Controller, root: str, identity: str, stop: threading.Event
         return 0
     finally:
         os.close(fd)
+
+
+def _run_leased(controller: Controller, root: str, identity: str, stop: threading.Event) -> int:
+    """:func:`_run` under a URL journal: holds ``ROOT/controller.lease`` (waits while a dead
+    controller's lease stays unchanged; exits at once when it is seen renewed); losing it stops
+    every driver and ends the process (exit 1) before a contender may take it."""
+    from torchx_managed.journal_store import ObjectLease, ObjectStore
+
+    try:
+        lease = ObjectLease(ObjectStore(root), f"{root}/{CONTROLLER_LEASE}", f"controller {identity}")
+        if not lease.acquire():
+            logger.info("another controller drives %s: exiting", root)
+            return 0
+    except Exception as e:  # the bucket unreachable, credentials missing: said in the job's log
+        logger.error("cannot reach the journal %s: %s", root, e)
+        return 1
+    lost = threading.Event()
+
+    def on_lost() -> None:  # stop before a contender may take the lease (it waits its whole duration)
+        lost.set()
+        stop.set()
+        controller.request_stop()
+        timer = threading.Timer(LOST_GRACE_URL, os._exit, (1,))
+        timer.daemon = True
+        timer.start()
+
+    lease.keep(on_lost)
+    try:
+        logger.info("controlling the managed jobs in %s", root)
+        controller.run()
+        return 1 if lost.is_set() else 0
+    finally:
+        lease.release()
 
 
 if __name__ == "__main__":

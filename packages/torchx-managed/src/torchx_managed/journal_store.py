@@ -7,6 +7,8 @@ A shared path keeps core's :class:`~torchx.util.durable.DurableStore` (files, ``
                  /events/<seq>.json      # one object per append, create-only: {"w": WRITER, "evs": [...]}
                  /driver.lease           # the driver's lease (below)
                  /driver.problem         # why its driver cannot go on, or blank
+    ROOT/controller.lease                # a controller job's lease, held for its life (controller=slurm|lsf)
+    ROOT/controller.json                 # which controller job serves ROOT (claimed, then recorded)
 
 Every write that decides something is *conditional*, which is what fences two drivers:
 
@@ -15,12 +17,14 @@ Every write that decides something is *conditional*, which is what fences two dr
   cancel``) retries at the next number; a driver that finds another driver's append there has
   been taken over and stops (:class:`FencedError`) without writing;
 * the lease is taken (create-only) or renewed and taken over (``If-Match`` on the ETag read), so
-  two contenders cannot both win. Its rules are client-go's leader election, timed by the
+  two contenders cannot both win. Its rules (:mod:`torchx_managed.renewal`, shared with the
+  Kubernetes Lease) are client-go's leader election, timed by the
   contender's own clock (no clocks are compared): a holder renews every :data:`RENEW_EVERY`
   seconds; a contender takes a lease whose ETag stayed unchanged for :data:`LEASE_DURATION`
   seconds, or at once when nobody holds it; a holder that could not renew for
-  :data:`RENEW_DEADLINE` seconds, or reads another holder, has lost it: its process exits at once,
-  and each of its appends checks first that its last renewal is younger than the deadline.
+  :data:`RENEW_DEADLINE` seconds, or reads another holder, has lost it: a driver process exits at
+  once (a controller stops that job's driver thread), and each of its appends checks first that
+  its last renewal is younger than the deadline.
 
 A process on another machine cannot signal the driver: every second renewal (~3 s) the driver
 lists the journal, and an append by another writer (``torchx cancel``) makes it look at the
@@ -48,6 +52,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from torchx.util.durable import DRIVER_START_TIMEOUT, DurableStore, state_root
+
+from torchx_managed.renewal import RenewedLease
 
 logger: logging.Logger = logging.getLogger("torchx_managed.journal_store")
 
@@ -219,108 +225,58 @@ def _identity() -> str:
     return f"{_hostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-class ObjectLease:
-    """One process's hold on a job's ``driver.lease`` (rules in the module docstring)."""
+class ObjectLease(RenewedLease):
+    """One holder's hold on a lease object (``driver.lease`` of a job, ``controller.lease`` of a
+    journal; rules in the module docstring and :mod:`torchx_managed.renewal`).
 
-    def __init__(self, store: ObjectStore, url: str, identity: str) -> None:
-        self.store, self.url, self.identity = store, url, identity
-        self.holder = ""
-        self._etag = ""  # of the record this process last wrote or read
-        self._observed: tuple[str, float] | None = None  # (ETag, when first read unchanged)
-        self._renewed: float | None = None  # monotonic time of this process's last take or renewal
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+    Args:
+        store: the bucket
+        url: the lease object
+        identity: who holds it (unique per holder)
+        pid: the pid its record names for this machine's ``torchx cancel`` to signal (None: a
+            controller's thread holds it; nothing is signalled)
+    """
+
+    def __init__(self, store: ObjectStore, url: str, identity: str, pid: int | None = None) -> None:
+        super().__init__(url, identity, LEASE_DURATION, RENEW_EVERY, RENEW_DEADLINE)
+        self.store, self.url, self.pid = store, url, pid
+        self._etag = ""  # of the record this holder last wrote
 
     def _record(self, holder: str) -> bytes:
-        return json.dumps(
-            {"holder": holder, "pid": os.getpid() if holder else None, "host": _hostname(), "t": time.time()}
-        ).encode()
+        pid = self.pid if holder else None
+        return json.dumps({"holder": holder, "pid": pid, "host": _hostname(), "t": time.time()}).encode()
 
-    def try_acquire(self) -> bool:
-        """Takes or renews the lease once; True if this process holds it now."""
+    def _read(self) -> tuple[str, str, float] | None:
         current = self.store.get(self.url)
-        now = time.monotonic()
         if current is None:
-            etag = self.store.create(self.url, self._record(self.identity))
-            return self._took(etag)
+            return None
         data, etag = current
         try:
-            self.holder = str(json.loads(data).get("holder") or "")
-        except ValueError:
-            self.holder = "?"
-        if self._observed is None or self._observed[0] != etag:
-            self._observed = (etag, now)
-        if self.holder not in ("", self.identity) and now - self._observed[1] < LEASE_DURATION:
-            return False
-        return self._took(self.store.replace(self.url, self._record(self.identity), etag))
+            holder = str(json.loads(data).get("holder") or "")
+        except (ValueError, AttributeError):
+            holder = "?"
+        return etag, holder, LEASE_DURATION
 
-    def _took(self, etag: str | None) -> bool:
+    def _wrote(self, etag: str | None) -> bool:
         if etag is None:  # another write won the race
             return False
-        if self.holder != self.identity:
-            logger.info("took lease %s", self.url)
-        self.holder, self._etag, self._renewed = self.identity, etag, time.monotonic()
+        self._etag = etag
         return True
 
-    def acquire(self) -> bool:
-        """Takes the lease, waiting while its record stays unchanged (a holder that died); False
-        as soon as the holder is seen renewing it (a live driver)."""
-        first: str | None = None
-        while True:
-            if self.try_acquire():
-                return True
-            assert self._observed is not None
-            if first is None:
-                first = self._observed[0]
-                logger.info("lease %s is held by %s: waiting to see it renewed or expire", self.url, self.holder)
-            elif self._observed[0] != first:
-                return False
-            time.sleep(RENEW_EVERY / 2)
+    def _create(self) -> bool:
+        return self._wrote(self.store.create(self.url, self._record(self.identity)))
 
-    def valid(self) -> bool:
-        """True while this process's last renewal is younger than :data:`RENEW_DEADLINE`."""
-        return self._renewed is not None and time.monotonic() - self._renewed < RENEW_DEADLINE
+    def _replace(self, version: str) -> bool:
+        return self._wrote(self.store.replace(self.url, self._record(self.identity), version))
 
-    def keep(self, tick: Callable[[], None] | None = None) -> None:
-        """Renews the lease in a thread until :meth:`release`, calling ``tick`` after every
-        second renewal; a lost lease ends the process at once (exit code 3), before anything else
-        of it runs on."""
+    def _give_back(self) -> None:
+        self.store.replace(self.url, self._record(""), self._etag)
 
-        def loop() -> None:
-            renewals = 0
-            while not self._stop.wait(RENEW_EVERY):
-                if self.valid():
-                    try:
-                        if self.try_acquire():
-                            renewals += 1
-                            if tick is not None and renewals % 2 == 0:
-                                tick()
-                            continue
-                    except Exception as e:
-                        logger.warning("cannot renew lease %s: %s", self.url, e)
-                if self._stop.is_set():
-                    return
-                if self.holder not in ("", self.identity) or not self.valid():
-                    logger.error("lost lease %s (holder now %r): stopping", self.url, self.holder or None)
-                    self._renewed = None
-                    logging.shutdown()
-                    os._exit(3)
 
-        self._thread = threading.Thread(target=loop, name="lease", daemon=True)
-        self._thread.start()
-
-    def release(self) -> None:
-        """Stops renewing and, if still held, gives the lease back (a contender takes it at once)."""
-        self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=10)
-        if self._renewed is None:
-            return
-        self._renewed = None
-        try:
-            self.store.replace(self.url, self._record(""), self._etag)
-        except Exception as e:  # it expires by itself
-            logger.warning("cannot give lease %s back: %s", self.url, e)
+def _exit_lost() -> None:
+    """A driver process whose lease is lost ends at once (exit code 3), before anything else of it runs on."""
+    logging.shutdown()
+    os._exit(3)
 
 
 class UrlStore(DurableStore):
@@ -340,6 +296,7 @@ class UrlStore(DurableStore):
         self.objects = ObjectStore(self.root)
         self._leases: dict[str, ObjectLease] = {}  # job id -> the lease this process holds
         self._held: dict[int, str] = {}  # a lock descriptor handed out -> its job id
+        self._contenders: dict[str, ObjectLease] = {}  # job id -> a lease refused here, timing its record
         self._seen: dict[str, dict[int, dict[str, Any]]] = {}  # job id -> seq -> envelope read
         self._lock = threading.Lock()  # over _seen
 
@@ -498,17 +455,42 @@ class UrlStore(DurableStore):
         rec = self._lease_record(job_id)
         return rec is not None and rec.get("pid") == pid and rec.get("host") == _hostname()
 
-    def take_driver_lock(self, job_id: str, own: bool = True) -> int | None:
-        """Takes the job's lease once (no wait); a descriptor standing for it, or None if held
-        elsewhere. :meth:`spawn` with that descriptor gives the lease back just before the driver
-        starts, which then takes it at once."""
-        self.job_dir(job_id)
-        lease = ObjectLease(self.objects, f"{self.job_dir(job_id)}/{LEASE}", _identity())
+    def _take(self, job_id: str, pid: int | None, on_lost: Callable[[], None]) -> bool:
+        """Takes the job's lease once (no wait) and keeps it renewed; False if held elsewhere. A
+        refused contender is kept for the next try, which so times the same record: a dead
+        holder's lease is taken once it stayed unchanged for :data:`LEASE_DURATION`."""
+        url = f"{self.job_dir(job_id)}/{LEASE}"
+        lease = self._contenders.pop(job_id, None) or ObjectLease(self.objects, url, _identity(), pid)
         if not lease.try_acquire():
+            self._contenders[job_id] = lease
+            return False
+        self._leases[job_id] = lease
+        lease.keep(on_lost)
+        return True
+
+    def take_driver_lock(self, job_id: str, own: bool = True) -> int | None:
+        """Takes the job's lease once (no wait; renewed until let go); a descriptor standing for
+        it, or None if held elsewhere. ``own=False``: the lease names no pid (nobody signals this
+        process for the job's driver). :meth:`spawn` with that descriptor gives the lease back
+        just before the driver starts, which then takes it at once; so does
+        :meth:`release_handed`. A lost lease makes this process's appends fail (:class:`FencedError`)."""
+        if not self._take(job_id, os.getpid() if own else None, lambda: None):
             return None
         fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-        self._leases[job_id], self._held[fd] = lease, job_id
+        self._held[fd] = job_id
         return fd
+
+    def hold(self, job_id: str, on_lost: Callable[[], None]) -> bool:
+        """For a controller's thread that drives the job: takes its lease once (no wait; see
+        :meth:`_take`) naming no pid, renewed until :meth:`let_go`; ``on_lost`` is called (from the
+        renewing thread) if it is lost, after which the job's appends by this process fail."""
+        return self._take(job_id, None, on_lost)
+
+    def let_go(self, job_id: str) -> None:
+        """Gives back the lease :meth:`hold` took (a contender takes it at once)."""
+        lease = self._leases.pop(job_id, None)
+        if lease is not None:
+            lease.release()
 
     @contextmanager
     def driver_lock(self, job_id: str, fd: int | None = None) -> Iterator[bool]:
@@ -517,7 +499,7 @@ class UrlStore(DurableStore):
         lease was given back for this process to take."""
         if self.objects.get(f"{self.job_dir(job_id)}/{SPEC}") is None:
             raise self._unknown(f"unknown {self.kind} {job_id!r}")
-        lease = ObjectLease(self.objects, f"{self.job_dir(job_id)}/{LEASE}", _identity())
+        lease = ObjectLease(self.objects, f"{self.job_dir(job_id)}/{LEASE}", _identity(), os.getpid())
         if not lease.acquire():
             yield False
             return
@@ -535,24 +517,23 @@ class UrlStore(DurableStore):
 
                 os.kill(os.getpid(), signal.SIGTERM)  # the driver's "look at the journal (a cancel)"
 
-        lease.keep(look)
+        lease.keep(_exit_lost, look)
         try:
             yield True
         finally:
             self._leases.pop(job_id, None)
             lease.release()
 
-    def _release_handed(self, lock_fd: int | None) -> None:
+    def release_handed(self, lock_fd: int | None) -> None:
+        """Gives back the lease :meth:`take_driver_lock` took with ``lock_fd`` (if this store did)."""
         job_id = self._held.pop(lock_fd, None) if lock_fd is not None else None
         if job_id is not None:
-            lease = self._leases.pop(job_id, None)
-            if lease is not None:
-                lease.release()
+            self.let_go(job_id)
 
     def spawn(self, job_id: str, argv: Any, cwd: str | None = None, lock_fd: int | None = None) -> int:
         """Starts the job's detached driver on this machine (see :meth:`DurableStore.spawn`): the
         lease taken with ``lock_fd`` is given back first, for the driver to take."""
-        self._release_handed(lock_fd)
+        self.release_handed(lock_fd)
         return self._start(job_id, argv, cwd).pid
 
     # ------------------------------------------------------------------ problems
@@ -659,6 +640,13 @@ class RoutedStore(DurableStore):
         routed = self._route(job_id)
         with routed[0].driver_lock(routed[1], fd) if routed else super().driver_lock(job_id, fd) as held:
             yield held
+
+    def release_driver_lock(self, lock_fd: int) -> None:
+        """Lets go of a lock :meth:`take_driver_lock` returned (a URL job's lease given back, if
+        :meth:`spawn` did not hand it over)."""
+        for store in self._url_stores.values():
+            store.release_handed(lock_fd)
+        os.close(lock_fd)
 
     def spawn(self, job_id: str, argv: Any, cwd: str | None = None, lock_fd: int | None = None) -> int:
         routed = self._route(job_id)

@@ -108,8 +108,8 @@ def run_opts() -> ManagedRunOpts:
         str,
         "absolute path of the directory the job's journal is kept in (default: this machine's state"
         " directory); on storage other machines mount, they see the job; required with a controller"
-        " that runs as a job; or an s3://BUCKET/PREFIX URL (controller=local; needs"
-        " torchx-managed[fsspec])",
+        " that runs as a job; or an s3://BUCKET/PREFIX URL (controller=local, slurm, lsf or local_cwd;"
+        " needs torchx-managed[fsspec])",
     )
     opts.add(
         "controller_image",
@@ -396,15 +396,16 @@ def _journal(value: CfgVal, controller: str) -> str | None:
         if controller not in CONTROLLERS:
             raise _bad(
                 f"controller={controller} needs journal=PATH: a directory on storage both this machine and"
-                f" {controller}'s nodes reach (the controller job reads and writes the job there)",
+                f" {controller}'s nodes reach, or an s3://BUCKET/PREFIX both reach (the controller job reads and"
+                " writes the job there)",
                 "journal",
             )
         return None
     if "://" in text and not text.startswith("file://"):
-        if controller not in CONTROLLERS:
+        if controller == "kubernetes":
             raise _bad(
-                f"journal={text}: controller={controller} keeps its journal on a shared path only (a URL journal"
-                " is driven by controller=local); give an absolute path both sides mount, or controller=local",
+                f"journal={text}: controller=kubernetes keeps its journal on a shared path only (its pod gets no"
+                " credentials for the bucket); give an absolute path the pod mounts, or controller=slurm|lsf|local",
                 "journal",
             )
         from torchx_managed.journal_store import check_url  # imports fsspec: only for a URL journal

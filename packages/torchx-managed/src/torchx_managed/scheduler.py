@@ -247,7 +247,7 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
             except OSError as e:  # the attempt runs: the next look at the job starts its driver
                 logger.warning("managed job %s: cannot start its driver yet (%s); `torchx status` starts it", job_id, e)
         finally:
-            os.close(lock)
+            self.store.release_driver_lock(lock)
         return job_id
 
     def _submit_first(self, job_id: str, spec: dict[str, Any], req: ManagedRequest) -> tuple[int, str]:
