@@ -38,7 +38,7 @@ import time
 from typing import TYPE_CHECKING
 
 from torchx.specs.roles import AppDef, Resource, Role
-from torchx.specs.status import is_terminal
+from torchx.specs.status import AppState, is_terminal
 from torchx.util.files import lock_held
 
 from torchx_managed.controller_record import claim, read_record, record_controller
@@ -57,6 +57,9 @@ logger: logging.Logger = logging.getLogger("torchx_managed.controller")
 SCAN_INTERVAL = 1.0
 #: seconds with no unfinished job after which the controller job ends
 IDLE_EXIT = 120.0
+#: a controller job that failed within this many seconds of its submission is not replaced
+#: before they are up (each look at a job would otherwise submit one more that fails alike)
+FAILED_CONTROLLER_BACKOFF = 30.0
 #: the lock a controller holds for its whole life, in the journal directory
 CONTROLLER_LOCK = "controller.lock"
 #: the lease a controller holds for its whole life under a URL journal
@@ -121,6 +124,21 @@ def ensure(runner: Runner, scheduler: str, root: str, opts: ManagedOptions) -> s
             return handle
         if status is not None and not is_terminal(status.state):
             return handle
+        submitted = record.get("submitted")
+        if (
+            status is not None
+            and status.state == AppState.FAILED
+            and isinstance(submitted, (int, float))
+            and time.time() - submitted < FAILED_CONTROLLER_BACKOFF
+        ):  # it could not run (the journal unreachable from the cluster?): no new one per look
+            logger.warning(
+                "controller %s failed %.0fs after it was submitted; not submitting another before %.0fs"
+                " (its log says why)",
+                handle,
+                time.time() - submitted,
+                FAILED_CONTROLLER_BACKOFF,
+            )
+            return handle
     if running(root):  # one runs that no record names (its record is being written)
         return handle or ""
     claimed = claim(root, version)  # under a URL: one of two machines looking at once submits
@@ -142,6 +160,7 @@ class Controller:
         self.stopping = threading.Event()
         self.driving: dict[str, tuple[threading.Thread, Driver, int | None]] = {}
         self.woken: set[str] = set()
+        self.finished: set[str] = set()  # jobs read final once: never read again (a final job stays final)
         self.label = f"controller {socket.gethostname()} {os.getpid()}".encode()
 
     def request_stop(self) -> None:
@@ -173,12 +192,16 @@ class Controller:
         returns how many jobs are unfinished."""
         unfinished = 0
         for job_id in self.store.job_ids():
+            if job_id in self.finished:
+                continue
             try:
                 state = self.store.load(job_id)
             except Exception as e:  # a job being deleted, a torn spec: the others go on
                 logger.warning("skipped job %s: %s", job_id, e)
                 continue
             if state.final is not None:
+                if job_id not in self.driving:  # its driver may still be writing its last events
+                    self.finished.add(job_id)
                 continue
             unfinished += 1
             held = self.driving.get(job_id)
