@@ -188,6 +188,10 @@ def test_a_second_job_joins_the_running_controller(tmp_path: Path, slurm: str, s
     client = Machine(tmp_path, "laptop")
     one = _submit(client, shared, journal, "slurm", slurm, "sh", "-c", "sleep 3")
     _until(lambda: client.status(one)["state"] == "SUCCEEDED", 120, "the first job to end", journal)
+    # a second controller of the journal (one a racing look submitted) sees the lease renewed and exits
+    argv = [sys.executable, "-m", "torchx_managed.controller", journal]
+    second = subprocess.run(argv, env=client.env(), capture_output=True, text=True, timeout=60)
+    assert second.returncode == 0 and "another controller drives" in second.stderr, second.stderr
     two = _submit(client, shared, journal, "slurm", slurm, "sh", "-c", "true")
     _until(lambda: client.status(two)["state"] == "SUCCEEDED", 120, "the second job to end", journal)
     assert len(_controllers(journal)) == 1, _controllers(journal)  # one controller (it idles before it ends)
