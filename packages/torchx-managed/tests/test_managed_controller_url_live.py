@@ -79,7 +79,16 @@ def _until(check: Callable[[], bool], timeout: float, what: str, url: str) -> No
         raise AssertionError(f"{e}; controllers {_controllers(url)}; their logs:\n{text}") from None
 
 
-def _submit(client: Machine, shared: Path, url: str, controller: str, partition: str, *app: str, cfg: str = "") -> str:
+def _submit(
+    client: Machine,
+    shared: Path,
+    url: str,
+    controller: str,
+    partition: str,
+    *app: str,
+    cfg: str = "",
+    isolated: bool = True,
+) -> str:
     opts = ",".join(
         [
             "targets=slurm",
@@ -93,7 +102,7 @@ def _submit(client: Machine, shared: Path, url: str, controller: str, partition:
         ]
     )
     proc = client.torchx(
-        "run", "--detach", "--workspace", "", "-s", "managed", "-cfg", opts, "utils.sh", *app, isolated=True
+        "run", "--detach", "--workspace", "", "-s", "managed", "-cfg", opts, "utils.sh", *app, isolated=isolated
     )
     handle = proc.stdout.strip().splitlines()[-1]
     assert handle.startswith("managed://torchx/") and "s3%3A" in handle, proc.stdout
@@ -195,6 +204,37 @@ def test_a_second_job_joins_the_running_controller(tmp_path: Path, slurm: str, s
     two = _submit(client, shared, journal, "slurm", slurm, "sh", "-c", "true")
     _until(lambda: client.status(two)["state"] == "SUCCEEDED", 120, "the second job to end", journal)
     assert len(_controllers(journal)) == 1, _controllers(journal)  # one controller (it idles before it ends)
+
+
+def test_a_controller_leaves_alone_a_job_a_local_driver_drives(
+    tmp_path: Path, slurm: str, shared: Path, journal: str
+) -> None:
+    client = Machine(tmp_path, "laptop")
+    steps = 40  # 8 s: the controller scans the journal while the local driver drives
+    app = (sys.executable, str(shared / "counter.py"), str(steps), "0.2")
+    local = _submit(client, shared, journal, "local", slurm, *app, isolated=False)  # a driver on this machine
+    job = local.rsplit("/", 1)[1].split("@", 1)[0]
+    lease = f"{journal}/{job}/driver.lease"
+    import fsspec
+
+    fs = fsspec.filesystem("s3", skip_instance_cache=True)
+
+    def held() -> bool:
+        record = json.loads(fs.cat_file(lease))
+        return bool(record["holder"]) and isinstance(record["pid"], int)
+
+    eventually(held, 30, 0.2, "the local driver to take the job's lease")
+    driver = json.loads(fs.cat_file(lease))["pid"]
+    other = _submit(client, shared, journal, "slurm", slurm, "sh", "-c", "true")  # starts a controller
+    _until(lambda: client.status(other)["state"] == "SUCCEEDED", 120, "the controller's job to end", journal)
+    _until(lambda: client.status(local)["state"] == "SUCCEEDED", 120, "the local job to end", journal)
+    # every append to the local job's journal after its submission's two is its local driver's
+    writers = [json.loads(fs.cat_file(p))["w"] for p in sorted(fs.ls(f"{journal}/{job}/events", detail=False))]
+    assert {w.split(":")[1] for w in writers[2:]} == {str(driver)}, writers
+    logs = "".join(p.read_text() for p in _controller_logs(journal))
+    other_job = other.rsplit("/", 1)[1].split("@", 1)[0]
+    assert f"driving job {other_job}" in logs and f"driving job {job}" not in logs, logs
+    _steps_once(shared, steps)
 
 
 def test_a_bucket_the_controller_cannot_use_is_one_line_and_submits_nothing(
