@@ -204,6 +204,11 @@ def test_a_second_job_joins_the_running_controller(tmp_path: Path, slurm: str, s
     two = _submit(client, shared, journal, "slurm", slurm, "sh", "-c", "true")
     _until(lambda: client.status(two)["state"] == "SUCCEEDED", 120, "the second job to end", journal)
     assert len(_controllers(journal)) == 1, _controllers(journal)  # one controller (it idles before it ends)
+    # the bucket's credentials reached it through the environment sbatch passes, not its script
+    controller = _controllers(journal)[0].rsplit("/", 1)[1]
+    script = subprocess.run(["scontrol", "write", "batch_script", controller, "-"], capture_output=True, text=True)
+    assert script.returncode == 0 and "torchx_managed.controller" in script.stdout, script
+    assert "AWS_" not in script.stdout and os.environ["AWS_SECRET_ACCESS_KEY"] not in script.stdout, script.stdout
 
 
 def test_a_controller_leaves_alone_a_job_a_local_driver_drives(
