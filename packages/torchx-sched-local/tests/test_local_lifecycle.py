@@ -172,6 +172,31 @@ def test_delete_forgets_the_job(sched: LocalScheduler) -> None:
     sched.delete(app_id)  # no-op
 
 
+@pytest.mark.parametrize("external_logs", [False, True], ids=["logs-in-job-dir", "log_dir"])
+def test_a_delete_as_soon_as_the_job_ended_leaves_nothing_behind(
+    sched: LocalScheduler, tmp_path: Path, external_logs: bool
+) -> None:
+    # the supervisor's last acts after the final state (the .done markers) must not make a
+    # removed directory again (it did in ~3% of these deletes before they were guarded)
+    cfg = {"log_dir": str(tmp_path / "logs")} if external_logs else {}
+    left: list[str] = []
+    for _ in range(60):
+        app_id = sched.submit(command_app("sh", "-c", "echo hi"), cfg)
+        paths = [sched.store.job_dir(app_id), str(sched._log_root(app_id))]
+        state = os.path.join(paths[0], store.STATE_FILE)
+        while True:  # as tight as a user's script can be: delete the moment the end is readable
+            try:
+                with open(state) as f:
+                    if '"SUCCEEDED"' in f.read():
+                        break
+            except OSError:
+                pass
+        sched.delete(app_id)
+        left += paths
+    time.sleep(0.3)  # every supervisor has ended by now
+    assert [p for p in left if os.path.exists(p)] == []
+
+
 def test_cancel_of_an_ended_job_is_a_noop(sched: LocalScheduler) -> None:
     app_id = sched.submit(command_app("/bin/true"), {})
     sched.wait(app_id)

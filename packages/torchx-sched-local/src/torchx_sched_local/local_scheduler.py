@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 #: seconds ``cancel`` waits for the supervisor beyond the grace period before acting itself
 CANCEL_SLACK = 10.0
 _LIVENESS_CHECK = 1.0
+#: how long a delete waits for the supervisor of a job that has just ended to finish its last acts (s)
+_LAST_ACTS = 2.0
 _SAFE_NAME = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 
 
@@ -792,9 +794,26 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                 raise
         except OSError:  # a full disk: CANCELLED could not be recorded, the replicas were stopped
             pass
+        self._await_last_acts(app_id)
         if log_root and not log_root.startswith(job_dir + os.sep) and os.path.basename(log_root) == app_id:
             _remove_tree(log_root)
         self.store.remove(app_id)
+
+    def _await_last_acts(self, app_id: str) -> None:
+        """Waits (at most :data:`_LAST_ACTS`) for the supervisor of a job that has just ended to let
+        go of its lock: it marks its last replicas' logs done after storing the final state, and a
+        removal meanwhile would leave what it writes behind. Not for a job that has not ended
+        (a supervisor holding an outcome it cannot store stops once its directory is gone)."""
+        job_dir = self.store.job_dir(app_id)
+        deadline = time.monotonic() + _LAST_ACTS
+        while store.lock_is_held(job_dir) and time.monotonic() < deadline:
+            try:
+                st = self._written_state(app_id)
+            except store.UnreadableJobError:
+                return
+            if st is None or st["state"] not in FINAL_STATES:
+                return
+            time.sleep(0.001)
 
     # ------------------------------------------------------------------ logs
     def log_iter(

@@ -153,13 +153,18 @@ class FileCache:
             for fd in opened:
                 os.close(fd)
 
-    def touch(self, path: str) -> None:
-        """Creates the empty file ``path`` (a marker), mode 0600, the way log files are opened.
+    def touch(self, path: str, create_dirs: bool = True) -> None:
+        """Creates the empty file ``path`` (a marker), mode 0600, the way log files are opened;
+        ``create_dirs=False``: only in a directory that exists (never re-creates a removed one).
 
         Raises:
             OSError: it cannot be created
         """
-        fd = self._open(path, os.O_WRONLY | os.O_CREAT)
+        flags = os.O_WRONLY | os.O_CREAT
+        if create_dirs:
+            fd = self._open(path, flags)
+        else:
+            fd = self._open_at(path, flags | os.O_CLOEXEC | os.O_NOFOLLOW, create_dirs=False)
         try:
             os.fchmod(fd, 0o600)
         finally:

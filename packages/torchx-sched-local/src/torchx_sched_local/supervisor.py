@@ -677,9 +677,9 @@ class Supervisor:
             else:
                 self._touch_done(r)
 
-    def _touch_done(self, r: Replica) -> None:
+    def _touch_done(self, r: Replica, create_dirs: bool = True) -> None:
         try:
-            self.files.touch(os.path.join(r.spec["log_dir"], store.DONE_FILE))
+            self.files.touch(os.path.join(r.spec["log_dir"], store.DONE_FILE), create_dirs)
         except OSError:  # followers then stop when the supervisor lets go of the lock
             pass
 
@@ -859,9 +859,10 @@ class Supervisor:
         self.files.close()
         self._write_state(final=True)
         # the last markers come after the final state (the other followers stop when the
-        # supervisor lets go of the lock)
+        # supervisor lets go of the lock); the job may be deleted from now on: a log directory
+        # removed meanwhile is not made again
         for r in self.done_after_state:
-            self._touch_done(r)
+            self._touch_done(r, create_dirs=False)
         self.watchdog.end()  # type: ignore[union-attr]
         _announce_end()
 
