@@ -114,6 +114,9 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
         self.store = ManagedStore(state_dir)
         self._runner_: Runner | None = None
         self._no_driver: dict[str, str] = {}  # job id -> why its driver could not be started by this look
+        # job id -> the problem recorded when this look started its driver again: the new driver
+        # blanks it at once and records its own if it meets it again, so this look reports it
+        self._problem_at_start: dict[str, str] = {}
 
     @property
     def _runner(self) -> Runner:
@@ -315,9 +318,12 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
             if self.store.driver_pid(job_id) is None:
                 controller.ensure(self._runner, cluster, locate(job_id, self.store.root)[0], state.options)
             return state
+        before = self.store.problem(job_id) if self.store.driver_pid(job_id) is None else ""
         try:
             if self.store.resume(job_id, self._driver_argv(job_id), False, state.spec.get("cwd")):
                 logger.info("managed job %s: its driver had stopped; started it again", job_id)
+                if before:
+                    self._problem_at_start[job_id] = before
         except UnsafeJobError:
             raise
         except OSError as e:  # nothing drives the job: the look says why
@@ -357,7 +363,10 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
                 logger.warning("cannot describe attempt %d (%s): %s", last.n, last.handle, e)
                 unreachable = f"attempt {last.n} ({last.handle}): its scheduler did not answer ({e}); the job goes on"
         # why the driver cannot go on (it cannot record: a full disk), or cannot be started
-        problem = "" if state.final is not None else self.store.problem(app_id) or self._no_driver.get(app_id, "")
+        at_start = self._problem_at_start.pop(app_id, "")
+        problem = (
+            "" if state.final is not None else self.store.problem(app_id) or at_start or self._no_driver.get(app_id, "")
+        )
         running = live is not None and last is not None and last.state is None and not is_terminal(live.state)
         if state.final is not None:
             app_state = AppState[state.final]
