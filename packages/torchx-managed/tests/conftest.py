@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from torchx.testing import isolate, live_backend_env, require_answer
+from torchx.testing.machines import Machine
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -60,3 +62,35 @@ def lsf() -> None:
     if bindir and bindir not in os.environ["PATH"].split(os.pathsep):
         os.environ["PATH"] = bindir + os.pathsep + os.environ["PATH"]
     require_answer(["lsid"], "the LSF cluster", lambda _, code: code == 0)
+
+
+ListsNative = Callable[[Machine, str, str, str, Callable[[], bool]], None]
+
+
+@pytest.fixture
+def lists_native() -> ListsNative:
+    """A check, for a target that recovers jobs inside itself: ``other`` (a machine with none of
+    the submitter's state) lists the native managed job ``handle`` with ``-cfg targets=TARGET``
+    and never the plain job ``plain_id``; the listed handle reads as itself; the job ends
+    SUCCEEDED in one attempt with ``complete()`` true, and is listed so; with no target named,
+    no target is asked."""
+
+    def check(other: Machine, handle: str, target: str, plain_id: str, complete: Callable[[], bool]) -> None:
+        def listed() -> dict[str, str]:
+            proc = other.torchx("list", "-s", "managed", "-cfg", f"targets={target}", "--json")
+            jobs = {a["app_handle"]: a["state"] for a in json.loads(proc.stdout)}
+            assert not any(h.endswith(f":{plain_id}") for h in jobs), jobs
+            return jobs
+
+        jobs = listed()
+        assert jobs.get(handle) in ("PENDING", "RUNNING", "SUCCEEDED"), jobs
+        status = other.status(handle)
+        assert status["app_handle"] == handle and status["state"] in ("PENDING", "RUNNING", "SUCCEEDED"), status
+        status = other.ended(handle, 180)
+        assert status["state"] == "SUCCEEDED" and complete(), status
+        assert [(a["attempt"], a["state"]) for a in status["attempts"]] == [(0, "SUCCEEDED")], status
+        assert listed()[handle] == "SUCCEEDED"
+        no_target = {a["app_handle"] for a in json.loads(other.torchx("list", "-s", "managed", "--json").stdout)}
+        assert handle not in no_target
+
+    return check

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -156,7 +157,7 @@ def test_cancel_from_another_machine_stops_it_for_good(tmp_path: Path, batch: di
 
 @pytest.mark.aws
 def test_another_machine_lists_the_managed_job_and_not_a_plain_one(
-    tmp_path: Path, batch: dict[str, str], shared: Path
+    tmp_path: Path, batch: dict[str, str], shared: Path, lists_native: Callable[..., None]
 ) -> None:
     submitter, other = Machine(tmp_path, "laptop"), Machine(tmp_path, "other")
     handle = _submit(submitter, batch, shared, "0", "max_restarts=1")
@@ -171,23 +172,4 @@ def test_another_machine_lists_the_managed_job_and_not_a_plain_one(
     tags = _batch_job(handle)["tags"]
     assert tags["torchx.pytorch.org/recovery"] == "max_restarts=1 max_recoveries=10", tags
 
-    def listed() -> dict[str, str]:
-        proc = other.torchx("list", "-s", "managed", "-cfg", "targets=aws_batch", "--json")
-        jobs = {a["app_handle"]: a["state"] for a in json.loads(proc.stdout)}
-        assert not any(h.endswith(f":{plain_id}") for h in jobs), jobs
-        return jobs
-
-    jobs = listed()
-    assert jobs.get(handle) in ("PENDING", "RUNNING", "SUCCEEDED"), jobs
-    status = other.status(handle)  # the listed handle reads as itself
-    assert status["app_handle"] == handle and status["state"] in ("PENDING", "RUNNING", "SUCCEEDED"), status
-    status = other.ended(handle, 180)
-    assert status["state"] == "SUCCEEDED" and _count(shared) == STEPS, status
-    assert [(a["attempt"], a["state"]) for a in status["attempts"]] == [(0, "SUCCEEDED")], status
-    assert listed()[handle] == "SUCCEEDED"
-    assert handle not in listed_without_targets(other)
-
-
-def listed_without_targets(client: Machine) -> set[str]:
-    """The handles ``torchx list -s managed`` gives with no target named (none is asked)."""
-    return {a["app_handle"] for a in json.loads(client.torchx("list", "-s", "managed", "--json").stdout)}
+    lists_native(other, handle, "aws_batch", plain_id, lambda: _count(shared) == STEPS)

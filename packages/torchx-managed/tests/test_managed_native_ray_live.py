@@ -18,6 +18,7 @@ import shutil
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -141,7 +142,7 @@ def test_cancel_from_another_machine_stops_it_for_good(tmp_path: Path, ray_addre
 
 @pytest.mark.ray
 def test_another_machine_lists_the_managed_job_and_not_a_plain_one(
-    tmp_path: Path, ray_address: str, shared: Path
+    tmp_path: Path, ray_address: str, shared: Path, lists_native: Callable[..., None]
 ) -> None:
     from ray.job_submission import JobSubmissionClient
     from torchx_sched_ray.request import split_app_id
@@ -159,19 +160,4 @@ def test_another_machine_lists_the_managed_job_and_not_a_plain_one(
     metadata = JobSubmissionClient(address).get_job_info(submission_id).metadata
     assert metadata["torchx.pytorch.org/recovery"] == "max_restarts=1 max_recoveries=10", metadata
 
-    def listed() -> dict[str, str]:
-        proc = other.torchx("list", "-s", "managed", "-cfg", "targets=ray", "--json")
-        jobs = {a["app_handle"]: a["state"] for a in json.loads(proc.stdout)}
-        assert not any(h.endswith(f":{plain_id}") for h in jobs), jobs
-        return jobs
-
-    jobs = listed()
-    assert jobs.get(handle) in ("PENDING", "RUNNING", "SUCCEEDED"), jobs
-    status = other.status(handle)  # the listed handle reads as itself
-    assert status["app_handle"] == handle and status["state"] in ("PENDING", "RUNNING", "SUCCEEDED"), status
-    status = other.ended(handle, 180)
-    assert status["state"] == "SUCCEEDED" and _count(shared) == STEPS, status
-    assert [(a["attempt"], a["state"]) for a in status["attempts"]] == [(0, "SUCCEEDED")], status
-    assert listed()[handle] == "SUCCEEDED"
-    no_target = {a["app_handle"] for a in json.loads(other.torchx("list", "-s", "managed", "--json").stdout)}
-    assert handle not in no_target  # no target named: none is asked
+    lists_native(other, handle, "ray", plain_id, lambda: _count(shared) == STEPS)
