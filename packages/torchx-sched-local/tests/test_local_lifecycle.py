@@ -42,7 +42,7 @@ def test_job_outlives_a_launcher_that_exits(sched: LocalScheduler) -> None:
     app_id = proc.stdout.strip()
     desc = sched.describe(app_id)
     assert desc is not None
-    assert desc.state in (AppState.SUBMITTED, AppState.PENDING, AppState.RUNNING)
+    assert desc.state == AppState.RUNNING  # a local job never queues, as in TorchX
     desc = sched.wait(app_id, timeout=10)
     assert desc is not None
     assert desc.state == AppState.SUCCEEDED
@@ -61,7 +61,7 @@ def test_job_outlives_a_launcher_killed_with_sigkill(sched: LocalScheduler) -> N
     proc.wait()
     desc = sched.describe(app_id)
     assert desc is not None
-    assert desc.state in (AppState.SUBMITTED, AppState.PENDING, AppState.RUNNING)
+    assert desc.state == AppState.RUNNING  # a local job never queues, as in TorchX
     desc = sched.wait(app_id, timeout=10)
     assert desc is not None
     assert desc.state == AppState.SUCCEEDED
@@ -114,12 +114,39 @@ def test_wait_reacts_at_once_and_honours_timeout(sched: LocalScheduler) -> None:
     desc = sched.wait(app_id, timeout=0.1)
     assert 0.09 <= time.monotonic() - t < 0.3
     assert desc is not None
-    assert desc.state in (AppState.SUBMITTED, AppState.RUNNING)  # a loaded machine may lag
+    assert desc.state == AppState.RUNNING
     desc = sched.wait(app_id, poll_interval=5)
     elapsed = time.monotonic() - t
     assert desc is not None
     assert desc.state == AppState.SUCCEEDED
     assert elapsed < 0.4 + 0.15, elapsed  # not a poll_interval-sized sleep
+
+
+def test_a_job_handed_to_its_supervisor_reads_running_as_in_torchx(sched: LocalScheduler) -> None:
+    # right after submit, before the supervisor's first write (as TorchX 0.7: a local job never queues)
+    app_id = sched.submit(command_app("sleep", "30"), {})
+    assert sched.describe(app_id).state == AppState.RUNNING  # type: ignore[union-attr]
+    assert [r.state for r in sched.list() if r.app_id == app_id] == [AppState.RUNNING]
+    # the recorded SUBMITTED itself, while the live supervisor holds the job's lock
+    eventually(lambda: (sched.store.state(app_id) or {}).get("state") == "RUNNING")
+    path = os.path.join(sched.store.job_dir(app_id), store.STATE_FILE)
+    recorded = store.read_json(path)
+    store.write_json(path, {**recorded, "state": "SUBMITTED"})
+    assert store.read_json(path)["state"] == "SUBMITTED"
+    assert sched.describe(app_id).state == AppState.RUNNING  # type: ignore[union-attr]
+    sched.cancel(app_id)
+    assert sched.describe(app_id).state == AppState.CANCELLED  # type: ignore[union-attr]
+
+
+def test_a_submitted_job_nobody_holds_reads_failed(sched: LocalScheduler) -> None:
+    app_id = sched.submit(command_app("true"), {})
+    assert sched.wait(app_id, timeout=10).state == AppState.SUCCEEDED  # type: ignore[union-attr]
+    path = os.path.join(sched.store.job_dir(app_id), store.STATE_FILE)
+    store.write_json(path, {**store.read_json(path), "state": "SUBMITTED", "replicas": []})
+    desc = sched.describe(app_id)
+    assert desc is not None
+    assert desc.state == AppState.FAILED  # its supervisor is gone: no RUNNING without one
+    assert "supervisor" in desc.msg
 
 
 def test_cancel_kills_the_whole_process_tree(sched: LocalScheduler, tmp_path: Path) -> None:

@@ -408,7 +408,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             # no answer from the holder: it may have stored the final state since ``st`` was read
             st = self._held_outcome(app_id) or self._written_state(app_id)
             if st is None or st["state"] in FINAL_STATES or not _supervisor_gone(st):
-                return st
+                return _handed_over(st)
             # the holder is not the supervisor but its watchdog (or a cancel) recording the end
             # of a job whose supervisor died: that job reads as it did before they took the lock
         else:
@@ -946,6 +946,18 @@ def _name_left_running(st: dict[str, Any] | None) -> dict[str, Any] | None:
             " (they left the job's session, e.g. daemons, or could not be killed; `kill` them)"
         )
         st["msg"] = f"{st['msg']}; {note}" if st.get("msg") else note
+    return st
+
+
+def _handed_over(st: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``st`` of a job whose lock a live process holds: one still SUBMITTED reads RUNNING.
+
+    A local job never queues: once recorded it is its supervisor's, which starts its replicas
+    at once, so it reads RUNNING right after ``submit`` as in TorchX 0.7 (where ``submit``
+    starts the processes itself); only the supervisor's first write would say so otherwise.
+    """
+    if st is not None and st["state"] == "SUBMITTED":
+        st["state"] = "RUNNING"
     return st
 
 
