@@ -53,6 +53,39 @@ def test_upstream_local_image_providers_and_records(tmp_path: Path) -> None:
     assert req.role_params["r"][0].args == ["run.sh", "a"]
 
 
+def test_the_dry_run_request_reads_as_torchx_s_popen_request(tmp_path: Path) -> None:
+    from torchx.schedulers.local_scheduler import LocalScheduler, ReplicaParam
+    from torchx.specs import AppDef, Role
+
+    master = Role("master", image="img", entrypoint="master.par", args=["arg1"], env={"ENV_VAR_1": "VAL1"})
+    trainer = Role("trainer", image="img", entrypoint="trainer.par", num_replicas=2)
+    sched = LocalScheduler("s", state_dir=str(tmp_path / "state"))
+    req = sched.submit_dryrun(AppDef("test_app", [master, trainer]), {"log_dir": str(tmp_path / "logs")}).request
+    assert req.log_dir == req.log_root == str(tmp_path / "logs" / req.app_id)
+    assert req.role_log_dirs == {
+        "master": [os.path.join(req.log_dir, "master", "0")],
+        "trainer": [os.path.join(req.log_dir, "trainer", str(k)) for k in (0, 1)],
+    }
+    params = req.role_params
+    assert [len(params[r]) for r in ("master", "trainer")] == [1, 2]
+    for name, replicas in params.items():
+        for k, p in enumerate(replicas):
+            log_dir = req.role_log_dirs[name][k]
+            assert isinstance(p, ReplicaParam)
+            assert p.args == req.replicas[[r.role for r in req.replicas].index(name) + k].cmd
+            assert p.env["TORCHELASTIC_ERROR_FILE"] == os.path.join(log_dir, "error.json")
+            assert (p.stdout, p.stderr, p.combined) == (f"{log_dir}/stdout.log", f"{log_dir}/stderr.log", None)
+            assert p.cwd == os.getcwd()
+            assert not os.path.exists(log_dir)  # a dry run makes no directory
+    assert params["master"][0].args == ["master.par", "arg1"]
+    assert params["master"][0].env["ENV_VAR_1"] == "VAL1"
+    # a view: changing it changes nothing that runs
+    params["master"][0].env["ENV_VAR_1"] = "changed"
+    assert req.role_params["master"][0].env["ENV_VAR_1"] == "VAL1"
+    assert "role_params" not in vars(req)  # not stored with the job
+    print(req)
+
+
 def test_upstream_docker_network_names() -> None:
     pytest.importorskip("docker")
     from torchx.schedulers.docker_scheduler import NETWORK, ensure_network

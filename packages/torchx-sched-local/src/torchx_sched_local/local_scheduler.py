@@ -96,6 +96,42 @@ class LocalRequest:
     #: a job that recovers in its supervisor: its policy as data (see :mod:`.recovering`)
     recovery: dict[str, Any] | None = None
 
+    # TorchX 0.7's ``PopenRequest`` view of the same request (made when read, not when submitting)
+    @property
+    def log_dir(self) -> str:
+        """The app's log directory (TorchX's ``PopenRequest.log_dir``): :attr:`log_root`."""
+        return self.log_root
+
+    @property
+    def role_log_dirs(self) -> dict[str, list[str]]:
+        """Role name -> the log directory of each of its replicas, by replica id (TorchX's)."""
+        dirs: dict[str, list[str]] = {}
+        for r in self.replicas:
+            dirs.setdefault(r.role, []).append(r.log_dir)
+        return dirs
+
+    @property
+    def role_params(self) -> dict[str, list[Any]]:
+        """Role name -> each replica's ``ReplicaParam`` (TorchX's ``PopenRequest.role_params``):
+        its argv, its whole environment (``PATH`` included, as the replica gets it), its
+        ``stdout.log``/``stderr.log`` and working directory. ``combined`` is None: the
+        combined order is an index of the two files, read by ``log_iter``, not a third file.
+        A copy: changing it changes nothing that runs."""
+        from torchx_sched_local.compat_local import ReplicaParam
+
+        params: dict[str, list[Any]] = {}
+        for r in self.replicas:
+            params.setdefault(r.role, []).append(
+                ReplicaParam(
+                    args=list(r.cmd),
+                    env=dict(r.env),
+                    stdout=os.path.join(r.log_dir, "stdout.log"),
+                    stderr=os.path.join(r.log_dir, "stderr.log"),
+                    cwd=r.cwd,
+                )
+            )
+        return params
+
     def __str__(self) -> str:
         lines = [f"# local_cwd app {self.app_id} (logs: {self.log_root})"]
         if self.recovery is not None:
