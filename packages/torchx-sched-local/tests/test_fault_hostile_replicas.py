@@ -178,7 +178,8 @@ def test_a_replica_replacing_its_log_dir_with_a_symlink_cannot_redirect_writes(
         "import os, shutil, sys, time\n"
         "print('before', flush=True)\n"
         "time.sleep(0.3)\n"  # the supervisor has stored it
-        "victim = os.environ['PET_LOG_DIR'] if sys.argv[2] == 'replica' else os.path.dirname(os.environ['PET_LOG_DIR'])\n"
+        "mine = os.path.dirname(os.environ['TORCHELASTIC_ERROR_FILE'])\n"  # the replica's log directory
+        "victim = mine if sys.argv[2] == 'replica' else os.path.dirname(mine)\n"
         "shutil.rmtree(victim)\n"
         "os.symlink(sys.argv[1], victim)\n"
         "for i in range(100):\n"

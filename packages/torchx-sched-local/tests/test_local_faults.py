@@ -342,7 +342,7 @@ def test_logs_never_follow_a_symlink(sched: LocalScheduler, tmp_path: Path) -> N
     target = tmp_path / "victim"
     target.write_text("precious\n")
     # the replica plants a symlink where its stdout log will be created, then prints
-    code = f"import os; os.symlink({str(target)!r}, os.path.join(os.environ['PET_LOG_DIR'], 'stdout.log')); print('x')"
+    code = f"import os; os.symlink({str(target)!r}, os.path.join(os.path.dirname(os.environ['TORCHELASTIC_ERROR_FILE']), 'stdout.log')); print('x')"
     app_id = sched.submit(command_app(sys.executable, "-c", code), {})
     desc = sched.wait(app_id, timeout=30)
     assert desc is not None

@@ -75,8 +75,8 @@ def test_env_and_macros(tmp_path: Path, isolated: Path) -> None:
             assert env["TORCHX_REPLICA_IDX"] == str(k)
             assert env["TORCHX_JOB_ID"] == handle
             assert env["MINE"] == f"id={app_id}/{k}"
-            assert env["PET_LOG_DIR"].endswith(f"/{app_id}/logs/trainer/{k}")
-            assert env["TORCHELASTIC_ERROR_FILE"] == env["PET_LOG_DIR"] + "/error.json"
+            assert env["PET_LOG_DIR"].endswith(f"/{app_id}/logs/torchelastic/trainer")  # per role, as TorchX
+            assert env["TORCHELASTIC_ERROR_FILE"].endswith(f"/{app_id}/logs/trainer/{k}/error.json")
             assert env["PYTHONUNBUFFERED"] == "1"
 
 

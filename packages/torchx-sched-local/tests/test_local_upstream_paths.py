@@ -74,6 +74,7 @@ def test_the_dry_run_request_reads_as_torchx_s_popen_request(tmp_path: Path) -> 
             assert isinstance(p, ReplicaParam)
             assert p.args == req.replicas[[r.role for r in req.replicas].index(name) + k].cmd
             assert p.env["TORCHELASTIC_ERROR_FILE"] == os.path.join(log_dir, "error.json")
+            assert p.env["PET_LOG_DIR"] == os.path.join(req.log_dir, "torchelastic", name)  # per role
             assert (p.stdout, p.stderr, p.combined) == (f"{log_dir}/stdout.log", f"{log_dir}/stderr.log", None)
             assert p.cwd == os.getcwd()
             assert not os.path.exists(log_dir)  # a dry run makes no directory
@@ -84,6 +85,9 @@ def test_the_dry_run_request_reads_as_torchx_s_popen_request(tmp_path: Path) -> 
     assert req.role_params["master"][0].env["ENV_VAR_1"] == "VAL1"
     assert "role_params" not in vars(req)  # not stored with the job
     print(req)
+    own = Role("own", image="img", entrypoint="x", env={"PET_LOG_DIR": "/foo/bar", "TORCHELASTIC_ERROR_FILE": "f.json"})
+    env = sched.submit_dryrun(AppDef("a", [own]), {}).request.role_params["own"][0].env
+    assert (env["PET_LOG_DIR"], env["TORCHELASTIC_ERROR_FILE"]) == ("/foo/bar", "f.json")  # the role's own win
 
 
 def test_upstream_docker_network_names() -> None:

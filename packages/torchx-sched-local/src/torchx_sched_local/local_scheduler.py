@@ -249,8 +249,12 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
             path = os.pathsep.join(
                 [*self._extra_paths, _path_with(cwd, os.environ.get("PATH", os.defpath), opts.prepend_cwd)]
             )
+            role_dir = _role_dir(role, index)
+            # torchrun's log dir, as TorchX's: one per role, where each run makes its own subdirectory
+            # (under the log root: the supervisor finds what a replica left running by it)
+            elastic_log = os.path.join(log_root, "torchelastic", role_dir)
             for k in range(role.num_replicas):
-                replica_log = os.path.join(log_root, _role_dir(role, index), str(k))
+                replica_log = os.path.join(log_root, role_dir, str(k))
                 values = macros.Values(img_root=img_root, app_id=app_id, replica_id=str(k), rank0_env=RANK0_ENV)
                 filled = values.apply(role)
                 if provider is not None:
@@ -260,7 +264,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                     "TORCHX_ROLE_NAME": role.name,
                     "TORCHX_REPLICA_IDX": str(k),
                     "TORCHELASTIC_ERROR_FILE": os.path.join(replica_log, "error.json"),
-                    "PET_LOG_DIR": replica_log,
+                    "PET_LOG_DIR": elastic_log,
                 }
                 if "PYTHONUNBUFFERED" not in os.environ:
                     env["PYTHONUNBUFFERED"] = "1"
