@@ -125,13 +125,16 @@ class UnreadableJobError(ValueError):
         path: the file
         reason: what is wrong with it
         handle: the job's app handle, when known (for the hint on how to remove it)
+        errno: the error number, when the file could not be read at all (``EMFILE``: the reading
+            process is out of file descriptors, the file itself may be fine); else None
     """
 
-    def __init__(self, path: str, reason: str, handle: str = "") -> None:
+    def __init__(self, path: str, reason: str, handle: str = "", errno: int | None = None) -> None:
         super().__init__(path, reason)
         self.path = path
         self.reason = reason
         self.handle = handle
+        self.errno = errno
 
     def __str__(self) -> str:
         hint = f"; `torchx delete {self.handle}` removes the job" if self.handle else ""
@@ -315,7 +318,7 @@ def read_json(path: str) -> Any:
     except FileNotFoundError:
         return None
     except OSError as e:
-        raise UnreadableJobError(path, e.strerror or str(e)) from None
+        raise UnreadableJobError(path, e.strerror or str(e), errno=e.errno) from None
     if not raw.strip():
         raise UnreadableJobError(path, "the file is empty")
     try:

@@ -213,6 +213,9 @@ class Supervisor:
         self.base_env = dict(os.environ)
         self.state_path = os.path.join(job_dir, store.STATE_FILE)
         self.base_state: dict[str, Any] = store.read_json(self.state_path) or {}
+        # a spare descriptor, given back to write the state when the process runs out of them; the
+        # first one held, so a start-up retried for want of descriptors (:func:`with_room`) leaks none
+        self._reserve_fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         # poll(2) directly: the selectors module costs ~1 ms to import, before the first replica starts
         self.poller = select.poll()
         self.readers: dict[int, Replica | None] = {}  # fd -> its replica (None: the signal wake-up pipe)
@@ -251,18 +254,18 @@ class Supervisor:
         self.left_running: list[list[int]] = []
         #: replicas that ended with the job: their ``.done`` markers follow its final state
         self.done_after_state: list[Replica] = []
-        # a spare descriptor, given back to write the state when the process runs out of them
-        self._reserve_fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         # a fork's room for its handover: low descriptors the exec closes, so the new image can
         # start (load its libraries and modules) even if the limit was lowered to what this holds
         self.handover_room = spare_fds(HANDOVER_FDS) if forked else []
 
     # ------------------------------------------------------------------ main loop
-    def run(self, resume: dict[str, Any] | None = None) -> None:
+    def run(self, resume: dict[str, Any] | None = None, room: list[int] | None = None) -> None:
         """Runs the job to its end (``resume``: from where the previous image of this process
-        left it); writes the final state."""
+        left it; ``room``: the spare descriptors of a fresh image's start, see :func:`with_room`,
+        held until it is set up); writes the final state."""
+        room = room if room is not None else []
         problem = fd_budget(len(self.replicas)) if resume is None else None
-        wake_r, wake_w = os.pipe()
+        wake_r, wake_w = with_room(room, os.pipe)
         self.wake_r = wake_r
         os.set_blocking(wake_r, False)
         os.set_blocking(wake_w, False)
@@ -275,6 +278,7 @@ class Supervisor:
             self._begin(problem)
         else:
             handover.restore(self, resume)
+        self.settle_reserve(room)
         self.app_state = "RUNNING"
         self.dirty = True
         # the handover is counted from when every replica runs: a job that ends soon after never waits for it
@@ -823,9 +827,18 @@ class Supervisor:
             if server is not None:
                 server.close()
 
-    def settle_reserve(self) -> None:
-        """Moves the spare descriptor to the lowest free number: a limit later lowered to what the
-        process holds then still leaves it a slot to give back."""
+    def settle_reserve(self, room: list[int]) -> None:
+        """Ends the start-up: moves the spare descriptor as low as it can, so that a limit later
+        lowered to what the process holds still leaves it a slot to give back: to the lowest of
+        it and ``room`` (the start-up's spare descriptors, then closed: each close frees a number
+        above it, whenever the limit is lowered meanwhile), else to the lowest free number."""
+        if room:
+            keep, *others = sorted([*room, self._reserve_fd] if self._reserve_fd >= 0 else room)
+            self._reserve_fd = keep
+            for fd in others:
+                os.close(fd)
+            room.clear()
+            return
         try:
             fd = os.dup(self._reserve_fd)
         except OSError:
@@ -857,6 +870,7 @@ class Supervisor:
             if r.state in ("PENDING", "RUNNING"):
                 r.state = "CANCELLED"
         self.files.close()
+        self._write_summary()
         self._write_state(final=True)
         # the last markers come after the final state (the other followers stop when the
         # supervisor lets go of the lock); the job may be deleted from now on: a log directory
@@ -865,6 +879,20 @@ class Supervisor:
             self._touch_done(r, create_dirs=False)
         self.watchdog.end()  # type: ignore[union-attr]
         _announce_end()
+
+    def _write_summary(self) -> None:
+        """TorchX's ``SUCCESS`` file in a ``log_dir`` the user gave (see :mod:`.summary`)."""
+        if self.log_root.startswith(self.job_dir + os.sep) or self.files.root_fd < 0:
+            return
+        from torchx_sched_local import summary
+
+        app_id = os.path.basename(self.job_dir)
+        try:
+            summary.write_summary(
+                self.files.root_fd, summary.summary(app_id, self.log_root, self._final_state(), self.replicas)
+            )
+        except OSError:  # a full or removed log directory: the stored state still says how the job ended
+            pass
 
     def _stop_leftovers(self) -> None:
         """Kills what the job's replicas left running in their sessions (in process groups of their
@@ -1051,12 +1079,13 @@ def spare_fds(count: int) -> list[int]:
 
 
 def with_room(room: list[int], step: Callable[[], T]) -> T:
-    """Runs ``step``; while it fails for want of file descriptors, closes one of ``room`` (spare
-    descriptors held for this) and tries again."""
+    """Runs ``step``; while it fails for want of file descriptors (also a JSON file it could not
+    open for that), closes the highest of ``room`` (spare descriptors held for this, in increasing
+    order) and tries again."""
     while True:
         try:
             return step()
-        except OSError as e:
+        except (OSError, store.UnreadableJobError) as e:
             if e.errno not in (errno.EMFILE, errno.ENFILE) or not room:
                 raise
             os.close(room.pop())
@@ -1071,11 +1100,7 @@ def _run(job_dir: str, forked: bool, room: list[int] | None = None) -> None:
     app = with_room(room, lambda: store.read_json(os.path.join(job_dir, store.APP_FILE)))
     resume = None if forked else with_room(room, lambda: handover.take_resume(job_dir))
     supervisor = with_room(room, lambda: Supervisor(job_dir, app, forked=forked))
-    for fd in room:
-        os.close(fd)
-    room.clear()
-    supervisor.settle_reserve()
-    supervisor.run(resume)
+    supervisor.run(resume, room)
 
 
 def main(argv: list[str], room: list[int] | None = None) -> None:
