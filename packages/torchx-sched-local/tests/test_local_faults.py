@@ -325,7 +325,7 @@ def test_job_files_are_private_whatever_the_umask(tmp_path: Path, umask: int) ->
         return stat.S_IMODE(os.lstat(path).st_mode)
 
     assert mode(state) == 0o700
-    for app_id, log_root in ((inside, state / inside / "logs"), (outside, logs / outside)):
+    for app_id, log_root in ((inside, state / inside / "logs"), (outside, logs / "t" / outside)):
         job = state / app_id
         assert mode(job) == 0o700
         assert mode(job / "app.json") == 0o600

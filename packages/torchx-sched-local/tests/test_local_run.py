@@ -193,10 +193,53 @@ def test_log_dir_option(sched: LocalScheduler, tmp_path: Path) -> None:
     logs = tmp_path / "mylogs"
     app_id = sched.submit(command_app("echo", "to the log dir"), {"log_dir": str(logs)})
     assert sched.wait(app_id).state == AppState.SUCCEEDED  # type: ignore[union-attr]
-    assert (logs / app_id / "r" / "0" / "stdout.log").read_text() == "to the log dir\n"
-    assert stat.S_IMODE(os.stat(logs / app_id / "r" / "0" / "stdout.log").st_mode) == 0o600
+    app_logs = logs / "test" / app_id  # <log_dir>/<session>/<app_id>, as TorchX
+    assert (app_logs / "r" / "0" / "stdout.log").read_text() == "to the log dir\n"
+    assert stat.S_IMODE(os.stat(app_logs / "r" / "0" / "stdout.log").st_mode) == 0o600
     sched.delete(app_id)
-    assert not (logs / app_id).exists()
+    assert not app_logs.exists()
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_a_log_dir_gets_torchx_s_success_summary_once_the_app_ends(
+    sched: LocalScheduler, tmp_path: Path, fail: bool
+) -> None:
+    logs = tmp_path / "logs"
+    script = "echo hello_world; echo oops >&2" + ("; exit 3" if fail else "")
+    n = 1 if fail else 2  # (a failure would stop the other replica, maybe before it printed)
+    app_id = sched.submit(command_app("sh", "-c", script, replicas=n), {"log_dir": str(logs)})
+    desc = sched.wait(app_id, timeout=30)
+    assert desc is not None
+    assert desc.state == (AppState.FAILED if fail else AppState.SUCCEEDED)
+    app_logs = logs / "test" / app_id
+    summary_file = app_logs / "SUCCESS"  # TorchX's name, whatever the final state
+    assert stat.S_IMODE(os.stat(summary_file).st_mode) == 0o600
+    info = json.loads(summary_file.read_text())
+    assert (info["app_id"], info["log_dir"], info["final_state"]) == (app_id, str(app_logs), desc.state.name)
+    replicas = info["roles"]["r"]
+    assert [r["replica_id"] for r in replicas] == list(range(n))
+    for r in replicas:
+        assert Path(r["stdout"]).read_text() == "hello_world\n"
+        assert Path(r["stderr"]).read_text() == "oops\n"
+        assert r["error_file"] == os.path.join(app_logs, "r", str(r["replica_id"]), "error.json")
+        assert isinstance(r["pid"], int)
+    assert [r["exitcode"] for r in replicas] == ([3] if fail else [0, 0])
+    # without log_dir, the logs stay in the job's state dir with no summary
+    other = sched.submit(command_app("true"), {})
+    assert sched.wait(other, timeout=30).state == AppState.SUCCEEDED  # type: ignore[union-attr]
+    assert not os.path.exists(os.path.join(sched.store.job_dir(other), "logs", "SUCCESS"))
+
+
+def test_the_summary_is_never_written_through_a_symlink(sched: LocalScheduler, tmp_path: Path) -> None:
+    target = tmp_path / "victim"
+    target.write_text("precious\n")
+    code = (
+        "import os; root = os.path.dirname(os.path.dirname(os.path.dirname(os.environ['TORCHELASTIC_ERROR_FILE'])));"
+        f" os.symlink({str(target)!r}, os.path.join(root, 'SUCCESS'))"
+    )
+    app_id = sched.submit(command_app(sys.executable, "-c", code), {"log_dir": str(tmp_path / "logs")})
+    assert sched.wait(app_id, timeout=30).state == AppState.SUCCEEDED  # type: ignore[union-attr]
+    assert target.read_text() == "precious\n"
 
 
 def test_unsafe_role_names_get_safe_log_paths(sched: LocalScheduler) -> None:

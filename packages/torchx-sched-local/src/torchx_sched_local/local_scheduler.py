@@ -59,7 +59,7 @@ class LocalOpts(StructuredOpts):
     """Run options of ``local_cwd``."""
 
     log_dir: str | None = None
-    """Where logs go: <log_dir>/<app_id>/<role>/<replica>/{stdout,stderr,combined}.log (default: in the job's state dir)."""
+    """Where logs go: <log_dir>/<session>/<app_id>/<role>/<replica>/{stdout,stderr}.log, and a SUCCESS summary once the app ends (default: in the job's state dir)."""
     prepend_cwd: bool = False
     """Put the replica's working directory first on its PATH, so executables there win over PATH."""
     auto_set_cuda_visible_devices: bool = False
@@ -216,12 +216,18 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
     def _validate(self, app: AppDef, scheduler: str, cfg: LocalOpts | None = None) -> None:
         """Local replicas need no resource: nothing to check."""
 
+    def _session_dir(self) -> str:
+        """The session's directory in a ``log_dir`` (``<log_dir>/<session>/<app_id>``, as TorchX's);
+        a session name that is no plain file name gets ``_session`` instead."""
+        name = self.session_name
+        return name if name and name[0].isalnum() and set(name) <= _SAFE_NAME else "_session"
+
     def _submit_dryrun(self, app: AppDef, cfg: LocalOpts) -> AppDryRunInfo[LocalRequest]:
         opts = LocalOpts.from_cfg(cfg)
         check_replica_count(app, "local_cwd")
         app_id = make_unique(sanitize_name(app.name, max_length=60, allowed=r"a-z0-9_\-"))
         log_root = (
-            os.path.join(os.path.abspath(os.path.expanduser(opts.log_dir)), app_id)
+            os.path.join(os.path.abspath(os.path.expanduser(opts.log_dir)), self._session_dir(), app_id)
             if opts.log_dir
             else os.path.join(self.store.root, app_id, "logs")
         )
@@ -373,9 +379,10 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
                 reserve=store.state_reserve(len(req.replicas)),  # room for the final state on a full disk
             )
             if external_logs:
-                parent = os.path.dirname(req.log_root)
-                if os.path.exists(parent) and not os.path.isdir(parent):
-                    raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), parent)
+                parent = os.path.dirname(req.log_root)  # <log_dir>/<session>
+                for d in (os.path.dirname(parent), parent):
+                    if os.path.exists(d) and not os.path.isdir(d):
+                        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), d)
                 os.makedirs(parent, exist_ok=True)
                 private_dir(req.log_root)  # fails if it exists: never write into someone else's tree
                 made_logs = True
