@@ -228,7 +228,7 @@ def integration_managed(session: nox.Session) -> None:
     live(
         session,
         [
-            pkg("torchx-managed", "test,fsspec"),
+            pkg("torchx-managed", "test,s3"),
             pkg("torchx-components", ""),
             *(
                 pkg(p, "")
@@ -256,9 +256,7 @@ def integration_managed(session: nox.Session) -> None:
         "packages/torchx-managed/tests/test_managed_k8s_controller_live.py",
         "packages/torchx-managed/tests/test_managed_unreachable_live.py",
         "packages/torchx-managed/tests/test_managed_list_native.py",
-        # boto3 through aiobotocore: the boto3 that s3fs's aiobotocore admits (plain boto3 makes
-        # pip take the newest and backtrack through every s3fs until none is left)
-        extra=["aiobotocore[boto3]", "kubernetes"],
+        extra=["boto3", "kubernetes"],
     )
 
 

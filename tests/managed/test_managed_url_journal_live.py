@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from torchx.testing.buckets import live_s3_prefix
+from torchx.testing.buckets import list_objects, live_s3_prefix, read_object
 from torchx.testing.processes import alive, eventually
 
 pytestmark = pytest.mark.aws
@@ -65,11 +65,8 @@ def _status(tmp_path: Path, handle: str, shared: Path, name: str = "other") -> d
 
 
 def _lease(journal: str, handle: str) -> dict[str, Any]:
-    import fsspec
-
     job = handle.rsplit("/", 1)[1].split("@", 1)[0]
-    fs = fsspec.filesystem("s3", skip_instance_cache=True)
-    rec: dict[str, Any] = json.loads(fs.cat_file(f"{journal}/{job}/driver.lease"))
+    rec: dict[str, Any] = json.loads(read_object(f"{journal}/{job}/driver.lease") or b"{}")
     return rec
 
 
@@ -143,10 +140,7 @@ def test_url_journal_fences_a_second_driver_and_a_frozen_one(tmp_path: Path, sha
     eventually(lambda: not alive(first), 20, 0.1, "the frozen driver to stop")
     assert third.wait(timeout=180) == 0
     assert _status(tmp_path, handle, shared)["state"] == "SUCCEEDED"
-    import fsspec
-
-    fs = fsspec.filesystem("s3", skip_instance_cache=True)
-    writers = [json.loads(fs.cat_file(p))["w"] for p in sorted(fs.ls(f"{journal}/{job}/events", detail=False))]
+    writers = [json.loads(read_object(p) or b"{}")["w"] for p in list_objects(f"{journal}/{job}/events")]
     pids = [w.split(":")[1] if w else "" for w in writers]
     took = pids.index(str(third.pid))
     assert str(first) not in pids[took:], writers  # nothing by the first after it took over

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from torchx.testing.buckets import live_s3_prefix
+from torchx.testing.buckets import list_objects, live_s3_prefix, read_object
 from torchx.testing.machines import Machine
 from torchx.testing.processes import alive, eventually, processes_naming
 
@@ -43,13 +43,8 @@ def journal() -> Iterator[str]:
 
 
 def _record(url: str) -> dict[str, Any]:
-    import fsspec
-
-    fs = fsspec.filesystem("s3", skip_instance_cache=True)
-    try:
-        record: dict[str, Any] = json.loads(fs.cat_file(f"{url}/controller.json"))
-    except FileNotFoundError:
-        return {}
+    data = read_object(f"{url}/controller.json")
+    record: dict[str, Any] = json.loads(data) if data is not None else {}
     return record
 
 
@@ -220,21 +215,18 @@ def test_a_controller_leaves_alone_a_job_a_local_driver_drives(
     local = _submit(client, shared, journal, "local", slurm, *app, isolated=False)  # a driver on this machine
     job = local.rsplit("/", 1)[1].split("@", 1)[0]
     lease = f"{journal}/{job}/driver.lease"
-    import fsspec
-
-    fs = fsspec.filesystem("s3", skip_instance_cache=True)
 
     def held() -> bool:
-        record = json.loads(fs.cat_file(lease))
-        return bool(record["holder"]) and isinstance(record["pid"], int)
+        record = json.loads(read_object(lease) or b"{}")
+        return bool(record.get("holder")) and isinstance(record.get("pid"), int)
 
     eventually(held, 30, 0.2, "the local driver to take the job's lease")
-    driver = json.loads(fs.cat_file(lease))["pid"]
+    driver = json.loads(read_object(lease) or b"{}")["pid"]
     other = _submit(client, shared, journal, "slurm", slurm, "sh", "-c", "true")  # starts a controller
     _until(lambda: client.status(other)["state"] == "SUCCEEDED", 120, "the controller's job to end", journal)
     _until(lambda: client.status(local)["state"] == "SUCCEEDED", 120, "the local job to end", journal)
     # every append to the local job's journal after its submission's two is its local driver's
-    writers = [json.loads(fs.cat_file(p))["w"] for p in sorted(fs.ls(f"{journal}/{job}/events", detail=False))]
+    writers = [json.loads(read_object(p) or b"{}")["w"] for p in list_objects(f"{journal}/{job}/events")]
     assert {w.split(":")[1] for w in writers[2:]} == {str(driver)}, writers
     logs = "".join(p.read_text() for p in _controller_logs(journal))
     other_job = other.rsplit("/", 1)[1].split("@", 1)[0]

@@ -83,23 +83,10 @@ def test_kubernetes_options_are_kept(tmp_path: Any) -> None:
     assert ManagedOptions.from_json({"targets": ["slurm"]}).controller_mounts == []  # an older journal's spec
 
 
-@pytest.mark.parametrize(
-    ("blocked", "match"),
-    [
-        ("fsspec", r"journal=s3://bucket/j needs fsspec: pip install 'torchx-managed\[fsspec\]'"),
-        (
-            "s3fs",
-            r"journal=s3://bucket/j: the filesystem of s3:// is not installed .*pip install 'torchx-managed\[fsspec\]'",
-        ),
-    ],
-)
 @pytest.mark.parametrize("controller", ["auto", "slurm"])  # a controller job's URL journal is checked alike
-def test_a_url_journal_without_its_filesystem_is_one_line(
-    monkeypatch: pytest.MonkeyPatch, blocked: str, match: str, controller: str
-) -> None:
-    if blocked != "fsspec":
-        pytest.importorskip("fsspec", reason="torchx-managed installed without its fsspec extra")
-    monkeypatch.setitem(sys.modules, blocked, None)  # as if not installed
+def test_a_url_journal_without_boto3_is_one_line(monkeypatch: pytest.MonkeyPatch, controller: str) -> None:
+    monkeypatch.setitem(sys.modules, "boto3", None)  # as if not installed
+    match = r"^managed: journal=s3://bucket/j needs boto3: pip install 'torchx-managed\[s3\]'$"
     with pytest.raises(InvalidRunConfigException, match=match) as e:
         _opts(targets=["kubernetes"], journal="s3://bucket/j", controller=controller)
     assert "\n" not in str(e.value)

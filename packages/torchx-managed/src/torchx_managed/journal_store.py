@@ -1,4 +1,4 @@
-"""How a managed job's bytes reach storage when its ``journal`` is an fsspec URL (``s3://BUCKET/PREFIX``).
+"""How a managed job's bytes reach storage when its ``journal`` is a URL (``s3://BUCKET/PREFIX``).
 
 A shared path keeps core's :class:`~torchx.util.durable.DurableStore` (files, ``O_APPEND``,
 ``flock``). An object store has no append and no lock, so a job under a URL root is kept as::
@@ -36,8 +36,10 @@ MinIO, moto). Only ``s3://`` is accepted (:func:`check_url`); a filesystem whose
 writes torchx does not know is refused at submit rather than driven unfenced. Who may read and
 write the journal is the bucket's policy (the local ``check_private`` has no equivalent).
 
-fsspec (and ``s3fs``) are imported only here, only for a URL journal: ``pip install
-'torchx-managed[fsspec]'``.
+The bucket is reached through boto3's S3 client (one per process, made on the first request;
+endpoint, region and credentials from the ``AWS_*`` environment or profile), imported only here,
+only for a URL journal: ``pip install 'torchx-managed[s3]'``. Not fsspec and s3fs: they add
+aiobotocore and aiohttp, some 10 MB more in a controller job, for the same requests.
 """
 
 from __future__ import annotations
@@ -82,104 +84,161 @@ class FencedError(RuntimeError):
     """This process's lease on a job's journal is lost (another driver took it over): it must stop."""
 
 
+def _code(e: BaseException) -> tuple[str, int | None]:
+    """The error code and HTTP status of a botocore ``ClientError`` (``("", None)`` for another error)."""
+    response = getattr(e, "response", None)
+    if not isinstance(response, dict):
+        return "", None
+    code = str((response.get("Error") or {}).get("Code", ""))
+    return code, (response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
+
+
 def _conflict(e: BaseException) -> bool:
-    """True if ``e`` is a failed precondition (HTTP 412) of a conditional write."""
-    seen: BaseException | None = e
-    while seen is not None:
-        if isinstance(seen, FileExistsError):
-            return True
-        response = getattr(seen, "response", None)
-        if isinstance(response, dict):
-            code = str((response.get("Error") or {}).get("Code", ""))
-            status = (response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
-            if code in ("PreconditionFailed", "ConditionalRequestConflict", "412") or status in (409, 412):
-                return True
-        seen = seen.__cause__ or seen.__context__
-    return False
+    """True if ``e`` is a failed precondition (HTTP 412, or 409 for a concurrent one) of a conditional write."""
+    code, status = _code(e)
+    return code in ("PreconditionFailed", "ConditionalRequestConflict", "412") or status in (409, 412)
+
+
+def _missing(e: BaseException) -> bool:
+    """True if ``e`` says the object is not there (HTTP 404)."""
+    code, status = _code(e)
+    return code in ("NoSuchKey", "NotFound", "404") or status == 404
+
+
+def _why(e: BaseException) -> str:
+    """The first line of what went wrong (the service's own message for an error it answered)."""
+    response = getattr(e, "response", None)
+    text = str(((response or {}).get("Error") or {}).get("Message") or "") if isinstance(response, dict) else ""
+    text = (text or str(e)).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+#: one S3 client per process (made on the first request; botocore's clients are thread-safe), by
+#: the ``AWS_*`` environment it was made under
+_clients: dict[tuple[tuple[str, str], ...], Any] = {}
+_clients_lock = threading.Lock()
+
+
+def _client() -> Any:
+    """This process's S3 client (endpoint, region and credentials from the ``AWS_*`` environment
+    and profile, as every AWS tool reads them). Timeouts and retries as s3fs's were: a black-holed
+    endpoint fails a request within seconds rather than minutes."""
+    env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_")))
+    with _clients_lock:
+        client = _clients.get(env)
+        if client is None:
+            import boto3
+            from botocore.config import Config
+
+            config = Config(connect_timeout=5, read_timeout=15, retries={"max_attempts": 5, "mode": "standard"})
+            client = _clients[env] = boto3.session.Session().client("s3", config=config)
+        return client
 
 
 class ObjectStore:
-    """Conditional reads and writes of objects under one fsspec URL (S3 through ``s3fs``).
+    """Conditional reads and writes of objects under one ``s3://BUCKET/PREFIX`` URL, through
+    botocore's S3 client (made once per process, on the first request).
 
     Raises:
-        ImportError: fsspec, or the filesystem of the URL's scheme, is not installed (one line)
+        ImportError: boto3 is not installed (one line)
     """
 
     def __init__(self, url: str) -> None:
         try:
-            import fsspec
+            import boto3  # noqa: F401  (checked here; the client is made on the first request)
         except ImportError:
-            raise ImportError(f"journal={url} needs fsspec: pip install 'torchx-managed[fsspec]'") from None
-        try:
-            self.fs, _ = fsspec.core.url_to_fs(url)
-        except ImportError as e:
-            raise ImportError(
-                f"journal={url}: the filesystem of {url.split('://')[0]}:// is not installed"
-                f" ({str(e).splitlines()[0]}); pip install 'torchx-managed[fsspec]'"
-            ) from None
+            raise ImportError(f"journal={url} needs boto3: pip install 'torchx-managed[s3]'") from None
         self.url = url.rstrip("/")
 
-    def _key(self, url: str) -> str:
-        return str(self.fs._strip_protocol(url))
+    @staticmethod
+    def _key(url: str) -> tuple[str, str]:
+        """``(bucket, key)`` of an ``s3://BUCKET/KEY`` URL."""
+        bucket, _, key = url.split("://", 1)[-1].partition("/")
+        return bucket, key
 
     def get(self, url: str) -> tuple[bytes, str] | None:
-        """The object's bytes and ETag (None: there is none). The ETag is read first: a write in
-        between makes a later ``If-Match`` on it fail, never succeed on bytes not read."""
-        key = self._key(url)
-        self.fs.invalidate_cache(key)
+        """The object's bytes and ETag (None: there is none), read in one request: a write after
+        it makes a later ``If-Match`` on that ETag fail, never succeed on bytes not read."""
+        bucket, key = self._key(url)
         try:
-            etag = str(self.fs.info(key).get("ETag", ""))
-            return bytes(self.fs.cat_file(key)), etag
-        except FileNotFoundError:
-            return None
+            out = _client().get_object(Bucket=bucket, Key=key)
+        except Exception as e:
+            if _missing(e):
+                return None
+            raise
+        with out["Body"] as body:
+            return bytes(body.read()), str(out.get("ETag", ""))
+
+    def _put(self, url: str, data: bytes, **condition: str) -> str:
+        bucket, key = self._key(url)
+        return str(_client().put_object(Bucket=bucket, Key=key, Body=data, **condition).get("ETag", ""))
 
     def create(self, url: str, data: bytes) -> str | None:
         """Writes the object only if none exists; its ETag, or None if one existed."""
         try:
-            out = self.fs.pipe_file(self._key(url), data, mode="create")
+            return self._put(url, data, IfNoneMatch="*")
         except Exception as e:
             if _conflict(e):
                 return None
             raise
-        return str((out or {}).get("ETag", ""))
 
     def replace(self, url: str, data: bytes, etag: str) -> str | None:
         """Writes the object only if its ETag is still ``etag``; the new ETag, or None if it changed."""
         try:
-            out = self.fs.pipe_file(self._key(url), data, IfMatch=etag)
+            return self._put(url, data, IfMatch=etag)
         except Exception as e:
-            if _conflict(e) or isinstance(e, FileNotFoundError):
+            if _conflict(e) or _missing(e):
                 return None
             raise
-        return str((out or {}).get("ETag", ""))
 
     def put(self, url: str, data: bytes) -> None:
         """Writes the object whatever is there."""
-        self.fs.pipe_file(self._key(url), data)
+        self._put(url, data)
+
+    def modified(self, url: str) -> str | None:
+        """When the object was last written (None: there is none)."""
+        bucket, key = self._key(url)
+        try:
+            return str(_client().head_object(Bucket=bucket, Key=key).get("LastModified"))
+        except Exception as e:
+            if _missing(e):
+                return None
+            raise
+
+    def _list(self, url: str, delimiter: str) -> Iterator[dict[str, Any]]:
+        """The pages of a listing of everything whose key starts with ``url``'s key plus ``/``."""
+        bucket, key = self._key(url)
+        pages = _client().get_paginator("list_objects_v2")
+        yield from pages.paginate(Bucket=bucket, Prefix=f"{key}/" if key else "", Delimiter=delimiter)
 
     def names(self, url: str) -> list[str]:
         """The names directly under ``url`` (none if there is nothing)."""
-        key = self._key(url)
-        self.fs.invalidate_cache(key)
-        try:
-            return sorted(p.rstrip("/").rsplit("/", 1)[-1] for p in self.fs.ls(key, detail=False, refresh=True))
-        except FileNotFoundError:
-            return []
+        found: set[str] = set()
+        for page in self._list(url, "/"):
+            found.update(str(p["Prefix"]) for p in page.get("CommonPrefixes") or ())
+            found.update(str(o["Key"]) for o in page.get("Contents") or ())
+        return sorted(k.rstrip("/").rsplit("/", 1)[-1] for k in found if k.rstrip("/"))
 
     def cat(self, urls: list[str]) -> dict[str, bytes]:
         """The bytes of several objects, read concurrently (a missing one left out)."""
-        if not urls:
-            return {}
-        keys = {self._key(u): u for u in urls}
-        got = self.fs.cat(list(keys), on_error="omit")
-        return {keys[k]: bytes(v) for k, v in got.items() if k in keys}
+        if len(urls) <= 1:
+            got = [(u, self.get(u)) for u in urls]
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(min(8, len(urls))) as pool:
+                got = list(zip(urls, pool.map(self.get, urls), strict=True))
+        return {u: g[0] for u, g in got if g is not None}
 
     def remove(self, url: str) -> None:
-        """Removes everything under ``url``."""
-        try:
-            self.fs.rm(self._key(url), recursive=True)
-        except FileNotFoundError:
-            pass
+        """Removes the object ``url`` and everything under it."""
+        bucket, key = self._key(url)
+        keys = [key] if key else []
+        for page in self._list(url, ""):
+            keys.extend(str(o["Key"]) for o in page.get("Contents") or ())
+        for i in range(0, len(keys), 1000):  # DeleteObjects takes at most 1000 keys
+            batch = [{"Key": k} for k in keys[i : i + 1000]]
+            _client().delete_objects(Bucket=bucket, Delete={"Objects": batch, "Quiet": True})
 
 
 def check_url(url: str) -> str:
@@ -204,12 +263,13 @@ def check_url(url: str) -> str:
 
     probe = f"{store.url}/.torchx-probe-{uuid.uuid4().hex}"
     try:
+        if not store._key(url)[0]:
+            raise OSError("it names no bucket")
         if store.create(probe, b"probe") is None:
             raise OSError("a new object read as existing (its conditional writes are not honoured)")
         store.remove(probe)
     except Exception as e:
-        why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ValueError(f"journal={url}: cannot write there: {why}") from None
+        raise ValueError(f"journal={url}: cannot write there: {_why(e)}") from None
     return store.url
 
 
@@ -285,7 +345,7 @@ class UrlStore(DurableStore):
     ``$TORCHX_MANAGED_STATE_DIR/url-logs/``.
 
     Raises:
-        ImportError: fsspec or the URL's filesystem is not installed (one line)
+        ImportError: boto3 is not installed (one line)
     """
 
     #: a driver started again may first wait for a dead driver's lease to expire
@@ -420,12 +480,9 @@ class UrlStore(DurableStore):
         for name in self.objects.names(self.root):
             if name.startswith("."):
                 continue
-            try:
-                info = self.objects.fs.info(self.objects._key(f"{self.root}/{name}/{SPEC}"))
-            except (FileNotFoundError, OSError):
-                continue
-            modified = info.get("LastModified")
-            found.append((str(modified), name))
+            modified = self.objects.modified(f"{self.root}/{name}/{SPEC}")
+            if modified is not None:
+                found.append((modified, name))
         return [n for _, n in sorted(found)]
 
     # ------------------------------------------------------------------ the driver's lease

@@ -109,7 +109,7 @@ def run_opts() -> ManagedRunOpts:
         "absolute path of the directory the job's journal is kept in (default: this machine's state"
         " directory); on storage other machines mount, they see the job; required with a controller"
         " that runs as a job; or an s3://BUCKET/PREFIX URL (controller=local, slurm, lsf or local_cwd;"
-        " needs torchx-managed[fsspec])",
+        " needs torchx-managed[s3])",
     )
     opts.add(
         "controller_image",
@@ -408,7 +408,7 @@ def _journal(value: CfgVal, controller: str) -> str | None:
                 " credentials for the bucket); give an absolute path the pod mounts, or controller=slurm|lsf|local",
                 "journal",
             )
-        from torchx_managed.journal_store import check_url  # imports fsspec: only for a URL journal
+        from torchx_managed.journal_store import check_url  # imports boto3: only for a URL journal
 
         try:
             return check_url(text)
