@@ -61,7 +61,7 @@ def test_the_dry_run_request_reads_as_torchx_s_popen_request(tmp_path: Path) -> 
     trainer = Role("trainer", image="img", entrypoint="trainer.par", num_replicas=2)
     sched = LocalScheduler("s", state_dir=str(tmp_path / "state"))
     req = sched.submit_dryrun(AppDef("test_app", [master, trainer]), {"log_dir": str(tmp_path / "logs")}).request
-    assert req.log_dir == req.log_root == str(tmp_path / "logs" / req.app_id)
+    assert req.log_dir == req.log_root == str(tmp_path / "logs" / "s" / req.app_id)  # <log_dir>/<session>/<app_id>
     assert req.role_log_dirs == {
         "master": [os.path.join(req.log_dir, "master", "0")],
         "trainer": [os.path.join(req.log_dir, "trainer", str(k)) for k in (0, 1)],
