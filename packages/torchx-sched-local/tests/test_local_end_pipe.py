@@ -26,11 +26,11 @@ supervisor._run = run_then_linger
 
 sched = LocalScheduler("t")
 role = specs.Role("r", image="/tmp", entrypoint="ls", args=["/proc/self/fd"])
-t0 = time.monotonic()
 app_id = sched.submit(specs.AppDef("e", [role]), {})
 desc = sched.wait(app_id, timeout=30)
-took = time.monotonic() - t0
+returned = time.time()
 st = sched.store.state(app_id)
+took = returned - st["updated"]  # from when the final state was stored
 print(json.dumps({
     "state": desc.state.name, "took": took, "pid": st["pid"],
     "held": store.lock_is_held(sched.store.job_dir(app_id)),
@@ -45,9 +45,10 @@ def test_wait_returns_when_the_final_state_is_stored_not_when_the_supervisor_is_
     out = json.loads(proc.stdout)
     assert out["state"] == "SUCCEEDED"
     # before: the lock was held until the exit, and wait returned once its liveness check (1 s)
-    # found the final state
+    # found the final state; counted from the final state's store, not the submission (a loaded
+    # machine may take seconds to start the job)
     assert not out["held"]  # the job's lock is let go with the news: readers see a finished job
-    assert out["took"] < 0.9, f"wait took {out['took']:.2f} s"
+    assert out["took"] < 0.9, f"wait returned {out['took']:.2f} s after the final state was stored"
     assert out["fds"] == ["0\n", "1\n", "2\n", "3\n"], out["fds"]  # stdio and ls's own: no end pipe
     # the launcher exited before its supervisor: init reaps it once it is gone
     eventually(lambda: not alive(out["pid"]), timeout=10)

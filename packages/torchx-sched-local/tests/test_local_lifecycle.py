@@ -36,14 +36,18 @@ def _replica_pids(sched: LocalScheduler, app_id: str) -> list[int]:
     return [r["pid"] for r in st.get("replicas", []) if r.get("pid")]
 
 
-def test_job_outlives_a_launcher_that_exits(sched: LocalScheduler) -> None:
-    proc = run_python(LAUNCH, "sleep 0.3; echo survived", "exit")
+def test_job_outlives_a_launcher_that_exits(sched: LocalScheduler, tmp_path: Path) -> None:
+    # the replica waits for the test, not a fixed time: a loaded machine may take longer than
+    # any sleep to start the launcher, run it and describe the job
+    go = tmp_path / "go"
+    proc = run_python(LAUNCH, f"while [ ! -e '{go}' ]; do sleep 0.01; done; echo survived", "exit")
     assert proc.returncode == 0, proc.stderr
     app_id = proc.stdout.strip()
     desc = sched.describe(app_id)
     assert desc is not None
     assert desc.state == AppState.RUNNING  # a local job never queues, as in TorchX
-    desc = sched.wait(app_id, timeout=10)
+    go.touch()
+    desc = sched.wait(app_id, timeout=60)
     assert desc is not None
     assert desc.state == AppState.SUCCEEDED
     assert list(sched.log_iter(app_id, "r")) == ["survived\n"]
