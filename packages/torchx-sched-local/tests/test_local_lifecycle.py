@@ -407,9 +407,11 @@ def test_concurrent_submissions_are_not_lost(sched: LocalScheduler) -> None:
 @pytest.mark.slow
 def test_a_thousand_concurrent_submissions_are_not_lost(sched: LocalScheduler) -> None:
     _submit_concurrently(sched, 4, 250)
-    t = time.perf_counter()
+    # the CPU it takes (0.04 s under load 14; 0.2 s of wall time there, 0.54 s at worst): a
+    # loaded machine's wait for a CPU is not counted
+    t = time.process_time()
     assert len(sched.list()) == 1000
-    assert time.perf_counter() - t < 0.5
+    assert time.process_time() - t < 0.25
 
 
 def test_state_files_are_json_and_private(sched: LocalScheduler) -> None:
