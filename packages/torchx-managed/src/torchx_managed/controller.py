@@ -83,7 +83,10 @@ def controller_app(root: str) -> AppDef:
         image=controller_dir(root),
         entrypoint=sys.executable,
         args=["-m", "torchx_managed.controller", root],
-        env={"PYTHONUNBUFFERED": "1"},
+        # glibc's malloc gives each of the controller's threads (two per job on a URL journal: its
+        # driver, its lease) an arena of its own, up to 8 per core; two hold the same with less
+        # left fragmented (100 jobs on moto: peak RSS 66.1 -> 63.1 MB)
+        env={"PYTHONUNBUFFERED": "1", "MALLOC_ARENA_MAX": "2"},
         resource=Resource(cpu=1, gpu=0, memMB=256),
     )
     return AppDef("torchx-managed-controller", [role])

@@ -113,6 +113,10 @@ def _why(e: BaseException) -> str:
     return text.splitlines()[0] if text else type(e).__name__
 
 
+#: connections the S3 client keeps open: a controller's many jobs (a lease renewal every 1.5 s,
+#: appends, reads) rarely have more requests in flight at once; beyond it a connection is opened
+#: for one request and closed
+POOL = 50
 #: one S3 client per process (made on the first request; botocore's clients are thread-safe), by
 #: the ``AWS_*`` environment it was made under
 _clients: dict[tuple[tuple[str, str], ...], Any] = {}
@@ -130,7 +134,12 @@ def _client() -> Any:
             import boto3
             from botocore.config import Config
 
-            config = Config(connect_timeout=5, read_timeout=15, retries={"max_attempts": 5, "mode": "standard"})
+            config = Config(
+                connect_timeout=5,
+                read_timeout=15,
+                retries={"max_attempts": 5, "mode": "standard"},
+                max_pool_connections=POOL,
+            )
             client = _clients[env] = boto3.session.Session().client("s3", config=config)
         return client
 
