@@ -288,7 +288,7 @@ def test_runner_api_and_torchxconfig_section(runner: Runner, isolated: Path, tmp
     assert status is not None and status.state == AppState.SUCCEEDED, attempts(handle)
     assert len(journal(handle).attempts) == 2  # max_restarts = 1 from the file
     ids = {parse_app_handle(str(a.handle)).app_id for a in journal(handle).attempts}
-    assert set(os.listdir(logs)) == ids  # log_dir went to the target
+    assert {p.name for p in logs.glob("*/*")} == ids  # log_dir went to the target (<log_dir>/<session>/<app_id>)
     listed = {a.app_handle: a.state for a in runner.list("managed")}
     assert listed == {handle: AppState.SUCCEEDED}
     runner.delete(handle)
