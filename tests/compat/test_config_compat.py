@@ -40,7 +40,7 @@ def test_project_config_drives_the_cli(isolated: Path, write: Callable[[Path, st
     assert "not_an_option" in proc.stderr
     assert "Traceback" not in proc.stderr  # warned, not fatal
     app_id = handle.rsplit("/", 1)[1]
-    assert "hello from config" in (logs / app_id / "echo" / "0" / "stdout.log").read_text()
+    assert "hello from config" in (logs / "torchx" / app_id / "echo" / "0" / "stdout.log").read_text()  # <session>/
 
 
 def test_wrongly_typed_value_is_one_clear_error(isolated: Path, write: Callable[[Path, str], Path]) -> None:
