@@ -99,9 +99,9 @@ def stream_logs(
                 closed.append(True)
             if first and on_closed is not None:
                 on_closed()
-        except Exception as e:  # reported, the other replicas carry on
+        except Exception as e:  # reported, the other replicas carry on (an error without a message by its type)
             with lock:
-                errors.append(f"logs of {role}/{k}: {e}")
+                errors.append(f"logs of {role}/{k}: {str(e) or type(e).__name__}")
 
     threads = [
         threading.Thread(target=pump, args=(i, role, k), daemon=True, name=f"log-{role}-{k}")
