@@ -107,3 +107,14 @@ def test_upstream_docker_network_names() -> None:
     client.networks.create.reset_mock()
     ensure_network(client)
     client.networks.create.assert_not_called()
+
+
+@pytest.mark.parametrize("session, level", [("sess-1.a", "sess-1.a"), ("../up", "_session"), (".hidden", "_session")])
+def test_the_session_level_of_a_log_dir_is_a_plain_name(tmp_path: Path, session: str, level: str) -> None:
+    from torchx.schedulers.local_scheduler import LocalScheduler
+    from torchx.specs import AppDef, Role
+
+    sched = LocalScheduler(session, state_dir=str(tmp_path / "state"))
+    app = AppDef("a", [Role("r", image="img", entrypoint="x")])
+    req = sched.submit_dryrun(app, {"log_dir": str(tmp_path / "logs")}).request
+    assert req.log_root == str(tmp_path / "logs" / level / req.app_id)
