@@ -85,7 +85,7 @@ def test_kubernetes_options_are_kept(tmp_path: Any) -> None:
 
 @pytest.mark.parametrize("controller", ["auto", "slurm"])  # a controller job's URL journal is checked alike
 def test_a_url_journal_without_boto3_is_one_line(monkeypatch: pytest.MonkeyPatch, controller: str) -> None:
-    monkeypatch.setitem(sys.modules, "boto3", None)  # as if not installed
+    monkeypatch.setitem(sys.modules, "botocore.session", None)  # as if boto3 (and botocore) were not installed
     match = r"^managed: journal=s3://bucket/j needs boto3: pip install 'torchx-managed\[s3\]'$"
     with pytest.raises(InvalidRunConfigException, match=match) as e:
         _opts(targets=["kubernetes"], journal="s3://bucket/j", controller=controller)

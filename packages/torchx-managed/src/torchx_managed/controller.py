@@ -55,6 +55,8 @@ logger: logging.Logger = logging.getLogger("torchx_managed.controller")
 
 #: seconds between two scans of the journal
 SCAN_INTERVAL = 1.0
+#: seconds between two returns of the heap's freed pages to the system (see :func:`_trim_heap`)
+TRIM_INTERVAL = 20.0
 #: seconds with no unfinished job after which the controller job ends
 IDLE_EXIT = 120.0
 #: a controller job that failed within this many seconds of its submission is not replaced
@@ -90,6 +92,19 @@ def controller_app(root: str) -> AppDef:
         resource=Resource(cpu=1, gpu=0, memMB=256),
     )
     return AppDef("torchx-managed-controller", [role])
+
+
+def _trim_heap() -> None:
+    """Gives the heap's free pages back to the system (glibc's ``malloc_trim``): a controller's
+    driver threads come and go with its jobs, and what they freed otherwise stays in its RSS
+    (about 2 MB of a controller driving 100 jobs on a bucket journal). Nothing where the C
+    library has no such call."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def running(root: str) -> bool:
@@ -172,12 +187,15 @@ class Controller:
 
     def run(self, idle_exit: float = IDLE_EXIT) -> None:
         """Scans and drives until stopped, or idle for ``idle_exit`` seconds."""
-        idle_since = time.monotonic()
+        idle_since = trimmed = time.monotonic()
         try:
             while not self.stopping.is_set():
                 self._reap()
                 if self._scan() or self.driving:
                     idle_since = time.monotonic()
+                if time.monotonic() - trimmed >= TRIM_INTERVAL:
+                    _trim_heap()
+                    trimmed = time.monotonic()
                 elif time.monotonic() - idle_since >= idle_exit:
                     logger.info("nothing to drive for %.0fs: exiting", idle_exit)
                     return

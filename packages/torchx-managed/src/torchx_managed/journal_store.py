@@ -36,7 +36,7 @@ MinIO, moto). Only ``s3://`` is accepted (:func:`check_url`); a filesystem whose
 writes torchx does not know is refused at submit rather than driven unfenced. Who may read and
 write the journal is the bucket's policy (the local ``check_private`` has no equivalent).
 
-The bucket is reached through boto3's S3 client (one per process, made on the first request;
+The bucket is reached through botocore's S3 client (boto3's core; one per process, made on the first request;
 endpoint, region and credentials from the ``AWS_*`` environment or profile), imported only here,
 only for a URL journal: ``pip install 'torchx-managed[s3]'``. Not fsspec and s3fs: they add
 aiobotocore and aiohttp, some 10 MB more in a controller job, for the same requests.
@@ -131,7 +131,7 @@ def _client() -> Any:
     with _clients_lock:
         client = _clients.get(env)
         if client is None:
-            import boto3
+            import botocore.session  # not boto3's Session on top of it: 3 MB less in a controller
             from botocore.config import Config
 
             config = Config(
@@ -140,7 +140,7 @@ def _client() -> Any:
                 retries={"max_attempts": 5, "mode": "standard"},
                 max_pool_connections=POOL,
             )
-            client = _clients[env] = boto3.session.Session().client("s3", config=config)
+            client = _clients[env] = botocore.session.get_session().create_client("s3", config=config)
         return client
 
 
@@ -149,12 +149,12 @@ class ObjectStore:
     botocore's S3 client (made once per process, on the first request).
 
     Raises:
-        ImportError: boto3 is not installed (one line)
+        ImportError: botocore (boto3) is not installed (one line)
     """
 
     def __init__(self, url: str) -> None:
         try:
-            import boto3  # noqa: F401  (checked here; the client is made on the first request)
+            import botocore.session  # noqa: F401  (checked here; the client is made on the first request)
         except ImportError:
             raise ImportError(f"journal={url} needs boto3: pip install 'torchx-managed[s3]'") from None
         self.url = url.rstrip("/")
@@ -354,7 +354,7 @@ class UrlStore(DurableStore):
     ``$TORCHX_MANAGED_STATE_DIR/url-logs/``.
 
     Raises:
-        ImportError: boto3 is not installed (one line)
+        ImportError: botocore (boto3) is not installed (one line)
     """
 
     #: a driver started again may first wait for a dead driver's lease to expire
