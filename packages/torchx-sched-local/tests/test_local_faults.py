@@ -334,8 +334,10 @@ def test_job_files_are_private_whatever_the_umask(tmp_path: Path, umask: int) ->
         for d in (log_root, log_root / "r", log_root / "r" / "0"):
             assert mode(d) == 0o700, d
         assert (log_root / "r" / "0" / "stdout.log").read_text() == "out\n"
-    markers = list(state.rglob(".done"))  # what a finished job leaves for `list`
-    assert markers and all(mode(m) == 0o600 for m in markers), markers
+    # what a finished job leaves for `list`: written just after its final state, which wait() read
+    eventually(lambda: bool(list(state.rglob(".done"))), timeout=10, what="the .done markers")
+    markers = list(state.rglob(".done"))
+    assert all(mode(m) == 0o600 for m in markers), markers
 
 
 def test_logs_never_follow_a_symlink(sched: LocalScheduler, tmp_path: Path) -> None:

@@ -192,8 +192,12 @@ def test_many_followers_in_threads_each_end_with_their_replica(sched: LocalSched
     for t in threads:
         t.join(30)
     assert sched.wait(app_id).state == AppState.SUCCEEDED  # type: ignore[union-attr]
+    assert len(results) == 6
     for k, (lines, ended) in sorted(results.items()):
         assert lines[:3] == [f"{k} {i}\n" for i in range(3)]
         assert lines[3].startswith("end ")
-        assert ended - float(lines[3].split()[1]) < 0.2, (k, ended - float(lines[3].split()[1]))
-    assert len(results) == 6
+        assert ended - float(lines[3].split()[1]) < 1.0, (k, ended - float(lines[3].split()[1]))
+    # each follows its own replica, not the job: the early ones end before the last replica does
+    # (replica k ends ~0.15 k s in; an ordering, which a loaded machine's latency does not break)
+    last_end = float(results[5][0][3].split()[1])
+    assert all(results[k][1] < last_end for k in range(3)), {k: results[k][1] - last_end for k in range(3)}
