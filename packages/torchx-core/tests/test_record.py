@@ -10,7 +10,6 @@ import sys
 
 import pytest
 from torchx.specs import AppDef, Resource, Role
-from torchx.util import record as record_module
 from torchx.util.record import FrozenInstanceError, deep_copy, field, fields_of, record, replace
 
 
@@ -150,9 +149,9 @@ def test_the_first_instance_compiles_the_init() -> None:
         def __post_init__(self) -> None:
             self.seen = True
 
-    assert Counted.__dict__["__init__"] is record_module._init
+    assert is_lazy(Counted.__dict__["__init__"])
     made = [Counted(i) if i % 2 else Counted(a=i, b="x", items=[i]) for i in range(20)]
-    assert Counted.__dict__["__init__"] is not record_module._init  # compiled by the first call
+    assert not is_lazy(Counted.__dict__["__init__"])  # compiled by the first call
     assert Counted.__init__.__qualname__.endswith("Counted.__init__")
     for i, c in enumerate(made):
         assert c == (Counted(i) if i % 2 else Counted(i, "x", [i]))
@@ -242,7 +241,7 @@ def test_a_subclass_made_first_compiles_its_record_bases_init() -> None:
         """Not a record itself."""
 
     assert Plain(1).a == 1
-    assert Base.__dict__["__init__"] is not record_module._init
+    assert not is_lazy(Base.__dict__["__init__"])
     assert Base(2).a == 2
 
 
@@ -266,3 +265,26 @@ def test_runner_events_are_dataclasses_as_upstream_and_round_trip_as_json() -> N
     assert dataclasses.replace(event, api="wait").api == "wait"
     assert TorchxEvent.deserialize(event.serialize()) == event
     assert '"source": "EXTERNAL"' in str(event)
+
+
+def test_a_lazy_init_fetched_before_another_thread_compiled_it_still_works() -> None:
+    """Two threads making a class's first instances at once: one fetched the lazy ``__init__``,
+    the other compiled the class's own meanwhile; the first must still build its instance (it
+    raised StopIteration: a log thread of ``torchx run`` lost a replica's output)."""
+
+    @record(frozen=True)
+    class Raced:
+        a: int
+        b: str = "x"
+
+    stale = Raced.__dict__["__init__"]  # what the slower thread fetched
+    assert tuple(Raced(1)) == (1, "x")  # the faster thread compiles it
+    assert Raced.__dict__["__init__"] is not stale
+    made = object.__new__(Raced)
+    stale(made, 2)
+    assert tuple(made) == (2, "x")
+
+
+def is_lazy(init: object) -> bool:
+    """True for a record class's ``__init__`` that compiles the class's own at its first call."""
+    return getattr(init, "__record_lazy__", False) is True

@@ -35,6 +35,8 @@ Example::
 
 from __future__ import annotations
 
+import _thread  # a builtin: threading is not imported at start-up
+
 TYPE_CHECKING = False  # typing is not imported at run time: it is not free either
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -128,14 +130,29 @@ def _compiled_init(fields: tuple[Field, ...], post_init: bool, frozen: bool) -> 
     return init
 
 
-def _init(self: Any, *args: Any, **kwargs: Any) -> None:
-    """The ``__init__`` of a record class until its first instance is made: compiles the class's own."""
-    owner = next(k for k in type(self).__mro__ if k.__dict__.get("__init__") is _init)
-    fields: tuple[Field, ...] = owner.__record_fields__  # type: ignore[attr-defined]
-    init = _compiled_init(fields, hasattr(owner, "__post_init__"), _is_frozen(owner))
-    init.__qualname__ = f"{owner.__qualname__}.__init__"
-    owner.__init__ = init  # type: ignore[misc]
-    init(self, *args, **kwargs)
+#: held while a record class's ``__init__`` is compiled (two threads making a class's first
+#: instances at once compile it once; before, the second found no lazy ``__init__`` left in the
+#: class and raised StopIteration, e.g. in one log thread of ``torchx run``)
+_compile_lock = _thread.allocate_lock()
+
+
+def _lazy_init(owner: type) -> Callable[..., None]:
+    """``owner``'s ``__init__`` until its first instance is made: compiles the class's own."""
+    compiled: list[Callable[..., None]] = []
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if not compiled:
+            with _compile_lock:
+                if not compiled:
+                    fields: tuple[Field, ...] = owner.__record_fields__  # type: ignore[attr-defined]
+                    init = _compiled_init(fields, hasattr(owner, "__post_init__"), _is_frozen(owner))
+                    init.__qualname__ = f"{owner.__qualname__}.__init__"
+                    owner.__init__ = init  # type: ignore[misc]
+                    compiled.append(init)
+        compiled[0](self, *args, **kwargs)
+
+    __init__.__record_lazy__ = True  # type: ignore[attr-defined]
+    return __init__
 
 
 def _is_frozen(cls: type) -> bool:
@@ -258,7 +275,7 @@ def record(cls: _C | None = None, /, *, unsafe_hash: bool = False, frozen: bool 
         setattr(klass, "__record_fields__", fields)  # noqa: B010
         setattr(klass, "__match_args__", tuple(f.name for f in fields))  # noqa: B010
         setattr(klass, "__record_compared__", tuple(f.name for f in fields if f.compare))  # noqa: B010
-        methods = [("__init__", _init), ("__repr__", _repr), ("__eq__", _frozen_eq if frozen else _eq)]
+        methods = [("__init__", _lazy_init(klass)), ("__repr__", _repr), ("__eq__", _frozen_eq if frozen else _eq)]
         if frozen:
             methods += [("__setattr__", _frozen_setattr), ("__delattr__", _frozen_delattr)]
             methods += [("__iter__", _iter), ("__len__", _len), ("__getitem__", _getitem)]
