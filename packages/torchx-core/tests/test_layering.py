@@ -217,12 +217,14 @@ LOCAL_LAYERS: dict[str, int] = {
     "torchx_sched_local._files": 0,
     "torchx_sched_local.sessions": 0,
     "torchx_sched_local.orphans": 0,
-    # 1 the job directory: its files, journal, logs, the outcome socket, the supervisor's command line
+    # 1 the job directory: its files, journal, logs, the outcome socket, the supervisor's command
+    # line, the SUCCESS summary of a job run with log_dir
     "torchx_sched_local.journal": 1,
     "torchx_sched_local.store": 1,
     "torchx_sched_local.logfiles": 1,
     "torchx_sched_local.outcome": 1,
     "torchx_sched_local.entry": 1,
+    "torchx_sched_local.summary": 1,
     # 2 the watchdog (its shell handle and the Python watchdog that ends an orphaned job)
     "torchx_sched_local.watchdog": 2,
     # 3 the supervisor, its re-exec handover, its recovery and its entry script

@@ -15,23 +15,12 @@ from torchx.specs.runopts import CfgVal
 
 from torchx_sched_local.local_scheduler import LocalOpts as _LocalOpts
 from torchx_sched_local.local_scheduler import LocalScheduler, create_scheduler
+from torchx_sched_local.replica_param import ReplicaParam
 
 #: file names upstream gives a replica's logs
 STDOUT_LOG = "stdout.log"
 STDERR_LOG = "stderr.log"
 COMBINED_LOG = "combined.log"
-
-
-@dataclass
-class ReplicaParam:
-    """How one replica is launched (upstream's record): its argv, environment, log files and cwd."""
-
-    args: list[str]
-    env: dict[str, str]
-    stdout: str | None = None
-    stderr: str | None = None
-    combined: str | None = None
-    cwd: str | None = None
 
 
 @dataclass

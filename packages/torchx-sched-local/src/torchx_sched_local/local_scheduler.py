@@ -117,7 +117,7 @@ class LocalRequest:
         ``stdout.log``/``stderr.log`` and working directory. ``combined`` is None: the
         combined order is an index of the two files, read by ``log_iter``, not a third file.
         A copy: changing it changes nothing that runs."""
-        from torchx_sched_local.compat_local import ReplicaParam
+        from torchx_sched_local.replica_param import ReplicaParam
 
         params: dict[str, list[Any]] = {}
         for r in self.replicas:
