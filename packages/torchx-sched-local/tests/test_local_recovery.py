@@ -37,10 +37,17 @@ def _log(sched: LocalScheduler, app_id: str, k: int = 0) -> str:
 
 
 def test_app_error_restarts_every_replica_as_the_next_attempt(sched: LocalScheduler, tmp_path: Path) -> None:
-    # replica 1 fails attempt 0 while replica 0 still runs: both run again as attempt 1
+    # replica 1 fails attempt 0 while replica 0 still runs: both run again as attempt 1; it fails
+    # only once replica 0 printed (on a loaded machine replica 0 was stopped before its echo ran)
     script = (
         'echo "attempt $TORCHX_ATTEMPT ckpt $TORCHX_CHECKPOINT_DIR";'
-        ' if [ "$TORCHX_ATTEMPT" = 0 ]; then if [ "$TORCHX_REPLICA_IDX" = 1 ]; then exit 3; fi; sleep 30; fi'
+        ' if [ "$TORCHX_ATTEMPT" = 0 ]; then'
+        '   if [ "$TORCHX_REPLICA_IDX" = 1 ]; then'
+        '     i=0; while [ ! -e "$TORCHX_CHECKPOINT_DIR/printed" ] && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done;'
+        "     exit 3;"
+        "   fi;"
+        '   touch "$TORCHX_CHECKPOINT_DIR/printed"; sleep 30;'
+        " fi"
     )
     app_id = _submit(sched, _app(script, 2), max_restarts=1, restart_backoff=0)
     desc = sched.wait(app_id, timeout=30)
