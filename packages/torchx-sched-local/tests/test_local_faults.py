@@ -113,8 +113,10 @@ def test_a_job_dir_without_its_state_file_is_reported(sched: LocalScheduler, cap
 
 def test_deleting_a_running_job_with_a_damaged_state_says_why_it_cannot(sched: LocalScheduler) -> None:
     app_id = sched.submit(command_app("sleep", "300"), {})
-    eventually(lambda: sched.describe(app_id).state == AppState.RUNNING)  # type: ignore[union-attr]
     state_file = Path(sched.store.job_dir(app_id)) / store.STATE_FILE
+    # the stored state, not describe (which reads RUNNING as soon as a supervisor holds the job):
+    # the supervisor's own RUNNING write must not land on the damaged file
+    eventually(lambda: (sched.store.state(app_id) or {}).get("state") == "RUNNING", timeout=30)
     good = state_file.read_text()
     state_file.write_text(good[:10])
     with pytest.raises(store.UnreadableJobError, match=str(state_file)):
