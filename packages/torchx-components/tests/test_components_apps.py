@@ -113,7 +113,7 @@ def test_tensorboard_component() -> None:
     assert role.entrypoint == "python"
     assert role.args == [
         "-m",
-        "torchx_components.apps.process_monitor",
+        "torchx.apps.utils.process_monitor",
         "--timeout",
         "60.0",
         "--start_on_file",
@@ -129,6 +129,23 @@ def test_tensorboard_component() -> None:
         "s3://b/tb",
     ]
     assert role.port_map == {"http": 7007}
+
+
+def test_upstream_program_paths_run_the_programs() -> None:
+    # what the components run (TorchX's module paths) starts these programs, arguments and exit code kept
+    out = subprocess.run(
+        [sys.executable, "-m", "torchx.apps.utils.process_monitor", "--timeout", "30", "--poll_interval", "0.1"]
+        + ["--", sys.executable, "-c", "print('hi'); raise SystemExit(5)"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (out.returncode, out.stdout) == (5, "hi\n"), out.stderr
+    out = subprocess.run(
+        [sys.executable, "-m", "torchx.apps.serve.serve", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert "--management_api" in out.stdout
 
 
 def test_process_monitor_passes_exit_code() -> None:
@@ -249,7 +266,7 @@ def test_torchserve_component() -> None:
     assert (app.name, role.name) == ("torchx-torchserve", "worker")
     assert role.args == [
         "-m",
-        "torchx_components.apps.torchserve",
+        "torchx.apps.serve.serve",
         "--model_path",
         "s3://b/m.mar",
         "--management_api",

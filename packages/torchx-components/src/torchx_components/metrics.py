@@ -25,7 +25,8 @@ def tensorboard(
 
     Run it next to a training job: with ``start_on_file``/``exit_on_file`` (written by the
     trainer) it starts and stops with the training. It runs ``python -m
-    torchx_components.apps.process_monitor -- tensorboard ...``, so its image needs
+    torchx.apps.utils.process_monitor -- tensorboard ...`` (as TorchX; the program is
+    ``torchx_components.apps.process_monitor``), so its image needs
     torchx-components and tensorboard (and fsspec for URL marker files).
 
     Args:
@@ -45,7 +46,7 @@ def tensorboard(
                 entrypoint="python",
                 args=[
                     "-m",
-                    "torchx_components.apps.process_monitor",
+                    "torchx.apps.utils.process_monitor",
                     "--timeout",
                     str(timeout),
                     "--start_on_file",

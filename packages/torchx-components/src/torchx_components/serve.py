@@ -6,7 +6,8 @@ Example::
         --management_api http://torchserve:8081 --params initial_workers=1,synchronous=true
 
 The app definition is TorchX's (app ``torchx-torchserve``, role ``worker``, each parameter
-passed as ``--<name> <value>``); the job runs ``torchx_components.apps.torchserve``.
+passed as ``--<name> <value>``); the job runs ``python -m torchx.apps.serve.serve`` (as TorchX),
+which starts ``torchx_components.apps.torchserve``.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ def torchserve(
 
     The job fetches the archive, serves it over HTTP on ``port`` and asks TorchServe to
     download and load it (``POST /models``). It runs ``python -m
-    torchx_components.apps.torchserve``, so its image needs torchx-components (and
+    torchx.apps.serve.serve`` (``torchx_components.apps.torchserve``), so its image needs
+    torchx-components (and
     fsspec for URL model paths); TorchServe must be able to reach the job on ``port``.
 
     Args:
@@ -43,7 +45,7 @@ def torchserve(
         dryrun: fetch the archive and print the request without registering
         port: port the archive is served on while TorchServe downloads it
     """
-    args = ["-m", "torchx_components.apps.torchserve", "--model_path", model_path, "--management_api", management_api]
+    args = ["-m", "torchx.apps.serve.serve", "--model_path", model_path, "--management_api", management_api]
     if port != DEFAULT_PORT:
         args += ["--port", str(port)]
     for key, value in (params or {}).items():

@@ -1,0 +1,1 @@
+"""Upstream TorchX's in-job programs of the serve components (``torchx.apps.serve``)."""

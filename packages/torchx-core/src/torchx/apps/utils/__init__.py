@@ -1,0 +1,1 @@
+"""Upstream TorchX's in-job utility programs (``torchx.apps.utils``)."""
