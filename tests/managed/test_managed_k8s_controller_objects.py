@@ -7,8 +7,11 @@ Here, not in torchx-managed: they need torchx-sched-k8s (its API client) and tor
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import pytest
+from torchx.specs.runopts import InvalidRunConfigException
 from torchx.testing import run_cli
 from torchx_managed.options import ManagedOptions
 
@@ -22,11 +25,11 @@ class _Api:
         self.host = host
 
 
-def _objects(host: str, **cfg: Any) -> dict[str, dict[str, Any]]:
+def _objects(host: str, root: str = "/shared/j", secret: bool = False, **cfg: Any) -> dict[str, dict[str, Any]]:
     from torchx_managed import k8s_controller
 
     opts = ManagedOptions(["kubernetes"], controller="kubernetes", controller_image=IMAGE, **cfg)
-    objs = k8s_controller.objects(opts, "/shared/j", "training", _Api(host))  # type: ignore[arg-type]
+    objs = k8s_controller.objects(opts, root, "training", _Api(host), secret=secret)  # type: ignore[arg-type]
     return {o["kind"]: o for o in objs}
 
 
@@ -78,6 +81,61 @@ def test_a_loopback_api_server_puts_the_pod_on_the_node_network_and_a_claim_is_m
     env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
     assert (env["KUBERNETES_SERVICE_HOST"], env["KUBERNETES_SERVICE_PORT"]) == ("127.0.0.1", "16443")
     assert pod["volumes"][1] == {"name": "mount-1", "persistentVolumeClaim": {"claimName": "venv"}}
+
+
+AWS = {
+    "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE",
+    "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI-example-secret",
+    "AWS_SESSION_TOKEN": "session-token-example",
+    "AWS_REGION": "eu-west-1",
+    "AWS_ENDPOINT_URL": "https://minio.example:9000",
+}
+
+
+def test_a_bucket_journal_hands_the_pod_a_secret_and_mounts_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torchx_managed.k8s_controller import bucket_env
+
+    for key, value in AWS.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
+    assert bucket_env("s3://bucket/j") == AWS and bucket_env("/shared/j") == {}
+    objs = _objects("https://k8s.example:6443", root="s3://bucket/j", secret=True)
+    name = objs["Deployment"]["metadata"]["name"]
+    pod = objs["Deployment"]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["envFrom"] == [{"secretRef": {"name": name}}]
+    assert pod["volumes"] == [] and container["volumeMounts"] == []
+    assert container["command"][3] == "s3://bucket/j"
+    text = json.dumps(objs)
+    assert not [v for v in AWS.values() if v in text] and "AWS_" not in text, "a credential in the manifests"
+
+
+def test_a_bucket_journal_with_no_access_key_gives_the_pod_the_endpoint_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torchx_managed.k8s_controller import bucket_env
+
+    for key in AWS:
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "https://s3.example")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-west-2")
+    assert bucket_env("s3://bucket/j") == {}  # an IAM role for the service account: no Secret
+    pod = _objects("https://k8s.example:6443", root="s3://bucket/j")["Deployment"]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert "envFrom" not in container and env["AWS_ENDPOINT_URL_S3"] == "https://s3.example"
+    assert env["AWS_DEFAULT_REGION"] == "us-west-2" and "AWS_ACCESS_KEY_ID" not in env
+
+
+def test_a_loopback_bucket_endpoint_with_a_remote_api_server_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torchx_managed.k8s_controller import check_endpoint
+
+    monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:5055")
+    with pytest.raises(InvalidRunConfigException, match=r"^managed: journal=s3://b/j: its endpoint http://127") as e:
+        check_endpoint("s3://b/j", _Api("https://k8s.example:6443"))  # type: ignore[arg-type]
+    assert "cannot reach" in str(e.value) and "\n" not in str(e.value)
+    check_endpoint("s3://b/j", _Api("https://127.0.0.1:16443"))  # type: ignore[arg-type]  # one machine: hostNetwork
+    check_endpoint("/shared/j", _Api("https://k8s.example:6443"))  # type: ignore[arg-type]
 
 
 def test_cli_an_unreachable_api_server_is_one_line_and_submits_nothing(tmp_path: Any) -> None:

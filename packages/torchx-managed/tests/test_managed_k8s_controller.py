@@ -33,7 +33,6 @@ def _opts(installed: dict[str, Any] = INSTALLED, **cfg: Any) -> ManagedOptions:
     [
         ({"controller": "aws_batch"}, "controller=aws_batch: neither auto, native, local nor an installed scheduler a"),
         ({"journal": "gs://bucket/journal"}, "journal=gs://bucket/journal: torchx-managed fences drivers on object storage with conditional writes, which it uses on s3://, s3a:// only"),
-        ({"journal": "s3://bucket/journal", "controller": "kubernetes"}, "journal=s3://bucket/journal: controller=kubernetes keeps its journal on a shared path only"),
         ({"controller": "kubernetes", "journal": "{tmp}/j"}, "controller=kubernetes needs controller_image=IMAGE"),
         (
             {"controller": "kubernetes", "journal": "{tmp}/j", "controller_image": IMAGE, "controller_mounts": ["/opt"]},

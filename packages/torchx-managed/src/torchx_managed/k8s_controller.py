@@ -8,24 +8,36 @@ nothing else: reading and renewing its own Lease, and scaling its own Deployment
 had nothing to drive for a while (:func:`set_replicas`); the next submission or look at an
 unfinished job scales it back to 1 (:func:`ensure`).
 
-Fencing is the Lease (:mod:`torchx_managed.lease`) first, then the journal's file locks: a pod
-drives nothing until it holds both.
+Fencing is the Lease (:mod:`torchx_managed.lease`) first, then the journal's file locks (or,
+under an ``s3://`` journal, its lease object): a pod drives nothing until it holds both.
+
+Under an ``s3://`` journal the pod mounts nothing of the journal's; it reaches the bucket with the
+submitting machine's ``AWS_*`` credentials and endpoint (:data:`BUCKET_ENV`), kept in a Secret of
+the same name that the Deployment owns (deleting the Deployment deletes it) and handed to the
+container with ``envFrom``: they are in neither the Deployment nor the pod's command. With no
+access key in the submitting environment no Secret is made: the pod's service account must reach
+the bucket by itself (an IAM role for service accounts, a node role).
 
 Reached through ``torchx_sched_k8s``'s :class:`~torchx_sched_k8s.kubeapi.KubeApi`.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import ipaddress
 import logging
+import os
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from torchx.specs.runopts import InvalidRunConfigException
 from torchx_sched_k8s.errors import KubernetesError
 from torchx_sched_k8s.kubeapi import KubeApi
 
 from torchx_managed.controller_record import controller_handle, record_controller
+from torchx_managed.journal_store import is_url
 from torchx_managed.lease import lease_object
 from torchx_managed.options import ManagedOptions, controller_volume
 
@@ -44,6 +56,29 @@ RULES: list[dict[str, Any]] = [
 ]  # fmt: skip
 
 
+#: what of the submitting environment reaches an ``s3://`` journal's bucket, in the pod's Secret
+BUCKET_ENV = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_DEFAULT_REGION",
+    "AWS_REGION",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_S3",
+)
+#: those of them that are no secret: given to the pod as plain values when no Secret is made
+BUCKET_SETTINGS = BUCKET_ENV[3:]
+
+
+def bucket_env(root: str, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The Secret's content for journal ``root``: the :data:`BUCKET_ENV` variables set here when
+    ``root`` is a URL and an access key is set; else nothing (a path; or credentials the pod's
+    service account gets by itself)."""
+    if not is_url(root) or not environ.get("AWS_ACCESS_KEY_ID"):
+        return {}
+    return {k: environ[k] for k in BUCKET_ENV if environ.get(k)}
+
+
 def resource_name(root: str) -> str:
     """The name of the Deployment, ServiceAccount, Role, RoleBinding and Lease of the controller
     of journal ``root``."""
@@ -60,20 +95,45 @@ def handle_of(namespace: str, name: str) -> str:
     return f"deployment {namespace}/{name}"
 
 
+def _is_loopback(url: str) -> bool:
+    """True if ``url``'s host is a loopback address (or ``localhost``)."""
+    host = urlsplit(url).hostname or ""
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _loopback_api(api: KubeApi) -> tuple[str, int] | None:
     """``(host, port)`` of the API server when it listens on a loopback address (a one-machine
     cluster): a pod reaches it only on the node's network, at that address."""
     parts = urlsplit(api.host)
-    host = parts.hostname or ""
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    return (host, parts.port or 443) if loopback else None
+    return (parts.hostname or "", parts.port or 443) if _is_loopback(api.host) else None
 
 
-def objects(opts: ManagedOptions, root: str, namespace: str, api: KubeApi) -> list[dict[str, Any]]:
-    """The controller's ServiceAccount, Role, RoleBinding, Lease and Deployment."""
+def check_endpoint(root: str, api: KubeApi, environ: Mapping[str, str] = os.environ) -> None:
+    """Refuses an ``s3://`` journal whose endpoint is this machine's loopback when the API server
+    is not: the controller's pod, on another machine, could not reach it.
+
+    Raises:
+        InvalidRunConfigException: one line
+    """
+    endpoint = environ.get("AWS_ENDPOINT_URL_S3") or environ.get("AWS_ENDPOINT_URL") or ""
+    if is_url(root) and endpoint and _is_loopback(endpoint) and _loopback_api(api) is None:
+        raise InvalidRunConfigException(
+            f"managed: journal={root}: its endpoint {endpoint} is this machine's loopback, which the controller's"
+            f" pod on the cluster at {api.host} cannot reach; give an endpoint the cluster reaches"
+            " (AWS_ENDPOINT_URL_S3) or a journal path the pod mounts",
+            "journal",
+        )
+
+
+def objects(
+    opts: ManagedOptions, root: str, namespace: str, api: KubeApi, secret: bool = False
+) -> list[dict[str, Any]]:
+    """The controller's ServiceAccount, Role, RoleBinding, Lease and Deployment (whose container
+    reads the Secret named like it with ``envFrom`` when ``secret``; else, under a URL journal,
+    gets the endpoint and region set here as plain values)."""
     name = resource_name(root)
     meta = {"name": name, "namespace": namespace, "labels": {APP_LABEL: APP, NAME_LABEL: name}}
     own_rules = [
@@ -92,8 +152,10 @@ def objects(opts: ManagedOptions, root: str, namespace: str, api: KubeApi) -> li
             {"name": "KUBERNETES_SERVICE_HOST", "value": loopback[0]},
             {"name": "KUBERNETES_SERVICE_PORT", "value": str(loopback[1])},
         ]
+    if not secret and is_url(root):
+        env += [{"name": k, "value": os.environ[k]} for k in BUCKET_SETTINGS if os.environ.get(k)]
     mounts, volumes = [], []
-    for i, entry in enumerate(opts.controller_mounts or [root]):
+    for i, entry in enumerate(opts.controller_mounts or ([] if is_url(root) else [root])):
         claim, path = controller_volume(entry)
         source: dict[str, Any] = (
             {"persistentVolumeClaim": {"claimName": claim}}
@@ -117,6 +179,7 @@ def objects(opts: ManagedOptions, root: str, namespace: str, api: KubeApi) -> li
                 f"{namespace}/{name}",
             ],
             "env": env,
+            **({"envFrom": [{"secretRef": {"name": name}}]} if secret else {}),
             "volumeMounts": mounts,
             "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
         }
@@ -162,6 +225,7 @@ def ensure(opts: ManagedOptions, root: str, api: KubeApi | None = None) -> str:
     handle = handle_of(namespace, name)
     kube = api or KubeApi()
     try:
+        check_endpoint(root, kube)
         _ensure(kube, opts, root, namespace, name)
     except Exception as e:
         if controller_handle(root) != handle:
@@ -177,19 +241,63 @@ def ensure(opts: ManagedOptions, root: str, api: KubeApi | None = None) -> str:
 
 
 def _ensure(kube: KubeApi, opts: ManagedOptions, root: str, namespace: str, name: str) -> None:
-    """Creates the controller's objects, or scales its Deployment back to 1."""
+    """Creates the controller's objects (the Secret first: the pod never starts without it), or
+    writes the Secret anew and scales the Deployment back to 1 (its new pod reads the new
+    credentials)."""
     found = kube.get_deployment(namespace, name)
+    credentials = bucket_env(root)
     if found is None:
-        for obj in objects(opts, root, namespace, kube):
+        if credentials:
+            put_secret(kube, namespace, name, credentials)
+        for obj in objects(opts, root, namespace, kube, secret=bool(credentials)):
+            made: dict[str, Any] | None
             try:
-                kube.create(obj)
+                made = kube.create(obj)
             except KubernetesError as e:
                 if e.status != 409:  # kept from an earlier controller of this journal
                     raise
+                made = kube.get_deployment(namespace, name) if obj["kind"] == "Deployment" else {}
+            if obj["kind"] == "Deployment" and credentials:
+                _own(kube, namespace, name, (made or {}).get("metadata") or {})
         logger.info("created the controller deployment %s/%s for %s", namespace, name, root)
     elif not (found.get("spec") or {}).get("replicas"):
+        if credentials and _reads_secret(found):
+            put_secret(kube, namespace, name, credentials)
         kube.patch_deployment(namespace, name, {"spec": {"replicas": 1}})
         logger.info("scaled the controller deployment %s/%s back to 1", namespace, name)
+
+
+def put_secret(kube: KubeApi, namespace: str, name: str, credentials: Mapping[str, str]) -> None:
+    """Creates the Secret ``name`` holding ``credentials``, or replaces what one kept holds (the
+    :data:`BUCKET_ENV` keys not in ``credentials`` are removed: no stale session token)."""
+    data = {k: base64.b64encode(v.encode()).decode() for k, v in credentials.items()}
+    labels = {APP_LABEL: APP, NAME_LABEL: name}
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "type": "Opaque",
+        "data": data,
+    }
+    try:
+        kube.create(secret)
+    except KubernetesError as e:
+        if e.status != 409:
+            raise
+        kube.patch_secret(namespace, name, {"data": {**{k: None for k in BUCKET_ENV}, **data}})
+
+
+def _own(kube: KubeApi, namespace: str, name: str, deployment: Mapping[str, Any]) -> None:
+    """Makes the Deployment (its ``metadata``) the owner of the Secret: Kubernetes' garbage
+    collector deletes the Secret with it."""
+    owner = {"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "uid": deployment.get("uid")}
+    kube.patch_secret(namespace, name, {"metadata": {"ownerReferences": [owner]}})
+
+
+def _reads_secret(deployment: Mapping[str, Any]) -> bool:
+    """True if the Deployment's container reads its Secret (``envFrom``)."""
+    containers = ((((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers")) or []
+    return any(c.get("envFrom") for c in containers)
 
 
 def set_replicas(api: KubeApi, namespace: str, name: str, replicas: int) -> None:

@@ -108,8 +108,8 @@ def run_opts() -> ManagedRunOpts:
         str,
         "absolute path of the directory the job's journal is kept in (default: this machine's state"
         " directory); on storage other machines mount, they see the job; required with a controller"
-        " that runs as a job; or an s3://BUCKET/PREFIX URL (controller=local, slurm, lsf or local_cwd;"
-        " needs torchx-managed[s3])",
+        " that runs as a job; or an s3://BUCKET/PREFIX URL (needs torchx-managed[s3]; controller=kubernetes"
+        " hands the pod this machine's AWS_* credentials in a Secret)",
     )
     opts.add(
         "controller_image",
@@ -128,8 +128,8 @@ def run_opts() -> ManagedRunOpts:
         "controller_mounts",
         list[str],
         "controller=kubernetes: what the controller's pod mounts: PATH (the node's directory, at the"
-        " same path) or CLAIM:PATH (a PersistentVolumeClaim at PATH); the journal must be under one"
-        " (default: the journal's directory from the node)",
+        " same path) or CLAIM:PATH (a PersistentVolumeClaim at PATH); a journal path must be under one"
+        " (default: the journal's directory from the node; nothing for an s3:// journal)",
         default=[],
     )
     return opts
@@ -379,7 +379,11 @@ def _pod_options(cfg: Mapping[str, CfgVal], controller: str, journal: str | None
             paths.append(controller_volume(entry)[1])
         except ValueError as e:
             raise _bad(f"controller_mounts: {e}", "controller_mounts") from None
-    if mounts and not any(journal == p or journal.startswith(p.rstrip("/") + "/") for p in paths):
+    if (
+        mounts
+        and "://" not in journal
+        and not any(journal == p or journal.startswith(p.rstrip("/") + "/") for p in paths)
+    ):
         raise _bad(
             f"journal={journal} is under none of controller_mounts ({';'.join(mounts)}): the controller's pod"
             " would not see it; add its directory (or a claim mounted there)",
@@ -402,12 +406,6 @@ def _journal(value: CfgVal, controller: str) -> str | None:
             )
         return None
     if "://" in text and not text.startswith("file://"):
-        if controller == "kubernetes":
-            raise _bad(
-                f"journal={text}: controller=kubernetes keeps its journal on a shared path only (its pod gets no"
-                " credentials for the bucket); give an absolute path the pod mounts, or controller=slurm|lsf|local",
-                "journal",
-            )
         from torchx_managed.journal_store import check_url  # imports boto3: only for a URL journal
 
         try:

@@ -27,6 +27,7 @@ KINDS: dict[str, tuple[tuple[str, ...], str]] = {
     "Service": (("api", "v1"), "services"),
     "Pod": (("api", "v1"), "pods"),
     "ServiceAccount": (("api", "v1"), "serviceaccounts"),
+    "Secret": (("api", "v1"), "secrets"),
     "Job": (("apis", "batch", "v1"), "jobs"),
     "Deployment": (("apis", "apps", "v1"), "deployments"),
     "Role": (("apis", "rbac.authorization.k8s.io", "v1"), "roles"),
@@ -226,6 +227,10 @@ class KubeApi:
     def patch_deployment(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
         """Merge-patches a Deployment."""
         self._patch(f"patch Deployment {name!r}", namespace, _kind_path("Deployment", namespace, name), patch)
+
+    def patch_secret(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        """Merge-patches a Secret (a key set to ``None`` in ``data`` is removed)."""
+        self._patch(f"patch Secret {name!r}", namespace, _kind_path("Secret", namespace, name), patch)
 
     def patch_custom(self, custom: Custom, namespace: str, name: str, patch: dict[str, Any]) -> None:
         """Merge-patches a custom object."""
