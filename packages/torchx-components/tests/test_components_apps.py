@@ -133,9 +133,19 @@ def test_tensorboard_component() -> None:
 
 def test_upstream_program_paths_run_the_programs() -> None:
     # what the components run (TorchX's module paths) starts these programs, arguments and exit code kept
+    child = [sys.executable, "-c", "print('hi'); raise SystemExit(5)"]
     out = subprocess.run(
-        [sys.executable, "-m", "torchx.apps.utils.process_monitor", "--timeout", "30", "--poll_interval", "0.1"]
-        + ["--", sys.executable, "-c", "print('hi'); raise SystemExit(5)"],
+        [
+            sys.executable,
+            "-m",
+            "torchx.apps.utils.process_monitor",
+            "--timeout",
+            "30",
+            "--poll_interval",
+            "0.1",
+            "--",
+            *child,
+        ],
         capture_output=True,
         text=True,
         timeout=60,
