@@ -87,6 +87,16 @@ def docker_live() -> dict[str, str]:
 
 
 @pytest.fixture
+def client(docker_live: dict[str, str]) -> Any:
+    """A docker SDK client for checking what the scheduler did."""
+    import docker
+
+    c = docker.from_env()
+    yield c
+    c.close()
+
+
+@pytest.fixture
 def docker_sched(docker_live: dict[str, str]) -> Iterator[Any]:
     """A ``local_docker`` scheduler; every app it submitted is deleted afterwards."""
     from torchx_sched_local.docker_scheduler import DockerScheduler

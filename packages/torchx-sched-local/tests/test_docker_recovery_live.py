@@ -66,15 +66,6 @@ def image(docker_live: dict[str, str]) -> str:
     return docker_live["TORCHX_TEST_DOCKER_IMAGE"]
 
 
-@pytest.fixture
-def client(docker_live: dict[str, str]) -> Any:
-    import docker
-
-    c = docker.from_env()
-    yield c
-    c.close()
-
-
 def test_app_errors_restart_in_the_container_with_the_attempt_and_checkpoint(
     docker_sched: Any, image: str, client: Any
 ) -> None:

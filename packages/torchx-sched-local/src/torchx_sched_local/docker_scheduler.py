@@ -3,14 +3,15 @@
 One bridge network per app (replicas reach each other by hostname ``<role>-<replica>``;
 ``TORCHX_RANK0_HOST`` names the first replica of the first role), labels to find the
 app's containers, resource limits, bind/volume/device mounts, retries through the
-container restart policy. Images must already be on the engine: this scheduler never
-pulls. Needs the ``docker`` SDK (``pip install 'torchx-sched-local[docker]'``).
+container restart policy. An image that is not on the engine is pulled at submit, as
+TorchX does. Needs the ``docker`` SDK (``pip install 'torchx-sched-local[docker]'``).
 """
 
 from __future__ import annotations
 
 import fnmatch
 import json
+import logging
 import math
 import os
 import re
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
     from docker.models.containers import Container
     from torchx.schedulers.causes import AttemptEnd
     from torchx.schedulers.recovery import AttemptLog, RecoveryPolicy
+
+logger: logging.Logger = logging.getLogger(__name__)
 
 LABEL_APP_ID = "torchx.pytorch.org/app-id"
 LABEL_APP_NAME = "torchx.pytorch.org/app-name"
@@ -318,10 +321,12 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[DockerOpts, AppDef, Docker
         return read_attempts(containers[0]) if containers else None
 
     def schedule(self, dryrun_info: AppDryRunInfo[DockerJob]) -> str:
-        """Creates the network and the containers, then starts them all.
+        """Creates the network and the containers, then starts them all. An image that is not
+        on the engine is pulled first (an image already there is used as it is).
 
         Raises:
-            ValueError: an image is not on the engine (nothing is pulled)
+            ValueError: an image is not on the engine and pulling it failed (the engine's reason
+                is in the message)
         """
         job = dryrun_info.request
         client = self._docker_client  # first: a clear error if the docker SDK is missing
@@ -335,10 +340,8 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[DockerOpts, AppDef, Docker
                 try:
                     created.append(self._create(job, spec))
                 except ImageNotFound:
-                    raise ValueError(
-                        f"image {spec.image!r} is not on the Docker engine; build or load it first"
-                        " (local_docker never pulls)"
-                    ) from None
+                    self._pull(spec.image)
+                    created.append(self._create(job, spec))
             for container in created:
                 container.start()
         except BaseException:
@@ -348,6 +351,28 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[DockerOpts, AppDef, Docker
                 client.networks.get(job.network).remove()
             raise
         return job.app_id
+
+    def _pull(self, image: str) -> None:
+        """Pulls ``image``, which is not on the engine.
+
+        Raises:
+            ValueError: the pull failed, or ``image`` is a local image id (nothing to pull)
+        """
+        from docker.errors import APIError
+
+        if image.startswith("sha256:"):
+            raise ValueError(
+                f"image {image!r} is not on the Docker engine; build it again (an image id cannot be pulled)"
+            )
+        logger.info("pulling image %s: it is not on the Docker engine (this may take a while)", image)
+        try:
+            self._docker_client.images.pull(image)
+        except APIError as e:
+            reason = " ".join(str(e.explanation or e).split())
+            raise ValueError(
+                f"image {image!r} is not on the Docker engine and pulling it failed ({reason});"
+                " check the image name, `docker login` to its registry, or build or load it first"
+            ) from None
 
     def _create_network(self, job: DockerJob) -> None:
         """Creates the app's network; if the engine ran out of subnets, removes the networks of
