@@ -100,9 +100,10 @@ def test_ddp_single_node_defaults() -> None:
     assert role.env["TORCHX_TRACKING_RUN_NAME"] == "train"
     assert role.args == [
         "-c",
-        TORCHRUN_CHECK + 'exec torchrun "$@"',
+        TORCHRUN_CHECK + 'exec torchrun --rdzv_backend c10d --rdzv_endpoint localhost:0 "$@"',
         "torchrun",
-        *("--rdzv_backend", "c10d", "--rdzv_endpoint", "localhost:0", "--rdzv_id", "${app_id}"),
+        "--rdzv_id",
+        "${app_id}",
         *("--nnodes", "1", "--nproc_per_node", "2", "--tee", "3", "train.py", "--lr", "0.1"),
     ]
 
@@ -171,6 +172,10 @@ def test_ddp_elastic(tmp_path: Path) -> None:
 
 def test_ddp_static_backend_passes_node_rank(tmp_path: Path) -> None:
     role = ddp("-j", "3x1", "--rdzv_backend", "static", "--script", "t.py").roles[0]
+    # as TorchX's bash -c string, the script names the backend and --node_rank; the rank is a word
+    assert "--rdzv_backend static" in role.args[1]
+    assert '--node_rank "$node_rank"' in role.args[1]
+    assert role.args[2:4] == ["torchrun", "${replica_id}"]
     argv = torchrun_argv(role, replica_id=2, env={"TORCHX_RANK0_HOST": "h0"}, tmp=tmp_path)
     assert argv[:4] == ["--rdzv_backend", "static", "--rdzv_endpoint", "h0:29500"]
     assert argv[argv.index("--node_rank") + 1] == "2"

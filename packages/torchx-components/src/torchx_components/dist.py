@@ -6,8 +6,8 @@ Examples::
     torchx run dist.ddp -j 1:4x8 -m my.trainer                   # elastic: 1 to 4 nodes
     torchx run -s kubernetes dist.spmd -h gpu.large -j 2 --script train.py   # 2 nodes x 4 GPUs
 
-Each node runs ``bash -c 'exec torchrun "$@"' torchrun ARGS...`` (every argument, macros
-and user text, is passed to the shell as data); the nodes meet at the c10d rendezvous on
+Each node runs ``bash -c 'exec torchrun --rdzv_backend B --rdzv_endpoint E "$@"' torchrun
+ARGS...`` (every argument, macros and user text, is passed to the shell as data); the nodes meet at the c10d rendezvous on
 the rank-0 node, whose host the scheduler puts in the variable named by ``macros.rank0_env``.
 """
 

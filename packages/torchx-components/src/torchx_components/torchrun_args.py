@@ -109,12 +109,14 @@ def torchrun_args(
 ) -> list[str]:
     """The role args (for ``bash``) that start ``torchrun`` on one node.
 
-    ``bash -c 'exec torchrun ... "$@"' torchrun --rdzv_id ${app_id} ... SCRIPT ARGS``: every
-    word, the macros and the user's text included, is one argument of the shell (filled by the
-    scheduler as data, never parsed as shell code). The script itself holds only constants
-    and, for several nodes, the rendezvous endpoint, which reads the rank-0 host from the
-    variable the scheduler names through ``macros.rank0_env`` (``localhost`` when unset, as
-    on the rank-0 node of some schedulers). One node meets on ``localhost`` (port 0 for c10d,
+    ``bash -c 'exec torchrun --rdzv_backend B --rdzv_endpoint E "$@"' torchrun --rdzv_id
+    ${app_id} ... SCRIPT ARGS``: every word, the macros and the user's text included, is one
+    argument of the shell (filled by the scheduler as data, never parsed as shell code). The
+    script itself holds only constants (the backend and endpoint, as in TorchX's ``bash -c``
+    string) and, for several nodes, reads the rank-0 host from the variable the scheduler
+    names through ``macros.rank0_env`` (``localhost`` when unset, as on the rank-0 node of
+    some schedulers). With the ``static`` backend the script also passes ``--node_rank``,
+    whose value (``${replica_id}``) is the first word. One node meets on ``localhost`` (port 0 for c10d,
     so concurrent jobs on one host pick free ports).
 
     Raises:
@@ -124,15 +126,19 @@ def torchrun_args(
         raise ValueError(f"unknown --rdzv_backend {rdzv_backend!r}: use one of {', '.join(RDZV_BACKENDS)}")
     if rdzv_backend == "static" and shape.min_nnodes != shape.max_nnodes:
         raise ValueError(f"-j {shape.j} is elastic, which needs --rdzv_backend c10d (static needs a fixed node count)")
+    # the script holds constants only: the backend is one of RDZV_BACKENDS and the port an int
     if shape.max_nnodes == 1:
-        head = 'exec torchrun "$@"'
-        port = 0 if rdzv_backend == "c10d" else rdzv_port
-        words = ["--rdzv_backend", rdzv_backend, "--rdzv_endpoint", f"localhost:{port}"]
+        port = 0 if rdzv_backend == "c10d" else int(rdzv_port)
+        endpoint = f"localhost:{port}"
     else:
-        # rdzv_backend is one of RDZV_BACKENDS and the port an int: nothing in the script comes from the user
         endpoint = f'"${{{macros.rank0_env}:-localhost}}:{int(rdzv_port)}"'
-        head = f'exec torchrun --rdzv_backend {rdzv_backend} --rdzv_endpoint {endpoint} "$@"'
-        words = []
+    head = f"exec torchrun --rdzv_backend {rdzv_backend} --rdzv_endpoint {endpoint}"
+    words = []
+    if rdzv_backend == "static":
+        # the replica id (a macro, so a word) is the first argument; the script names the flag, as TorchX's does
+        head = f'node_rank="$1"; shift; {head} --node_rank "$node_rank"'
+        words.append(macros.replica_id)
+    head += ' "$@"'
     words += [
         "--rdzv_id",
         macros.app_id,
@@ -143,8 +149,6 @@ def torchrun_args(
         "--tee",
         str(tee),
     ]
-    if rdzv_backend == "static":
-        words += ["--node_rank", macros.replica_id]
     words += [script] if script is not None else ["-m", str(m)]
     words += script_args
     return macros.shell_args(TORCHRUN_CHECK + head, words, name="torchrun")
