@@ -64,10 +64,14 @@ def test_print_push_events() -> None:
         {"progressDetail": {}},
     ]
     print_push_events(events, stream=out)
-    text = out.getvalue()
-    assert "registry.example/app" in text
-    assert "abc" in text and "Pushed" in text
-    with pytest.raises(RuntimeError, match="denied"):
+    blue, up, down = "\x1b[34mdocker push \x1b[0m", "\x1b[1F\x1b[2K", "\x1b[1E"
+    assert out.getvalue() == (
+        f"{blue}The push refers to repository [registry.example/app]\n"
+        f"{blue}abc: Preparing \n"
+        f"{up}{blue}abc: Pushing [==>  ]{down}"
+        f"{up}{blue}abc: Pushed {down}"
+    )
+    with pytest.raises(RuntimeError, match="^failed to push docker image: denied"):
         print_push_events([{"error": "denied: requested access to the resource is denied"}], stream=out)
 
 

@@ -194,38 +194,48 @@ class DockerWorkspaceMixin(WorkspaceMixin[ImagesToPush]):
         """Tags and pushes the images.
 
         Raises:
-            RuntimeError: the registry refused a push (its error is in the message)
+            RuntimeError: the registry refused a push (``failed to push docker image: <its error>``;
+                the image being pushed is logged before)
         """
         client = self._docker_client
         for local, (repo, tag) in images_to_push.items():
             client.images.get(local).tag(repo, tag=tag)
-            try:
-                print_push_events(client.images.push(repo, tag=tag, stream=True, decode=True))
-            except RuntimeError as e:
-                raise RuntimeError(f"pushing {repo}:{tag} failed: {e}") from None
+            logger.info("pushing image %s:%s", repo, tag)
+            print_push_events(client.images.push(repo, tag=tag, stream=True, decode=True))
+
+
+#: ``docker push`` in blue, the prefix of every line :func:`print_push_events` writes
+_PUSH_HEADER = "\033[34mdocker push \033[0m"
 
 
 def print_push_events(events: Iterable[Mapping[str, Any]], stream: IO[str] | None = None) -> None:
     """Writes the progress of a ``docker push`` (the decoded events of
-    ``client.images.push(..., stream=True, decode=True)``) to ``stream`` (default stderr): one
-    line per layer each time its status changes, and the push's own status lines.
+    ``client.images.push(..., stream=True, decode=True)``) to ``stream`` (default stderr), as
+    TorchX does: a blue ``docker push`` prefix, one line per layer that is redrawn in place
+    (cursor moves and a line clear) as its status and progress change, and the push's own
+    status lines.
 
     Raises:
-        RuntimeError: an event reports an error (its text is the message)
+        RuntimeError: an event reports an error (``failed to push docker image: <error>``)
     """
     import sys
 
     out = stream or sys.stderr
-    last: dict[str, str] = {}
+    layers: list[str] = []  # in the order their lines were written
     for event in events:
         if "error" in event:
-            raise RuntimeError(str(event["error"]))
+            raise RuntimeError(f"failed to push docker image: {event['error']}")
         status = event.get("status")
         if not status:
             continue
         layer = event.get("id")
-        if layer is None:
-            out.write(f"docker push: {status}\n")
-        elif last.get(layer) != status:
-            last[layer] = status
-            out.write(f"docker push {layer}: {status}\n")
+        if not layer:
+            out.write(f"{_PUSH_HEADER}{status}\n")
+            continue
+        line = f"{_PUSH_HEADER}{layer}: {status} {event.get('progress', '')}"
+        if layer not in layers:
+            layers.append(layer)
+            out.write(f"{line}\n")
+        else:
+            up = len(layers) - layers.index(layer)  # lines between the cursor and the layer's line
+            out.write(f"\033[{up}F\033[2K{line}\033[{up}E")
