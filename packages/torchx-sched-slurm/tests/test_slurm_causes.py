@@ -34,6 +34,7 @@ def recorded(name: str) -> tuple[str, str]:
         ("cancelled_by_owner", EndCause.CANCELLED, None, "CANCELLED by 0"),
         ("cancelled_by_other", EndCause.KILLED, None, "not the owner uid 65534"),
         ("replica_sigkilled", EndCause.KILLED, 137, "cause/1 killed by SIGKILL"),
+        ("replica_sigkilled_alike", EndCause.KILLED, 137, "causes/1 killed by SIGKILL"),
         ("node_fail", EndCause.NODE_FAILURE, None, "NODE_FAIL"),
         ("node_fail_requeued", EndCause.APP_ERROR, 0, "COMPLETED (after 1 requeue: NODE_FAIL)"),
         ("requeued_by_torchx", EndCause.APP_ERROR, 0, "COMPLETED (after 1 requeue: REQUEUED)"),
@@ -61,6 +62,7 @@ def test_every_recorded_scenario_is_tested() -> None:
         "cancelled_by_owner",
         "cancelled_by_other",
         "replica_sigkilled",
+        "replica_sigkilled_alike",
         "node_fail",
         "node_fail_requeued",
         "requeued_by_torchx",
@@ -89,7 +91,7 @@ def test_a_job_still_running_has_no_cause() -> None:
     ("row_of_replica_0_step", "why"),
     [
         (None, "accounting has no row of its step yet"),
-        ("21+0.0\x1fFAILED\x1f0:9\x1f\x1f\x1f\x1fnode1\x1fbash", "its step reads FAILED, killed by Slurm's signal"),
+        ("21+0.0\x1fFAILED\x1f0:9\x1f\x1f\x1f\x1fnode1\x1f\x1fbash", "its step reads FAILED, killed by Slurm's signal"),
     ],
 )
 def test_the_replica_that_died_is_named_not_the_one_slurm_ended_after_it(

@@ -34,7 +34,7 @@ from torchx_sched_slurm.parse import SEP, Component, split_job_name
 from torchx_sched_slurm.states import slurm_state_name
 
 #: ``sacct -o`` fields :func:`parse_attempts` reads, in order
-CAUSE_FIELDS = ("JobID", "State", "ExitCode", "DerivedExitCode", "Reason", "UID", "NodeList", "JobName")
+CAUSE_FIELDS = ("JobID", "State", "ExitCode", "DerivedExitCode", "Reason", "UID", "NodeList", "End", "JobName")
 #: job states that say at once why the job ended (checked in this order over the components)
 _STATE_CAUSES = (
     ("NODE_FAIL", EndCause.NODE_FAILURE),
@@ -66,6 +66,7 @@ class Attempt:
         reason: ``Reason``
         uid: the owner's uid
         steps: ``(state, ExitCode)`` of each numbered step, by step id
+        step_ends: when each numbered step ended (sacct's ``End``, ISO 8601; ``Unknown`` while running)
     """
 
     name: str
@@ -75,6 +76,7 @@ class Attempt:
     reason: str = ""
     uid: int | None = None
     steps: dict[int, tuple[str, str]] = field(default_factory=dict)
+    step_ends: dict[int, str] = field(default_factory=dict)
 
     @property
     def word(self) -> str:
@@ -98,7 +100,7 @@ def parse_attempts(text: str, app_id: str) -> list[list[Attempt]]:
         fields = line.split(SEP)
         if len(fields) < width:
             continue
-        job_id, state, exit_code, derived, reason, uid, _node = (f.strip() for f in fields[: width - 1])
+        job_id, state, exit_code, derived, reason, uid, _node, ended = (f.strip() for f in fields[: width - 1])
         name = SEP.join(fields[width - 1 :]).strip()
         head, _, step = job_id.partition(".")
         leader, plus, offset_text = head.partition("+")
@@ -119,6 +121,7 @@ def parse_attempts(text: str, app_id: str) -> list[list[Attempt]]:
             )
         elif step.isdigit() and attempts:
             attempts[-1].steps[int(step)] = (state, exit_code)
+            attempts[-1].step_ends[int(step)] = ended
     if any(a.name == "allocation" for attempts in components.values() for a in attempts):
         return []  # the transient row of a het job before its components show up: not settled yet
     return [components[k] for k in sorted(components) if components[k]]
@@ -159,6 +162,12 @@ def _failed_first(comp: Attempt) -> int:
     return 1 if _code(exit_code)[1] is not None else 0
 
 
+def _step_end(comp: Attempt) -> str:
+    """When the component's last step ended, for ordering (a step not ended sorts last)."""
+    ended = comp.step_ends.get(max(comp.steps), "") if comp.steps else ""
+    return ended if ended[:1].isdigit() else "~"
+
+
 def _history(attempts: list[list[Attempt]]) -> str:
     """``" (after 1 requeue: NODE_FAIL)"``, or ``""`` for a job that ran once."""
     earlier = max(len(a) for a in attempts) - 1
@@ -194,7 +203,9 @@ def end_of(attempts: list[list[Attempt]]) -> AttemptEnd | None:
         return AttemptEnd(EndCause.CANCELLED, None, f"{comp.state}{after}")
     if words == {"COMPLETED"}:
         return AttemptEnd(EndCause.APP_ERROR, 0, f"COMPLETED{after}")
-    failed = sorted((c for c in last if c.word == "FAILED"), key=_failed_first)
+    # two replicas can read alike (one killed from outside, the other by Slurm's SIGKILL as the
+    # job ended): the one whose step ended first failed the job
+    failed = sorted((c for c in last if c.word == "FAILED"), key=lambda c: (_failed_first(c), _step_end(c)))
     if failed:
         end = _replica_end(failed[0])
         return AttemptEnd(end.cause, end.exit_code, end.reason + after)
