@@ -123,3 +123,28 @@ def test_macros_from_a_hostile_working_directory_run_nothing(
     expected = "".join(f"<{w}>\n" for w in [str(cwd), f"{app_id}-0", *PASSTHROUGH_ARGS])
     assert lines.endswith(expected)
     assert not marker.exists()
+
+
+def test_torchserve_runs_under_torchx_module_path(runner: Runner, isolated: Path) -> None:
+    (isolated / "m.mar").write_bytes(b"model")
+    args = ["--model_path", "m.mar", "--management_api", "http://127.0.0.1:9", "--dryrun", "--port", "0"]
+    state, log = run(runner, "serve.torchserve", args, "worker")
+    assert state == AppState.SUCCEEDED, log
+    assert log.startswith("POST http://127.0.0.1:9/models?url=http%3A%2F%2F127.0.0.1%3A"), log
+
+
+def test_tensorboard_runs_under_torchx_module_path(
+    runner: Runner, isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a stand-in tensorboard on PATH: the monitor starts it with the component's arguments
+    bin_dir = isolated / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "tensorboard"
+    fake.write_text('#!/bin/sh\necho "tensorboard $*"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    state, log = run(
+        runner, "metrics.tensorboard", ["--logdir", "tb", "--port", "7001", "--timeout", "60"], "tensorboard"
+    )
+    assert state == AppState.SUCCEEDED, log
+    assert log == "tensorboard --bind_all --port 7001 --logdir tb\n"
