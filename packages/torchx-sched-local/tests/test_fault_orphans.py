@@ -127,6 +127,9 @@ def test_a_supervisor_crashing_before_its_watchdog_stops_what_it_started(sched: 
     desc = sched.wait(app_id, timeout=30)
     assert desc is not None and desc.state == AppState.FAILED, desc
     assert "the job's supervisor failed" in desc.msg and "its replicas were killed" in desc.msg, desc.msg
+    with open(os.path.join(sched.store.job_dir(app_id), "supervisor.log"), encoding="utf-8") as f:
+        crash = f.read()
+    assert crash.startswith("Traceback (most recent call last):") and "null byte" in crash, crash
     st = sched.store.state(app_id) or {}
     assert survivors(st, None) == []
     pid0 = (st.get("replicas") or [{}])[0].get("pid")

@@ -971,7 +971,7 @@ def _killpg(pgid: int, sig: int) -> None:
 _STARTED: dict[int, int] = {}
 
 
-def _record_crash(job_dir: str, text: str) -> None:
+def _record_crash(job_dir: str, error: BaseException) -> None:
     """Kills the replicas a crashed supervisor started (nothing must outlive the job), writes its
     traceback to its log and FAILED to the job's state (it may have died for want of descriptors:
     it gives up all but stdio and the job's lock first). Its watchdog, woken by the closed pipe,
@@ -981,6 +981,12 @@ def _record_crash(job_dir: str, text: str) -> None:
         sessions.kill_sessions(_STARTED)
     except OSError:
         pass
+    try:
+        import traceback  # only now: an import opens files, and the crash may be EMFILE
+
+        text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    except BaseException:
+        text = f"{type(error).__name__}: {error}\n"
     try:
         with open(os.path.join(job_dir, SUPERVISOR_LOG), "a", encoding="utf-8") as f:
             f.write(text)
@@ -1058,11 +1064,9 @@ def supervise_forked(job_dir: str, lock_fd: int, end_fd: int = -1) -> None:
     try:
         _detach(lock_fd, end_fd)
         _run(job_dir, forked=True)
-    except BaseException:
-        import traceback
-
+    except BaseException as e:
         code = 1
-        _record_crash(job_dir, traceback.format_exc())
+        _record_crash(job_dir, e)
     finally:
         os._exit(code)
 
@@ -1114,10 +1118,8 @@ def main(argv: list[str], room: list[int] | None = None) -> None:
     code = 0
     try:
         _run(job_dir, forked=False, room=room)
-    except BaseException:
-        import traceback
-
+    except BaseException as e:
         code = 1
-        _record_crash(job_dir, traceback.format_exc())
+        _record_crash(job_dir, e)
     finally:
         os._exit(code)
