@@ -87,7 +87,10 @@ def _python_mounts() -> list[str]:
     return [str(venv), str(base), str(repo)]
 
 
-def _submit(client: Machine, shared: Path, k8s: dict[str, Any], plan: str, *cfg: str, steps: int = STEPS) -> str:
+def _submit(
+    client: Machine, shared: Path, k8s: dict[str, Any], plan: str, *cfg: str, steps: int = STEPS, journal: str = ""
+) -> str:
+    """Submits the counter; its journal on ``shared`` (the pod mounts it), or at ``journal``."""
     component = shared / "component.py"
     component.write_text(COMPONENT.format(steps=steps, step=STEP_SECONDS))
     opts = ",".join(
@@ -98,10 +101,10 @@ def _submit(client: Machine, shared: Path, k8s: dict[str, Any], plan: str, *cfg:
             "image_pull_policy=IfNotPresent",
             "termination_grace_period=1",
             "controller=kubernetes",
-            f"journal={shared}/journal",
+            f"journal={journal or shared / 'journal'}",
             f"controller_image={k8s['image']}",
             f"controller_python={sys.executable}",
-            "controller_mounts=" + ";".join([*_python_mounts(), str(shared)]),
+            "controller_mounts=" + ";".join([*_python_mounts(), *([] if journal else [str(shared)])]),
             f"checkpoint_dir={shared}/ckpt",
             *cfg,
         ]
@@ -326,3 +329,188 @@ def test_a_frozen_controller_loses_its_lease_and_stops_when_it_wakes(
             holder.wait()
         log.close()
         api.close()
+
+
+@pytest.fixture
+def bucket(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, dict[str, str]]]:
+    """A fresh ``s3://`` journal on the moto endpoint, and the submitting machines' ``AWS_*``
+    credentials: made up here, so that a leak of any of them is found by its value."""
+    from torchx.testing.buckets import live_s3_prefix
+
+    url = live_s3_prefix("torchx-k8s-controller-live")
+    tag = f"{os.getpid()}x{int(time.time() * 1000) % 10**9}"
+    made = {
+        "AWS_ACCESS_KEY_ID": f"AKIATORCHX{tag}",
+        "AWS_SECRET_ACCESS_KEY": f"torchx-secret-{tag}",
+        "AWS_SESSION_TOKEN": f"torchx-session-{tag}",
+    }
+    for key, value in made.items():
+        monkeypatch.setenv(key, value)  # moto takes any credentials
+    yield url, made
+
+
+def _secret_and_manifest(k8s: dict[str, Any], url: str) -> tuple[dict[str, str], Any, str]:
+    """The controller's Secret (decoded), its Deployment, and the text of the Deployment and of
+    its pods as the API server keeps them."""
+    import base64
+
+    from kubernetes import client
+    from torchx_managed.k8s_controller import resource_name
+
+    name = resource_name(url)
+    apps = client.AppsV1Api(k8s["core"].api_client)
+    secret = k8s["core"].read_namespaced_secret(name, k8s["namespace"])
+    data = {k: base64.b64decode(v).decode() for k, v in (secret.data or {}).items()}
+    deployment = apps.read_namespaced_deployment(name, k8s["namespace"])
+    serialize = k8s["core"].api_client.sanitize_for_serialization
+    text = json.dumps([serialize(deployment), *[serialize(p) for p in _pods(k8s, True)]])
+    owners = [(o.kind, o.name, o.uid) for o in secret.metadata.owner_references or []]
+    assert owners == [("Deployment", name, deployment.metadata.uid)], owners
+    return data, deployment, text
+
+
+@pytest.mark.k8s
+@pytest.mark.aws
+def test_a_kubernetes_controller_on_a_bucket_journal_recovers_a_killed_attempt(
+    tmp_path: Path, k8s: dict[str, Any], shared: Path, bucket: tuple[str, dict[str, str]]
+) -> None:
+    from torchx.testing.buckets import read_object
+    from torchx_managed.k8s_controller import BUCKET_SETTINGS
+
+    url, made = bucket
+    steps = 40  # 10 s: attempt 0 runs when it is killed
+    submitter, other = Machine(tmp_path, "laptop"), Machine(tmp_path, "other")
+    handle = _submit(submitter, shared, k8s, "0", "max_recoveries=2", steps=steps, journal=url)
+    assert "s3%3A" in handle, handle
+    submitter.gone()
+    pod = _controller_pod(k8s)
+    eventually(lambda: _count(shared) >= 2, 120, 0.3, "attempt 0 to checkpoint")
+    attempt = [p.metadata.name for p in _pods(k8s, False) if p.status.phase == "Running"]
+    assert len(attempt) == 1, attempt
+    ids = subprocess.run(
+        ["docker", "ps", "-q", "--filter", f"name=k8s_counter_{attempt[0]}_"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert ids, f"no container of pod {attempt[0]} on the node"
+    subprocess.run(["docker", "kill", *ids], check=True, capture_output=True)
+
+    status = other.ended(handle, 240)
+    assert status["state"] == "SUCCEEDED", (status, _log(k8s, pod))
+    assert [(a["attempt"], a["state"], a["cause"]) for a in status["attempts"]] == [
+        (0, "FAILED", "KILLED"),
+        (1, "SUCCEEDED", None),
+    ], status["attempts"]
+    assert _count(shared) == steps
+    lines = (shared / "ckpt" / "steps").read_text().split()
+    assert [int(c) for c in lines[1::2]] == list(range(1, steps + 1)), "a step was lost or counted twice"
+    assert "took lease" in _log(k8s, pod) and "attempt 0: FAILED" in _log(k8s, pod), _log(k8s, pod)
+    record = json.loads(read_object(f"{url}/controller.json") or b"{}")
+    assert record["handle"].startswith(f"deployment {k8s['namespace']}/torchx-controller-"), record
+    # the pod reached the bucket with the submitter's credentials, from the Secret only
+    data, deployment, text = _secret_and_manifest(k8s, url)
+    settings = {k: os.environ[k] for k in BUCKET_SETTINGS if os.environ.get(k)}
+    assert "AWS_ENDPOINT_URL" in settings and data == {**made, **settings}, sorted(data)
+    leaked = [k for k, v in made.items() if v in text]
+    assert not leaked and "AWS_" not in text, f"in the manifest: {leaked}"
+    (container,) = deployment.spec.template.spec.containers
+    assert [e.secret_ref.name for e in container.env_from] == [deployment.metadata.name]
+    # nothing of the journal's is mounted: the pod mounts the Python it runs, and reads the bucket
+    assert [v.host_path.path for v in deployment.spec.template.spec.volumes] == _python_mounts()
+    assert not _allowed(k8s, "get", "secrets"), "the controller's account may read Secrets"
+
+
+@pytest.mark.k8s
+@pytest.mark.aws
+def test_cancel_from_another_machine_reaches_the_kubernetes_controller_on_a_bucket(
+    tmp_path: Path, k8s: dict[str, Any], shared: Path, bucket: tuple[str, dict[str, str]]
+) -> None:
+    from kubernetes import client
+
+    url, made = bucket
+    submitter, other = Machine(tmp_path, "laptop"), Machine(tmp_path, "other")
+    handle = _submit(submitter, shared, k8s, "0", "max_restarts=3", "max_recoveries=3", steps=400, journal=url)
+    submitter.gone()
+    pod = _controller_pod(k8s)
+    eventually(lambda: _count(shared) >= 1, 120, 0.3, "the attempt to run")
+    other.torchx("cancel", handle)
+    eventually(lambda: other.status(handle)["state"] == "CANCELLED", 60, 0.3, "the job to read CANCELLED")
+
+    def stopped() -> bool:  # deleted pods included: their containers may still run
+        pods = k8s["core"].list_namespaced_pod(k8s["namespace"]).items
+        return not [
+            p for p in pods if p.status.phase == "Running" and CONTROLLER_LABEL not in (p.metadata.labels or {})
+        ]
+
+    try:
+        eventually(stopped, 180, 0.3, "the attempt's pod to stop")
+    except AssertionError as e:
+        raise AssertionError(f"{e}; the controller's log:\n{_log(k8s, pod)}") from None
+    reached = _count(shared)
+    time.sleep(3)
+    assert _count(shared) == reached, "the attempt kept counting after the cancel"
+    status = other.status(handle)
+    assert [(a["state"], a["cause"]) for a in status["attempts"]] == [("CANCELLED", "CANCELLED")], status
+    # the Secret goes with the controller's Deployment (Kubernetes' garbage collector)
+    data, deployment, _ = _secret_and_manifest(k8s, url)
+    assert data["AWS_SECRET_ACCESS_KEY"] == made["AWS_SECRET_ACCESS_KEY"]
+    name = deployment.metadata.name
+    client.AppsV1Api(k8s["core"].api_client).delete_namespaced_deployment(
+        name, k8s["namespace"], propagation_policy="Background"
+    )
+
+    def secret_gone() -> bool:
+        return name not in [s.metadata.name for s in k8s["core"].list_namespaced_secret(k8s["namespace"]).items]
+
+    eventually(secret_gone, 60, 0.5, "the Secret to be deleted with its Deployment")
+
+
+@pytest.mark.k8s
+@pytest.mark.aws
+def test_a_bucket_the_submitter_cannot_write_is_one_line_and_makes_nothing(
+    tmp_path: Path, k8s: dict[str, Any], shared: Path, bucket: tuple[str, dict[str, str]]
+) -> None:
+    from kubernetes import client
+
+    url = "s3://no-such-bucket-torchx-k8s/j"
+    opts = ",".join(
+        [
+            "targets=kubernetes",
+            f"namespace={k8s['namespace']}",
+            "controller=kubernetes",
+            f"journal={url}",
+            f"controller_image={k8s['image']}",
+        ]
+    )
+    proc = Machine(tmp_path, "laptop").torchx(
+        "run", "--workspace", "", "-s", "managed", "-cfg", opts, "utils.sh", "--image", k8s["image"], "true",
+        check=False,
+    )  # fmt: skip
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode != 0 and not proc.stdout.strip(), proc
+    assert len(lines) == 1 and lines[0].startswith(f"torchx: error: managed: journal={url}: cannot write there"), lines
+    apps = client.AppsV1Api(k8s["core"].api_client)
+    assert not apps.list_namespaced_deployment(k8s["namespace"]).items
+    assert not [s for s in k8s["core"].list_namespaced_secret(k8s["namespace"]).items if s.type == "Opaque"]
+
+
+@pytest.mark.k8s
+def test_the_secret_written_again_holds_the_new_credentials_only(k8s: dict[str, Any]) -> None:
+    """What a scale back to 1 writes over a kept Secret: the new values, and no key of the old
+    ones left (a session token of expired credentials would break the new ones)."""
+    import base64
+
+    from torchx_managed.k8s_controller import put_secret
+    from torchx_sched_k8s.kubeapi import KubeApi
+
+    api = KubeApi()
+    try:
+        put_secret(api, k8s["namespace"], "torchx-controller-x", {"AWS_ACCESS_KEY_ID": "a", "AWS_SESSION_TOKEN": "t"})
+        put_secret(api, k8s["namespace"], "torchx-controller-x", {"AWS_ACCESS_KEY_ID": "b", "AWS_REGION": "r"})
+    finally:
+        api.close()
+    secret = k8s["core"].read_namespaced_secret("torchx-controller-x", k8s["namespace"])
+    data = {k: base64.b64decode(v).decode() for k, v in secret.data.items()}
+    assert data == {"AWS_ACCESS_KEY_ID": "b", "AWS_REGION": "r"}, data
+    assert secret.metadata.labels["app.kubernetes.io/name"] == "torchx-managed-controller"

@@ -249,6 +249,14 @@ def _ensure(kube: KubeApi, opts: ManagedOptions, root: str, namespace: str, name
     if found is None:
         if credentials:
             put_secret(kube, namespace, name, credentials)
+        elif is_url(root):
+            logger.warning(
+                "AWS_ACCESS_KEY_ID is not set here: the controller %s/%s gets no credentials for %s (those of"
+                " ~/.aws are not handed over); its service account must reach the bucket by itself",
+                namespace,
+                name,
+                root,
+            )
         for obj in objects(opts, root, namespace, kube, secret=bool(credentials)):
             made: dict[str, Any] | None
             try:
