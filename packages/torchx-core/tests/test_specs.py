@@ -246,9 +246,15 @@ def test_workspace_from_str_takes_file_urls_as_torchx_did(tmp_path: Path) -> Non
     assert (tmp_path / "out" / "train.py").read_text() == "print(1)\n"
 
 
-@pytest.mark.parametrize("url", ["memory://torchx-workspace/", "s3://bucket/proj"])
-def test_workspace_from_str_refuses_remote_urls_in_one_line(url: str) -> None:
+@pytest.mark.parametrize(
+    ("text", "projects"),
+    [
+        ("memory://torchx-workspace/", {"memory://torchx-workspace/": ""}),
+        ("s3://bucket/proj:src;lib:lib", {"s3://bucket/proj": "src", "lib": "lib"}),
+        ("simplecache::s3://bucket/proj", {"simplecache::s3://bucket/proj": ""}),
+    ],
+)
+def test_workspace_from_str_keeps_fsspec_urls_as_torchx_did(text: str, projects: dict[str, str]) -> None:
     from torchx.specs import Workspace
 
-    with pytest.raises(ValueError, match=r"is a \w+:// URL; a workspace is a local directory"):
-        Workspace.from_str(url)
+    assert Workspace.from_str(text) == Workspace(projects)

@@ -126,3 +126,59 @@ def test_a_large_workspace_is_shipped_with_one_warning(
     with caplog.at_level("WARNING"):
         list(project_files(Workspace({str(tmp_path): ""})))
     assert caplog.records == []  # what it leaves out does not count
+
+
+def test_an_fsspec_url_project_is_copied_then_shipped_with_its_torchxignore() -> None:
+    fsspec = pytest.importorskip("fsspec")
+    import uuid
+
+    root = f"memory://torchx-ws-{uuid.uuid4().hex}"
+    fs = fsspec.filesystem("memory")
+    try:
+        for rel, text in {
+            "main.py": "print(1)\n",
+            "pkg/mod.py": "x = 1\n",
+            "logs/x.log": "noise",
+            ".torchxignore": "logs\n",
+        }.items():
+            with fsspec.open(f"{root}/{rel}", "w") as f:
+                f.write(text)
+        with fsspec.open(f"{root}-file/run.sh", "w") as f:
+            f.write("exit 0\n")
+        ws = Workspace.from_str(f"{root}/;{root}-file/run.sh:bin/run.sh")
+        assert ws is not None
+        shipped: dict[str, str] = {}
+        copies = []
+        for path, rel in project_files(ws):
+            shipped[rel] = Path(path).read_text()
+            copies.append(Path(path))
+        assert shipped == {
+            ".torchxignore": "logs\n",
+            "main.py": "print(1)\n",
+            "pkg/mod.py": "x = 1\n",
+            "bin/run.sh": "exit 0\n",
+        }
+        assert all("torchx-workspace-" in str(p) for p in copies)
+        assert not any(p.exists() for p in copies)  # the local copies are gone once shipped
+    finally:
+        for path in (root, f"{root}-file"):
+            fs.rm(path.removeprefix("memory://"), recursive=True)
+
+
+def test_a_missing_fsspec_url_project_is_refused() -> None:
+    pytest.importorskip("fsspec")
+    ws = Workspace({"memory://torchx-ws-does-not-exist": ""})
+    with pytest.raises(FileNotFoundError, match="workspace project 'memory://torchx-ws-does-not-exist' does not exist"):
+        list(project_files(ws))
+
+
+def test_an_fsspec_url_project_without_fsspec_is_one_line_saying_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "fsspec", None)  # as if not installed: its import fails
+    with pytest.raises(ModuleNotFoundError) as e:
+        list(project_files(Workspace({"s3://bucket/proj": ""})))
+    assert str(e.value) == (
+        "workspace 's3://bucket/proj' is an fsspec URL and fsspec is not installed: pip install fsspec"
+        " (and the package of its scheme), or pass a local directory"
+    )

@@ -203,6 +203,34 @@ def test_workspace_is_built_into_the_image(
         client.images.remove(built, force=True)
 
 
+def test_a_workspace_given_as_an_fsspec_url_is_built_into_the_image(
+    docker_sched: Any, docker_live: dict[str, str], client: Any
+) -> None:
+    fsspec = pytest.importorskip("fsspec")
+    root = f"memory://torchx-docker-ws-{uuid.uuid4().hex}"
+    for rel, text in {
+        "bin/hello.sh": "echo from memory",
+        "secret.txt": "keep out",
+        ".torchxignore": "secret.txt",
+    }.items():
+        with fsspec.open(f"{root}/{rel}", "w") as f:
+            f.write(text)
+    role = _role(
+        docker_live["TORCHX_TEST_BUSYBOX_IMAGE"], "sh", "-c", "sh bin/hello.sh; test -e secret.txt || echo no-secret"
+    )
+    try:
+        app_id = docker_sched.submit(specs.AppDef("tdockws", [role]), {"quiet": True}, workspace=f"{root}/")
+        assert docker_sched.wait(app_id, timeout=60).state == AppState.SUCCEEDED
+        assert list(docker_sched.log_iter(app_id, "w", 0)) == ["from memory\n", "no-secret\n"]
+    finally:
+        images = {c.image.id for app_id in docker_sched.submitted for c in docker_sched._containers(app_id)}
+        for app_id in docker_sched.submitted:
+            docker_sched.delete(app_id)
+        for image in images:
+            client.images.remove(image, force=True)
+        fsspec.filesystem("memory").rm(root.removeprefix("memory://"), recursive=True)
+
+
 def test_torchx_run_on_local_docker(docker_live: dict[str, str], isolated: Path) -> None:
     (isolated / "comp.py").write_text(
         textwrap.dedent(f'''

@@ -1,19 +1,30 @@
-"""The :class:`Workspace` a role carries: local project directories to ship with the job."""
+"""The :class:`Workspace` a role carries: project directories to ship with the job, mapped to
+paths in it."""
 
 from __future__ import annotations
 
+import re
+
 from torchx.util.record import record
+
+#: ``scheme://`` of an fsspec URL (also chained, ``simplecache::s3://``)
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*(?:::[A-Za-z][A-Za-z0-9+.\-]*)*://")
+
+
+def is_url(src: str) -> bool:
+    """True when the project ``src`` is a URL (``memory://``, ``s3://``, ...) rather than a local path."""
+    return _URL.match(src) is not None
 
 
 @record
 class Workspace:
-    """Local directories to ship into the job's image, mapped to paths inside it.
+    """Projects to ship into the job, mapped to paths inside it.
 
-    ``projects`` maps a local directory to a destination relative to the image's
-    working directory (``""`` = its root).
+    ``projects`` maps a project (a local directory or file, or an fsspec URL of one) to a
+    destination relative to the job's working directory (``""`` = its root).
 
     Args:
-        projects: local path -> destination path
+        projects: project -> destination path
     """
 
     projects: dict[str, str]
@@ -22,12 +33,10 @@ class Workspace:
     def from_str(workspace: str | None) -> Workspace | None:
         """Parses ``"path"`` (one project at the root) or ``"src:dst;src2:dst2"``.
 
-        A path may be a ``file://`` URL (TorchX's workspaces are fsspec URLs; its CLI's default
-        was ``file://<cwd>``): ``"file:///src/proj"`` is ``/src/proj``.
-
-        Raises:
-            ValueError: a project is a URL of another scheme (``s3://``, ``memory://``): only
-                local directories can be shipped
+        A project may be an fsspec URL, as TorchX's workspaces are: ``"file:///src/proj"`` is
+        the local ``/src/proj``; another scheme (``memory://proj``, ``s3://bucket/proj``) is
+        kept as the URL and copied from there when shipped (that needs ``fsspec``). In a URL,
+        the first ``:`` after ``scheme://`` starts the destination.
         """
         if not workspace:
             return None
@@ -36,16 +45,12 @@ class Workspace:
             item = item.strip()
             if not item:
                 continue
-            scheme, sep, rest = item.partition("://")
-            if sep and scheme == "file":
-                item = rest
-            elif sep and scheme.isidentifier():
-                raise ValueError(
-                    f"workspace {item!r} is a {scheme}:// URL; a workspace is a local directory"
-                    " (a path or a file:// URL): copy the project here first"
-                )
+            scheme = ""
+            if is_url(item):
+                scheme, _, item = item.partition("://")
+                scheme = "" if scheme == "file" else f"{scheme}://"
             src, _, dst = item.partition(":")
-            projects[src.strip()] = dst.strip()
+            projects[scheme + src.strip()] = dst.strip()
         return Workspace(projects)
 
     def is_unmapped_single_project(self) -> bool:

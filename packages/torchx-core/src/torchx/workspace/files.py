@@ -144,39 +144,54 @@ def walk_workspace(path: str, ignore_name: str = IGNORE_FILE) -> Iterator[str]:
 def project_files(workspace: Workspace) -> Iterator[tuple[str, str]]:
     """(path on disk, path in the shipped tree) of every file ``workspace`` ships: each project
     directory walked with its ``.torchxignore``, a project file as itself; a project at the root
-    (``dst`` empty) keeps its relative paths, a file there keeps its name.
+    (``dst`` empty) keeps its relative paths, a file there keeps its name. A project given as an
+    fsspec URL (``memory://``, ``s3://``) is first copied into a temporary directory, which lives
+    until the iteration ends (:func:`torchx.workspace.remote.fetched`).
 
     Raises:
         FileNotFoundError: a project does not exist (nothing is shipped silently empty)
+        ModuleNotFoundError: a project is an fsspec URL and ``fsspec`` is not installed
         ValueError: a project holds a named pipe, socket or device (no scheduler can ship one:
             copying a FIFO would block), named with the way to leave it out
     """
-    import stat
+    from torchx.specs.workspace import is_url
 
     for src, dst in workspace.projects.items():
-        src = os.path.expanduser(src)
-        if os.path.isdir(src):
-            files = size = 0
-            warned = False
-            for rel in walk_workspace(src):
-                path = os.path.join(src, rel)
-                st = os.lstat(path)
-                mode = st.st_mode
-                files, size = files + 1, size + st.st_size
-                if not warned and (files >= LARGE_FILES or size >= LARGE_BYTES):
-                    warned = True
-                    _warn_large(src, files, size)
-                if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
-                    raise ValueError(
-                        f"workspace {src!r} holds {path!r}, which is not a regular file (a named pipe,"
-                        f" socket or device); add {rel!r} to {os.path.join(src, IGNORE_FILE)!r}, or run"
-                        " from your project's directory (the workspace is the current directory by default)"
-                    )
-                yield path, os.path.normpath(os.path.join(dst, rel))
-        elif os.path.exists(src):
-            yield src, os.path.normpath(dst or os.path.basename(src))
+        if is_url(src):
+            from torchx.workspace.remote import fetched
+
+            with fetched(src, IGNORE_FILE, lambda lines: IgnoreRules(lines).ignored) as local:
+                yield from _local_project_files(local, dst)
         else:
-            raise FileNotFoundError(f"workspace project {src!r} does not exist; pass an existing directory or file")
+            yield from _local_project_files(os.path.expanduser(src), dst)
+
+
+def _local_project_files(src: str, dst: str) -> Iterator[tuple[str, str]]:
+    """:func:`project_files` of one local project ``src`` shipped to ``dst``."""
+    import stat
+
+    if os.path.isdir(src):
+        files = size = 0
+        warned = False
+        for rel in walk_workspace(src):
+            path = os.path.join(src, rel)
+            st = os.lstat(path)
+            mode = st.st_mode
+            files, size = files + 1, size + st.st_size
+            if not warned and (files >= LARGE_FILES or size >= LARGE_BYTES):
+                warned = True
+                _warn_large(src, files, size)
+            if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+                raise ValueError(
+                    f"workspace {src!r} holds {path!r}, which is not a regular file (a named pipe,"
+                    f" socket or device); add {rel!r} to {os.path.join(src, IGNORE_FILE)!r}, or run"
+                    " from your project's directory (the workspace is the current directory by default)"
+                )
+            yield path, os.path.normpath(os.path.join(dst, rel))
+    elif os.path.exists(src):
+        yield src, os.path.normpath(dst or os.path.basename(src))
+    else:
+        raise FileNotFoundError(f"workspace project {src!r} does not exist; pass an existing directory or file")
 
 
 def _warn_large(src: str, files: int, size: int) -> None:
