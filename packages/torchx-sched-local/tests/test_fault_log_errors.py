@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from torchx.schedulers.streams import Stream
 from torchx.specs import AppState
-from torchx.testing import children, eventually, python_app, small_tmpfs, unmount
+from torchx.testing import children, eventually, python_app, run_python, small_tmpfs, unmount
 from torchx_sched_local.local_scheduler import LocalScheduler
 
 WAIT_FOR_GO = "import os, sys, time\nwhile not os.path.exists(sys.argv[1]): time.sleep(0.01)\n"
@@ -186,3 +186,39 @@ def _writing_state(pid: int, job_dir: str) -> bool:
         if target == job_dir or target.endswith(".tmp"):
             return True
     return False
+
+
+LOOK_WITHOUT_DESCRIPTORS = """
+import os, sys
+from torchx_sched_local.local_scheduler import LocalScheduler
+sched = LocalScheduler("t")
+sched.describe(sys.argv[1])  # everything it imports is loaded
+held = []
+try:
+    while True:
+        held.append(os.open(os.devnull, os.O_RDONLY))
+except OSError:
+    pass
+for look in (sched.describe, sched.delete):
+    try:
+        look(sys.argv[1])
+        print("no error")
+    except Exception as e:
+        print(type(e).__name__, e)
+"""
+
+
+def test_a_launcher_out_of_file_descriptors_does_not_call_the_job_unreadable(sched: LocalScheduler) -> None:
+    """A ``status`` in a process with no descriptor left used to say the job's state file was
+    unreadable and that ``torchx delete`` removes the job: the file is whole, the want is the
+    reader's. It is that ``OSError``, and the job is untouched."""
+    app_id = sched.submit(python_app("print('ok')"), {})
+    desc = sched.wait(app_id, timeout=60)
+    assert desc is not None and desc.state == AppState.SUCCEEDED, desc
+    proc = run_python(LOOK_WITHOUT_DESCRIPTORS, app_id)
+    assert proc.returncode == 0, proc.stderr
+    for line in proc.stdout.splitlines():
+        assert line.startswith("OSError ") and "Too many open files" in line, proc.stdout
+        assert "delete" not in line, line
+    desc = sched.describe(app_id)
+    assert desc is not None and desc.state == AppState.SUCCEEDED, desc

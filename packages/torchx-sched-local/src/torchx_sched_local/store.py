@@ -125,8 +125,9 @@ class UnreadableJobError(ValueError):
         path: the file
         reason: what is wrong with it
         handle: the job's app handle, when known (for the hint on how to remove it)
-        errno: the error number, when the file could not be read at all (``EMFILE``: the reading
-            process is out of file descriptors, the file itself may be fine); else None
+        errno: the error number, when the file could not be read at all (``EACCES``; the file
+            itself may be fine, so the message does not suggest removing the job); else None.
+            A reader out of file descriptors or memory gets that ``OSError`` instead
     """
 
     def __init__(self, path: str, reason: str, handle: str = "", errno: int | None = None) -> None:
@@ -137,7 +138,8 @@ class UnreadableJobError(ValueError):
         self.errno = errno
 
     def __str__(self) -> str:
-        hint = f"; `torchx delete {self.handle}` removes the job" if self.handle else ""
+        # a file that could not be opened at all (EACCES ...) may be whole: no hint to remove it
+        hint = f"; `torchx delete {self.handle}` removes the job" if self.handle and self.errno is None else ""
         return f"unreadable local job file {self.path}: {self.reason}{hint}"
 
 
@@ -318,6 +320,8 @@ def read_json(path: str) -> Any:
     except FileNotFoundError:
         return None
     except OSError as e:
+        if e.errno in (errno.EMFILE, errno.ENFILE, errno.ENOMEM):  # this process's want, not the job's
+            raise OSError(e.errno, f"{e.strerror} (reading a job's file; the file itself may be fine)", path) from None
         raise UnreadableJobError(path, e.strerror or str(e), errno=e.errno) from None
     if not raw.strip():
         raise UnreadableJobError(path, "the file is empty")

@@ -1083,13 +1083,12 @@ def spare_fds(count: int) -> list[int]:
 
 
 def with_room(room: list[int], step: Callable[[], T]) -> T:
-    """Runs ``step``; while it fails for want of file descriptors (also a JSON file it could not
-    open for that), closes the highest of ``room`` (spare descriptors held for this, in increasing
-    order) and tries again."""
+    """Runs ``step``; while it fails for want of file descriptors, closes the highest of ``room``
+    (spare descriptors held for this, in increasing order) and tries again."""
     while True:
         try:
             return step()
-        except (OSError, store.UnreadableJobError) as e:
+        except OSError as e:
             if e.errno not in (errno.EMFILE, errno.ENFILE) or not room:
                 raise
             os.close(room.pop())

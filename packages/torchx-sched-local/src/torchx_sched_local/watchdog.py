@@ -96,7 +96,7 @@ def _act(supervisor: int, job_dir: str, cancelling: bool) -> None:
     path = os.path.join(job_dir, store.STATE_FILE)
     try:
         st = store.read_json(path) or {}
-    except ValueError:  # torn: the job's environment still finds its processes
+    except (ValueError, OSError):  # torn or unreadable: the job's environment still finds its processes
         st = {}
     if st.get("state") in _FINAL:  # ended (or crashed and said so) before the pipe closed
         return
@@ -104,7 +104,7 @@ def _act(supervisor: int, job_dir: str, cancelling: bool) -> None:
 
     try:
         log_root = (store.read_json(os.path.join(job_dir, store.APP_FILE)) or {}).get("log_root")
-    except ValueError:
+    except (ValueError, OSError):
         log_root = None
     killed, _ = orphans.kill(st, log_root if isinstance(log_root, str) else None)
     said = f"; its replicas and their processes (pids {', '.join(map(str, killed))}) were killed" if killed else ""
