@@ -99,10 +99,14 @@ def test_log_dir_removed_while_running_is_recreated(sched: LocalScheduler, tmp_p
     assert _supervisor_log(sched, app_id) == ""
 
 
-def test_supervisor_out_of_file_descriptors_keeps_the_job(sched: LocalScheduler, tmp_path: Path) -> None:
+@pytest.mark.parametrize("log_dir", [False, True])
+def test_supervisor_out_of_file_descriptors_keeps_the_job(sched: LocalScheduler, tmp_path: Path, log_dir: bool) -> None:
+    """With a ``log_dir`` the supervisor also writes TorchX's ``SUCCESS`` summary at the end: a
+    module it imports for that, with no descriptor left, must not fail the job."""
     go = tmp_path / "go"
     code = WAIT_FOR_GO + "print('lost', flush=True)\n"
-    app_id = sched.submit(python_app(code, str(go), name="emfile"), {})
+    cfg = {"log_dir": str(tmp_path / "logs")} if log_dir else {}
+    app_id = sched.submit(python_app(code, str(go), name="emfile"), cfg)
     eventually(lambda: ((sched.store.state(app_id) or {}).get("replicas") or [{}])[0].get("state") == "RUNNING")
     pid = (sched.store.state(app_id) or {})["pid"]
     eventually(lambda: not _writing_state(pid, sched.store.job_dir(app_id)))  # no transient descriptor counted

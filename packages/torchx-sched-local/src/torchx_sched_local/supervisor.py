@@ -884,14 +884,14 @@ class Supervisor:
         """TorchX's ``SUCCESS`` file in a ``log_dir`` the user gave (see :mod:`.summary`)."""
         if self.log_root.startswith(self.job_dir + os.sep) or self.files.root_fd < 0:
             return
-        from torchx_sched_local import summary
-
         app_id = os.path.basename(self.job_dir)
         try:
+            from torchx_sched_local import summary  # its import opens files too (EMFILE)
+
             summary.write_summary(
                 self.files.root_fd, summary.summary(app_id, self.log_root, self._final_state(), self.replicas)
             )
-        except OSError:  # a full or removed log directory: the stored state still says how the job ended
+        except OSError:  # a full or removed log directory, no descriptor left: the stored state says how it ended
             pass
 
     def _stop_leftovers(self) -> None:
