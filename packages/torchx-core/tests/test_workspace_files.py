@@ -182,3 +182,12 @@ def test_an_fsspec_url_project_without_fsspec_is_one_line_saying_to_install_it(m
         "workspace 's3://bucket/proj' is an fsspec URL and fsspec is not installed: pip install fsspec"
         " (and the package of its scheme), or pass a local directory"
     )
+
+
+def test_also_ignore_files_leave_files_out_too(tmp_path: Path) -> None:
+    root = make_tree(tmp_path, "*.pyc\n")
+    (root / ".dockerignore").write_text("data\nlogs/*.log\n")
+    kept = {rel for _, rel in project_files(Workspace({str(root): ""}), also_ignore=(".dockerignore",))}
+    assert not any(rel.startswith(("data/", "logs/")) or rel == "a.pyc" for rel in kept)
+    assert {"main.py", "pkg/mod.py", ".dockerignore", ".torchxignore"} <= kept
+    assert "data/small.txt" in {rel for _, rel in project_files(Workspace({str(root): ""}))}

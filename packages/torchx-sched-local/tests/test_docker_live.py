@@ -176,11 +176,16 @@ def test_workspace_is_built_into_the_image(
     (ws / "hello.txt").write_text("from the workspace\n")
     (ws / "secret.txt").write_text("keep out\n")
     (ws / ".torchxignore").write_text("secret.txt\n")
+    (ws / "docker-only.txt").write_text("left out by .dockerignore, as TorchX\n")
+    (ws / ".dockerignore").write_text("docker-only.txt\n")
     # content of this run only: a layer the engine's build cache (earlier runs, other torchx
     # versions) cannot hand back as an image other images are built on
     (ws / "run.txt").write_text(f"{uuid.uuid4()}\n")
     role = _role(
-        docker_live["TORCHX_TEST_BUSYBOX_IMAGE"], "sh", "-c", "cat /hello.txt; test -e /secret.txt || echo no-secret"
+        docker_live["TORCHX_TEST_BUSYBOX_IMAGE"],
+        "sh",
+        "-c",
+        "cat /hello.txt; test -e /secret.txt || echo no-secret; test -e /docker-only.txt || echo no-docker-only",
     )
     role.workspace = specs.Workspace({str(ws): ""})
     docker_sched.build_workspaces([role], {"quiet": True})
@@ -190,7 +195,11 @@ def test_workspace_is_built_into_the_image(
         assert client.images.get(built).labels["torchx.pytorch.org/version"]
         app_id = _run(docker_sched, role)
         assert docker_sched.wait(app_id, timeout=60).state == AppState.SUCCEEDED
-        assert list(docker_sched.log_iter(app_id, "w", 0)) == ["from the workspace\n", "no-secret\n"]
+        assert list(docker_sched.log_iter(app_id, "w", 0)) == [
+            "from the workspace\n",
+            "no-secret\n",
+            "no-docker-only\n",
+        ]
         digest = built.split(":", 1)[1]
         pushed = docker_sched.dryrun_push_images(specs.AppDef("x", [role]), {"image_repo": "registry.invalid/t"})
         assert pushed == {built: ("registry.invalid/t", digest)}

@@ -8,7 +8,8 @@ retag and push the image to ``image_repo`` (:meth:`DockerWorkspaceMixin.dryrun_p
 :meth:`DockerWorkspaceMixin.push_images`).
 
 A workspace may bring its own ``Dockerfile.torchx``; it gets the build argument ``IMAGE``
-(the role's image). Files matched by the workspace's ``.torchxignore`` are left out.
+(the role's image). Files matched by the workspace's ``.torchxignore`` or ``.dockerignore``
+are left out.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ LABEL_VERSION = "torchx.pytorch.org/version"
 #: the Dockerfile a workspace may provide
 TORCHX_DOCKERFILE = "Dockerfile.torchx"
 _DEFAULT_DOCKERFILE = b"ARG IMAGE\nFROM $IMAGE\nCOPY . .\n"
+#: what a workspace's ``.dockerignore`` leaves out is not in the image either (as in TorchX)
+DOCKER_IGNORE_FILE = ".dockerignore"
 
 #: local image id -> (repository, tag) to push
 ImagesToPush = dict[str, tuple[str, str]]
@@ -70,7 +73,7 @@ def build_context(workspace: Workspace, out: IO[bytes]) -> bool:
     """
     own_dockerfile = False
     with tarfile.open(fileobj=out, mode="w") as tar:
-        for path, arcname in project_files(workspace):
+        for path, arcname in project_files(workspace, also_ignore=(DOCKER_IGNORE_FILE,)):
             own_dockerfile = own_dockerfile or arcname == TORCHX_DOCKERFILE
             tar.add(path, arcname=arcname, recursive=False)
         if not own_dockerfile:

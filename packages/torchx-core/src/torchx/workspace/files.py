@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -101,10 +101,10 @@ class IgnoreRules:
         self.has_exceptions = any(negate for _, negate in self.rules)
 
     @staticmethod
-    def load(root: str) -> IgnoreRules:
-        """The rules of ``root``'s ``.torchxignore`` (none when it has none)."""
+    def load(root: str, name: str = IGNORE_FILE) -> IgnoreRules:
+        """The rules of ``root``'s ignore file ``name`` (none when it has none)."""
         try:
-            with open(os.path.join(root, IGNORE_FILE)) as f:
+            with open(os.path.join(root, name)) as f:
                 return IgnoreRules(f.read().splitlines())
         except OSError:
             return IgnoreRules([])
@@ -124,29 +124,33 @@ class IgnoreRules:
         return not self.has_exceptions and self.ignored(rel_dir)
 
 
-def walk_workspace(path: str, ignore_name: str = IGNORE_FILE) -> Iterator[str]:
+def walk_workspace(path: str, ignore_name: str = IGNORE_FILE, also_ignore: Sequence[str] = ()) -> Iterator[str]:
     """Relative paths (``/``-separated, sorted per directory) of the files under ``path`` that its
-    ``.torchxignore`` keeps. Raises ``FileNotFoundError`` when ``path`` is not a directory."""
+    ``.torchxignore`` keeps, and each ignore file named in ``also_ignore`` (``.dockerignore``
+    for a Docker image): a file any of them leaves out is left out. Raises
+    ``FileNotFoundError`` when ``path`` is not a directory."""
     if not os.path.isdir(path):
         raise FileNotFoundError(f"workspace {path!r} is not a directory")
-    rules = IgnoreRules.load(path) if ignore_name == IGNORE_FILE else IgnoreRules([])
+    rules = [IgnoreRules.load(path) if ignore_name == IGNORE_FILE else IgnoreRules([])]
+    rules += [IgnoreRules.load(path, name) for name in also_ignore]
     for dirpath, dirnames, filenames in os.walk(path):
         rel_dir = os.path.relpath(dirpath, path)
         rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/")
         prefix = rel_dir + "/" if rel_dir else ""
-        dirnames[:] = sorted(d for d in dirnames if not rules.prunable(prefix + d))
+        dirnames[:] = sorted(d for d in dirnames if not any(r.prunable(prefix + d) for r in rules))
         for name in sorted(filenames):
             rel = prefix + name
-            if not rules.ignored(rel):
+            if not any(r.ignored(rel) for r in rules):
                 yield rel
 
 
-def project_files(workspace: Workspace) -> Iterator[tuple[str, str]]:
+def project_files(workspace: Workspace, also_ignore: Sequence[str] = ()) -> Iterator[tuple[str, str]]:
     """(path on disk, path in the shipped tree) of every file ``workspace`` ships: each project
     directory walked with its ``.torchxignore``, a project file as itself; a project at the root
     (``dst`` empty) keeps its relative paths, a file there keeps its name. A project given as an
     fsspec URL (``memory://``, ``s3://``) is first copied into a temporary directory, which lives
-    until the iteration ends (:func:`torchx.workspace.remote.fetched`).
+    until the iteration ends (:func:`torchx.workspace.remote.fetched`). The ignore files named in
+    ``also_ignore`` leave files out too (:func:`walk_workspace`).
 
     Raises:
         FileNotFoundError: a project does not exist (nothing is shipped silently empty)
@@ -161,19 +165,19 @@ def project_files(workspace: Workspace) -> Iterator[tuple[str, str]]:
             from torchx.workspace.remote import fetched
 
             with fetched(src, IGNORE_FILE, lambda lines: IgnoreRules(lines).ignored) as local:
-                yield from _local_project_files(local, dst)
+                yield from _local_project_files(local, dst, also_ignore)
         else:
-            yield from _local_project_files(os.path.expanduser(src), dst)
+            yield from _local_project_files(os.path.expanduser(src), dst, also_ignore)
 
 
-def _local_project_files(src: str, dst: str) -> Iterator[tuple[str, str]]:
+def _local_project_files(src: str, dst: str, also_ignore: Sequence[str]) -> Iterator[tuple[str, str]]:
     """:func:`project_files` of one local project ``src`` shipped to ``dst``."""
     import stat
 
     if os.path.isdir(src):
         files = size = 0
         warned = False
-        for rel in walk_workspace(src):
+        for rel in walk_workspace(src, also_ignore=also_ignore):
             path = os.path.join(src, rel)
             st = os.lstat(path)
             mode = st.st_mode
