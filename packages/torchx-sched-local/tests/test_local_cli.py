@@ -122,3 +122,17 @@ def test_help_imports_no_backend_sdk() -> None:
         "assert 'docker' not in sys.modules and 'torchx_sched_local.local_scheduler' not in sys.modules, 'imported'"
     )
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_local_docker_dry_run_of_an_fsspec_workspace_imports_no_docker_sdk() -> None:
+    pytest.importorskip("fsspec")
+    proc = run_python(
+        "import fsspec, runpy, sys\n"
+        "with fsspec.open('memory://dry-ws/main.py', 'w') as f:\n    f.write('print(1)')\n"
+        "sys.argv = ['torchx', 'run', '--dryrun', '-s', 'local_docker', '--workspace', 'memory://dry-ws/',"
+        " 'utils.echo', '--msg', 'hi']\n"
+        "try:\n    runpy.run_module('torchx', run_name='__main__')\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+        "assert 'docker' not in sys.modules, 'imported the docker SDK'"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "workspace memory://dry-ws/" in proc.stdout + proc.stderr
