@@ -75,7 +75,8 @@ def claim(root: str, version: str | None) -> str | None:
     claimed = current.get("claimed")
     if not current.get("handle") and isinstance(claimed, (int, float)) and time.time() - claimed < CLAIM_TIMEOUT:
         return None
-    data = json.dumps({"handle": None, "claimed": time.time()}).encode()
+    # the nonce makes the claim this write's own (a write retried after a lost reply is found as ours)
+    data = json.dumps({"handle": None, "claimed": time.time(), "nonce": os.urandom(8).hex()}).encode()
     got: str | None = objects.create(url, data) if version is None else objects.replace(url, data, version)
     return got
 

@@ -183,22 +183,34 @@ class ObjectStore:
         return str(_client().put_object(Bucket=bucket, Key=key, Body=data, **condition).get("ETag", ""))
 
     def create(self, url: str, data: bytes) -> str | None:
-        """Writes the object only if none exists; its ETag, or None if one existed."""
+        """Writes the object only if none exists; its ETag, or None if one existed (``data``
+        must be unique to this write: see :meth:`_landed`)."""
         try:
             return self._put(url, data, IfNoneMatch="*")
         except Exception as e:
             if _conflict(e):
-                return None
+                return self._landed(url, data)
             raise
 
     def replace(self, url: str, data: bytes, etag: str) -> str | None:
-        """Writes the object only if its ETag is still ``etag``; the new ETag, or None if it changed."""
+        """Writes the object only if its ETag is still ``etag``; the new ETag, or None if it
+        changed (``data`` must be unique to this write: see :meth:`_landed`)."""
         try:
             return self._put(url, data, IfMatch=etag)
         except Exception as e:
-            if _conflict(e) or _missing(e):
+            if _conflict(e):
+                return self._landed(url, data)
+            if _missing(e):
                 return None
             raise
+
+    def _landed(self, url: str, data: bytes) -> str | None:
+        """After a failed precondition: the object's ETag if it holds ``data`` (botocore sent the
+        write again after its reply was lost, and the first one was stored), else None (another
+        writer's). Without this a stored append was written again at the next number, and a
+        stored lease renewal read as a lost lease."""
+        current = self.get(url)
+        return current[1] if current is not None and current[0] == data else None
 
     def put(self, url: str, data: bytes) -> None:
         """Writes the object whatever is there."""
@@ -470,7 +482,9 @@ class UrlStore(DurableStore):
                 raise self._unknown(f"unknown {self.kind} {job_id!r} (no {url}/{SPEC})")
             seq = max(envs, default=-1) + 1
             writer = lease.identity if lease is not None else ""
-            data = json.dumps({"w": writer, "evs": list(events)}, separators=(",", ":")).encode()
+            # a nonce: two appends of the same events by one writer are still two writes
+            envelope = {"w": writer, "n": os.urandom(8).hex(), "evs": list(events)}
+            data = json.dumps(envelope, separators=(",", ":")).encode()
             if self.objects.create(f"{url}/{EVENTS}/{seq:0{SEQ_WIDTH}d}.json", data) is not None:
                 with self._lock:
                     self._seen.setdefault(job_id, {})[seq] = json.loads(data)
