@@ -43,7 +43,7 @@ class _Forward(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _LossyProxy
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base class's name)
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def _forward(self) -> None:
