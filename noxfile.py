@@ -224,7 +224,8 @@ def integration_managed(session: nox.Session) -> None:
     by ``torchx list -s managed -cfg targets=slurm|lsf`` from another machine; a journal on an
     s3:// URL (moto): a killed attempt and driver recovered, read from a fresh HOME, two drivers
     fenced; a Slurm and an LSF controller job on such a journal (the controller job killed and
-    replaced, cancel from a fresh HOME, one controller for two jobs, a bucket it cannot use)."""
+    replaced, cancel from a fresh HOME, one controller for two jobs, a bucket it cannot use); a
+    conditional write to the bucket whose reply a proxy drops."""
     live(
         session,
         [
@@ -256,6 +257,7 @@ def integration_managed(session: nox.Session) -> None:
         "packages/torchx-managed/tests/test_managed_k8s_controller_live.py",
         "packages/torchx-managed/tests/test_managed_unreachable_live.py",
         "packages/torchx-managed/tests/test_managed_list_native.py",
+        "packages/torchx-managed/tests/test_managed_s3_lost_reply_live.py",
         extra=["boto3", "kubernetes"],
     )
 
