@@ -119,3 +119,35 @@ def test_a_lease_renewal_whose_reply_was_lost_keeps_the_lease(lossy: tuple[str, 
     other = ObjectLease(objects, f"{journal}/driver.lease", "holder-b")
     assert not other.try_acquire()  # still held by a
     assert lease.try_acquire()  # and a renews on from the ETag it learned
+
+
+def test_a_controller_pod_waits_for_another_controller_s_lease() -> None:
+    """A ``controller=kubernetes`` pod (``wait``) whose journal's controller lease another
+    controller holds waits for it; it used to return at once, and its idle loop scaled its
+    Deployment to 0 and back to 1 over and over. A controller job (no ``wait``) exits at once."""
+    import time
+
+    from torchx_managed.controller import CONTROLLER_LEASE, Controller, _run_leased
+    from torchx_managed.journal import ManagedStore
+    from torchx_managed.journal_store import ObjectLease, ObjectStore
+
+    journal = live_s3_prefix(BUCKET)
+    other = ObjectLease(ObjectStore(journal), f"{journal}/{CONTROLLER_LEASE}", "controller elsewhere")
+    assert other.acquire()
+    other.keep(lambda: None)
+    try:
+        controller = Controller(ManagedStore(journal))
+        stop = threading.Event()
+        started = time.monotonic()
+        assert _run_leased(controller, journal, "job", stop, wait=False) == 0
+        assert time.monotonic() - started < 5
+        codes: list[int] = []
+        pod = threading.Thread(target=lambda: codes.append(_run_leased(controller, journal, "pod", stop, wait=True)))
+        pod.start()
+        pod.join(timeout=4)
+        assert pod.is_alive() and not codes, codes
+        stop.set()
+        pod.join(timeout=10)
+        assert codes == [0]
+    finally:
+        other.release()

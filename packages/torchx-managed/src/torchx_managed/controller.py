@@ -371,7 +371,7 @@ def _run(controller: Controller, root: str, identity: str, stop: threading.Event
     """Holds the journal's controller lock (``wait``: waits while another holds it, else exits
     at once) and runs ``controller`` until stopped or idle."""
     if is_url(root):
-        return _run_leased(controller, root, identity, stop)
+        return _run_leased(controller, root, identity, stop, wait)
     try:
         fd = os.open(os.path.join(root, CONTROLLER_LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError as e:
@@ -401,15 +401,16 @@ def _run(controller: Controller, root: str, identity: str, stop: threading.Event
         os.close(fd)
 
 
-def _run_leased(controller: Controller, root: str, identity: str, stop: threading.Event) -> int:
+def _run_leased(controller: Controller, root: str, identity: str, stop: threading.Event, wait: bool) -> int:
     """:func:`_run` under a URL journal: holds ``ROOT/controller.lease`` (waits while a dead
-    controller's lease stays unchanged; exits at once when it is seen renewed); losing it stops
-    every driver and ends the process (exit 1) before a contender may take it."""
+    controller's lease stays unchanged; when it is seen renewed, exits at once, or with ``wait``
+    waits for it until ``stop``); losing it stops every driver and ends the process (exit 1)
+    before a contender may take it."""
     from torchx_managed.journal_store import ObjectLease, ObjectStore
 
     try:
         lease = ObjectLease(ObjectStore(root), f"{root}/{CONTROLLER_LEASE}", f"controller {identity}")
-        if not lease.acquire():
+        if not lease.acquire(stop if wait else None):
             logger.info("another controller drives %s: exiting", root)
             return 0
     except Exception as e:  # the bucket unreachable, credentials missing: said in the job's log
