@@ -131,8 +131,7 @@ def _client() -> Any:
     with _clients_lock:
         client = _clients.get(env)
         if client is None:
-            import botocore.session  # not boto3's Session on top of it: 3 MB less in a controller
-            from botocore.config import Config
+            from botocore.config import Config  # botocore's session, not boto3's on top of it: 3 MB less
 
             config = Config(
                 connect_timeout=5,
@@ -140,8 +139,45 @@ def _client() -> Any:
                 retries={"max_attempts": 5, "mode": "standard"},
                 max_pool_connections=POOL,
             )
-            client = _clients[env] = botocore.session.get_session().create_client("s3", config=config)
+            client = _clients[env] = s3_session().create_client("s3", config=config)
         return client
+
+
+#: the services whose entries a bucket journal's botocore session keeps of botocore's
+#: ``endpoints.json``: S3, and those its credential providers make clients of (assumed roles,
+#: SSO, ``aws login``)
+ENDPOINT_SERVICES = frozenset({"s3", "sts", "sso", "sso-oidc", "signin"})
+
+
+class _EndpointsOfServices:
+    """botocore's file loader, except that ``endpoints.json`` (every AWS service's endpoints in
+    every partition, 7 MB once parsed) keeps only the entries of :data:`ENDPOINT_SERVICES`. The
+    file is still botocore's own, so botocore uses it as its built-in data and resolves those
+    services' endpoints (and sign regions) exactly as with all of it."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def exists(self, path: str) -> bool:
+        return bool(self.inner.exists(path))
+
+    def load_file(self, path: str) -> Any:
+        data = self.inner.load_file(path)
+        if os.path.basename(path) == "endpoints" and isinstance(data, dict):
+            for partition in data.get("partitions") or []:
+                services = partition.get("services") or {}
+                partition["services"] = {k: v for k, v in services.items() if k in ENDPOINT_SERVICES}
+        return data
+
+
+def s3_session() -> Any:
+    """A botocore session of its own for the S3 client (see :class:`_EndpointsOfServices`)."""
+    import botocore.session
+
+    session = botocore.session.get_session()
+    loader = session.get_component("data_loader")
+    loader.file_loader = _EndpointsOfServices(loader.file_loader)
+    return session
 
 
 class ObjectStore:
