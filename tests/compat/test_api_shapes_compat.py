@@ -219,10 +219,10 @@ def test_serve_and_metrics_appdefs() -> None:
         "1",
         "--dryrun",
     ]
-    assert role.args[:2] == ["-m", "torchx_components.apps.torchserve"]  # docs/compatibility.md
+    assert role.args[:2] == ["-m", "torchx.apps.serve.serve"]  # TorchX's module (torchx-core runs ours)
     tb = metrics.tensorboard("/logs")
     role = tb.roles[0]
-    assert role.args[:2] == ["-m", "torchx_components.apps.process_monitor"]
+    assert role.args[:2] == ["-m", "torchx.apps.utils.process_monitor"]
     assert (role.resource.cpu, role.resource.memMB) == (1, 1024)  # TorchX: NULL_RESOURCE
     assert (tb.name, role.name, role.entrypoint, role.port_map) == (
         "tensorboard",
