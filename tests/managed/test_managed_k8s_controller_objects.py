@@ -54,6 +54,8 @@ def test_the_deployment_runs_one_controller_pod_of_its_own_account() -> None:
     assert pod["volumes"] == [{"name": "mount-0", "hostPath": {"path": "/shared/j", "type": "Directory"}}]
     assert container["volumeMounts"] == [{"name": "mount-0", "mountPath": "/shared/j"}]
     assert container["resources"]["limits"] == {"memory": "256Mi"}
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert (env["PYTHONUNBUFFERED"], env["MALLOC_ARENA_MAX"]) == ("1", "2")  # as a controller job's
     assert objs["RoleBinding"]["subjects"] == [{"kind": "ServiceAccount", "name": name, "namespace": "training"}]
 
 

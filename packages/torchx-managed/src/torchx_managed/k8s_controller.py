@@ -36,6 +36,7 @@ from torchx.specs.runopts import InvalidRunConfigException
 from torchx_sched_k8s.errors import KubernetesError
 from torchx_sched_k8s.kubeapi import KubeApi
 
+from torchx_managed.controller import CONTROLLER_ENV
 from torchx_managed.controller_record import controller_handle, record_controller
 from torchx_managed.journal_store import is_url
 from torchx_managed.lease import lease_object
@@ -141,7 +142,7 @@ def objects(
         {"apiGroups": ["apps"], "resources": ["deployments"], "resourceNames": [name], "verbs": ["get", "patch"]},
     ]  # fmt: skip
     env: list[dict[str, Any]] = [
-        {"name": "PYTHONUNBUFFERED", "value": "1"},
+        *({"name": k, "value": v} for k, v in CONTROLLER_ENV.items()),
         {"name": "TORCHX_CONTROLLER_POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
     ]
     pod: dict[str, Any] = {"serviceAccountName": name, "terminationGracePeriodSeconds": 30}
