@@ -129,6 +129,105 @@ def controller(jobs: int, seconds: float, url: str | None = None) -> dict[str, A
     }
 
 
+def _kubectl(*args: str, check: bool = True) -> str:
+    return subprocess.run(["kubectl", *args], capture_output=True, text=True, check=check).stdout
+
+
+def _busy_cpu_seconds() -> float:
+    """CPU seconds this machine spent busy since boot (every process, every core)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")  # less idle and iowait
+
+
+def k8s_controller(jobs: int, seconds: float, url: str | None = None) -> dict[str, Any]:
+    """Runs ``jobs`` managed jobs (``sleep SECONDS`` pods on ``kubernetes``, no resource requests)
+    under one ``controller=kubernetes`` Deployment in a fresh namespace, their journal on a
+    host directory the controller's pod mounts (or under ``url``); returns the peak RSS and
+    threads of the controller's process (found in this machine's /proc: the kubelet's containers
+    run here), the most attempt pods running at once, and the machine's busy CPU seconds. The
+    namespace (Deployment, Jobs, pods, Secret, Lease) is deleted afterwards."""
+    import uuid
+
+    from torchx.runner import get_runner
+    from torchx.specs import AppDef, AppState, Resource, Role
+
+    if not os.environ.get("KUBECONFIG"):
+        raise SystemExit("export KUBECONFIG (e.g. . /tmp/torchx-services/env.sh; export KUBECONFIG)")
+    image = os.environ.get("TORCHX_TEST_K8S_IMAGE", "localhost/torchx-python:bookworm")
+    tmp = tempfile.mkdtemp(prefix="torchx-bench-k8s-controller-")
+    os.chmod(tmp, 0o777)  # the journal's directory, mounted into the controller's pod
+    os.environ["TORCHX_LOCAL_STATE_DIR"] = os.path.join(tmp, "local")
+    os.environ["TORCHX_MANAGED_STATE_DIR"] = os.path.join(tmp, "managed")
+    journal = f"{url.rstrip('/')}/bench-{uuid.uuid4().hex[:8]}" if url else os.path.join(tmp, "journal")
+    namespace = f"torchx-bench-{uuid.uuid4().hex[:8]}"
+    repo = Path(__file__).resolve().parents[2]
+    mounts = [sys.prefix, os.path.realpath(sys.base_prefix), str(repo), *([] if url else [tmp])]
+    # no cpu/memMB: the pods request nothing (BestEffort), the smallest the scheduler makes
+    role = Role("s", image=image, entrypoint="sleep", args=[str(seconds)], resource=Resource(-1, 0, -1))
+    cfg: dict[str, Any] = {
+        "targets": ["kubernetes"],
+        "namespace": namespace,
+        "mode": "jobs",
+        "image_pull_policy": "IfNotPresent",
+        "termination_grace_period": 1,
+        "controller": "kubernetes",
+        "journal": journal,
+        "controller_image": image,
+        "controller_python": sys.executable,
+        "controller_mounts": mounts,
+    }
+    peak_rss = peak_hwm = peak_threads = peak_running = 0
+    _kubectl("create", "namespace", namespace)
+    busy = _busy_cpu_seconds()
+    began = time.monotonic()
+    try:
+        with get_runner("bench") as runner:
+            handles = [runner.run(AppDef(f"job{i}", [role]), "managed", cfg) for i in range(jobs)]
+            submitted = time.monotonic() - began
+            left, counted = set(handles), 0.0
+            while left:
+                if time.monotonic() > began + 1800:
+                    raise SystemExit(f"{len(left)} jobs did not succeed in 30 minutes")
+                pid = _controller_pid(journal)
+                if pid is not None:
+                    try:
+                        peak_rss = max(peak_rss, _status_field(pid, "VmRSS"))
+                        peak_hwm = max(peak_hwm, _status_field(pid, "VmHWM"))
+                        peak_threads = max(peak_threads, _status_field(pid, "Threads"))
+                    except (OSError, ValueError):
+                        pass
+                if time.monotonic() > counted + 3:
+                    counted = time.monotonic()
+                    running = _kubectl(
+                        "get", "pods", "-n", namespace, "--field-selector=status.phase=Running", "-o", "name"
+                    ).split()
+                    peak_running = max(peak_running, len([p for p in running if "torchx-controller-" not in p]))
+                for handle in list(left)[:10]:
+                    status = runner.status(handle)
+                    if status is not None and status.state == AppState.SUCCEEDED:
+                        left.discard(handle)
+                    elif status is not None and status.state in (AppState.FAILED, AppState.CANCELLED):
+                        raise SystemExit(f"{handle} ended {status.state.name}: {status.msg}")
+                time.sleep(0.2)
+            done = time.monotonic() - began
+            busy = _busy_cpu_seconds() - busy
+    finally:
+        _kubectl("delete", "namespace", namespace, "--wait=true", "--timeout=600s", check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {
+        "controller": "kubernetes",
+        "jobs": jobs,
+        "sleep_s": seconds,
+        "submitted_s": round(submitted, 1),
+        "all_succeeded_s": round(done, 1),
+        "peak_attempt_pods_running": peak_running,
+        "machine_busy_cpu_s": round(busy, 1),
+        "controller_peak_rss_mb": round(peak_rss / 1024, 1),
+        "controller_vmhwm_mb": round(peak_hwm / 1024, 1),
+        "controller_peak_threads": peak_threads,
+    }
+
+
 def slurm_restart_gap() -> dict[str, Any]:
     """Seconds between attempt 0's end and attempt 1's start of a native Slurm job."""
     from torchx.schedulers.recovery import read_attempt_log
@@ -163,9 +262,16 @@ def main() -> None:
     parser.add_argument(
         "--journal", help="an s3://BUCKET/PREFIX to keep the journal in (default: a temporary directory)"
     )
+    parser.add_argument(
+        "--controller",
+        choices=["local_cwd", "kubernetes"],
+        default="local_cwd",
+        help="where the controller and the jobs run (kubernetes: needs KUBECONFIG and the live cluster's kubelet here)",
+    )
     parser.add_argument("--slurm", action="store_true", help="also measure a native Slurm job's restart")
     args = parser.parse_args()
-    print(controller(args.jobs, args.seconds, args.journal))
+    measure = k8s_controller if args.controller == "kubernetes" else controller
+    print(measure(args.jobs, args.seconds, args.journal))
     if args.journal:
         print(url_latency(args.journal))
     if args.slurm:
