@@ -178,3 +178,32 @@ def test_a_cancel_appended_from_another_machine_reaches_the_driver(tmp_path: Pat
     count = int((ckpt / "count").read_text())
     time.sleep(2 * STEP_SECONDS + 1)
     assert int((ckpt / "count").read_text()) == count < STEPS  # the attempt was stopped
+
+
+def test_a_scan_asks_each_job_s_spec_once_per_process(journal: str) -> None:
+    """A controller scans every second: one LIST of the journal, and a HEAD only for a job this
+    process has not seen yet (it HEADed every job's spec on every scan). A removed job leaves
+    the listing."""
+    from torchx_managed.journal_store import UrlStore, _client
+
+    store = UrlStore(journal)
+    for job in ("a", "b", "c"):
+        store.create(job, {"name": job})
+    heads: list[str] = []
+    client = _client()
+
+    def count(params: dict[str, Any], **_: Any) -> None:
+        heads.append(params["Key"])
+
+    client.meta.events.register("provide-client-params.s3.HeadObject", count)
+    try:
+        assert UrlStore(journal).job_ids() == ["a", "b", "c"]
+        assert len(heads) == 3, heads
+        assert UrlStore(journal).job_ids() == ["a", "b", "c"]
+        assert len(heads) == 3, heads  # nothing asked again
+        store.create("d", {"name": "d"})
+        store.remove("b")
+        assert UrlStore(journal).job_ids() == ["a", "c", "d"]
+        assert [h.rsplit("/", 2)[-2] for h in heads[3:]] == ["d"], heads
+    finally:
+        client.meta.events.unregister("provide-client-params.s3.HeadObject", count)
