@@ -3,17 +3,21 @@ paths in it."""
 
 from __future__ import annotations
 
-import re
-
 from torchx.util.record import record
 
-#: ``scheme://`` of an fsspec URL (also chained, ``simplecache::s3://``)
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*(?:::[A-Za-z][A-Za-z0-9+.\-]*)*://")
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+
+
+def _is_scheme(word: str) -> bool:
+    return word[:1].isascii() and word[:1].isalpha() and all(c in _SCHEME_CHARS for c in word)
 
 
 def is_url(src: str) -> bool:
-    """True when the project ``src`` is a URL (``memory://``, ``s3://``, ...) rather than a local path."""
-    return _URL.match(src) is not None
+    """True when the project ``src`` is a URL (``memory://``, ``s3://``, also chained as fsspec
+    writes them, ``simplecache::s3://``) rather than a local path. (No ``re``: this module is on
+    every ``torchx`` command's import path.)"""
+    head, sep, _ = src.partition("://")
+    return bool(sep) and all(_is_scheme(word) for word in head.split("::"))
 
 
 @record
