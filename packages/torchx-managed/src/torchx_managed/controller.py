@@ -44,6 +44,7 @@ from torchx.util.files import lock_held
 from torchx_managed.controller_record import claim, read_record, record_controller
 from torchx_managed.journal import ManagedStore
 from torchx_managed.journal_store import LEASE_DURATION, is_url
+from torchx_managed.options import CONTROLLER_ENV
 
 if TYPE_CHECKING:
     from torchx.runner import Runner
@@ -64,10 +65,6 @@ IDLE_EXIT = 120.0
 FAILED_CONTROLLER_BACKOFF = 30.0
 #: the lock a controller holds for its whole life, in the journal directory
 CONTROLLER_LOCK = "controller.lock"
-#: the environment of a controller's process, wherever it runs. glibc's malloc gives each of its
-#: threads (two per job on a URL journal: its driver, its lease) an arena of its own, up to 8 per
-#: core; two hold the same with less left fragmented (100 jobs on moto: peak RSS 66.1 -> 63.1 MB)
-CONTROLLER_ENV = {"PYTHONUNBUFFERED": "1", "MALLOC_ARENA_MAX": "2"}
 #: the lease a controller holds for its whole life under a URL journal
 CONTROLLER_LEASE = "controller.lease"
 #: the working directory, and so the log's, of a controller job on a URL journal (node-local)

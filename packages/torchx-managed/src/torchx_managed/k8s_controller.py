@@ -36,11 +36,10 @@ from torchx.specs.runopts import InvalidRunConfigException
 from torchx_sched_k8s.errors import KubernetesError
 from torchx_sched_k8s.kubeapi import KubeApi
 
-from torchx_managed.controller import CONTROLLER_ENV
 from torchx_managed.controller_record import controller_handle, record_controller
 from torchx_managed.journal_store import is_url
 from torchx_managed.lease import lease_object
-from torchx_managed.options import ManagedOptions, controller_volume
+from torchx_managed.options import CONTROLLER_ENV, ManagedOptions, controller_volume
 
 logger: logging.Logger = logging.getLogger("torchx_managed.k8s_controller")
 

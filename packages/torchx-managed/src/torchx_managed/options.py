@@ -139,6 +139,10 @@ def run_opts() -> ManagedRunOpts:
 CONTROLLERS = ("auto", "native", "local")
 #: the schedulers a controller runs on as a job (they run a Python of this machine's, or an image)
 CONTROLLER_SCHEDULERS = ("kubernetes", "local_cwd", "lsf", "slurm")
+#: the environment of a controller's process, wherever it runs. glibc's malloc gives each of its
+#: threads (two per job on a URL journal: its driver, its lease) an arena of its own, up to 8 per
+#: core; two hold the same with less left fragmented (100 jobs on moto: peak RSS 66.1 -> 63.1 MB)
+CONTROLLER_ENV = {"PYTHONUNBUFFERED": "1", "MALLOC_ARENA_MAX": "2"}
 #: the options of a controller that runs as a Kubernetes Deployment
 POD_OPTIONS = ("controller_image", "controller_python", "controller_mounts")
 _CLAIM = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
