@@ -313,3 +313,75 @@ def test_the_transport_gets_what_the_client_library_gets(k8s_cluster: Any) -> No
     finally:
         rest.close()
         api.close()
+
+
+def test_clients_of_one_kubeconfig_share_one_transport(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Schedulers made one per job (a managed controller's 100 drivers) share the process's
+    transport while the kubeconfig is unchanged; an edited kubeconfig gets a new one."""
+    from torchx_sched_k8s.kubeapi import KubeApi
+
+    cfg = _write(tmp_path / "config", {"server": "http://127.0.0.1:1"}, {"token": "a"})
+    monkeypatch.setenv("KUBECONFIG", str(cfg))
+    first, second = KubeApi(), KubeApi()
+    assert first.rest is second.rest
+    shared = first.rest
+    second.close()
+    assert first.rest is shared
+    _write(cfg, {"server": "http://127.0.0.1:2"}, {"token": "b"})
+    renewed = KubeApi().rest
+    assert renewed is not shared and renewed.endpoint.host == "http://127.0.0.1:2"
+    assert first.rest is shared  # a client keeps the transport it has
+
+
+def test_threads_taking_turns_share_one_connection_and_concurrent_ones_get_their_own() -> None:
+    """Requests from 20 threads one after another go over one kept-alive connection (one per
+    thread made a controller of 100 jobs hold 100 TLS connections); two at once use two."""
+    import threading
+
+    opened: list[int] = []
+    release = threading.Event()
+
+    def keep_answering(conn: Any) -> None:
+        opened.append(1)
+        while True:
+            try:
+                request = _read_request(conn)
+            except OSError:
+                return
+            if not request:
+                return
+            if b"/slow" in request:
+                release.wait(10)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+
+    import socket
+
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def accept_two() -> None:
+        for _ in range(2):
+            conn, _ = server.accept()
+            threading.Thread(target=keep_answering, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=accept_two, daemon=True)
+    thread.start()
+    rest = RestClient(Endpoint(host=f"http://127.0.0.1:{server.getsockname()[1]}"))
+    try:
+        for _ in range(20):
+            t = threading.Thread(target=lambda: rest.json("GET", "/a", timeout=5))
+            t.start()
+            t.join()
+        assert len(opened) == 1
+        slow = threading.Thread(target=lambda: rest.json("GET", "/slow", timeout=10))
+        slow.start()
+        while rest._idle:  # until the slow request took the kept-alive connection
+            threading.Event().wait(0.01)
+        assert rest.json("GET", "/b", timeout=5) == {}  # the first connection is busy: a second
+        release.set()
+        slow.join()
+        assert len(opened) == 2 and len(rest._idle) == 2
+    finally:
+        release.set()
+        rest.close()
+        server.close()
+    thread.join(5)

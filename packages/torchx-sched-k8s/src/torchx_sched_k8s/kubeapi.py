@@ -11,6 +11,8 @@ only by the scheduler.
 from __future__ import annotations
 
 import http.client
+import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -58,6 +60,43 @@ def _custom_path(custom: Custom, namespace: str, *rest: str) -> str:
     return path("apis", group, version, "namespaces", namespace, plural, *rest)
 
 
+#: the transport of the kubeconfig as it is now, shared by every :class:`KubeApi` of the process
+#: made without a client: a managed controller's 100 drivers each make a scheduler, and each
+#: used to read the kubeconfig and hold a TLS context of its own (~80 KB a job)
+_shared: list[tuple[tuple[object, ...], RestClient]] = []
+_shared_lock = threading.Lock()
+
+
+def _config_state() -> tuple[object, ...]:
+    """What :func:`load_endpoint` reads: the environment naming the kubeconfig (or the pod's
+    service account) and each kubeconfig file's identity and modification time."""
+    paths = os.environ.get("KUBECONFIG") or "~/.kube/config"
+    files: list[object] = []
+    for p in paths.split(os.pathsep):
+        try:
+            st = os.stat(os.path.expanduser(p))
+            files.append((p, st.st_ino, st.st_size, st.st_mtime_ns))
+        except OSError:
+            files.append((p, None))
+    env = tuple(os.environ.get(k) for k in ("HOME", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"))
+    return (paths, env, tuple(files))
+
+
+def _shared_rest() -> RestClient:
+    """The process's transport for the kubeconfig as it is now (made again when it changed).
+
+    Raises:
+        KubeConfigError: no configuration, or a broken one
+    """
+    state = _config_state()
+    with _shared_lock:
+        if _shared and _shared[0][0] == state:
+            return _shared[0][1]
+        rest = RestClient(load_endpoint())
+        _shared[:] = [(state, rest)]  # a client still using the one before keeps it
+        return rest
+
+
 class KubeApi:
     """Thin, error-translating access to the API server.
 
@@ -82,14 +121,12 @@ class KubeApi:
         """
         if self._rest is None:
             try:
-                endpoint = (
-                    endpoint_from_configuration(self._api_client.configuration)
-                    if self._api_client is not None
-                    else load_endpoint()
-                )
+                if self._api_client is not None:
+                    self._rest = RestClient(endpoint_from_configuration(self._api_client.configuration))
+                else:
+                    self._rest = _shared_rest()
             except KubeConfigError as e:
                 raise config_error(e) from None
-            self._rest = RestClient(endpoint)
         return self._rest
 
     @property
@@ -105,9 +142,11 @@ class KubeApi:
             return "<unknown>"
 
     def close(self) -> None:
-        """Closes the kept-alive connections."""
+        """Closes the kept-alive connections (the process's shared transport is left to its
+        other users)."""
         if self._rest is not None:
-            self._rest.close()
+            if self._api_client is not None:
+                self._rest.close()
             self._rest = None
 
     @contextmanager

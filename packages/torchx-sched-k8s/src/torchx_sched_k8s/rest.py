@@ -3,7 +3,7 @@ transport :class:`~torchx_sched_k8s.kubeapi.KubeApi` uses.
 
 Why not a client library: the ``kubernetes`` package imports its ~700 model modules whatever one
 uses (about 0.4 s, most of a first ``run()``), and ``urllib3`` another ~30 ms; torchx sends and
-reads plain JSON over one kept-alive connection per thread, which ``http.client`` does
+reads plain JSON over a few kept-alive connections, which ``http.client`` does
 (benchmark scenario 15; tested against the ``kubernetes`` client on the live API server). Where
 the connection comes from (a kubeconfig, the pod's service account, or a ``kubernetes``
 ``Configuration``) is :mod:`torchx_sched_k8s.kubeconfig`'s job.
@@ -15,12 +15,16 @@ import http.client
 import json
 import ssl
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 JSON = "application/json"
+#: kept-alive connections a client keeps free at most (as many as requests run at once are made;
+#: a managed controller's 100 drivers, each asking now and then, need a few, not one each)
+MAX_IDLE = 8
 #: errors of a kept-alive connection the server closed meanwhile: the request is sent again once
 #: on a new connection (nothing of it reached the server)
 _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, http.client.CannotSendRequest)
@@ -116,7 +120,8 @@ class _HTTPSConnection(http.client.HTTPSConnection):
 
 
 class RestClient:
-    """Sends requests to one API server over one kept-alive connection per thread (thread-safe).
+    """Sends requests to one API server over kept-alive connections, each used by one request
+    at a time (thread-safe).
 
     Args:
         endpoint: the server and credentials
@@ -130,8 +135,8 @@ class RestClient:
         self._port = url.port
         self._base = url.path.rstrip("/")
         self._proxy = urlsplit(endpoint.proxy) if endpoint.proxy else None
-        self._local = threading.local()
-        self._all: list[http.client.HTTPConnection] = []
+        self._idle: list[http.client.HTTPConnection] = []  # kept alive, free for the next request
+        self._all: weakref.WeakSet[http.client.HTTPConnection] = weakref.WeakSet()
         self._lock = threading.Lock()
 
     def _connect(self) -> http.client.HTTPConnection:
@@ -146,13 +151,23 @@ class RestClient:
             conn = http.client.HTTPConnection(host, port)
         return conn
 
-    def _pooled(self) -> http.client.HTTPConnection:
-        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._local.conn = self._connect()
-            with self._lock:
-                self._all.append(conn)
+    def _checkout(self) -> http.client.HTTPConnection:
+        """A kept-alive connection no request uses, else a new one."""
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        conn = self._connect()
+        with self._lock:
+            self._all.add(conn)
         return conn
+
+    def _checkin(self, conn: http.client.HTTPConnection) -> None:
+        """Keeps ``conn`` (its answer read whole) for the next request; beyond :data:`MAX_IDLE` closes it."""
+        with self._lock:
+            if len(self._idle) < MAX_IDLE:
+                self._idle.append(conn)
+                return
+        conn.close()
 
     def request(
         self,
@@ -185,7 +200,7 @@ class RestClient:
             data = json.dumps(body).encode()
             headers["Content-Type"] = content_type
         for tries_left in (1, 0):
-            conn = self._connect() if stream else self._pooled()
+            conn = self._connect() if stream else self._checkout()
             reused = conn.sock is not None
             conn.timeout = timeout
             if conn.sock is not None:
@@ -201,7 +216,13 @@ class RestClient:
             except BaseException:
                 conn.close()
                 raise
-            response = Response(raw, conn, stream)
+            try:
+                response = Response(raw, conn, stream)
+            except BaseException:  # the answer's body did not arrive whole: the connection is spent
+                conn.close()
+                raise
+            if not stream:  # its answer is read: the connection serves the next request
+                self._checkin(conn)
             if response.status >= 400:
                 body_read = response.data
                 response.release_conn()
@@ -218,10 +239,10 @@ class RestClient:
     def close(self) -> None:
         """Closes the kept-alive connections."""
         with self._lock:
-            for conn in self._all:
+            for conn in list(self._all):
                 conn.close()
             self._all.clear()
-        self._local = threading.local()
+            self._idle.clear()
 
 
 def _query_value(value: Any) -> str:
