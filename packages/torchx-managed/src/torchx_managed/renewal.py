@@ -17,6 +17,8 @@ A subclass says how its record is read and written (:meth:`RenewedLease._read`,
 from __future__ import annotations
 
 import logging
+import os
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -42,7 +44,11 @@ class RenewedLease:
         self._observed: tuple[str, float] | None = None  # (version, when first read unchanged)
         self._renewed: float | None = None  # monotonic time of this holder's last take or renewal
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._on_lost: Callable[[], None] | None = None
+        self._tick: Callable[[], None] | None = None
+        self._renewals = 0
+        self._due = 0.0  # monotonic time of the next renewal (kept by the keeper)
+        self._renewing = threading.Event()  # set while a keeper thread renews it
 
     # ------------------------------------------------------------------ what a subclass says
     def _read(self) -> tuple[str, str, float] | None:
@@ -121,39 +127,44 @@ class RenewedLease:
         return False
 
     def keep(self, on_lost: Callable[[], None], tick: Callable[[], None] | None = None) -> None:
-        """Renews the lease in a thread until :meth:`release`, calling ``tick`` after every second
-        renewal; calls ``on_lost`` once (from that thread) when the lease is lost: another holder
-        read, or no renewal for ``renew_deadline`` (this process frozen, the store away)."""
+        """Renews the lease every ``renew_every`` seconds until :meth:`release` (on the process's
+        :class:`Keeper`), calling ``tick`` after every second renewal; calls ``on_lost`` once
+        (from a keeper thread) when the lease is lost: another holder read, or no renewal for
+        ``renew_deadline`` (this process frozen, the store away)."""
+        self._on_lost, self._tick, self._renewals = on_lost, tick, 0
+        self._due = time.monotonic() + self.renew_every
+        _keeper().add(self)
 
-        def loop() -> None:
-            renewals = 0
-            while not self._stop.wait(self.renew_every):
-                # past the deadline: lost, whatever the record says now, before anything else runs on
-                if self.valid():
-                    try:
-                        if self.try_acquire():
-                            renewals += 1
-                            if tick is not None and renewals % 2 == 0:
-                                tick()
-                            continue
-                    except Exception as e:
-                        logger.warning("cannot renew lease %s: %s", self.where, e)
-                if self._stop.is_set():
-                    return
-                if self.holder not in ("", self.identity) or not self.valid():
-                    logger.error("lost lease %s (holder now %r): stopping", self.where, self.holder or None)
-                    self._renewed = None
-                    on_lost()
-                    return
-
-        self._thread = threading.Thread(target=loop, name="lease", daemon=True)
-        self._thread.start()
+    def _renew_once(self) -> bool:
+        """One renewal (on a keeper thread); False once the lease is lost or released."""
+        if self._stop.is_set():  # released while this renewal waited its turn
+            return False
+        # past the deadline: lost, whatever the record says now, before anything else runs on
+        if self.valid():
+            try:
+                if self.try_acquire():
+                    self._renewals += 1
+                    if self._tick is not None and self._renewals % 2 == 0:
+                        self._tick()
+                    return not self._stop.is_set()
+            except Exception as e:
+                logger.warning("cannot renew lease %s: %s", self.where, e)
+        if self._stop.is_set():
+            return False
+        if self.holder not in ("", self.identity) or not self.valid():
+            logger.error("lost lease %s (holder now %r): stopping", self.where, self.holder or None)
+            self._renewed = None
+            if self._on_lost is not None:
+                self._on_lost()
+            return False
+        return True
 
     def release(self) -> None:
         """Stops renewing and, if still held, gives the lease back (a contender takes it at once)."""
         self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=10)
+        if not _keeper().remove(self, timeout=10):
+            logger.warning("a renewal of lease %s is still under way: not giving it back", self.where)
+            return
         if self._renewed is None:
             return
         self._renewed = None
@@ -161,3 +172,93 @@ class RenewedLease:
             self._give_back()
         except Exception as e:  # it expires by itself
             logger.warning("cannot give lease %s back: %s", self.where, e)
+
+
+class Keeper:
+    """Renews every kept lease of the process: one thread schedules (every 0.1 s) and up to
+    :data:`KEEPER_THREADS` threads renew, each lease on one of them at a time, so a request
+    that hangs delays only that lease (which loses itself at its deadline, as before) and a
+    controller of 100 jobs runs a few renewing threads, not 100 (each with its own stack and
+    allocator arena)."""
+
+    def __init__(self) -> None:
+        self._leases: list[RenewedLease] = []
+        self._lock = threading.Lock()
+        self._queue: queue.SimpleQueue[RenewedLease] = queue.SimpleQueue()
+        # daemon threads, as each lease's own thread was: a renewal hanging on the network never
+        # holds up the process's exit
+        for name in ["lease-keeper", *(f"lease-{i}" for i in range(KEEPER_THREADS))]:
+            target = self._schedule if name == "lease-keeper" else self._work
+            threading.Thread(target=target, name=name, daemon=True).start()
+
+    def add(self, lease: RenewedLease) -> None:
+        with self._lock:
+            self._leases.append(lease)
+
+    def remove(self, lease: RenewedLease, timeout: float) -> bool:
+        """Stops keeping ``lease``; False if its renewal under way did not end within ``timeout``
+        seconds (True at once when called from that renewal itself)."""
+        with self._lock:
+            if lease in self._leases:
+                self._leases.remove(lease)
+        if getattr(_renewing, "lease", None) is lease:
+            return True
+        deadline = time.monotonic() + timeout
+        while lease._renewing.is_set():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
+    def _schedule(self) -> None:
+        while True:
+            time.sleep(0.1)
+            now = time.monotonic()
+            with self._lock:
+                due = [x for x in self._leases if x._due <= now and not x._renewing.is_set()]
+                for lease in due:
+                    lease._renewing.set()
+            for lease in due:
+                self._queue.put(lease)
+
+    def _work(self) -> None:
+        while True:
+            self._renew(self._queue.get())
+
+    def _renew(self, lease: RenewedLease) -> None:
+        _renewing.lease = lease
+        try:
+            keep = lease._renew_once()
+        except Exception:  # tick or on_lost failed: renewing goes on unless the lease was lost
+            logger.exception("renewing lease %s", lease.where)
+            keep = lease._renewed is not None
+        finally:
+            _renewing.lease = None
+        with self._lock:
+            lease._due = time.monotonic() + lease.renew_every
+            if not keep and lease in self._leases:
+                self._leases.remove(lease)
+            lease._renewing.clear()
+
+
+#: how many renewals run at once at most (each lease is renewed on one of them at a time)
+KEEPER_THREADS = 4
+_renewing = threading.local()  # the lease a keeper thread renews now
+_keeper_lock = threading.Lock()
+_keepers: list[Keeper] = []
+
+
+def _forget_keeper() -> None:  # a forked child has none of the keeper's threads
+    global _keeper_lock
+    _keeper_lock = threading.Lock()
+    _keepers.clear()
+
+
+os.register_at_fork(after_in_child=_forget_keeper)
+
+
+def _keeper() -> Keeper:
+    with _keeper_lock:
+        if not _keepers:
+            _keepers.append(Keeper())
+        return _keepers[0]
