@@ -30,6 +30,19 @@ from pathlib import Path
 from typing import Any
 
 
+def _drop_succeeded(runner: Any, left: set[str]) -> None:
+    """Removes from ``left`` (up to 10 of) the handles that read SUCCEEDED; a job that ended
+    otherwise ends the benchmark."""
+    from torchx.specs import AppState
+
+    for handle in list(left)[:10]:
+        status = runner.status(handle)
+        if status is not None and status.state == AppState.SUCCEEDED:
+            left.discard(handle)
+        elif status is not None and status.state in (AppState.FAILED, AppState.CANCELLED):
+            raise SystemExit(f"{handle} ended {status.state.name}: {status.msg}")
+
+
 def _controller_pid(journal: str) -> int | None:
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -85,7 +98,7 @@ def controller(jobs: int, seconds: float, url: str | None = None) -> dict[str, A
     import uuid
 
     from torchx.runner import get_runner
-    from torchx.specs import AppDef, AppState, Resource, Role
+    from torchx.specs import AppDef, Resource, Role
 
     tmp = tempfile.mkdtemp(prefix="torchx-bench-controller-")
     os.environ["TORCHX_LOCAL_STATE_DIR"] = os.path.join(tmp, "local")
@@ -108,12 +121,7 @@ def controller(jobs: int, seconds: float, url: str | None = None) -> dict[str, A
                         peak_threads = max(peak_threads, _status_field(pid, "Threads"))
                     except (OSError, ValueError):
                         pass
-                for handle in list(left)[:10]:
-                    status = runner.status(handle)
-                    if status is not None and status.state == AppState.SUCCEEDED:
-                        left.discard(handle)
-                    elif status is not None and status.state in (AppState.FAILED, AppState.CANCELLED):
-                        raise SystemExit(f"{handle} ended {status.state.name}: {status.msg}")
+                _drop_succeeded(runner, left)
                 time.sleep(0.2)
             done = time.monotonic() - began
             for pid in filter(None, [_controller_pid(journal)]):
@@ -149,7 +157,7 @@ def k8s_controller(jobs: int, seconds: float, url: str | None = None) -> dict[st
     import uuid
 
     from torchx.runner import get_runner
-    from torchx.specs import AppDef, AppState, Resource, Role
+    from torchx.specs import AppDef, Resource, Role
 
     if not os.environ.get("KUBECONFIG"):
         raise SystemExit("export KUBECONFIG (e.g. . /tmp/torchx-services/env.sh; export KUBECONFIG)")
@@ -202,12 +210,7 @@ def k8s_controller(jobs: int, seconds: float, url: str | None = None) -> dict[st
                         "get", "pods", "-n", namespace, "--field-selector=status.phase=Running", "-o", "name"
                     ).split()
                     peak_running = max(peak_running, len([p for p in running if "torchx-controller-" not in p]))
-                for handle in list(left)[:10]:
-                    status = runner.status(handle)
-                    if status is not None and status.state == AppState.SUCCEEDED:
-                        left.discard(handle)
-                    elif status is not None and status.state in (AppState.FAILED, AppState.CANCELLED):
-                        raise SystemExit(f"{handle} ended {status.state.name}: {status.msg}")
+                _drop_succeeded(runner, left)
                 time.sleep(0.2)
             done = time.monotonic() - began
             busy = _busy_cpu_seconds() - busy

@@ -175,6 +175,34 @@ def _allowed(k8s: dict[str, Any], verb: str, resource: str, group: str = "") -> 
 
 
 @pytest.mark.k8s
+def _kill_the_running_attempt(k8s: dict[str, Any]) -> None:
+    """``docker kill`` of the container of the one attempt pod running on the node."""
+    attempt = [p.metadata.name for p in _pods(k8s, False) if p.status.phase == "Running"]
+    assert len(attempt) == 1, attempt
+    ids = subprocess.run(
+        ["docker", "ps", "-q", "--filter", f"name=k8s_counter_{attempt[0]}_"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert ids, f"no container of pod {attempt[0]} on the node"
+    subprocess.run(["docker", "kill", *ids], check=True, capture_output=True)
+
+
+def _recovered_from_the_kill(status: dict[str, Any], shared: Path, steps: int, log: str) -> None:
+    """The job read SUCCEEDED after attempt 0 was killed, and counted every step once; the
+    controller's log (``log``) shows it took the Lease and saw attempt 0 fail."""
+    assert status["state"] == "SUCCEEDED", (status, log)
+    assert [(a["attempt"], a["state"], a["cause"]) for a in status["attempts"]] == [
+        (0, "FAILED", "KILLED"),
+        (1, "SUCCEEDED", None),
+    ], status["attempts"]
+    assert _count(shared) == steps
+    lines = (shared / "ckpt" / "steps").read_text().split()
+    assert [int(c) for c in lines[1::2]] == list(range(1, steps + 1)), "a step was lost or counted twice"
+    assert "took lease" in log and "attempt 0: FAILED" in log, log
+
+
 def test_controller_pod_deleted_then_attempt_killed_recovers_with_no_client_left(
     tmp_path: Path, k8s: dict[str, Any], shared: Path
 ) -> None:
@@ -190,27 +218,8 @@ def test_controller_pod_deleted_then_attempt_killed_recovers_with_no_client_left
     assert _count(shared) < STEPS, "attempt 0 ended before the controller was replaced: nothing was tested"
 
     # then the attempt's container is killed on the node: the new controller starts attempt 1
-    attempt = [p.metadata.name for p in _pods(k8s, False) if p.status.phase == "Running"]
-    assert len(attempt) == 1, attempt
-    ids = subprocess.run(
-        ["docker", "ps", "-q", "--filter", f"name=k8s_counter_{attempt[0]}_"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    assert ids, f"no container of pod {attempt[0]} on the node"
-    subprocess.run(["docker", "kill", *ids], check=True, capture_output=True)
-
-    status = other.ended(handle, 240)
-    assert status["state"] == "SUCCEEDED", (status, _log(k8s, second))
-    assert [(a["attempt"], a["state"], a["cause"]) for a in status["attempts"]] == [
-        (0, "FAILED", "KILLED"),
-        (1, "SUCCEEDED", None),
-    ], status["attempts"]
-    assert _count(shared) == STEPS
-    lines = (shared / "ckpt" / "steps").read_text().split()
-    assert [int(c) for c in lines[1::2]] == list(range(1, STEPS + 1)), "a step was lost or counted twice"
-    assert "took lease" in _log(k8s, second) and "attempt 0: FAILED" in _log(k8s, second), _log(k8s, second)
+    _kill_the_running_attempt(k8s)
+    _recovered_from_the_kill(other.ended(handle, 240), shared, STEPS, _log(k8s, second))
     controller = json.loads((shared / "journal" / "controller.json").read_text())["handle"]
     assert controller.startswith(f"deployment {k8s['namespace']}/torchx-controller-"), controller
     # the controller's ServiceAccount may drive Jobs and read pods' logs there, and nothing else
@@ -385,27 +394,8 @@ def test_a_kubernetes_controller_on_a_bucket_journal_recovers_a_killed_attempt(
     submitter.gone()
     pod = _controller_pod(k8s)
     eventually(lambda: _count(shared) >= 2, 120, 0.3, "attempt 0 to checkpoint")
-    attempt = [p.metadata.name for p in _pods(k8s, False) if p.status.phase == "Running"]
-    assert len(attempt) == 1, attempt
-    ids = subprocess.run(
-        ["docker", "ps", "-q", "--filter", f"name=k8s_counter_{attempt[0]}_"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    assert ids, f"no container of pod {attempt[0]} on the node"
-    subprocess.run(["docker", "kill", *ids], check=True, capture_output=True)
-
-    status = other.ended(handle, 240)
-    assert status["state"] == "SUCCEEDED", (status, _log(k8s, pod))
-    assert [(a["attempt"], a["state"], a["cause"]) for a in status["attempts"]] == [
-        (0, "FAILED", "KILLED"),
-        (1, "SUCCEEDED", None),
-    ], status["attempts"]
-    assert _count(shared) == steps
-    lines = (shared / "ckpt" / "steps").read_text().split()
-    assert [int(c) for c in lines[1::2]] == list(range(1, steps + 1)), "a step was lost or counted twice"
-    assert "took lease" in _log(k8s, pod) and "attempt 0: FAILED" in _log(k8s, pod), _log(k8s, pod)
+    _kill_the_running_attempt(k8s)
+    _recovered_from_the_kill(other.ended(handle, 240), shared, steps, _log(k8s, pod))
     record = json.loads(read_object(f"{url}/controller.json") or b"{}")
     assert record["handle"].startswith(f"deployment {k8s['namespace']}/torchx-controller-"), record
     # the pod reached the bucket with the submitter's credentials, from the Secret only
