@@ -14,7 +14,7 @@ import pytest
 from torchx.runner import get_runner
 from torchx.specs import AppState, Resource
 from torchx.specs.handles import parse_app_handle
-from torchx.testing import live_backend_env
+from torchx.testing import live_backend_env, unique_name
 from torchx.testing.apps import command_app
 from torchx_managed.journal import ManagedStore
 
@@ -31,7 +31,7 @@ def namespace(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     from kubernetes import client, config
 
     core = client.CoreV1Api(client.ApiClient(config.new_client_from_config(env["KUBECONFIG"]).configuration))
-    name = f"torchx-managed-{os.getpid()}-{int(time.time()) % 100000}"
+    name = unique_name("torchx-managed")
     core.create_namespace({"metadata": {"name": name}})
     deadline = time.monotonic() + 30  # pods need the namespace's default service account
     while not core.list_namespaced_service_account(name).items and time.monotonic() < deadline:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from torchx.testing import live_backend_env, unavailable
+from torchx.testing import live_backend_env, unavailable, unique_name
 from torchx.testing.machines import Machine
 from torchx.testing.processes import eventually
 
@@ -62,7 +62,7 @@ def k8s() -> Iterator[dict[str, Any]]:
 
     api = client.ApiClient(config.new_client_from_config(env["KUBECONFIG"]).configuration)
     core = client.CoreV1Api(api)
-    namespace = f"torchx-ctl-{os.getpid()}-{int(time.time()) % 100000}"
+    namespace = unique_name("torchx-ctl")
     core.create_namespace({"metadata": {"name": namespace}})
     eventually(lambda: bool(core.list_namespaced_service_account(namespace).items), 30, 0.2, "the default SA")
     try:
@@ -175,10 +175,45 @@ def _allowed(k8s: dict[str, Any], verb: str, resource: str, group: str = "") -> 
 
 
 @pytest.mark.k8s
+def _cancelled_from_another_machine(tmp_path: Path, k8s: dict[str, Any], shared: Path, **submit: Any) -> None:
+    """A long job whose submitter is gone, cancelled from another machine: it reads CANCELLED
+    (one attempt, CANCELLED), its attempt's pods stop and it counts no more."""
+    submitter, other = Machine(tmp_path, "laptop"), Machine(tmp_path, "other")
+    handle = _submit(submitter, shared, k8s, "0", "max_restarts=3", "max_recoveries=3", steps=400, **submit)
+    submitter.gone()
+    pod = _controller_pod(k8s)
+    eventually(lambda: _count(shared) >= 1, 120, 0.3, "the attempt to run")
+    other.torchx("cancel", handle)
+    eventually(lambda: other.status(handle)["state"] == "CANCELLED", 60, 0.3, "the job to read CANCELLED")
+
+    def stopped() -> bool:  # deleted pods included: their containers may still run
+        pods = k8s["core"].list_namespaced_pod(k8s["namespace"]).items
+        return not [
+            p for p in pods if p.status.phase == "Running" and CONTROLLER_LABEL not in (p.metadata.labels or {})
+        ]
+
+    try:
+        eventually(stopped, 180, 0.3, "the attempt's pod to stop")  # a busy 2-CPU kubelet took over 60 s
+    except AssertionError as e:
+        jobs = [(j.metadata.name, j.spec.parallelism) for j in k8s["batch"].list_namespaced_job(k8s["namespace"]).items]
+        raise AssertionError(f"{e}; Jobs {jobs}; the controller's log:\n{_log(k8s, pod)}") from None
+    reached = _count(shared)
+    time.sleep(3)
+    assert _count(shared) == reached, "the attempt kept counting after the cancel"
+    status = other.status(handle)
+    assert [(a["state"], a["cause"]) for a in status["attempts"]] == [("CANCELLED", "CANCELLED")], status
+
+
 def _kill_the_running_attempt(k8s: dict[str, Any]) -> None:
-    """``docker kill`` of the container of the one attempt pod running on the node."""
-    attempt = [p.metadata.name for p in _pods(k8s, False) if p.status.phase == "Running"]
-    assert len(attempt) == 1, attempt
+    """``docker kill`` of the container of the one attempt pod running on the node (once the
+    API reads it Running: a loaded kubelet reports a started container seconds late)."""
+    attempt: list[str] = []
+
+    def running() -> bool:
+        attempt[:] = [p.metadata.name for p in _pods(k8s, False) if p.status.phase == "Running"]
+        return len(attempt) == 1
+
+    eventually(running, 60, 0.3, "one attempt pod to read Running")
     ids = subprocess.run(
         ["docker", "ps", "-q", "--filter", f"name=k8s_counter_{attempt[0]}_"],
         capture_output=True,
@@ -232,30 +267,7 @@ def test_controller_pod_deleted_then_attempt_killed_recovers_with_no_client_left
 def test_cancel_from_another_machine_reaches_the_kubernetes_controller(
     tmp_path: Path, k8s: dict[str, Any], shared: Path
 ) -> None:
-    submitter, other = Machine(tmp_path, "laptop"), Machine(tmp_path, "other")
-    handle = _submit(submitter, shared, k8s, "0", "max_restarts=3", "max_recoveries=3", steps=400)
-    submitter.gone()
-    pod = _controller_pod(k8s)
-    eventually(lambda: _count(shared) >= 1, 120, 0.3, "the attempt to run")
-    other.torchx("cancel", handle)
-    eventually(lambda: other.status(handle)["state"] == "CANCELLED", 60, 0.3, "the job to read CANCELLED")
-
-    def stopped() -> bool:  # deleted pods included: their containers may still run
-        pods = k8s["core"].list_namespaced_pod(k8s["namespace"]).items
-        return not [
-            p for p in pods if p.status.phase == "Running" and CONTROLLER_LABEL not in (p.metadata.labels or {})
-        ]
-
-    try:
-        eventually(stopped, 180, 0.3, "the attempt's pod to stop")  # a busy 2-CPU kubelet took over 60 s
-    except AssertionError as e:
-        jobs = [(j.metadata.name, j.spec.parallelism) for j in k8s["batch"].list_namespaced_job(k8s["namespace"]).items]
-        raise AssertionError(f"{e}; Jobs {jobs}; the controller's log:\n{_log(k8s, pod)}") from None
-    reached = _count(shared)
-    time.sleep(3)
-    assert _count(shared) == reached, "the attempt kept counting after the cancel"
-    status = other.status(handle)
-    assert [(a["state"], a["cause"]) for a in status["attempts"]] == [("CANCELLED", "CANCELLED")], status
+    _cancelled_from_another_machine(tmp_path, k8s, shared)
 
 
 @pytest.mark.k8s
@@ -387,7 +399,7 @@ def test_a_kubernetes_controller_on_a_bucket_journal_recovers_a_killed_attempt(
     from torchx_managed.k8s_controller import BUCKET_SETTINGS
 
     url, made = bucket
-    steps = 40  # 10 s: attempt 0 runs when it is killed
+    steps = STEPS  # 20 s: attempt 0 runs when it is killed, on a loaded node too
     submitter, other = Machine(tmp_path, "laptop"), Machine(tmp_path, "other")
     handle = _submit(submitter, shared, k8s, "0", "max_recoveries=2", steps=steps, journal=url)
     assert "s3%3A" in handle, handle
@@ -419,29 +431,7 @@ def test_cancel_from_another_machine_reaches_the_kubernetes_controller_on_a_buck
     from kubernetes import client
 
     url, made = bucket
-    submitter, other = Machine(tmp_path, "laptop"), Machine(tmp_path, "other")
-    handle = _submit(submitter, shared, k8s, "0", "max_restarts=3", "max_recoveries=3", steps=400, journal=url)
-    submitter.gone()
-    pod = _controller_pod(k8s)
-    eventually(lambda: _count(shared) >= 1, 120, 0.3, "the attempt to run")
-    other.torchx("cancel", handle)
-    eventually(lambda: other.status(handle)["state"] == "CANCELLED", 60, 0.3, "the job to read CANCELLED")
-
-    def stopped() -> bool:  # deleted pods included: their containers may still run
-        pods = k8s["core"].list_namespaced_pod(k8s["namespace"]).items
-        return not [
-            p for p in pods if p.status.phase == "Running" and CONTROLLER_LABEL not in (p.metadata.labels or {})
-        ]
-
-    try:
-        eventually(stopped, 180, 0.3, "the attempt's pod to stop")
-    except AssertionError as e:
-        raise AssertionError(f"{e}; the controller's log:\n{_log(k8s, pod)}") from None
-    reached = _count(shared)
-    time.sleep(3)
-    assert _count(shared) == reached, "the attempt kept counting after the cancel"
-    status = other.status(handle)
-    assert [(a["state"], a["cause"]) for a in status["attempts"]] == [("CANCELLED", "CANCELLED")], status
+    _cancelled_from_another_machine(tmp_path, k8s, shared, journal=url)
     # the Secret goes with the controller's Deployment (Kubernetes' garbage collector)
     data, deployment, _ = _secret_and_manifest(k8s, url)
     assert data["AWS_SECRET_ACCESS_KEY"] == made["AWS_SECRET_ACCESS_KEY"]

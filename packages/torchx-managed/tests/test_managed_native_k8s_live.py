@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from torchx.testing import live_backend_env, unavailable
+from torchx.testing import live_backend_env, unavailable, unique_name
 from torchx.testing.machines import Machine
 from torchx.testing.processes import eventually
 
@@ -60,7 +60,7 @@ def k8s() -> Iterator[dict[str, Any]]:
 
     api = client.ApiClient(config.new_client_from_config(env["KUBECONFIG"]).configuration)
     core = client.CoreV1Api(api)
-    namespace = f"torchx-native-{os.getpid()}-{int(time.time()) % 100000}"
+    namespace = unique_name("torchx-native")
     core.create_namespace({"metadata": {"name": namespace}})
     deadline = time.monotonic() + 30
     while not core.list_namespaced_service_account(namespace).items and time.monotonic() < deadline:

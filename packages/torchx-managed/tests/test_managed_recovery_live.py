@@ -19,7 +19,7 @@ import pytest
 from torchx.runner import Runner, get_runner
 from torchx.specs import AppDef, AppState, Resource, Role
 from torchx.specs.handles import parse_app_handle
-from torchx.testing import live_backend_env, unavailable
+from torchx.testing import live_backend_env, unavailable, unique_name
 from torchx_managed.journal import Attempt, ManagedStore
 
 #: the app: attempt 0 says it runs (a file for host-side backends, a log line) and waits to be
@@ -187,7 +187,7 @@ def k8s(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
 
     api = client.ApiClient(config.new_client_from_config(env["KUBECONFIG"]).configuration)
     core = client.CoreV1Api(api)
-    namespace = f"torchx-recovery-{os.getpid()}-{int(time.time()) % 100000}"
+    namespace = unique_name("torchx-recovery")
     core.create_namespace({"metadata": {"name": namespace}})
     deadline = time.monotonic() + 30
     while not core.list_namespaced_service_account(namespace).items and time.monotonic() < deadline:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import ssl
 import time
 import urllib.request
@@ -11,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from torchx.testing import live_backend_env, unavailable
+from torchx.testing import live_backend_env, unavailable, unique_name
 
 
 @dataclass(frozen=True)
@@ -65,7 +64,7 @@ def k8s_cluster() -> Iterator[K8sCluster]:
 
     api = client.ApiClient(config.new_client_from_config(env["KUBECONFIG"]).configuration)
     core = client.CoreV1Api(api)
-    namespace = f"torchx-test-{os.getpid()}-{int(time.time()) % 100000}"
+    namespace = unique_name("torchx-test")
     core.create_namespace({"metadata": {"name": namespace}})
     deadline = time.monotonic() + 30  # pods need the namespace's default service account
     while not core.list_namespaced_service_account(namespace).items and time.monotonic() < deadline:

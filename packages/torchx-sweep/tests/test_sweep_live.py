@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from torchx.runner import Runner, get_runner
 from torchx.schedulers.streams import Stream
-from torchx.testing import live_backend_env, unavailable
+from torchx.testing import live_backend_env, unavailable, unique_name
 from torchx_sweep import Sweep, run_sweep
 from torchx_sweep.store import SweepStore
 
@@ -119,7 +119,7 @@ def k8s_namespace() -> Iterator[dict[str, Any]]:
 
     api = client.ApiClient(config.new_client_from_config(env["KUBECONFIG"]).configuration)
     core = client.CoreV1Api(api)
-    namespace = f"torchx-sweep-{os.getpid()}-{int(time.time()) % 100000}"
+    namespace = unique_name("torchx-sweep")
     core.create_namespace({"metadata": {"name": namespace}})
     deadline = time.monotonic() + 30
     while not core.list_namespaced_service_account(namespace).items and time.monotonic() < deadline:

@@ -73,6 +73,7 @@ __all__ = [
     "services_env_file",
     "small_tmpfs",
     "unavailable",
+    "unique_name",
     "unmount",
 ]
 
@@ -139,6 +140,15 @@ def read_env_file(path: Path | str) -> dict[str, str]:
                 for key in words[1:]:
                     env.pop(key, None)
     return env
+
+
+def unique_name(prefix: str) -> str:
+    """``<prefix>-<pid>-<random>``: a name for an object a live test makes (a namespace, a
+    queue) that no other test of this or another run uses, also one made in the same second
+    while its predecessor is still being deleted."""
+    import uuid
+
+    return f"{prefix}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
 def unavailable(reason: str) -> NoReturn:
