@@ -174,7 +174,6 @@ def _allowed(k8s: dict[str, Any], verb: str, resource: str, group: str = "") -> 
     return bool(review.status.allowed)
 
 
-@pytest.mark.k8s
 def _cancelled_from_another_machine(tmp_path: Path, k8s: dict[str, Any], shared: Path, **submit: Any) -> None:
     """A long job whose submitter is gone, cancelled from another machine: it reads CANCELLED
     (one attempt, CANCELLED), its attempt's pods stop and it counts no more."""
@@ -238,6 +237,7 @@ def _recovered_from_the_kill(status: dict[str, Any], shared: Path, steps: int, l
     assert "took lease" in log and "attempt 0: FAILED" in log, log
 
 
+@pytest.mark.k8s
 def test_controller_pod_deleted_then_attempt_killed_recovers_with_no_client_left(
     tmp_path: Path, k8s: dict[str, Any], shared: Path
 ) -> None:

@@ -64,6 +64,15 @@ def test_fifty_leases_are_renewed_by_a_few_threads_each_at_its_pace() -> None:
         for lease in leases:
             lease.release()
     assert all(lease.record[1] == "" for lease in leases)  # given back
+    # and the keeper's threads ended with its last lease (local_cwd forks only from a launcher
+    # without other threads); the next lease kept starts a new keeper
+    assert [t.name for t in threading.enumerate() if t.name.startswith("lease")] == []
+    again = _MemoryLease("again")
+    assert again.acquire()
+    again.keep(lambda: None)
+    eventually(lambda: again.writes >= 3, timeout=10)
+    again.release()
+    assert [t.name for t in threading.enumerate() if t.name.startswith("lease")] == []
     writes = [lease.writes for lease in leases]
     time.sleep(3 * EVERY)
     assert [lease.writes for lease in leases] == writes  # and renewed no more

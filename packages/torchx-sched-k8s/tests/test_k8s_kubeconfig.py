@@ -215,9 +215,13 @@ def _serve(answers: int, handle: Any) -> tuple[int, Any]:
 
 
 def _read_request(conn: Any) -> bytes:
+    """A request's head, or what came before the client closed the connection (b"" if nothing)."""
     data = b""
     while b"\r\n\r\n" not in data:
-        data += conn.recv(4096)
+        chunk = conn.recv(4096)
+        if not chunk:
+            return data
+        data += chunk
     return data
 
 
@@ -358,10 +362,13 @@ def test_threads_taking_turns_share_one_connection_and_concurrent_ones_get_their
 
     server = socket.create_server(("127.0.0.1", 0))
 
+    answering: list[threading.Thread] = []
+
     def accept_two() -> None:
         for _ in range(2):
             conn, _ = server.accept()
-            threading.Thread(target=keep_answering, args=(conn,), daemon=True).start()
+            answering.append(threading.Thread(target=keep_answering, args=(conn,), daemon=True))
+            answering[-1].start()
 
     thread = threading.Thread(target=accept_two, daemon=True)
     thread.start()
@@ -385,3 +392,6 @@ def test_threads_taking_turns_share_one_connection_and_concurrent_ones_get_their
         rest.close()
         server.close()
     thread.join(5)
+    for t in answering:  # each ends when its connection is closed: no thread left behind
+        t.join(5)
+        assert not t.is_alive()

@@ -133,7 +133,7 @@ class RenewedLease:
         ``renew_deadline`` (this process frozen, the store away)."""
         self._on_lost, self._tick, self._renewals = on_lost, tick, 0
         self._due = time.monotonic() + self.renew_every
-        _keeper().add(self)
+        _keep(self)
 
     def _renew_once(self) -> bool:
         """One renewal (on a keeper thread); False once the lease is lost or released."""
@@ -162,7 +162,7 @@ class RenewedLease:
     def release(self) -> None:
         """Stops renewing and, if still held, gives the lease back (a contender takes it at once)."""
         self._stop.set()
-        if not _keeper().remove(self, timeout=10):
+        if not _let_go(self, timeout=10):
             logger.warning("a renewal of lease %s is still under way: not giving it back", self.where)
             return
         if self._renewed is None:
@@ -179,28 +179,41 @@ class Keeper:
     :data:`KEEPER_THREADS` threads renew, each lease on one of them at a time, so a request
     that hangs delays only that lease (which loses itself at its deadline, as before) and a
     controller of 100 jobs runs a few renewing threads, not 100 (each with its own stack and
-    allocator arena)."""
+    allocator arena). Its threads end once it keeps no lease (a process that let go of its
+    leases runs no thread of them, as before: local_cwd forks its supervisors only from a
+    launcher without other threads); the next lease kept starts a new keeper."""
 
     def __init__(self) -> None:
         self._leases: list[RenewedLease] = []
         self._lock = threading.Lock()
-        self._queue: queue.SimpleQueue[RenewedLease] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[RenewedLease | None] = queue.SimpleQueue()
+        self._idle = threading.Event()  # set once it keeps no lease: its threads end
         # daemon threads, as each lease's own thread was: a renewal hanging on the network never
         # holds up the process's exit
-        for name in ["lease-keeper", *(f"lease-{i}" for i in range(KEEPER_THREADS))]:
-            target = self._schedule if name == "lease-keeper" else self._work
-            threading.Thread(target=target, name=name, daemon=True).start()
+        self._threads = [threading.Thread(target=self._schedule, name="lease-keeper", daemon=True)]
+        self._threads += [
+            threading.Thread(target=self._work, name=f"lease-{i}", daemon=True) for i in range(KEEPER_THREADS)
+        ]
+        for thread in self._threads:
+            thread.start()
 
-    def add(self, lease: RenewedLease) -> None:
+    def add(self, lease: RenewedLease) -> bool:
+        """Keeps ``lease``; False if this keeper has ended (make another)."""
         with self._lock:
+            if self._idle.is_set():
+                return False
             self._leases.append(lease)
+            return True
 
     def remove(self, lease: RenewedLease, timeout: float) -> bool:
         """Stops keeping ``lease``; False if its renewal under way did not end within ``timeout``
-        seconds (True at once when called from that renewal itself)."""
+        seconds (True at once when called from that renewal itself). The last lease removed ends
+        the keeper's threads (waited for, unless called from one of them)."""
         with self._lock:
             if lease in self._leases:
                 self._leases.remove(lease)
+            if not self._leases:
+                self._idle.set()
         if getattr(_renewing, "lease", None) is lease:
             return True
         deadline = time.monotonic() + timeout
@@ -208,11 +221,13 @@ class Keeper:
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.01)
+        if self._idle.is_set() and threading.current_thread() not in self._threads:
+            for thread in self._threads:
+                thread.join(timeout=max(0.0, deadline - time.monotonic()))
         return True
 
     def _schedule(self) -> None:
-        while True:
-            time.sleep(0.1)
+        while not self._idle.wait(0.1):
             now = time.monotonic()
             with self._lock:
                 due = [x for x in self._leases if x._due <= now and not x._renewing.is_set()]
@@ -220,10 +235,12 @@ class Keeper:
                     lease._renewing.set()
             for lease in due:
                 self._queue.put(lease)
+        for _ in range(KEEPER_THREADS):
+            self._queue.put(None)  # each renewing thread ends after what it was given
 
     def _work(self) -> None:
-        while True:
-            self._renew(self._queue.get())
+        while (lease := self._queue.get()) is not None:
+            self._renew(lease)
 
     def _renew(self, lease: RenewedLease) -> None:
         _renewing.lease = lease
@@ -238,6 +255,8 @@ class Keeper:
             lease._due = time.monotonic() + lease.renew_every
             if not keep and lease in self._leases:
                 self._leases.remove(lease)
+                if not self._leases:
+                    self._idle.set()
             lease._renewing.clear()
 
 
@@ -245,7 +264,7 @@ class Keeper:
 KEEPER_THREADS = 4
 _renewing = threading.local()  # the lease a keeper thread renews now
 _keeper_lock = threading.Lock()
-_keepers: list[Keeper] = []
+_keepers: list[Keeper] = []  # the current keeper, if any
 
 
 def _forget_keeper() -> None:  # a forked child has none of the keeper's threads
@@ -257,8 +276,16 @@ def _forget_keeper() -> None:  # a forked child has none of the keeper's threads
 os.register_at_fork(after_in_child=_forget_keeper)
 
 
-def _keeper() -> Keeper:
+def _keep(lease: RenewedLease) -> None:
+    """Hands ``lease`` to the current keeper, or to a new one if there is none (or it ended)."""
     with _keeper_lock:
-        if not _keepers:
-            _keepers.append(Keeper())
-        return _keepers[0]
+        if not _keepers or not _keepers[0].add(lease):
+            _keepers[:] = [Keeper()]
+            _keepers[0].add(lease)
+
+
+def _let_go(lease: RenewedLease, timeout: float) -> bool:
+    """:meth:`Keeper.remove` on the current keeper (True if none keeps anything)."""
+    with _keeper_lock:
+        keeper = _keepers[0] if _keepers else None
+    return keeper.remove(lease, timeout) if keeper is not None else True
