@@ -354,26 +354,17 @@ def _read_range(f: BinaryIO, start: int, end: int) -> Iterator[list[str]]:
     """
     if end <= start:
         return
+    # bytes that are not UTF-8 become lone surrogates, which encode back to those very bytes
+    decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
     carry: list[str] = []  # pieces of a line not yet ended
     f.seek(start)
     remaining = end - start
-    # every block is read into one buffer and decoded from it: a new bytes object per block,
-    # freed between the pieces a long line keeps, left the heap holed (a 100 MB line peaked at
-    # 387 MB instead of ~215 in some processes)
-    buf = memoryview(bytearray(min(_BLOCK, remaining) + 4))
-    pending = 0  # bytes of a character cut by the block's end, moved to the buffer's start
     while remaining > 0:
-        got = f.readinto(buf[pending : pending + min(_BLOCK, remaining)])  # type: ignore[attr-defined]
-        if not got:  # the file is shorter than its index says: what was read is all there is
-            if pending:
-                carry.append(codecs.utf_8_decode(buf[:pending], "surrogateescape", True)[0])
+        block = f.read(min(_BLOCK, remaining))
+        if not block:
             break
-        remaining -= got
-        filled = pending + got
-        # bytes that are not UTF-8 become lone surrogates, which encode back to those very bytes
-        text, used = codecs.utf_8_decode(buf[:filled], "surrogateescape", remaining <= 0)
-        pending = filled - used
-        buf[:pending] = bytes(buf[used:filled])  # at most 3 bytes
+        remaining -= len(block)
+        text = decoder.decode(block, final=remaining <= 0)
         if carry:
             cut = text.find("\n") + 1
             if not cut:
