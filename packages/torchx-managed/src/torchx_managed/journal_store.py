@@ -53,6 +53,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from torchx.specs import workspace
 from torchx.util.durable import DRIVER_START_TIMEOUT, DurableStore, state_root
 
 from torchx_managed.renewal import RenewedLease
@@ -76,8 +77,9 @@ SEQ_WIDTH = 10
 
 
 def is_url(location: str) -> bool:
-    """True if ``location`` is a URL (``SCHEME://...``) rather than a path."""
-    return "://" in location and not location.startswith("file://")
+    """True if ``location`` is a URL (``SCHEME://...``, core's rule for workspaces) rather than a
+    path (``file://`` is a path)."""
+    return workspace.is_url(location) and not location.startswith("file://")
 
 
 class FencedError(RuntimeError):
