@@ -35,6 +35,8 @@ import socket
 import sys
 import threading
 import time
+from collections import deque
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from torchx.specs.roles import AppDef, Resource, Role
@@ -67,6 +69,8 @@ FAILED_CONTROLLER_BACKOFF = 30.0
 CONTROLLER_LOCK = "controller.lock"
 #: the lease a controller holds for its whole life under a URL journal
 CONTROLLER_LEASE = "controller.lease"
+#: the role of a controller job
+CONTROLLER_ROLE = "controller"
 #: the working directory, and so the log's, of a controller job on a URL journal (node-local)
 URL_CONTROLLER_DIR = "/tmp"
 
@@ -82,7 +86,7 @@ def controller_app(root: str) -> AppDef:
     """The controller job: this interpreter running this module on ``root`` (the cluster's nodes
     reach the same Python, and the same journal path or URL, as with a shared virtualenv)."""
     role = Role(
-        "controller",
+        CONTROLLER_ROLE,
         image=controller_dir(root),
         entrypoint=sys.executable,
         args=["-m", "torchx_managed.controller", root],
@@ -122,14 +126,25 @@ def running(root: str) -> bool:
         return False
 
 
-def ensure(runner: Runner, scheduler: str, root: str, opts: ManagedOptions) -> str:
-    """The handle of a live controller job for ``root`` on ``scheduler``: the recorded one while
-    it is queued or running, else a new one, submitted here (on ``kubernetes``: the journal's
-    Deployment, see :mod:`torchx_managed.k8s_controller`; ``opts``: the job's options)."""
+@dataclass(frozen=True)
+class ControllerLook:
+    """What :func:`ensure` found: the controller job's handle (``""``: none recorded yet) and,
+    when no controller can drive the journal's jobs now, why (``""`` otherwise)."""
+
+    handle: str
+    problem: str = ""
+
+
+def ensure(runner: Runner, scheduler: str, root: str, opts: ManagedOptions) -> ControllerLook:
+    """A live controller job for ``root`` on ``scheduler``: the recorded one while it is queued
+    or running, else a new one, submitted here (on ``kubernetes``: the journal's Deployment, see
+    :mod:`torchx_managed.k8s_controller`; ``opts``: the job's options). One that failed soon after
+    its submission is not replaced before :data:`FAILED_CONTROLLER_BACKOFF`; the look then says
+    why it failed (the last error of its log)."""
     if scheduler == "kubernetes":
         from torchx_managed import k8s_controller
 
-        return k8s_controller.ensure(opts, root)
+        return ControllerLook(k8s_controller.ensure(opts, root))
     record, version = read_record(root)
     handle = str(record["handle"]) if isinstance(record.get("handle"), str) else None
     if handle is not None:
@@ -137,9 +152,11 @@ def ensure(runner: Runner, scheduler: str, root: str, opts: ManagedOptions) -> s
             status = runner.status(handle)
         except Exception as e:  # the scheduler briefly unreachable: do not pile up controllers
             logger.warning("cannot get the status of controller %s (%s); not submitting another", handle, e)
-            return handle
+            return ControllerLook(
+                handle, f"its controller {handle}: the scheduler did not answer ({e}); asked again at the next look"
+            )
         if status is not None and not is_terminal(status.state):
-            return handle
+            return ControllerLook(handle)
         submitted = record.get("submitted")
         if (
             status is not None
@@ -147,25 +164,52 @@ def ensure(runner: Runner, scheduler: str, root: str, opts: ManagedOptions) -> s
             and isinstance(submitted, (int, float))
             and time.time() - submitted < FAILED_CONTROLLER_BACKOFF
         ):  # it could not run (the journal unreachable from the cluster?): no new one per look
+            age = time.time() - submitted
             logger.warning(
                 "controller %s failed %.0fs after it was submitted; not submitting another before %.0fs"
                 " (its log says why)",
                 handle,
-                time.time() - submitted,
+                age,
                 FAILED_CONTROLLER_BACKOFF,
             )
-            return handle
+            why = last_error(runner, handle)
+            return ControllerLook(
+                handle,
+                f"its controller {handle} failed {age:.0f}s after it was submitted"
+                + (f": {why}" if why else "")
+                + f"; another is submitted at a look after {FAILED_CONTROLLER_BACKOFF - age:.0f}s"
+                f" (its log: torchx log {handle})",
+            )
     if running(root):  # one runs that no record names (its record is being written)
-        return handle or ""
+        return ControllerLook(handle or "")
     claimed = claim(root, version)  # under a URL: one of two machines looking at once submits
     if claimed is None:
-        return handle or ""
+        return ControllerLook(handle or "")
     app = controller_app(root)
     has_job_dir = runner.scheduler_run_opts(scheduler).get("job_dir") is not None
     handle = runner.run(app, scheduler, {"job_dir": app.roles[0].image} if has_job_dir else None)
     record_controller(root, handle, claimed)
     logger.info("submitted controller %s for %s", handle, root)
-    return handle
+    return ControllerLook(handle)
+
+
+#: the log lines of a failed controller job :func:`last_error` reads (from its end)
+ERROR_LINES = 200
+
+
+def last_error(runner: Runner, handle: str) -> str:
+    """The last error a controller job logged (its logger's ``ERROR`` line, else the log's last
+    line, e.g. Python's own "No module named ..."); ``""`` when its log cannot be read."""
+    try:
+        lines = deque(runner.log_lines(handle, CONTROLLER_ROLE, 0), maxlen=ERROR_LINES)
+    except Exception as e:  # a log the scheduler no longer keeps, or on a node's disk
+        logger.info("cannot read the log of controller %s: %s", handle, e)
+        return ""
+    texts = [line.strip() for line in lines if line.strip()]
+    for text in reversed(texts):
+        if " ERROR " in text:  # "<time> ERROR <thread> <message>"
+            return text.split(" ERROR ", 1)[1].split(" ", 1)[-1]
+    return texts[-1] if texts else ""
 
 
 class Controller:

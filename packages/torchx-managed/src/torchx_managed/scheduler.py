@@ -231,7 +231,9 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
                 cluster = _cluster_controller(spec)
                 if cluster is not None:  # first: a controller that cannot be started submits nothing
                     opts = options.ManagedOptions.from_json(spec["options"])
-                    controller.ensure(self._runner, cluster, locate(job_id, self.store.root)[0], opts)
+                    look = controller.ensure(self._runner, cluster, locate(job_id, self.store.root)[0], opts)
+                    if look.problem:  # the job is kept: the controller is submitted again after its back-off
+                        logger.warning("torchx: warning: managed job %s: %s", job_id, look.problem)
                 n, handle = self._submit_first(job_id, spec, req)
             except BaseException as e:
                 self.store.remove(job_id)
@@ -315,8 +317,14 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
             return state
         cluster = _cluster_controller(state.spec)
         if cluster is not None:
+            problem = ""
             if self.store.driver_pid(job_id) is None:
-                controller.ensure(self._runner, cluster, locate(job_id, self.store.root)[0], state.options)
+                root = locate(job_id, self.store.root)[0]
+                problem = controller.ensure(self._runner, cluster, root, state.options).problem
+            if problem:  # nothing drives the job until a controller can: the look says why
+                self._no_driver[job_id] = f"nothing drives the job: {problem}"
+            else:
+                self._no_driver.pop(job_id, None)
             return state
         before = self.store.problem(job_id) if self.store.driver_pid(job_id) is None else ""
         try:
@@ -496,7 +504,8 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
         """Journals a cancel and waits until the job is final; False if it is not after
         :data:`CANCEL_TIMEOUT`. A live driver is woken to end it; when none runs (it died), this
         process takes the job's driver lock and ends it itself, so no driver is started for a
-        job being stopped (one started by another look sees the cancel, or finds the lock taken)."""
+        job being stopped (one started by another look sees the cancel, or finds the lock taken);
+        the same for a job whose controller job cannot run (it failed at once: its log says why)."""
         state = self.store.load(app_id)
         if state.final is not None:
             return True
@@ -517,7 +526,9 @@ class ManagedScheduler(Scheduler[dict[str, Any], AppDef, ManagedRequest]):
             state_now = self._load(app_id, resume=not here)
             if state_now is None or state_now.final is not None:
                 return True
-            if here and self.store.driver_pid(app_id) is None and self._drive_here(app_id):
+            # no controller can drive it (one failed, see _load): this process ends it
+            stuck = here or app_id in self._no_driver
+            if stuck and self.store.driver_pid(app_id) is None and self._drive_here(app_id):
                 continue
             time.sleep(delay)
             delay = min(delay * 2, 0.2)
