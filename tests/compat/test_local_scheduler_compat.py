@@ -37,6 +37,14 @@ def test_constructor_positional_and_keyword(isolated: Path) -> None:
             LocalScheduler("s", CWDImageProvider, cache_size=bad)
 
 
+def test_create_scheduler_s_attributes_are_torchx_s(isolated: Path) -> None:
+    sched = create_scheduler("s", cache_size=20, extra_paths=["/x"])
+    assert sched._image_provider_class is CWDImageProvider  # the default provider, as TorchX
+    assert sched._cache_size == 20 and sched._extra_paths == ["/x"]
+    given = create_scheduler("s", image_provider_class=LocalDirectoryImageProvider)
+    assert given._image_provider_class is LocalDirectoryImageProvider
+
+
 def test_extra_paths_come_first_on_path(isolated: Path) -> None:
     sched = LocalScheduler("s", CWDImageProvider, extra_paths=["/opt/tools/bin"])
     info = sched.submit_dryrun(echo_app("ignored"), {})

@@ -198,11 +198,23 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         if cache_size <= 0:
             raise ValueError(f"cache_size must be greater than zero, got {cache_size}")
         super().__init__("local_cwd", session_name)
-        self._image_provider_class = image_provider_class
+        self._provider_class = image_provider_class
+        #: TorchX's attribute, kept for code that reads it: bounds nothing here
+        self._cache_size = cache_size
         self._extra_paths = [os.fspath(p) for p in extra_paths or []]
         self.store = store.JobStore(state_dir)
         #: supervisors this process started: app id -> pid (their state.json has it once they run)
         self._pids: dict[str, int] = {}
+
+    @property
+    def _image_provider_class(self) -> Callable[[Mapping[str, CfgVal]], Any]:
+        """TorchX's attribute: the image provider class given, else ``CWDImageProvider`` (what
+        no provider does: every role runs in the current directory)."""
+        if self._provider_class is not None:
+            return self._provider_class
+        from torchx_sched_local.compat_local import CWDImageProvider  # not on the run path
+
+        return CWDImageProvider
 
     def close(self) -> None:
         """Reaps the supervisors this process started that have ended (running jobs go on)."""
@@ -246,7 +258,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         # says (it is the "image": ${img_root}); that directory ends the PATH, so a program
         # there is found when PATH has none by its name (first with prepend_cwd)
         here = os.getcwd()
-        provider = self._image_provider_class(cfg) if self._image_provider_class is not None else None
+        provider = self._provider_class(cfg) if self._provider_class is not None else None
         for index, role in enumerate(app.roles):
             img_root, cwd = here, here
             if provider is not None:
