@@ -494,3 +494,52 @@ def test_the_secret_written_again_holds_the_new_credentials_only(k8s: dict[str, 
     data = {k: base64.b64decode(v).decode() for k, v in secret.data.items()}
     assert data == {"AWS_ACCESS_KEY_ID": "b", "AWS_REGION": "r"}, data
     assert secret.metadata.labels["app.kubernetes.io/name"] == "torchx-managed-controller"
+
+
+@pytest.mark.k8s
+@pytest.mark.aws
+def test_a_deployment_that_cannot_be_made_leaves_no_secret_nor_other_object(
+    tmp_path: Path, k8s: dict[str, Any], bucket: tuple[str, dict[str, str]]
+) -> None:
+    """The namespace's quota forbids Deployments: the submission is one line, and the Secret (the
+    submitter's credentials), account, Role, binding and Lease made before it are deleted."""
+    from kubernetes import client
+
+    namespace = k8s["namespace"]
+    quota = {"metadata": {"name": "no-deployments"}, "spec": {"hard": {"count/deployments.apps": "0"}}}
+    k8s["core"].create_namespaced_resource_quota(namespace, quota)
+
+    def enforced() -> bool:  # the quota controller has filled in what is used
+        return bool(k8s["core"].read_namespaced_resource_quota("no-deployments", namespace).status.hard)
+
+    eventually(enforced, 30, 0.2, "the quota's status")
+    url, made = bucket
+    opts = ",".join(
+        [
+            "targets=kubernetes",
+            f"namespace={namespace}",
+            "controller=kubernetes",
+            f"journal={url}",
+            f"controller_image={k8s['image']}",
+        ]
+    )
+    proc = Machine(tmp_path, "laptop").torchx(
+        "run", "--workspace", "", "-s", "managed", "-cfg", opts, "utils.sh", "--image", k8s["image"], "true",
+        check=False,
+    )  # fmt: skip
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode != 0 and not proc.stdout.strip(), proc
+    assert len(lines) == 1 and lines[0].startswith("torchx: error:") and "exceeded quota" in lines[0], lines
+    rbac, coordination = (
+        client.RbacAuthorizationV1Api(k8s["core"].api_client),
+        client.CoordinationV1Api(k8s["core"].api_client),
+    )
+    left = {
+        "secrets": [s.metadata.name for s in k8s["core"].list_namespaced_secret(namespace).items if s.type == "Opaque"],
+        "accounts": [a.metadata.name for a in k8s["core"].list_namespaced_service_account(namespace).items],
+        "roles": [r.metadata.name for r in rbac.list_namespaced_role(namespace).items],
+        "bindings": [b.metadata.name for b in rbac.list_namespaced_role_binding(namespace).items],
+        "leases": [x.metadata.name for x in coordination.list_namespaced_lease(namespace).items],
+        "jobs": [j.metadata.name for j in k8s["batch"].list_namespaced_job(namespace).items],
+    }
+    assert left == {"secrets": [], "accounts": ["default"], "roles": [], "bindings": [], "leases": [], "jobs": []}, left

@@ -243,30 +243,17 @@ def ensure(opts: ManagedOptions, root: str, api: KubeApi | None = None) -> str:
 def _ensure(kube: KubeApi, opts: ManagedOptions, root: str, namespace: str, name: str) -> None:
     """Creates the controller's objects (the Secret first: the pod never starts without it), or
     writes the Secret anew and scales the Deployment back to 1 (its new pod reads the new
-    credentials)."""
+    credentials). A creation that fails deletes what this call created (no Secret is left
+    behind without the Deployment that owns it)."""
     found = kube.get_deployment(namespace, name)
     credentials = bucket_env(root)
     if found is None:
-        if credentials:
-            put_secret(kube, namespace, name, credentials)
-        elif is_url(root):
-            logger.warning(
-                "AWS_ACCESS_KEY_ID is not set here: the controller %s/%s gets no credentials for %s (those of"
-                " ~/.aws are not handed over); its service account must reach the bucket by itself",
-                namespace,
-                name,
-                root,
-            )
-        for obj in objects(opts, root, namespace, kube, secret=bool(credentials)):
-            made: dict[str, Any] | None
-            try:
-                made = kube.create(obj)
-            except KubernetesError as e:
-                if e.status != 409:  # kept from an earlier controller of this journal
-                    raise
-                made = kube.get_deployment(namespace, name) if obj["kind"] == "Deployment" else {}
-            if obj["kind"] == "Deployment" and credentials:
-                _own(kube, namespace, name, (made or {}).get("metadata") or {})
+        made: list[str] = []  # the kinds of the objects this call created, in order
+        try:
+            _create(kube, opts, root, namespace, name, credentials, made)
+        except BaseException:
+            _undo(kube, namespace, name, made)
+            raise
         logger.info("created the controller deployment %s/%s for %s", namespace, name, root)
     elif not (found.get("spec") or {}).get("replicas"):
         if credentials and _reads_secret(found):
@@ -275,9 +262,55 @@ def _ensure(kube: KubeApi, opts: ManagedOptions, root: str, namespace: str, name
         logger.info("scaled the controller deployment %s/%s back to 1", namespace, name)
 
 
-def put_secret(kube: KubeApi, namespace: str, name: str, credentials: Mapping[str, str]) -> None:
-    """Creates the Secret ``name`` holding ``credentials``, or replaces what one kept holds (the
-    :data:`BUCKET_ENV` keys not in ``credentials`` are removed: no stale session token)."""
+def _create(
+    kube: KubeApi,
+    opts: ManagedOptions,
+    root: str,
+    namespace: str,
+    name: str,
+    credentials: Mapping[str, str],
+    made: list[str],
+) -> None:
+    """Creates the controller's objects, appending to ``made`` the kind of each one it created
+    (one kept from an earlier controller of this journal is used as it is)."""
+    if credentials:
+        if put_secret(kube, namespace, name, credentials):
+            made.append("Secret")
+    elif is_url(root):
+        logger.warning(
+            "AWS_ACCESS_KEY_ID is not set here: the controller %s/%s gets no credentials for %s (those of"
+            " ~/.aws are not handed over); its service account must reach the bucket by itself",
+            namespace,
+            name,
+            root,
+        )
+    for obj in objects(opts, root, namespace, kube, secret=bool(credentials)):
+        created: dict[str, Any] | None
+        try:
+            created = kube.create(obj)
+            made.append(obj["kind"])
+        except KubernetesError as e:
+            if e.status != 409:  # kept from an earlier controller of this journal
+                raise
+            created = kube.get_deployment(namespace, name) if obj["kind"] == "Deployment" else {}
+        if obj["kind"] == "Deployment" and credentials:
+            _own(kube, namespace, name, (created or {}).get("metadata") or {})
+
+
+def _undo(kube: KubeApi, namespace: str, name: str, made: list[str]) -> None:
+    """Deletes the objects named ``name`` of the kinds in ``made``, last made first; one that
+    cannot be deleted is a warning (the error that made the creation fail is the one raised)."""
+    for kind in reversed(made):
+        try:
+            kube.delete(kind, namespace, name)
+        except Exception as e:
+            logger.warning("cannot delete the %s %s/%s made for a controller that failed: %s", kind, namespace, name, e)
+
+
+def put_secret(kube: KubeApi, namespace: str, name: str, credentials: Mapping[str, str]) -> bool:
+    """Creates the Secret ``name`` holding ``credentials`` (True), or replaces what one kept
+    holds (False; the :data:`BUCKET_ENV` keys not in ``credentials`` are removed: no stale
+    session token)."""
     data = {k: base64.b64encode(v.encode()).decode() for k, v in credentials.items()}
     labels = {APP_LABEL: APP, NAME_LABEL: name}
     secret = {
@@ -293,6 +326,8 @@ def put_secret(kube: KubeApi, namespace: str, name: str, credentials: Mapping[st
         if e.status != 409:
             raise
         kube.patch_secret(namespace, name, {"data": {**{k: None for k in BUCKET_ENV}, **data}})
+        return False
+    return True
 
 
 def _own(kube: KubeApi, namespace: str, name: str, deployment: Mapping[str, Any]) -> None:

@@ -290,6 +290,10 @@ class KubeApi:
             raise
         return True
 
+    def delete(self, kind: str, namespace: str, name: str) -> bool:
+        """Deletes one object of a kind in :data:`KINDS`; False if it is gone."""
+        return self._delete(f"delete {kind} {name!r}", namespace, _kind_path(kind, namespace, name))
+
     def delete_job(self, namespace: str, name: str, uid: str | None = None) -> bool:
         """Deletes one Job (its pods in the background); False if it is gone or was replaced (``uid``)."""
         body: dict[str, Any] = {"propagationPolicy": "Background"}
