@@ -446,14 +446,9 @@ def test_cancel_from_another_machine_reaches_the_kubernetes_controller_on_a_buck
     eventually(secret_gone, 60, 0.5, "the Secret to be deleted with its Deployment")
 
 
-@pytest.mark.k8s
-@pytest.mark.aws
-def test_a_bucket_the_submitter_cannot_write_is_one_line_and_makes_nothing(
-    tmp_path: Path, k8s: dict[str, Any], shared: Path, bucket: tuple[str, dict[str, str]]
-) -> None:
-    from kubernetes import client
-
-    url = "s3://no-such-bucket-torchx-k8s/j"
+def _refused_in_one_line(tmp_path: Path, k8s: dict[str, Any], url: str) -> str:
+    """Submits ``utils.sh true`` under a Kubernetes controller on journal ``url`` from a fresh
+    client; asserts it failed with one line on stderr and nothing on stdout; returns that line."""
     opts = ",".join(
         [
             "targets=kubernetes",
@@ -468,8 +463,20 @@ def test_a_bucket_the_submitter_cannot_write_is_one_line_and_makes_nothing(
         check=False,
     )  # fmt: skip
     lines = proc.stderr.strip().splitlines()
-    assert proc.returncode != 0 and not proc.stdout.strip(), proc
-    assert len(lines) == 1 and lines[0].startswith(f"torchx: error: managed: journal={url}: cannot write there"), lines
+    assert proc.returncode != 0 and not proc.stdout.strip() and len(lines) == 1, proc
+    return lines[0]
+
+
+@pytest.mark.k8s
+@pytest.mark.aws
+def test_a_bucket_the_submitter_cannot_write_is_one_line_and_makes_nothing(
+    tmp_path: Path, k8s: dict[str, Any], shared: Path, bucket: tuple[str, dict[str, str]]
+) -> None:
+    from kubernetes import client
+
+    url = "s3://no-such-bucket-torchx-k8s/j"
+    line = _refused_in_one_line(tmp_path, k8s, url)
+    assert line.startswith(f"torchx: error: managed: journal={url}: cannot write there"), line
     apps = client.AppsV1Api(k8s["core"].api_client)
     assert not apps.list_namespaced_deployment(k8s["namespace"]).items
     assert not [s for s in k8s["core"].list_namespaced_secret(k8s["namespace"]).items if s.type == "Opaque"]
@@ -513,23 +520,8 @@ def test_a_deployment_that_cannot_be_made_leaves_no_secret_nor_other_object(
         return bool(k8s["core"].read_namespaced_resource_quota("no-deployments", namespace).status.hard)
 
     eventually(enforced, 30, 0.2, "the quota's status")
-    url, made = bucket
-    opts = ",".join(
-        [
-            "targets=kubernetes",
-            f"namespace={namespace}",
-            "controller=kubernetes",
-            f"journal={url}",
-            f"controller_image={k8s['image']}",
-        ]
-    )
-    proc = Machine(tmp_path, "laptop").torchx(
-        "run", "--workspace", "", "-s", "managed", "-cfg", opts, "utils.sh", "--image", k8s["image"], "true",
-        check=False,
-    )  # fmt: skip
-    lines = proc.stderr.strip().splitlines()
-    assert proc.returncode != 0 and not proc.stdout.strip(), proc
-    assert len(lines) == 1 and lines[0].startswith("torchx: error:") and "exceeded quota" in lines[0], lines
+    line = _refused_in_one_line(tmp_path, k8s, bucket[0])
+    assert line.startswith("torchx: error:") and "exceeded quota" in line, line
     rbac, coordination = (
         client.RbacAuthorizationV1Api(k8s["core"].api_client),
         client.CoordinationV1Api(k8s["core"].api_client),
