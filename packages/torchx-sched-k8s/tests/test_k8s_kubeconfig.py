@@ -395,3 +395,79 @@ def test_threads_taking_turns_share_one_connection_and_concurrent_ones_get_their
     for t in answering:  # each ends when its connection is closed: no thread left behind
         t.join(5)
         assert not t.is_alive()
+
+
+def test_requests_beyond_the_connection_limit_wait_for_one_to_come_free() -> None:
+    """With MAX_CONNECTIONS requests in flight, another one opens no connection: it waits for one
+    of theirs (a managed controller's 100 drivers opened a TLS connection per request beyond
+    a few), and fails with a TimeoutError when none comes free within its timeout."""
+    import socket
+    import threading
+
+    from torchx_sched_k8s.rest import MAX_CONNECTIONS
+
+    opened: list[int] = []
+    release = threading.Event()
+    answering: list[threading.Thread] = []
+
+    def keep_answering(conn: Any) -> None:
+        with conn:
+            while True:
+                try:
+                    request = _read_request(conn)
+                except OSError:
+                    return
+                if not request:
+                    return
+                if b"/slow" in request:
+                    release.wait(10)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.05)
+    over = threading.Event()
+
+    def accept() -> None:
+        while not over.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            conn.settimeout(None)
+            opened.append(1)
+            answering.append(threading.Thread(target=keep_answering, args=(conn,), daemon=True))
+            answering[-1].start()
+
+    acceptor = threading.Thread(target=accept, daemon=True)
+    acceptor.start()
+    rest = RestClient(Endpoint(host=f"http://127.0.0.1:{server.getsockname()[1]}"))
+    answers: list[dict[str, Any]] = []
+    slow = [
+        threading.Thread(target=lambda: answers.append(rest.json("GET", "/slow", timeout=10)))
+        for _ in range(MAX_CONNECTIONS)
+    ]
+    try:
+        for t in slow:
+            t.start()
+        while len(opened) < MAX_CONNECTIONS:
+            threading.Event().wait(0.01)
+        with pytest.raises(TimeoutError, match="no connection came free"):
+            rest.json("GET", "/a", timeout=0.3)
+        waiting = threading.Thread(target=lambda: answers.append(rest.json("GET", "/a", timeout=10)))
+        waiting.start()
+        threading.Event().wait(0.2)
+        release.set()
+        for t in [*slow, waiting]:
+            t.join(10)
+        assert answers == [{}] * (MAX_CONNECTIONS + 1)
+        assert len(opened) == MAX_CONNECTIONS  # the waiting request went over one of theirs
+        assert rest.json("GET", "/a", timeout=5) == {} and len(opened) == MAX_CONNECTIONS
+    finally:
+        release.set()
+        over.set()
+        rest.close()
+    acceptor.join(5)
+    server.close()
+    for t in [acceptor, *answering]:  # each answering one ends when its connection is closed
+        t.join(5)
+        assert not t.is_alive()

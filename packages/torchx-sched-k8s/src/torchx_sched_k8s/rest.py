@@ -22,9 +22,11 @@ from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 JSON = "application/json"
-#: kept-alive connections a client keeps free at most (as many as requests run at once are made;
-#: a managed controller's 100 drivers, each asking now and then, need a few, not one each)
-MAX_IDLE = 8
+#: connections a client has at most (streams have their own): a request waits for one to come
+#: free (up to its timeout) rather than open more. A managed controller's 100 drivers, each asking
+#: now and then, need a few, not one each; opening one per request beyond a few kept idle was a
+#: TLS handshake each time and ~6 MB more in such a controller (issue 28)
+MAX_CONNECTIONS = 8
 #: errors of a kept-alive connection the server closed meanwhile: the request is sent again once
 #: on a new connection (nothing of it reached the server)
 _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, http.client.CannotSendRequest)
@@ -138,6 +140,7 @@ class RestClient:
         self._idle: list[http.client.HTTPConnection] = []  # kept alive, free for the next request
         self._all: weakref.WeakSet[http.client.HTTPConnection] = weakref.WeakSet()
         self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)  # one per request in flight (not a stream)
 
     def _connect(self) -> http.client.HTTPConnection:
         host, port = (self._proxy.hostname or "", self._proxy.port) if self._proxy else (self._host, self._port)
@@ -162,12 +165,9 @@ class RestClient:
         return conn
 
     def _checkin(self, conn: http.client.HTTPConnection) -> None:
-        """Keeps ``conn`` (its answer read whole) for the next request; beyond :data:`MAX_IDLE` closes it."""
+        """Keeps ``conn`` (its answer read whole) for the next request."""
         with self._lock:
-            if len(self._idle) < MAX_IDLE:
-                self._idle.append(conn)
-                return
-        conn.close()
+            self._idle.append(conn)
 
     def request(
         self,
@@ -180,14 +180,39 @@ class RestClient:
         timeout: float | None = None,
         stream: bool = False,
     ) -> Response:
-        """Sends one request; returns the answer (its body unread when ``stream``).
+        """Sends one request; returns the answer (its body unread when ``stream``). While
+        :data:`MAX_CONNECTIONS` requests are in flight it first waits for one to end, up to
+        ``timeout`` seconds (a stream opens a connection of its own at once).
 
         Raises:
             ApiError: the server answered 400 or above (the body is read)
             OSError: the server cannot be reached or did not answer within ``timeout`` seconds
-                (``ssl.SSLError``, ``TimeoutError``, ``ConnectionRefusedError`` ...)
+                (``ssl.SSLError``, ``TimeoutError``, ``ConnectionRefusedError`` ...), or no
+                connection came free within it (``TimeoutError``)
             http.client.HTTPException: the server's answer is not HTTP
         """
+        if stream:
+            return self._send(method, api_path, query, body, content_type, timeout, stream)
+        if not self._slots.acquire(timeout=timeout):
+            raise TimeoutError(
+                f"{MAX_CONNECTIONS} requests to {self.endpoint.host} stayed in flight for {timeout:g}s:"
+                " no connection came free"
+            )
+        try:
+            return self._send(method, api_path, query, body, content_type, timeout, stream)
+        finally:
+            self._slots.release()
+
+    def _send(
+        self,
+        method: str,
+        api_path: str,
+        query: Mapping[str, Any] | None,
+        body: Any,
+        content_type: str,
+        timeout: float | None,
+        stream: bool,
+    ) -> Response:
         target = self._base + api_path
         params = {k: _query_value(v) for k, v in (query or {}).items() if v is not None}
         if params:
