@@ -149,13 +149,58 @@ def _client() -> Any:
 #: ``endpoints.json``: S3, and those its credential providers make clients of (assumed roles,
 #: SSO, ``aws login``)
 ENDPOINT_SERVICES = frozenset({"s3", "sts", "sso", "sso-oidc", "signin"})
+#: the S3 operations a bucket journal's client keeps of S3's service model: those
+#: :class:`ObjectStore` calls, and those botocore's S3 handlers call themselves (``HeadBucket`` to
+#: find a bucket's region after a redirect, ``CreateSession`` for a directory bucket)
+S3_OPERATIONS = frozenset(
+    {"GetObject", "PutObject", "HeadObject", "ListObjectsV2", "DeleteObjects", "HeadBucket", "CreateSession"}
+)
 
 
-class _EndpointsOfServices:
-    """botocore's file loader, except that ``endpoints.json`` (every AWS service's endpoints in
-    every partition, 7 MB once parsed) keeps only the entries of :data:`ENDPOINT_SERVICES`. The
-    file is still botocore's own, so botocore uses it as its built-in data and resolves those
-    services' endpoints (and sign regions) exactly as with all of it."""
+def _no_documentation(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object of a service model with its ``documentation`` text blank (botocore's
+    ``help()`` text; the key stays, some of botocore's code reads it)."""
+    return {k: "" if k == "documentation" else v for k, v in pairs}
+
+
+def _shape_refs(node: Any) -> Iterator[str]:
+    """The names of the shapes a part of a service model refers to (``{"shape": NAME}``)."""
+    if isinstance(node, dict):
+        ref = node.get("shape")
+        if isinstance(ref, str):
+            yield ref
+        for value in node.values():
+            yield from _shape_refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _shape_refs(value)
+
+
+def _s3_operations_only(model: dict[str, Any]) -> dict[str, Any]:
+    """S3's service model with only :data:`S3_OPERATIONS` and the shapes they reach."""
+    operations = {k: v for k, v in (model.get("operations") or {}).items() if k in S3_OPERATIONS}
+    shapes = model.get("shapes") or {}
+    kept: set[str] = set()
+    todo = list(_shape_refs(operations))
+    while todo:
+        name = todo.pop()
+        if name not in kept and name in shapes:
+            kept.add(name)
+            todo.extend(_shape_refs(shapes[name]))
+    return {**model, "operations": operations, "shapes": {k: v for k, v in shapes.items() if k in kept}}
+
+
+class _JournalData:
+    """botocore's file loader, less what a bucket journal's S3 client never uses (a controller's
+    memory, issue 28):
+
+    * ``endpoints.json`` (every AWS service's endpoints in every partition, 7 MB once parsed)
+      keeps only the entries of :data:`ENDPOINT_SERVICES`. The file is still botocore's own, so
+      botocore uses it as its built-in data and resolves those services' endpoints (and sign
+      regions) exactly as with all of it;
+    * S3's ``service-2`` model (3.4 MB once parsed) keeps only :data:`S3_OPERATIONS` and their
+      shapes, and is parsed without its documentation (0.2 MB). Those operations' requests are
+      built, signed and parsed from the same definitions as with all of it."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
@@ -164,21 +209,38 @@ class _EndpointsOfServices:
         return bool(self.inner.exists(path))
 
     def load_file(self, path: str) -> Any:
+        parts = path.replace(os.sep, "/").rsplit("/", 3)
+        if parts[-1] == "service-2" and parts[-3:-2] == ["s3"]:
+            model = _load_json(path, _no_documentation)
+            if isinstance(model, dict):
+                return _s3_operations_only(model)
         data = self.inner.load_file(path)
-        if os.path.basename(path) == "endpoints" and isinstance(data, dict):
+        if parts[-1] == "endpoints" and isinstance(data, dict):
             for partition in data.get("partitions") or []:
                 services = partition.get("services") or {}
                 partition["services"] = {k: v for k, v in services.items() if k in ENDPOINT_SERVICES}
         return data
 
 
+def _load_json(path: str, hook: Callable[[list[tuple[str, Any]]], Any]) -> Any:
+    """What botocore's file loader reads at ``path`` (``PATH.json`` or ``PATH.json.gz``, None if
+    neither is there), its objects made by ``hook``."""
+    import gzip
+
+    for ext, opener in ((".json", open), (".json.gz", gzip.open)):
+        if os.path.isfile(path + ext):
+            with opener(path + ext, "rb") as f:
+                return json.loads(f.read().decode("utf-8"), object_pairs_hook=hook)
+    return None
+
+
 def s3_session() -> Any:
-    """A botocore session of its own for the S3 client (see :class:`_EndpointsOfServices`)."""
+    """A botocore session of its own for the S3 client (see :class:`_JournalData`)."""
     import botocore.session
 
     session = botocore.session.get_session()
     loader = session.get_component("data_loader")
-    loader.file_loader = _EndpointsOfServices(loader.file_loader)
+    loader.file_loader = _JournalData(loader.file_loader)
     return session
 
 
