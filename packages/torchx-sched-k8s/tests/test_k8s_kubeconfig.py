@@ -329,6 +329,8 @@ def test_clients_of_one_kubeconfig_share_one_transport(tmp_path: Path, monkeypat
     first, second = KubeApi(), KubeApi()
     assert first.rest is second.rest
     shared = first.rest
+    own = KubeApi(shared=False)  # a managed controller's Lease: never waits behind the others' requests
+    assert own.rest is not shared and own.rest.endpoint.host == shared.endpoint.host
     second.close()
     assert first.rest is shared
     _write(cfg, {"server": "http://127.0.0.1:2"}, {"token": "b"})

@@ -369,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     from torchx_managed.lease import Lease
 
     namespace, name = args[2].split("/", 1)
-    api = KubeApi(timeout=5.0)
+    api = KubeApi(timeout=5.0, shared=False)  # its renewals never wait behind the drivers' requests
     lease = Lease(api, namespace, name, identity.replace(" ", "_"))
     lost = threading.Event()
 

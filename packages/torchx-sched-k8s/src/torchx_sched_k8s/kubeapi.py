@@ -105,11 +105,16 @@ class KubeApi:
             TLS, credentials) to use (default: the kubeconfig's current context, read on
             first use)
         timeout: seconds for connecting and for each answer (log streams excepted)
+        shared: without ``api_client``, use the process's shared transport (its connections,
+            :data:`~torchx_sched_k8s.rest.MAX_CONNECTIONS` at most, are shared with every
+            scheduler of the process); False: a transport of its own, whose requests never wait
+            behind theirs (a managed controller's Lease renewals behind its 100 drivers' polls)
     """
 
-    def __init__(self, api_client: Any = None, timeout: float = 30.0) -> None:
+    def __init__(self, api_client: Any = None, timeout: float = 30.0, shared: bool = True) -> None:
         self._api_client = api_client
         self._rest: RestClient | None = None
+        self._own = api_client is not None or not shared
         self.timeout = timeout
 
     @property
@@ -123,6 +128,8 @@ class KubeApi:
             try:
                 if self._api_client is not None:
                     self._rest = RestClient(endpoint_from_configuration(self._api_client.configuration))
+                elif self._own:
+                    self._rest = RestClient(load_endpoint())
                 else:
                     self._rest = _shared_rest()
             except KubeConfigError as e:
@@ -145,7 +152,7 @@ class KubeApi:
         """Closes the kept-alive connections (the process's shared transport is left to its
         other users)."""
         if self._rest is not None:
-            if self._api_client is not None:
+            if self._own:
                 self._rest.close()
             self._rest = None
 
