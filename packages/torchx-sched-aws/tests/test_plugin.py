@@ -1,11 +1,9 @@
-"""Registration, import hygiene (no boto3 unless an AWS scheduler talks to AWS) and dry-run speed."""
+"""Registration, import hygiene (no boto3 unless an AWS scheduler talks to AWS) and a 1000-replica dry run (its speed: benchmarks/run.py scenario 12)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 
 import pytest
 from torchx import specs
@@ -40,7 +38,8 @@ def test_cli_never_imports_boto3(argv: list[str]) -> None:
         assert "queue" in proc.stdout or "role" in proc.stdout
 
 
-def test_dryrun_of_1x1000_batch_app_is_fast() -> None:
+def test_dryrun_of_1x1000_batch_app_is_one_multinode_definition() -> None:
+    # its speed (<= 30 ms) is measured by benchmarks/run.py scenario 12, not timed here
     roles = [
         specs.Role(
             "trainer",
@@ -53,13 +52,5 @@ def test_dryrun_of_1x1000_batch_app_is_fast() -> None:
     ]
     app = specs.AppDef("big", roles=roles)
     with get_runner() as runner:
-        info = runner.dryrun(app, "aws_batch", {"queue": "q"})  # warm up: plugins, runopts docs
-        assert info.request.job_definition["nodeProperties"]["numNodes"] == 1000
-        best = min(_timed(lambda: runner.dryrun(app, "aws_batch", {"queue": "q"})) for _ in range(10))
-    assert best < 0.030, f"dryrun took {best * 1000:.1f} ms"
-
-
-def _timed(fn: Callable[[], object]) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
+        info = runner.dryrun(app, "aws_batch", {"queue": "q"})
+    assert info.request.job_definition["nodeProperties"]["numNodes"] == 1000

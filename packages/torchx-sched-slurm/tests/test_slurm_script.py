@@ -300,17 +300,11 @@ def test_invalid_option_is_refused_in_dryrun() -> None:
         dryrun(specs.AppDef("a", [role()]), {"time": "soon"})
 
 
-def test_dryrun_of_1000_replicas_is_fast() -> None:
-    import time
-
+def test_dryrun_of_1000_replicas_is_one_heterogeneous_job() -> None:
+    # its speed (<= 30 ms) is measured by benchmarks/run.py scenario 12, not timed here
     app = specs.AppDef("big", [role("w", 1000)])
-    sched = SlurmScheduler("test")
-    sched.submit_dryrun(app, {})
-    start = time.perf_counter()
-    script = str(sched.submit_dryrun(app, {}).request)
-    elapsed = time.perf_counter() - start
+    script = str(SlurmScheduler("test").submit_dryrun(app, {}).request)
     assert script.count("#SBATCH hetjob") == 999
-    assert elapsed < 0.5, f"dryrun of 1000 replicas took {elapsed * 1000:.0f} ms"
 
 
 def test_macro_values_are_data_in_the_job_script(tmp_path: Path) -> None:
