@@ -362,7 +362,7 @@ def test_huge_replica_counts_are_refused_at_once(sched: LocalScheduler, count: i
     t = time.perf_counter()
     with pytest.raises(ValueError, match=rf"asks for {count} replicas; local_cwd starts at most \d+ on this machine"):
         sched.submit_dryrun(command_app("true", replicas=count), {})
-    assert time.perf_counter() - t < 0.5
+    assert time.perf_counter() - t < 5.0  # refused before any replica is made (bound: a loaded machine)
     assert sched.list() == []
 
 
@@ -402,7 +402,7 @@ def test_local_docker_dry_run_refuses_huge_counts_too() -> None:
     t = time.perf_counter()
     with pytest.raises(ValueError, match="asks for 1000000000 replicas; local_docker starts at most"):
         DockerScheduler("t").submit_dryrun(command_app("true", image="busybox", replicas=10**9), {})
-    assert time.perf_counter() - t < 0.5
+    assert time.perf_counter() - t < 5.0  # refused before any replica is made (bound: a loaded machine)
 
 
 def test_cli_dryrun_of_a_huge_replica_count_fails_fast(isolated: Path) -> None:

@@ -174,4 +174,4 @@ def test_an_attempt_ends_when_its_last_replica_stopped_and_the_backoff_counts_fr
     assert log is not None
     first, second = log.attempts
     assert first.ended - first.started >= 0.2 + 0.6  # type: ignore[operator]
-    assert 0.3 <= second.started - first.ended < 0.3 + 0.5  # type: ignore[operator]
+    assert 0.3 <= second.started - first.ended < 0.3 + 2.0  # type: ignore[operator]  # the back-off (bound: load)
