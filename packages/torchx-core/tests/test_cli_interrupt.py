@@ -164,7 +164,7 @@ def test_a_second_ctrl_c_exits_at_once(env: dict[str, str]) -> None:
     t = time.monotonic()
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
-    assert time.monotonic() - t < 1.0
+    assert time.monotonic() - t < 5.0  # at once, not after the 30 s cancel (bound: a loaded machine)
     assert proc.returncode == 130
     assert f"exiting without waiting; see `torchx status {handle}`" in err
 

@@ -45,7 +45,7 @@ def test_a_signal_during_a_finalizer_is_kept() -> None:
         t = time.monotonic()
         with pytest.raises(KeyboardInterrupt):
             stop.wait(lambda: time.sleep(30))
-        assert time.monotonic() - t < 1.0
+        assert time.monotonic() - t < 5.0  # at once, not after the 30 s sleep (bound: a loaded machine)
 
 
 def test_a_ctrl_c_dropped_before_the_block_is_seen(monkeypatch: pytest.MonkeyPatch) -> None:

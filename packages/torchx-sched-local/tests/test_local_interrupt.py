@@ -107,7 +107,7 @@ def test_a_second_ctrl_c_exits_at_once(sched: LocalScheduler) -> None:
     t = time.monotonic()
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
-    assert time.monotonic() - t < 1.0
+    assert time.monotonic() - t < 2.5  # at once, not after the 4 s grace period (bound: a loaded machine)
     assert proc.returncode == 130
     assert f"torchx: exiting without waiting; see `torchx status {handle}`" in err
     assert _state(sched, handle) == AppState.RUNNING  # the cancel goes on without the launcher
