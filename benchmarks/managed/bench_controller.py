@@ -147,12 +147,13 @@ def _busy_cpu_seconds() -> float:
     return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")  # less idle and iowait
 
 
-def k8s_controller(jobs: int, seconds: float, url: str | None = None) -> dict[str, Any]:
+def k8s_controller(jobs: int, seconds: float, url: str | None = None, after: float = 60.0) -> dict[str, Any]:
     """Runs ``jobs`` managed jobs (``sleep SECONDS`` pods on ``kubernetes``, no resource requests)
     under one ``controller=kubernetes`` Deployment in a fresh namespace, their journal on a
     host directory the controller's pod mounts (or under ``url``); returns the peak RSS and
     threads of the controller's process (found in this machine's /proc: the kubelet's containers
-    run here), the most attempt pods running at once, and the machine's busy CPU seconds. The
+    run here; its VmHWM read until the process ends or ``after`` seconds after every job
+    succeeded), the most attempt pods running at once, and the machine's busy CPU seconds. The
     namespace (Deployment, Jobs, pods, Secret, Lease) is deleted afterwards."""
     import uuid
 
@@ -214,6 +215,15 @@ def k8s_controller(jobs: int, seconds: float, url: str | None = None) -> dict[st
                 time.sleep(0.2)
             done = time.monotonic() - began
             busy = _busy_cpu_seconds() - busy
+            # the peak of its whole life: it goes on (lets go of the jobs' leases, idles) until it
+            # scales itself to 0 or ``after`` seconds are up (VmHWM keeps what happened meanwhile)
+            until = time.monotonic() + after
+            while time.monotonic() < until and (pid := _controller_pid(journal)) is not None:
+                try:
+                    peak_hwm = max(peak_hwm, _status_field(pid, "VmHWM"))
+                except (OSError, ValueError):
+                    break
+                time.sleep(0.5)
     finally:
         _kubectl("delete", "namespace", namespace, "--wait=true", "--timeout=600s", check=False)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -227,6 +237,7 @@ def k8s_controller(jobs: int, seconds: float, url: str | None = None) -> dict[st
         "machine_busy_cpu_s": round(busy, 1),
         "controller_peak_rss_mb": round(peak_rss / 1024, 1),
         "controller_vmhwm_mb": round(peak_hwm / 1024, 1),
+        "vmhwm_read_until_s_after": after,
         "controller_peak_threads": peak_threads,
     }
 
@@ -271,10 +282,18 @@ def main() -> None:
         default="local_cwd",
         help="where the controller and the jobs run (kubernetes: needs KUBECONFIG and the live cluster's kubelet here)",
     )
+    parser.add_argument(
+        "--after",
+        type=float,
+        default=60.0,
+        help="--controller kubernetes: seconds the controller's peak is still read once every job succeeded",
+    )
     parser.add_argument("--slurm", action="store_true", help="also measure a native Slurm job's restart")
     args = parser.parse_args()
-    measure = k8s_controller if args.controller == "kubernetes" else controller
-    print(measure(args.jobs, args.seconds, args.journal))
+    if args.controller == "kubernetes":
+        print(k8s_controller(args.jobs, args.seconds, args.journal, args.after))
+    else:
+        print(controller(args.jobs, args.seconds, args.journal))
     if args.journal:
         print(url_latency(args.journal))
     if args.slurm:
