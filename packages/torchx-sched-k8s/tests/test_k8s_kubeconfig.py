@@ -11,6 +11,7 @@ import os
 import ssl
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -225,6 +226,22 @@ def _read_request(conn: Any) -> bytes:
     return data
 
 
+def _answer_until_closed(conn: Any, release: threading.Event) -> None:
+    """Answers ``{}`` to each request on ``conn`` until the client closes it (or it fails); a
+    request for ``/slow`` waits for ``release`` first (up to 10 s)."""
+    with conn:
+        while True:
+            try:
+                request = _read_request(conn)
+            except OSError:
+                return
+            if not request:
+                return
+            if b"/slow" in request:
+                release.wait(10)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+
+
 def test_a_kept_alive_connection_the_server_closed_is_replaced() -> None:
     """The server answers one request per connection and closes it without saying so (an idle
     timeout): the next request goes out again on a new connection."""
@@ -349,16 +366,7 @@ def test_threads_taking_turns_share_one_connection_and_concurrent_ones_get_their
 
     def keep_answering(conn: Any) -> None:
         opened.append(1)
-        while True:
-            try:
-                request = _read_request(conn)
-            except OSError:
-                return
-            if not request:
-                return
-            if b"/slow" in request:
-                release.wait(10)
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+        _answer_until_closed(conn, release)
 
     import socket
 
@@ -412,19 +420,6 @@ def test_requests_beyond_the_connection_limit_wait_for_one_to_come_free() -> Non
     release = threading.Event()
     answering: list[threading.Thread] = []
 
-    def keep_answering(conn: Any) -> None:
-        with conn:
-            while True:
-                try:
-                    request = _read_request(conn)
-                except OSError:
-                    return
-                if not request:
-                    return
-                if b"/slow" in request:
-                    release.wait(10)
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
-
     server = socket.create_server(("127.0.0.1", 0))
     server.settimeout(0.05)
     over = threading.Event()
@@ -437,7 +432,7 @@ def test_requests_beyond_the_connection_limit_wait_for_one_to_come_free() -> Non
                 continue
             conn.settimeout(None)
             opened.append(1)
-            answering.append(threading.Thread(target=keep_answering, args=(conn,), daemon=True))
+            answering.append(threading.Thread(target=_answer_until_closed, args=(conn, release), daemon=True))
             answering[-1].start()
 
     acceptor = threading.Thread(target=accept, daemon=True)
