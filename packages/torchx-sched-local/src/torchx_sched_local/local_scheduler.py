@@ -212,7 +212,7 @@ class LocalScheduler(Scheduler[LocalOpts, AppDef, LocalRequest]):
         no provider does: every role runs in the current directory)."""
         if self._provider_class is not None:
             return self._provider_class
-        from torchx_sched_local.compat_local import CWDImageProvider  # not on the run path
+        from torchx_sched_local.image_providers import CWDImageProvider  # not on the run path
 
         return CWDImageProvider
 
