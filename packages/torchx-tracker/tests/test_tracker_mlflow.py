@@ -134,3 +134,17 @@ def test_cli_reads_mlflow(uri: str, isolated: Path, capsys: pytest.CaptureFixtur
     proc = testing.run_cli("tracker", "list", "jobs", cwd=isolated)
     assert proc.returncode == 0, proc.stderr
     assert RUN in proc.stdout
+
+
+def test_runs_of_experiments_made_twice_at_once_are_read(uri: str) -> None:
+    """MLflow's file store checks an experiment's name, then creates it: two replicas that make it at
+    once make one each (a loaded CI run lost one replica's metadata so). Both are read."""
+    first = create(uri)
+    first.add_metadata(RUN, a=1)
+    twin = first.client._tracking_client.store._create_experiment_with_id("torchx", "999", None, None)
+    assert twin == "999"
+    tags = {TAG_RUN_ID: RUN, TAG_RUN_KEY: hashlib.sha256(RUN.encode()).hexdigest()[:32], "torchx.metadata.b": "2"}
+    first.client.create_run("999", tags=tags)
+    reader = create(uri)
+    assert reader.metadata(RUN) == {"a": 1, "b": 2}
+    assert list(reader.run_ids()) == [RUN]

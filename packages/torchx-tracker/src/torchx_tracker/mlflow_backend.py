@@ -92,14 +92,23 @@ class MlflowTracker(TrackerBase):
                 self._experiment_id = found.experiment_id
         return self._experiment_id
 
+    def _experiment_ids(self) -> list[str]:
+        """Every experiment named :attr:`experiment`: MLflow's file store checks the name, then
+        creates, so replicas that make it at once can make one each (their runs are read from all)."""
+        if "'" in self.experiment:  # not one that a filter string can quote: the one MLflow finds
+            found = self.client.get_experiment_by_name(self.experiment)
+            return [] if found is None else [found.experiment_id]
+        named = self.client.search_experiments(filter_string=f"name = '{self.experiment}'", max_results=1000)
+        return [e.experiment_id for e in named]
+
     def _search(self, filter_string: str = "") -> Iterator[Run]:
-        experiment_id = self._experiment(create=False)
-        if experiment_id is None:
+        experiment_ids = self._experiment_ids()
+        if not experiment_ids:
             return
         token = None
         while True:
             page = self.client.search_runs(
-                [experiment_id],
+                experiment_ids,
                 filter_string,
                 max_results=1000,
                 order_by=["attributes.start_time ASC"],
