@@ -80,10 +80,11 @@ class MlflowTracker(TrackerBase):
         return f"MlflowTracker({self.tracking_uri}, experiment={self.experiment})"
 
     # ------------------------------------------------------------------ runs
-    def _experiment(self, create: bool) -> str | None:
+    def _experiment(self) -> str | None:
+        """The experiment writes go to (made if there is none)."""
         if self._experiment_id is None:
             found = self.client.get_experiment_by_name(self.experiment)
-            if found is None and create:
+            if found is None:
                 try:
                     self._experiment_id = self.client.create_experiment(self.experiment)
                 except MlflowException:  # another replica created it first
@@ -133,7 +134,7 @@ class MlflowTracker(TrackerBase):
             if runs:
                 cached = runs[0].info.run_id
             else:
-                experiment_id = self._experiment(create=True)
+                experiment_id = self._experiment()
                 assert experiment_id is not None
                 tags = {TAG_RUN_ID: run_id, TAG_RUN_KEY: _digest(run_id)}
                 cached = self.client.create_run(experiment_id, tags=tags, run_name=run_id[:250]).info.run_id
